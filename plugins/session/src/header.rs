@@ -1,0 +1,189 @@
+//! The session header: durable metadata kept outside the log (reference section 2.1).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// The log format version this crate reads and writes (dsh rc.8 `SESSION_FORMAT_VERSION`).
+pub const SESSION_FORMAT_VERSION: u64 = 0;
+
+/// A session id. Any string is a valid id (dsh accepts ids from files unvalidated); the store
+/// generates UUID v7 strings. Persistence backends must encode ids injectively.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionId(String);
+
+impl SessionId {
+    /// Wraps any string.
+    pub fn new(id: impl Into<String>) -> SessionId {
+        SessionId(id.into())
+    }
+
+    /// A fresh UUID v7 id: time-ordered and unique across processes.
+    pub fn generate() -> SessionId {
+        SessionId(uuid::Uuid::now_v7().to_string())
+    }
+
+    /// The id as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for SessionId {
+    fn from(s: &str) -> SessionId {
+        SessionId(s.to_owned())
+    }
+}
+
+impl From<String> for SessionId {
+    fn from(s: String) -> SessionId {
+        SessionId(s)
+    }
+}
+
+impl AsRef<str> for SessionId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The immutable header of a session, stored outside the log, with dsh's field names.
+///
+/// Absent optional fields are omitted when serialized. Fields dsh writes that this crate does
+/// not model are kept in `extra` and written back unchanged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionHeader {
+    /// Log format version; [`SESSION_FORMAT_VERSION`] for every session this crate creates.
+    pub version: u64,
+    /// The session id.
+    pub id: SessionId,
+    /// Creation time, epoch milliseconds; kept across resume.
+    #[serde(rename = "createdAt")]
+    pub created_at: u64,
+    /// Absolute working directory, inherited by fork children.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Direct parent of a fork child (lineage).
+    #[serde(rename = "parentSession", default, skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<SessionId>,
+    /// Number of leading events inherited from the parent: the durable seed boundary.
+    #[serde(rename = "seedLength", default, skip_serializing_if = "Option::is_none")]
+    pub seed_length: Option<u64>,
+    /// Navigation hint; dsh writes only `"subagent"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    /// Delegation depth: absent or 0 at top level, parent + 1 for a subagent child.
+    #[serde(
+        rename = "delegationDepth",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub delegation_depth: Option<u64>,
+    /// Composition id of the agent preset.
+    #[serde(rename = "agentPreset", default, skip_serializing_if = "Option::is_none")]
+    pub agent_preset: Option<String>,
+    /// Header fields this crate does not model, kept as stored.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl SessionHeader {
+    /// A header for `id` at `created_at` (epoch ms) carrying `meta`.
+    pub fn new(id: SessionId, created_at: u64, meta: SessionMeta) -> SessionHeader {
+        SessionHeader {
+            version: SESSION_FORMAT_VERSION,
+            id,
+            created_at,
+            cwd: meta.cwd,
+            parent_session: meta.parent_session,
+            seed_length: meta.seed_length,
+            origin: meta.origin,
+            delegation_depth: meta.delegation_depth,
+            agent_preset: meta.agent_preset,
+            extra: meta.extra,
+        }
+    }
+}
+
+/// The caller-supplied part of a header, given to `SessionStore::create`.
+///
+/// Every field is optional; `created_at` defaults to now. Fork children set `parent_session`,
+/// `seed_length` and, when the source has one, `cwd`.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct SessionMeta {
+    /// Creation time, epoch ms (default: now).
+    pub created_at: Option<u64>,
+    /// Absolute working directory.
+    pub cwd: Option<String>,
+    /// Fork parent.
+    pub parent_session: Option<SessionId>,
+    /// Inherited prefix length.
+    pub seed_length: Option<u64>,
+    /// `"subagent"` for subagent children.
+    pub origin: Option<String>,
+    /// Delegation depth.
+    pub delegation_depth: Option<u64>,
+    /// Agent preset id.
+    pub agent_preset: Option<String>,
+    /// Unmodelled header fields to store unchanged.
+    pub extra: Map<String, Value>,
+}
+
+impl SessionMeta {
+    /// The meta that reproduces `header` exactly (used to load a stored session back).
+    pub fn from_header(header: &SessionHeader) -> SessionMeta {
+        SessionMeta {
+            created_at: Some(header.created_at),
+            cwd: header.cwd.clone(),
+            parent_session: header.parent_session.clone(),
+            seed_length: header.seed_length,
+            origin: header.origin.clone(),
+            delegation_depth: header.delegation_depth,
+            agent_preset: header.agent_preset.clone(),
+            extra: header.extra.clone(),
+        }
+    }
+
+    /// Sets `cwd`.
+    pub fn cwd(mut self, cwd: impl Into<String>) -> SessionMeta {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// Sets the fork lineage: `parentSession` and `seedLength`.
+    pub fn lineage(mut self, parent: SessionId, seed_length: u64) -> SessionMeta {
+        self.parent_session = Some(parent);
+        self.seed_length = Some(seed_length);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_omits_absent_fields_and_keeps_unknown_ones() {
+        let raw = r#"{"version":0,"id":"s","createdAt":5,"cwd":"/p","delegationDepth":0,"futureField":[1]}"#;
+        let header: SessionHeader = serde_json::from_str(raw).unwrap();
+        assert_eq!(header.cwd.as_deref(), Some("/p"));
+        assert_eq!(header.extra.get("futureField"), Some(&serde_json::json!([1])));
+        assert_eq!(serde_json::to_string(&header).unwrap(), raw);
+    }
+
+    #[test]
+    fn generated_ids_are_distinct_uuids() {
+        let a = SessionId::generate();
+        let b = SessionId::generate();
+        assert_ne!(a, b);
+        assert_eq!(a.as_str().len(), 36);
+    }
+}

@@ -1,0 +1,42 @@
+//! The host's configuration of a context: which plugins are enabled and their settings.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Configuration of a root context, keyed by plugin name.
+///
+/// JSON shape: `{"plugins": {"dsh-session-fork": {"enabled": false, "config": {}}}}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextConfig {
+    /// Per-plugin settings; plugins not named keep their descriptor's defaults.
+    #[serde(default)]
+    pub plugins: BTreeMap<String, PluginSettings>,
+}
+
+/// The settings of one plugin.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginSettings {
+    /// Overrides the descriptor's enabled-by-default switch when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// The plugin's own configuration, read in `apply` with [`crate::Context::config`].
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub config: Value,
+}
+
+impl ContextConfig {
+    /// Sets the enabled switch of `plugin`.
+    pub fn set_enabled(&mut self, plugin: &str, enabled: bool) -> &mut ContextConfig {
+        self.plugins.entry(plugin.to_owned()).or_default().enabled = Some(enabled);
+        self
+    }
+
+    /// Sets the configuration value of `plugin`.
+    pub fn set_config(&mut self, plugin: &str, config: Value) -> &mut ContextConfig {
+        self.plugins.entry(plugin.to_owned()).or_default().config = config;
+        self
+    }
+}

@@ -1,0 +1,568 @@
+//! `Context`: the handle through which hosts, plugins and tests reach the registry.
+
+use crate::config::ContextConfig;
+use crate::error::{panic_message, BoxError, CoreError, EmitError};
+use crate::event::{dispatch, erase, ListenerHandle};
+use crate::lifecycle::{PluginInfo, PluginState, ServiceInfo};
+use crate::plugin::{registered, PluginDescriptor, ServiceKey};
+use crate::registry::{Instance, InstanceId, Owned, Scope, State};
+use crate::event::Listener;
+use parking_lot::{Mutex, ReentrantMutex};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::any::TypeId;
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+struct Runtime {
+    state: Mutex<State>,
+    /// Serializes lifecycle changes; re-entrant so apply, disposers and listeners may call
+    /// back. The flag is set while a settle loop runs, so nested calls leave the work to it.
+    settle: ReentrantMutex<Cell<bool>>,
+}
+
+/// A cheap, cloneable, thread-safe handle on a plugin context.
+///
+/// A context handed to a plugin's `apply` carries that instance's scope: services, listeners,
+/// disposers and child plugins registered through it belong to the instance and are undone,
+/// in reverse order, when it is torn down. The root context (from [`Context::builder`] or
+/// [`Context::from_registry`]) owns what is registered through it until [`Context::dispose`].
+///
+/// No user code (apply, disposers, listeners, service destructors) runs while a registry lock
+/// is held, so every method may be called from inside them.
+#[derive(Clone)]
+pub struct Context {
+    rt: Arc<Runtime>,
+    scope: Scope,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("scope", &self.plugin_name().unwrap_or("<root>"))
+            .finish()
+    }
+}
+
+/// Builds a root context from an explicit list of descriptors (tests) or the registry (hosts).
+#[derive(Default)]
+pub struct ContextBuilder {
+    plugins: Vec<&'static PluginDescriptor>,
+    config: ContextConfig,
+}
+
+impl ContextBuilder {
+    /// Adds a plugin; plugins are applied in the order given, once their requirements are met.
+    pub fn plugin(mut self, descriptor: &'static PluginDescriptor) -> ContextBuilder {
+        self.plugins.push(descriptor);
+        self
+    }
+
+    /// Adds several plugins.
+    pub fn plugins(
+        mut self,
+        descriptors: impl IntoIterator<Item = &'static PluginDescriptor>,
+    ) -> ContextBuilder {
+        self.plugins.extend(descriptors);
+        self
+    }
+
+    /// Sets the configuration (enabled switches and per-plugin settings).
+    pub fn config(mut self, config: ContextConfig) -> ContextBuilder {
+        self.config = config;
+        self
+    }
+
+    /// Creates the root context and settles it: every enabled plugin whose requirements are
+    /// met is applied; the others stay `Pending` (or `Disabled`).
+    ///
+    /// Errors: [`CoreError::DuplicatePlugin`] for a name listed twice,
+    /// [`CoreError::UnknownPlugin`] for a config entry naming no listed plugin.
+    pub fn build(self) -> Result<Context, CoreError> {
+        let mut seen = HashSet::new();
+        for d in &self.plugins {
+            if !seen.insert(d.name()) {
+                return Err(CoreError::DuplicatePlugin {
+                    plugin: d.name().to_owned(),
+                });
+            }
+        }
+        if let Some(name) = self.config.plugins.keys().find(|n| !seen.contains(n.as_str())) {
+            return Err(CoreError::UnknownPlugin {
+                plugin: name.clone(),
+            });
+        }
+        let mut state = State::default();
+        for descriptor in self.plugins {
+            let settings = self.config.plugins.get(descriptor.name());
+            let enabled = settings
+                .and_then(|s| s.enabled)
+                .unwrap_or(descriptor.is_enabled_by_default());
+            state.instances.push(new_instance(
+                descriptor,
+                None,
+                settings.map_or(Value::Null, |s| s.config.clone()),
+                if enabled {
+                    PluginState::Pending
+                } else {
+                    PluginState::Disabled
+                },
+            ));
+        }
+        let ctx = Context {
+            rt: Arc::new(Runtime {
+                state: Mutex::new(state),
+                settle: ReentrantMutex::new(Cell::new(false)),
+            }),
+            scope: Scope::Root,
+        };
+        ctx.settle();
+        Ok(ctx)
+    }
+}
+
+fn new_instance(
+    descriptor: &'static PluginDescriptor,
+    parent: Option<InstanceId>,
+    config: Value,
+    state: PluginState,
+) -> Instance {
+    Instance {
+        descriptor,
+        parent,
+        config,
+        state,
+        generation: 0,
+        error: None,
+        owned: Vec::new(),
+    }
+}
+
+impl Context {
+    /// A builder for a root context composed from explicit descriptors.
+    pub fn builder() -> ContextBuilder {
+        ContextBuilder::default()
+    }
+
+    /// A root context holding every plugin linked into the binary (see
+    /// [`crate::registered`]), enabled or disabled by `config`, and settled.
+    ///
+    /// Errors: [`CoreError::UnknownPlugin`] when `config` names a plugin that is not linked.
+    pub fn from_registry(config: &ContextConfig) -> Result<Context, CoreError> {
+        Context::builder()
+            .plugins(registered())
+            .config(config.clone())
+            .build()
+    }
+
+    /// The service of type `T` while its provider is active, else `None`.
+    pub fn get<T: ?Sized + 'static>(&self) -> Option<Arc<T>> {
+        self.rt.state.lock().get::<T>()
+    }
+
+    /// The service of type `T`.
+    ///
+    /// # Panics
+    /// When the service is not active; the message names the type and the plugin that would
+    /// provide it, with that plugin's state.
+    pub fn expect<T: ?Sized + 'static>(&self) -> Arc<T> {
+        if let Some(service) = self.get::<T>() {
+            return service;
+        }
+        let key = ServiceKey::of::<T>();
+        let state = self.rt.state.lock();
+        let provider = state
+            .instances
+            .iter()
+            .find(|inst| inst.descriptor.provided().contains(&key));
+        match provider {
+            Some(inst) => panic!(
+                "service {} is not available: its provider plugin \"{}\" is {}",
+                key.name(),
+                inst.descriptor.name(),
+                inst.state
+            ),
+            None => panic!(
+                "service {} is not available: no plugin in this context provides it",
+                key.name()
+            ),
+        }
+    }
+
+    /// Registers `value` as the service of type `T`, owned by this context's scope.
+    ///
+    /// Errors: [`CoreError::ServiceConflict`] when `T` is already provided (naming both
+    /// plugins), [`CoreError::UndeclaredService`] when the plugin's descriptor does not list
+    /// `T`, [`CoreError::StaleScope`] when this scope's instance is no longer current.
+    pub fn provide<T: ?Sized + Send + Sync + 'static>(&self, value: Arc<T>) -> Result<(), CoreError> {
+        {
+            let mut state = self.rt.state.lock();
+            let owner = state.owner(self.scope)?;
+            state.insert_service(owner, value)?;
+        }
+        self.settle();
+        Ok(())
+    }
+
+    /// Listens to events of type `E`. The listener belongs to this scope and is removed with
+    /// it. Listeners run in registration order; returning an error (or panicking) reports a
+    /// failure to the emitter without stopping the other listeners.
+    ///
+    /// Errors: [`CoreError::StaleScope`].
+    pub fn on<E: 'static>(
+        &self,
+        handler: impl Fn(&E) -> Result<(), BoxError> + Send + Sync + 'static,
+    ) -> Result<ListenerHandle, CoreError> {
+        let type_id = TypeId::of::<E>();
+        let mut state = self.rt.state.lock();
+        let owner = state.owner(self.scope)?;
+        state.next_listener += 1;
+        let id = state.next_listener;
+        state.listeners.entry(type_id).or_default().push(Listener {
+            id,
+            owner,
+            handler: erase(handler),
+        });
+        state.own(owner, Owned::Listener(type_id, id));
+        let rt = Arc::downgrade(&self.rt);
+        Ok(ListenerHandle {
+            remove: Some(Box::new(move || {
+                if let Some(rt) = rt.upgrade() {
+                    remove_listener(&mut rt.state.lock(), type_id, id);
+                }
+            })),
+        })
+    }
+
+    /// Calls every listener of `E` registered by the root or by a loading or active instance,
+    /// in registration order, outside every lock.
+    ///
+    /// Errors: an [`EmitError`] listing each listener that failed (all listeners ran).
+    pub fn emit<E: 'static>(&self, event: &E) -> Result<(), EmitError> {
+        let listeners = {
+            let state = self.rt.state.lock();
+            state
+                .listeners
+                .get(&TypeId::of::<E>())
+                .map(|list| {
+                    list.iter()
+                        .filter(|l| {
+                            l.owner.is_none_or(|id| {
+                                matches!(
+                                    state.instances[id].state,
+                                    PluginState::Loading | PluginState::Active
+                                )
+                            })
+                        })
+                        .map(|l| (state.name_of(l.owner), l.handler.clone()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        dispatch(event, listeners)
+    }
+
+    /// Registers `disposer` to run when this scope is torn down (after everything registered
+    /// later, before everything registered earlier). A panicking disposer is contained.
+    ///
+    /// Errors: [`CoreError::StaleScope`].
+    pub fn on_dispose(&self, disposer: impl FnOnce() + Send + 'static) -> Result<(), CoreError> {
+        let mut state = self.rt.state.lock();
+        let owner = state.owner(self.scope)?;
+        state.own(owner, Owned::Disposer(Box::new(disposer)));
+        Ok(())
+    }
+
+    /// Adds a plugin instance in this scope: a root plugin from the root context, a child
+    /// plugin (disposed with its parent) from a plugin's context. It is applied as soon as its
+    /// requirements are met.
+    ///
+    /// Errors: [`CoreError::DuplicatePlugin`] when a root plugin of that name exists,
+    /// [`CoreError::StaleScope`].
+    pub fn plugin(&self, descriptor: &'static PluginDescriptor) -> Result<(), CoreError> {
+        self.plugin_with_config(descriptor, Value::Null)
+    }
+
+    /// [`Context::plugin`] with the plugin's configuration value.
+    pub fn plugin_with_config(
+        &self,
+        descriptor: &'static PluginDescriptor,
+        config: Value,
+    ) -> Result<(), CoreError> {
+        let _serial = self.rt.settle.lock();
+        {
+            let mut state = self.rt.state.lock();
+            let owner = state.owner(self.scope)?;
+            if owner.is_none() && state.find_root_plugin(descriptor.name()).is_ok() {
+                return Err(CoreError::DuplicatePlugin {
+                    plugin: descriptor.name().to_owned(),
+                });
+            }
+            let id = state.instances.len();
+            state
+                .instances
+                .push(new_instance(descriptor, owner, config, PluginState::Pending));
+            state.own(owner, Owned::Child(id));
+        }
+        self.settle();
+        Ok(())
+    }
+
+    /// Enables the root plugin `name` (from `Disabled`, `Failed` or `Disposed`): it becomes
+    /// `Pending` and is applied once its requirements are met. Enabling an enabled plugin does
+    /// nothing.
+    ///
+    /// Errors: [`CoreError::UnknownPlugin`].
+    pub fn enable(&self, name: &str) -> Result<(), CoreError> {
+        let _serial = self.rt.settle.lock();
+        {
+            let mut state = self.rt.state.lock();
+            let id = state.find_root_plugin(name)?;
+            let inst = &mut state.instances[id];
+            if matches!(
+                inst.state,
+                PluginState::Disabled | PluginState::Failed | PluginState::Disposed
+            ) {
+                inst.state = PluginState::Pending;
+                inst.error = None;
+            }
+        }
+        self.settle();
+        Ok(())
+    }
+
+    /// Disables the root plugin `name`: the plugins using its services are torn down first
+    /// (they return to `Pending`), then the plugin itself, which becomes `Disabled`.
+    ///
+    /// Errors: [`CoreError::UnknownPlugin`].
+    pub fn disable(&self, name: &str) -> Result<(), CoreError> {
+        self.stop(name, PluginState::Disabled)
+    }
+
+    /// Like [`Context::disable`], but the plugin ends `Disposed`.
+    ///
+    /// Errors: [`CoreError::UnknownPlugin`].
+    pub fn dispose_plugin(&self, name: &str) -> Result<(), CoreError> {
+        self.stop(name, PluginState::Disposed)
+    }
+
+    fn stop(&self, name: &str, final_state: PluginState) -> Result<(), CoreError> {
+        let _serial = self.rt.settle.lock();
+        let id = self.rt.state.lock().find_root_plugin(name)?;
+        self.teardown(id, final_state);
+        self.settle();
+        Ok(())
+    }
+
+    /// Disposes everything in the context: root plugins in reverse order (each after the
+    /// plugins that use it), then what the root scope registered, in reverse order.
+    /// Called on a plugin's context it does nothing: plugins are stopped by name.
+    pub fn dispose(&self) {
+        if self.scope != Scope::Root {
+            return;
+        }
+        let _serial = self.rt.settle.lock();
+        let roots: Vec<InstanceId> = {
+            let state = self.rt.state.lock();
+            (0..state.instances.len())
+                .filter(|&id| state.instances[id].parent.is_none())
+                .collect()
+        };
+        for id in roots.into_iter().rev() {
+            self.teardown(id, PluginState::Disposed);
+        }
+        let owned = std::mem::take(&mut self.rt.state.lock().root_owned);
+        self.undo(owned);
+    }
+
+    /// A snapshot of every plugin instance, in the order they were added.
+    pub fn plugins(&self) -> Vec<PluginInfo> {
+        self.rt.state.lock().plugin_infos()
+    }
+
+    /// A snapshot of every registered service, sorted by name.
+    pub fn services(&self) -> Vec<ServiceInfo> {
+        self.rt.state.lock().service_infos()
+    }
+
+    /// The state of the root plugin `name`, if the context has it.
+    pub fn plugin_state(&self, name: &str) -> Option<PluginState> {
+        let state = self.rt.state.lock();
+        let id = state.find_root_plugin(name).ok()?;
+        Some(state.instances[id].state)
+    }
+
+    /// The name of the plugin whose scope this context carries; `None` for the root.
+    pub fn plugin_name(&self) -> Option<&'static str> {
+        match self.scope {
+            Scope::Root => None,
+            Scope::Instance(id, _) => Some(self.rt.state.lock().instances[id].descriptor.name()),
+        }
+    }
+
+    /// The configuration of this scope's plugin, deserialized into `T` (an absent config reads
+    /// as `{}`, so `#[serde(default)]` fields take their defaults).
+    ///
+    /// Errors: [`CoreError::InvalidConfig`] naming the plugin and serde's message (which names
+    /// the field).
+    pub fn config<T: DeserializeOwned>(&self) -> Result<T, CoreError> {
+        let (plugin, raw) = match self.scope {
+            Scope::Root => ("<root>".to_owned(), Value::Null),
+            Scope::Instance(id, _) => {
+                let state = self.rt.state.lock();
+                let inst = &state.instances[id];
+                (inst.descriptor.name().to_owned(), inst.config.clone())
+            }
+        };
+        let raw = if raw.is_null() {
+            Value::Object(Default::default())
+        } else {
+            raw
+        };
+        serde_json::from_value(raw).map_err(|e| CoreError::InvalidConfig {
+            plugin,
+            message: e.to_string(),
+        })
+    }
+
+    /// Applies every pending instance whose requirements are met, repeatedly, until none is.
+    /// A call made while a settle loop runs (from inside an apply) returns at once: the
+    /// running loop picks the work up.
+    fn settle(&self) {
+        let busy = self.rt.settle.lock();
+        if busy.replace(true) {
+            return;
+        }
+        struct Reset<'a>(&'a Cell<bool>);
+        impl Drop for Reset<'_> {
+            fn drop(&mut self) {
+                self.0.set(false);
+            }
+        }
+        let _reset = Reset(&busy);
+        loop {
+            let next = {
+                let mut state = self.rt.state.lock();
+                state.next_ready().map(|id| {
+                    let inst = &mut state.instances[id];
+                    inst.state = PluginState::Loading;
+                    inst.generation += 1;
+                    inst.error = None;
+                    (id, inst.generation, inst.descriptor)
+                })
+            };
+            let Some((id, generation, descriptor)) = next else {
+                break;
+            };
+            let scoped = Context {
+                rt: self.rt.clone(),
+                scope: Scope::Instance(id, generation),
+            };
+            let outcome = catch_unwind(AssertUnwindSafe(|| (descriptor.apply_fn())(&scoped)));
+            let failure = match outcome {
+                Ok(Ok(())) => None,
+                Ok(Err(error)) => Some(error.to_string()),
+                Err(payload) => Some(panic_message(payload.as_ref())),
+            };
+            match failure {
+                None => {
+                    let mut state = self.rt.state.lock();
+                    let inst = &mut state.instances[id];
+                    if inst.state == PluginState::Loading && inst.generation == generation {
+                        inst.state = PluginState::Active;
+                        tracing::debug!(plugin = descriptor.name(), generation, "plugin active");
+                    }
+                }
+                Some(message) => {
+                    tracing::warn!(plugin = descriptor.name(), %message, "plugin failed to apply");
+                    self.teardown(id, PluginState::Failed);
+                    self.rt.state.lock().instances[id].error = Some(message);
+                }
+            }
+        }
+    }
+
+    /// Tears `target` down: every instance that uses one of its services (transitively) first,
+    /// consumers before providers, each undoing its registrations in reverse order and
+    /// returning to `Pending`; then `target` itself, which ends in `final_state`.
+    /// The walk is iterative, so long dependency chains do not grow the stack.
+    fn teardown(&self, target: InstanceId, final_state: PluginState) {
+        let order = {
+            let mut state = self.rt.state.lock();
+            let order = teardown_order(&state, target);
+            for &id in &order {
+                let inst = &mut state.instances[id];
+                if matches!(inst.state, PluginState::Active | PluginState::Loading) {
+                    inst.state = PluginState::Unloading;
+                }
+            }
+            order
+        };
+        for id in order {
+            let owned = std::mem::take(&mut self.rt.state.lock().instances[id].owned);
+            self.undo(owned);
+            let mut state = self.rt.state.lock();
+            let inst = &mut state.instances[id];
+            if id == target {
+                inst.state = final_state;
+            } else if inst.state == PluginState::Unloading {
+                inst.state = PluginState::Pending;
+            }
+        }
+    }
+
+    /// Undoes registrations in reverse order. Service values are dropped outside the lock.
+    fn undo(&self, owned: Vec<Owned>) {
+        for item in owned.into_iter().rev() {
+            match item {
+                Owned::Service(type_id) => {
+                    let slot = self.rt.state.lock().services.remove(&type_id);
+                    drop(slot);
+                }
+                Owned::Listener(type_id, id) => {
+                    remove_listener(&mut self.rt.state.lock(), type_id, id);
+                }
+                Owned::Child(child) => {
+                    let live = self.rt.state.lock().instances[child].state != PluginState::Disposed;
+                    if live {
+                        self.teardown(child, PluginState::Disposed);
+                    }
+                }
+                Owned::Disposer(disposer) => {
+                    if let Err(payload) = catch_unwind(AssertUnwindSafe(disposer)) {
+                        tracing::warn!(message = %panic_message(payload.as_ref()), "disposer failed");
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn remove_listener(state: &mut State, type_id: TypeId, id: u64) {
+    if let Some(list) = state.listeners.get_mut(&type_id) {
+        list.retain(|l| l.id != id);
+    }
+}
+
+/// Post-order of the consumer graph below `target`: every consumer comes before the
+/// instances it uses, `target` last. Iterative depth-first walk.
+fn teardown_order(state: &State, target: InstanceId) -> Vec<InstanceId> {
+    let mut order = Vec::new();
+    let mut seen = HashSet::from([target]);
+    let mut stack = vec![(target, state.consumers(target), 0usize)];
+    while let Some((node, consumers, next)) = stack.last_mut() {
+        if let Some(&consumer) = consumers.get(*next) {
+            *next += 1;
+            if seen.insert(consumer) {
+                let below = state.consumers(consumer);
+                stack.push((consumer, below, 0));
+            }
+        } else {
+            order.push(*node);
+            stack.pop();
+        }
+    }
+    order
+}

@@ -38,6 +38,31 @@ pub struct Context {
     scope: Scope,
 }
 
+/// A weak handle on a context: it does not keep the context's registry alive. Services that
+/// hold on to their own context (and are themselves held by it) keep a `WeakContext` to avoid
+/// a reference cycle.
+#[derive(Clone)]
+pub struct WeakContext {
+    rt: std::sync::Weak<Runtime>,
+    scope: Scope,
+}
+
+impl WeakContext {
+    /// The context, while its registry is alive.
+    pub fn upgrade(&self) -> Option<Context> {
+        Some(Context {
+            rt: self.rt.upgrade()?,
+            scope: self.scope,
+        })
+    }
+}
+
+impl std::fmt::Debug for WeakContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WeakContext")
+    }
+}
+
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context")
@@ -157,6 +182,14 @@ impl Context {
             .build()
     }
 
+    /// A weak handle on this context, carrying the same scope.
+    pub fn downgrade(&self) -> WeakContext {
+        WeakContext {
+            rt: Arc::downgrade(&self.rt),
+            scope: self.scope,
+        }
+    }
+
     /// The service of type `T` while its provider is active, else `None`.
     pub fn get<T: ?Sized + 'static>(&self) -> Option<Arc<T>> {
         self.rt.state.lock().get::<T>()
@@ -197,6 +230,9 @@ impl Context {
     /// plugins), [`CoreError::UndeclaredService`] when the plugin's descriptor does not list
     /// `T`, [`CoreError::StaleScope`] when this scope's instance is no longer current.
     pub fn provide<T: ?Sized + Send + Sync + 'static>(&self, value: Arc<T>) -> Result<(), CoreError> {
+        // A second handle, released after the lock: a rejected value's destructor (user code)
+        // then runs outside the registry lock.
+        let _release_after_unlock = value.clone();
         {
             let mut state = self.rt.state.lock();
             let owner = state.owner(self.scope)?;
@@ -236,8 +272,8 @@ impl Context {
         })
     }
 
-    /// Calls every listener of `E` registered by the root or by a loading or active instance,
-    /// in registration order, outside every lock.
+    /// Calls every listener of `E`, in registration order, outside every lock. (Listeners are
+    /// removed when their scope is torn down, so only live scopes hear the event.)
     ///
     /// Errors: an [`EmitError`] listing each listener that failed (all listeners ran).
     pub fn emit<E: 'static>(&self, event: &E) -> Result<(), EmitError> {
@@ -248,14 +284,6 @@ impl Context {
                 .get(&TypeId::of::<E>())
                 .map(|list| {
                     list.iter()
-                        .filter(|l| {
-                            l.owner.is_none_or(|id| {
-                                matches!(
-                                    state.instances[id].state,
-                                    PluginState::Loading | PluginState::Active
-                                )
-                            })
-                        })
                         .map(|l| (state.name_of(l.owner), l.handler.clone()))
                         .collect()
                 })

@@ -72,16 +72,24 @@ impl CoreError {
 }
 
 /// One listener that failed (returned an error or panicked) during [`crate::Context::emit`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ListenerFailure {
     /// The plugin that registered the listener (`<root>` for the root scope).
     pub plugin: String,
     /// The error's message, or the panic message.
     pub message: String,
+    /// The error the listener returned (a [`ListenerPanic`] for a panic), so an emitter can
+    /// downcast it to a typed error and keep its code.
+    pub error: std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>,
 }
 
+/// The error recorded for a listener that panicked.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ListenerPanic(pub String);
+
 /// The failures of one [`crate::Context::emit`]: every listener still ran.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, Clone)]
 #[error("{} listener(s) of {event} failed: {}", failures.len(), render(failures))]
 pub struct EmitError {
     /// Short type name of the event.

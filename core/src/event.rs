@@ -3,7 +3,7 @@
 //! Listeners run outside every lock, in registration order; a failing or panicking listener
 //! is reported and the others still run.
 
-use crate::error::{panic_message, BoxError, EmitError, ListenerFailure};
+use crate::error::{panic_message, BoxError, EmitError, ListenerFailure, ListenerPanic};
 use crate::plugin::short_type_name;
 use crate::registry::InstanceId;
 use std::any::Any;
@@ -33,13 +33,18 @@ pub(crate) fn dispatch<E: 'static>(event: &E, listeners: Vec<(String, Handler)>)
     let mut failures = Vec::new();
     for (plugin, handler) in listeners {
         let outcome = catch_unwind(AssertUnwindSafe(|| handler(event as &dyn Any)));
-        let message = match outcome {
+        let error: Arc<dyn std::error::Error + Send + Sync> = match outcome {
             Ok(Ok(())) => continue,
-            Ok(Err(error)) => error.to_string(),
-            Err(payload) => panic_message(payload.as_ref()),
+            Ok(Err(error)) => Arc::from(error),
+            Err(payload) => Arc::new(ListenerPanic(panic_message(payload.as_ref()))),
         };
+        let message = error.to_string();
         tracing::warn!(event = short_type_name(std::any::type_name::<E>()), %plugin, %message, "listener failed");
-        failures.push(ListenerFailure { plugin, message });
+        failures.push(ListenerFailure {
+            plugin,
+            message,
+            error,
+        });
     }
     if failures.is_empty() {
         Ok(())

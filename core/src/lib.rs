@@ -44,8 +44,8 @@ pub mod plugin;
 mod registry;
 
 pub use config::{ContextConfig, PluginSettings};
-pub use context::{Context, ContextBuilder};
-pub use error::{BoxError, CoreError, EmitError, ListenerFailure};
+pub use context::{Context, ContextBuilder, WeakContext};
+pub use error::{BoxError, CoreError, EmitError, ListenerFailure, ListenerPanic};
 pub use event::ListenerHandle;
 pub use lifecycle::{PluginInfo, PluginState, ServiceInfo};
 pub use plugin::{registered, PluginDescriptor, ServiceKey};

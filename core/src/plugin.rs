@@ -22,7 +22,8 @@ impl ServiceKey {
         }
     }
 
-    /// The `TypeId` the registry stores the service under.
+    /// The `TypeId` the registry stores the service under. (Named `id`, not `type_id`, so that
+    /// it is never shadowed by `Any::type_id` on a reference to a key.)
     pub fn id(&self) -> TypeId {
         (self.type_id)()
     }

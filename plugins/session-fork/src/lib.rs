@@ -1,1 +1,30 @@
-//! placeholder
+//! dsh-session-fork: the optional session fork plugin of the session fork RFC.
+//!
+//! Owns fork policy: the [`SessionFork`] service with `snapshot` and `fork`, the structural
+//! boundary rule (empty log, or last event `turn/end` with any reason) and
+//! [`SessionForkError`]. It adds no event types and no persistence code: a child is created
+//! through `SessionStore::create` and persisted by whatever backend is active. It knows the
+//! session plugin, never a persistence backend.
+//!
+//! ```
+//! use dsh_core::Context;
+//! use dsh_session::{EventDraft, SessionStore, TurnEndReason, SESSION_PLUGIN};
+//! use dsh_session_fork::{ForkSessionOptions, SessionFork, SESSION_FORK_PLUGIN};
+//!
+//! let ctx = Context::builder().plugin(&SESSION_PLUGIN).plugin(&SESSION_FORK_PLUGIN).build()?;
+//! let source = ctx.expect::<SessionStore>().create(None, Default::default())?;
+//! source.append(EventDraft::turn_start(1))?;
+//! source.append(EventDraft::turn_end(1, TurnEndReason::Completed))?;
+//! let child = ctx.expect::<SessionFork>().fork(ForkSessionOptions::new(&source))?;
+//! assert_eq!(child.header().parent_session.as_ref(), Some(source.id()));
+//! assert_eq!(child.header().seed_length, Some(2));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod error;
+pub mod fork;
+pub mod plugin;
+
+pub use error::SessionForkError;
+pub use fork::{ForkSessionOptions, SessionFork, SessionForkSeed, SessionForkSource};
+pub use plugin::SESSION_FORK_PLUGIN;

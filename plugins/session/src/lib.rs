@@ -3,11 +3,37 @@
 //! Owns the event vocabulary, the [`Session`] log, the [`SessionStore`] service, seed
 //! validation, the derived model history and the persistence seam. It knows nothing of fork
 //! (a separate plugin) nor of files (backends implement [`SessionPersistence`]).
+//!
+//! ```
+//! use dsh_core::Context;
+//! use dsh_session::{EventDraft, SessionStore, TurnEndReason, SESSION_PLUGIN};
+//!
+//! let ctx = Context::builder().plugin(&SESSION_PLUGIN).build()?;
+//! let store = ctx.expect::<SessionStore>();
+//! let session = store.create(None, Default::default())?;
+//! session.append(EventDraft::turn_start(1))?;
+//! session.append(EventDraft::user_text("m1", "hello", "user"))?;
+//! session.append(EventDraft::turn_end(1, TurnEndReason::Completed))?;
+//! assert_eq!(session.events().len(), 3);
+//! assert_eq!(session.derive_messages().len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod event;
+pub mod fold;
 pub mod header;
 pub mod persistence;
+pub mod plugin;
+pub mod session;
+pub mod store;
+pub mod validate;
 
 pub use event::{EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
 pub use header::{SessionHeader, SessionId, SessionMeta, SESSION_FORMAT_VERSION};
 pub use persistence::{PersistenceError, SessionPersistence, StoredSession};
+pub use plugin::SESSION_PLUGIN;
+pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
+pub use store::{
+    CreateOptions, Seed, SessionCreated, SessionDisposed, SessionFlush, SessionStore, StoreError,
+};
+pub use validate::ValidationError;

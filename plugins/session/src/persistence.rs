@@ -9,6 +9,11 @@
 
 use crate::event::SessionEvent;
 use crate::header::{SessionHeader, SessionId};
+use crate::session::Session;
+use crate::store::{SessionCreated, SessionDisposed, SessionFlush};
+use dsh_core::{Context, WeakContext};
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A stored session as a backend read it.
@@ -128,4 +133,120 @@ pub trait SessionPersistence: Send + Sync + 'static {
 
     /// The headers of every stored session, without reading their logs.
     fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError>;
+}
+
+/// Registers, in the session plugin's scope, the listeners that drive the active backend:
+/// `created` writes header and seed once (or adopts a stored artifact whose log is a prefix
+/// of the session's, appending the rest), `flush` appends what is new, `disposed` drains
+/// the rest and forgets the session. With no backend active they do nothing.
+pub(crate) fn wire(ctx: &Context) -> Result<(), dsh_core::CoreError> {
+    let wiring = Arc::new(Wiring {
+        ctx: ctx.downgrade(),
+        cursors: Mutex::new(HashMap::new()),
+    });
+    let on_created = wiring.clone();
+    ctx.on::<SessionCreated>(move |e| Ok(on_created.created(&e.session)?))?;
+    let on_flush = wiring.clone();
+    ctx.on::<SessionFlush>(move |e| Ok(on_flush.flush(&e.session)?))?;
+    ctx.on::<SessionDisposed>(move |e| Ok(wiring.disposed(&e.session)?))?;
+    Ok(())
+}
+
+struct Wiring {
+    ctx: WeakContext,
+    /// Per live session: how many of its events are durable in the backend. Held across a
+    /// backend call, so the writes of the store are serialized.
+    cursors: Mutex<HashMap<SessionId, usize>>,
+}
+
+impl Wiring {
+    fn backend(&self) -> Option<Arc<dyn SessionPersistence>> {
+        self.ctx.upgrade()?.get::<dyn SessionPersistence>()
+    }
+
+    fn created(&self, session: &Session) -> Result<(), PersistenceError> {
+        let Some(backend) = self.backend() else {
+            return Ok(());
+        };
+        let mut cursors = self.cursors.lock();
+        let cursor = match session.persisted() {
+            Some(durable) => durable,
+            None => init(backend.as_ref(), session)?,
+        };
+        cursors.insert(session.id().clone(), cursor);
+        Ok(())
+    }
+
+    fn flush(&self, session: &Session) -> Result<(), PersistenceError> {
+        let Some(backend) = self.backend() else {
+            return Ok(());
+        };
+        let mut cursors = self.cursors.lock();
+        let cursor = match cursors.get(session.id()) {
+            Some(&cursor) => append_from(backend.as_ref(), session, cursor)?,
+            None => init(backend.as_ref(), session)?,
+        };
+        cursors.insert(session.id().clone(), cursor);
+        Ok(())
+    }
+
+    fn disposed(&self, session: &Session) -> Result<(), PersistenceError> {
+        let Some(cursor) = self.cursors.lock().remove(session.id()) else {
+            return Ok(());
+        };
+        match self.backend() {
+            Some(backend) => append_from(backend.as_ref(), session, cursor).map(drop),
+            None => Ok(()),
+        }
+    }
+}
+
+/// First write of a session: create it, or adopt a stored artifact with the same header whose
+/// log is a prefix of the session's. Returns the new cursor.
+fn init(backend: &dyn SessionPersistence, session: &Session) -> Result<usize, PersistenceError> {
+    let events = session.events();
+    let id = session.id();
+    match backend.load(id) {
+        Err(PersistenceError::NotFound { .. }) => {
+            let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
+            backend.create(session.header(), &all)?;
+            Ok(all.len())
+        }
+        Err(other) => Err(other),
+        Ok(stored) => {
+            if stored.header != *session.header() {
+                return Err(PersistenceError::Conflict {
+                    id: id.clone(),
+                    reason: "the stored header differs".into(),
+                });
+            }
+            let is_prefix = stored.events.len() <= events.len()
+                && stored
+                    .events
+                    .iter()
+                    .zip(events.iter())
+                    .all(|(stored, live)| stored == live.as_ref());
+            if !is_prefix {
+                return Err(PersistenceError::Conflict {
+                    id: id.clone(),
+                    reason: "the stored log is not a prefix of this session's log".into(),
+                });
+            }
+            append_from(backend, session, stored.events.len())
+        }
+    }
+}
+
+/// Appends the session's events from `cursor` on; returns the new cursor.
+fn append_from(
+    backend: &dyn SessionPersistence,
+    session: &Session,
+    cursor: usize,
+) -> Result<usize, PersistenceError> {
+    let events = session.events();
+    let fresh: Vec<Arc<SessionEvent>> = events.iter().skip(cursor).cloned().collect();
+    if !fresh.is_empty() {
+        backend.append(session.id(), &fresh)?;
+    }
+    Ok(events.len())
 }

@@ -1,0 +1,399 @@
+//! The session log: an append-only sequence of immutable, shared events.
+//!
+//! Events are stored as `Arc<SessionEvent>` in append-only segments (`boxcar::Vec`, whose
+//! elements never move). A snapshot ([`Events`]) is a segment plus a length, so taking one,
+//! or seeding a child with one, costs O(1) and never copies an event; later appends to the
+//! source are beyond the snapshot's length and never show in it.
+
+use crate::event::{EventDraft, SessionEvent};
+use crate::fold::{project, Surface, SurfacePlan};
+use crate::header::{SessionHeader, SessionId};
+use crate::validate::{validate_append, ValidationError};
+use dsh_core::WeakContext;
+use parking_lot::{Mutex, ReentrantMutex, RwLock};
+use serde_json::Value;
+use std::cell::Cell;
+use std::fmt;
+use std::sync::Arc;
+
+struct Segment {
+    /// The inherited prefix (a seed taken from another log), if any.
+    base: Option<Events>,
+    /// Events appended to this log after `base`, in seq order.
+    own: boxcar::Vec<Arc<SessionEvent>>,
+}
+
+/// An immutable view of the first `len()` events of a log: cheap to clone, never changes.
+///
+/// `get(i)` returns the event with seq `i`. Obtained from [`Session::events`]; used as a fork
+/// seed without copying.
+#[derive(Clone)]
+pub struct Events {
+    segment: Arc<Segment>,
+    len: usize,
+}
+
+impl Events {
+    /// An empty view.
+    pub fn empty() -> Events {
+        Events::from_vec(Vec::new())
+    }
+
+    /// A view owning `events` (which must be in seq order from 0; not checked here).
+    pub fn from_vec(events: Vec<SessionEvent>) -> Events {
+        let own: boxcar::Vec<Arc<SessionEvent>> = events.into_iter().map(Arc::new).collect();
+        let len = own.count();
+        Events {
+            segment: Arc::new(Segment { base: None, own }),
+            len,
+        }
+    }
+
+    /// Number of events in the view.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the view holds no event.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The event at index (= seq) `index`, if within the view.
+    pub fn get(&self, index: usize) -> Option<&Arc<SessionEvent>> {
+        if index >= self.len {
+            return None;
+        }
+        let mut view = self;
+        loop {
+            let base_len = view.segment.base.as_ref().map_or(0, Events::len);
+            match &view.segment.base {
+                Some(base) if index < base_len => view = base,
+                _ => return view.segment.own.get(index - base_len),
+            }
+        }
+    }
+
+    /// The last event of the view.
+    pub fn last(&self) -> Option<&Arc<SessionEvent>> {
+        self.len.checked_sub(1).and_then(|i| self.get(i))
+    }
+
+    /// The first `len` events (the whole view when `len >= self.len()`), without copying.
+    pub fn prefix(&self, len: usize) -> Events {
+        Events {
+            segment: self.segment.clone(),
+            len: len.min(self.len),
+        }
+    }
+
+    /// The events in seq order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<SessionEvent>> + '_ {
+        (0..self.len).filter_map(move |i| self.get(i))
+    }
+
+    /// Copies the events out (for callers that need owned values, e.g. to mutate them).
+    pub fn to_vec(&self) -> Vec<SessionEvent> {
+        self.iter().map(|e| SessionEvent::clone(e)).collect()
+    }
+
+    /// Whether both views share the same storage and length (no event was copied).
+    pub fn same_storage(&self, other: &Events) -> bool {
+        Arc::ptr_eq(&self.segment, &other.segment) && self.len == other.len
+    }
+
+    fn lookup<'a>(&'a self) -> impl Fn(u64) -> Option<&'a SessionEvent> + 'a {
+        move |seq| usize::try_from(seq).ok().and_then(|i| self.get(i)).map(|e| &**e)
+    }
+}
+
+impl fmt::Debug for Events {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for Events {
+    fn eq(&self, other: &Events) -> bool {
+        self.len == other.len && self.iter().zip(other.iter()).all(|(a, b)| a == b)
+    }
+}
+
+/// One model message of the derived history: a surface event and its projection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Message {
+    event: Arc<SessionEvent>,
+}
+
+impl Message {
+    /// The message as dsh stores it: the `data` of a `user/message`, the `data.message` of an
+    /// `assistant/message` or `tool/result`.
+    pub fn value(&self) -> &Value {
+        project(&self.event).unwrap_or(&Value::Null)
+    }
+
+    /// The surface event the message comes from.
+    pub fn event(&self) -> &Arc<SessionEvent> {
+        &self.event
+    }
+}
+
+/// Errors of [`Session::append`]. Each names the session.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppendError {
+    /// The event breaks an envelope, message-shape or surface rule; nothing was appended.
+    #[error("cannot append to session \"{id}\": {source}")]
+    Invalid {
+        /// The session.
+        id: SessionId,
+        /// The rule broken.
+        #[source]
+        source: ValidationError,
+    },
+    /// `append` was called from inside a listener of an append on the same session.
+    #[error("re-entrant append to session \"{id}\" from inside its own event listener")]
+    Reentrant {
+        /// The session.
+        id: SessionId,
+    },
+}
+
+impl AppendError {
+    /// The stable code: `EVENT_INVALID` or `REENTRANT_APPEND`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AppendError::Invalid { .. } => "EVENT_INVALID",
+            AppendError::Reentrant { .. } => "REENTRANT_APPEND",
+        }
+    }
+}
+
+struct Log {
+    events: Events,
+    surface: Surface,
+}
+
+/// A live session: header plus append-only log (`seq == index`; events immutable once
+/// appended). Created by [`crate::SessionStore::create`]; shared as `Arc<Session>`.
+pub struct Session {
+    header: SessionHeader,
+    seed_len: usize,
+    log: RwLock<Log>,
+    /// Serializes appends; the flag detects a re-entrant append from a listener.
+    appending: ReentrantMutex<Cell<bool>>,
+    /// The store's context while the session is live in it (publishes appends).
+    link: Mutex<Option<WeakContext>>,
+    /// How many leading events are already durable in the active backend (set when the
+    /// session was loaded from it), so the persistence wiring does not write them again.
+    persisted: Option<usize>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.header.id)
+            .field("events", &self.len())
+            .finish()
+    }
+}
+
+/// Published after each committed append on a live session (the seed is never published).
+#[derive(Clone, Debug)]
+pub struct SessionEventAppended {
+    /// The session appended to.
+    pub session: Arc<Session>,
+    /// The committed event.
+    pub event: Arc<SessionEvent>,
+}
+
+impl Session {
+    pub(crate) fn new(
+        header: SessionHeader,
+        seed: Events,
+        surface: Surface,
+        persisted: Option<usize>,
+    ) -> Session {
+        let seed_len = seed.len();
+        let events = Events {
+            segment: Arc::new(Segment {
+                base: Some(seed),
+                own: boxcar::Vec::new(),
+            }),
+            len: seed_len,
+        };
+        Session {
+            header,
+            seed_len,
+            log: RwLock::new(Log { events, surface }),
+            appending: ReentrantMutex::new(Cell::new(false)),
+            link: Mutex::new(None),
+            persisted,
+        }
+    }
+
+    pub(crate) fn attach(&self, ctx: WeakContext) {
+        *self.link.lock() = Some(ctx);
+    }
+
+    pub(crate) fn detach(&self) {
+        *self.link.lock() = None;
+    }
+
+    pub(crate) fn persisted(&self) -> Option<usize> {
+        self.persisted
+    }
+
+    /// The session id (from the header).
+    pub fn id(&self) -> &SessionId {
+        &self.header.id
+    }
+
+    /// The immutable header.
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// A snapshot of the log; it never changes afterwards. O(1).
+    pub fn events(&self) -> Events {
+        self.log.read().events.clone()
+    }
+
+    /// The log length, which is also the next seq.
+    pub fn len(&self) -> usize {
+        self.log.read().events.len()
+    }
+
+    /// Whether the log is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The number of events the session was created with (its in-process seed), dsh's
+    /// `firstLiveSeq`. The durable lineage boundary is the header's `seedLength`.
+    pub fn seed_len(&self) -> usize {
+        self.seed_len
+    }
+
+    /// Whether the session is live in a store (created and not disposed).
+    pub fn is_live(&self) -> bool {
+        self.link.lock().is_some()
+    }
+
+    /// Appends an event: stamps `seq` (the log length) and `time` (now, epoch ms), validates
+    /// it against the envelope, message-shape and surface rules, commits it, then publishes
+    /// [`SessionEventAppended`] when the session is live (listener failures are logged, the
+    /// event stays committed). Returns the committed event.
+    ///
+    /// Errors: [`AppendError::Invalid`] (nothing appended), [`AppendError::Reentrant`] when
+    /// called from a listener of this session's own append.
+    pub fn append(self: &Arc<Self>, draft: EventDraft) -> Result<Arc<SessionEvent>, AppendError> {
+        let guard = self.appending.lock();
+        if guard.get() {
+            return Err(AppendError::Reentrant {
+                id: self.id().clone(),
+            });
+        }
+        let event = {
+            let mut log = self.log.write();
+            let seq = log.events.len() as u64;
+            let event = draft.into_event(seq, now_ms());
+            let plan: SurfacePlan = validate_append(&log.surface, &event, log.events.lookup())
+                .map_err(|source| AppendError::Invalid {
+                    id: self.id().clone(),
+                    source,
+                })?;
+            let event = Arc::new(event);
+            log.events.segment.own.push(event.clone());
+            log.events.len += 1;
+            log.surface.apply(plan, seq);
+            event
+        };
+        let ctx = self.link.lock().as_ref().and_then(WeakContext::upgrade);
+        if let Some(ctx) = ctx {
+            guard.set(true);
+            let published = ctx.emit(&SessionEventAppended {
+                session: self.clone(),
+                event: event.clone(),
+            });
+            guard.set(false);
+            if let Err(error) = published {
+                tracing::warn!(session = %self.id(), %error, "session event listener failed");
+            }
+        }
+        Ok(event)
+    }
+
+    /// The model history derived from the log: the projection of every surface node, in
+    /// surface order (reference section 5). Fork children fold their seed like any log.
+    pub fn derive_messages(&self) -> Vec<Message> {
+        let log = self.log.read();
+        log.surface
+            .nodes()
+            .iter()
+            .filter_map(|&seq| log.events.get(usize::try_from(seq).ok()?))
+            .filter(|event| project(event).is_some())
+            .map(|event| Message {
+                event: event.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Folds the surface of an already valid log (a seed taken from a live session), without
+/// validating it again.
+pub(crate) fn fold_trusted(events: &Events) -> Surface {
+    let mut surface = Surface::default();
+    for event in events.iter() {
+        if let Ok(plan) = surface.plan(event, events.lookup()) {
+            surface.apply(plan, event.seq);
+        }
+    }
+    surface
+}
+
+/// Validates a raw seed and turns it into a view, returning the folded surface too.
+pub(crate) fn admit_seed(events: Vec<SessionEvent>) -> Result<(Events, Surface), ValidationError> {
+    let surface = crate::validate::validate_seed(&events)?;
+    Ok((Events::from_vec(events), surface))
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(seq: u64) -> SessionEvent {
+        SessionEvent::new("x/log", seq, 0, json!({}))
+    }
+
+    #[test]
+    fn a_prefix_view_shares_storage_and_ignores_later_events() {
+        let all = Events::from_vec((0..5).map(event).collect());
+        let head = all.prefix(2);
+        assert_eq!(head.len(), 2);
+        assert_eq!(head.get(1).unwrap().seq, 1);
+        assert!(head.get(2).is_none());
+        assert!(Arc::ptr_eq(head.get(0).unwrap(), all.get(0).unwrap()));
+    }
+
+    #[test]
+    fn a_session_seeded_by_a_view_reads_through_to_it() {
+        let seed = Events::from_vec((0..3).map(event).collect());
+        let header = SessionHeader::new(SessionId::from("s"), 0, Default::default());
+        let session = Arc::new(Session::new(header, seed.clone(), Surface::default(), None));
+        session.append(EventDraft::new("x/log", json!({}))).unwrap();
+        let events = session.events();
+        assert_eq!(events.len(), 4);
+        assert!(Arc::ptr_eq(events.get(2).unwrap(), seed.get(2).unwrap()));
+        assert_eq!(events.get(3).unwrap().seq, 3);
+        assert_eq!(seed.len(), 3, "the seed view never grows");
+    }
+}

@@ -1,0 +1,744 @@
+//! Seed and envelope validation (reference section 3.3, with the envelope of section 1.1).
+//!
+//! A seed handed to the store, or a log read back from persistence, is checked event by event in
+//! dsh's order: the envelope and legacy-format rules, the `request/header` configuration, the
+//! shape of message events, `seq == index`, and finally the surface transition
+//! ([`crate::fold`]). Turn balance, tool-call pairing and known event types are deliberately
+//! **not** checked here: an open-turn seed is valid.
+
+use std::borrow::Borrow;
+
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+use crate::event::{is_surface_type, SessionEvent, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT};
+use crate::fold::{Surface, SurfaceError, SurfacePlan, MAX_SAFE_INTEGER};
+
+/// The retired event type that carried request-header changes as deltas; dsh refuses it.
+const LEGACY_REQUEST_HEADER_DELTA: &str = "request/header-delta";
+
+/// The `adapterDefaults` keys a `request/header` may carry.
+const ADAPTER_DEFAULT_KEYS: [&str; 2] = ["reasoningEffort", "maxTokens"];
+
+/// Why a seed (or an event about to be appended) is invalid (reference section 3.3).
+///
+/// Every variant names the index of the offending event (for a live append, its seq) and the
+/// rule it broke. [`ValidationError::code`] is `SEED_INVALID` for all of them.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ValidationError {
+    /// The envelope breaks a rule of reference section 1.1 that the typed [`SessionEvent`] does
+    /// not enforce by itself (e.g. `ignorable: false`, a seq or time beyond 2^53 - 1).
+    #[error("seed event at index {index} has an invalid event envelope: {reason}")]
+    Envelope {
+        /// Index of the event.
+        index: u64,
+        /// The envelope rule broken.
+        reason: String,
+    },
+    /// A retired format: a `request/header-delta` event, or a `request/header` with reason
+    /// `fallback`.
+    #[error("seed event at index {index} uses unsupported legacy {reason}")]
+    LegacyFormat {
+        /// Index of the event.
+        index: u64,
+        /// Which legacy format.
+        reason: String,
+    },
+    /// A `request/header` whose configuration is incomplete or inconsistent.
+    #[error("seed request/header at index {index} {reason}")]
+    RequestHeader {
+        /// Index of the event.
+        index: u64,
+        /// What is wrong with the header.
+        reason: String,
+    },
+    /// A `user/message`, `assistant/message` or `tool/result` whose message is malformed.
+    #[error("seed {kind} at index {index} {reason}")]
+    MessageShape {
+        /// Index of the event.
+        index: u64,
+        /// The event type.
+        kind: String,
+        /// What is wrong with the message.
+        reason: String,
+    },
+    /// The event's seq is not its index: a seed is contiguous from 0.
+    #[error(
+        "seed event at index {index} has seq {seq} (expected {index}); seed must be contiguous from 0"
+    )]
+    NotContiguous {
+        /// Index of the event.
+        index: u64,
+        /// The seq it carries.
+        seq: u64,
+    },
+    /// The surface transition is refused (reference section 5.1).
+    #[error("invalid seed event at index {index}: {source}")]
+    Surface {
+        /// Index of the event.
+        index: u64,
+        /// The surface rule broken.
+        source: SurfaceError,
+    },
+}
+
+impl ValidationError {
+    /// The stable error code: `SEED_INVALID` for every variant.
+    pub fn code(&self) -> &'static str {
+        "SEED_INVALID"
+    }
+
+    /// The index of the offending event in the seed (for a live append, its seq).
+    pub fn index(&self) -> u64 {
+        match self {
+            ValidationError::Envelope { index, .. }
+            | ValidationError::LegacyFormat { index, .. }
+            | ValidationError::RequestHeader { index, .. }
+            | ValidationError::MessageShape { index, .. }
+            | ValidationError::NotContiguous { index, .. }
+            | ValidationError::Surface { index, .. } => *index,
+        }
+    }
+}
+
+/// Checks one event on its own, as dsh does for the event at `index` of a seed (reference
+/// section 3.3, steps 2 to 5): the envelope rules the typed struct leaves open (`seq` and
+/// `time` safe integers, `ignorable` only `true`), the legacy formats, the `request/header`
+/// configuration and the shape of the three message events. It neither checks `seq == index`
+/// nor looks at the surface.
+///
+/// # Errors
+///
+/// The first rule broken, in dsh's order: [`ValidationError::LegacyFormat`] for
+/// `request/header-delta`, then [`ValidationError::Envelope`],
+/// [`ValidationError::RequestHeader`], [`ValidationError::MessageShape`], and last
+/// [`ValidationError::LegacyFormat`] for a `request/header` with reason `fallback`.
+pub fn check_event(event: &SessionEvent, index: u64) -> Result<(), ValidationError> {
+    if event.kind == LEGACY_REQUEST_HEADER_DELTA {
+        return Err(ValidationError::LegacyFormat {
+            index,
+            reason: format!("{LEGACY_REQUEST_HEADER_DELTA} format"),
+        });
+    }
+    if let Some(reason) = envelope_problem(event) {
+        return Err(ValidationError::Envelope {
+            index,
+            reason: reason.into(),
+        });
+    }
+    if event.kind == REQUEST_HEADER {
+        if let Some(reason) = request_header_problem(&event.data) {
+            return Err(ValidationError::RequestHeader {
+                index,
+                reason: reason.into(),
+            });
+        }
+    }
+    if is_surface_type(&event.kind) {
+        if let Some(reason) = message_shape_problem(event) {
+            return Err(ValidationError::MessageShape {
+                index,
+                kind: event.kind.clone(),
+                reason,
+            });
+        }
+    }
+    if event.kind == REQUEST_HEADER
+        && event.data.get("reason").and_then(Value::as_str) == Some("fallback")
+    {
+        return Err(ValidationError::LegacyFormat {
+            index,
+            reason: format!("{REQUEST_HEADER} reason \"fallback\""),
+        });
+    }
+    Ok(())
+}
+
+/// Validates a whole seed and returns its folded surface, so the caller need not fold it again
+/// (reference section 3.3).
+///
+/// `events` may be plain events or shared ones (`Arc<SessionEvent>`). For each index `i` in
+/// order: [`check_event`], then `seq == i`, then the surface transition, which is applied before
+/// the next event is looked at. An empty seed is valid; so is a seed that ends inside a turn.
+///
+/// # Errors
+///
+/// The first failure: a [`check_event`] error, [`ValidationError::NotContiguous`], or
+/// [`ValidationError::Surface`].
+pub fn validate_seed<E: Borrow<SessionEvent>>(events: &[E]) -> Result<Surface, ValidationError> {
+    let lookup = |seq: u64| {
+        usize::try_from(seq)
+            .ok()
+            .and_then(|i| events.get(i))
+            .map(Borrow::borrow)
+    };
+    let mut surface = Surface::default();
+    for (index, event) in (0u64..).zip(events) {
+        let event: &SessionEvent = event.borrow();
+        check_event(event, index)?;
+        if event.seq != index {
+            return Err(ValidationError::NotContiguous {
+                index,
+                seq: event.seq,
+            });
+        }
+        let plan = surface
+            .plan(event, lookup)
+            .map_err(|source| ValidationError::Surface { index, source })?;
+        surface.apply(plan, event.seq);
+    }
+    Ok(surface)
+}
+
+/// Validates an event about to be appended to a live log whose surface is `surface`, and
+/// returns the surface plan to apply once the append is committed ([`Surface::apply`]).
+///
+/// The event must already carry its final `seq` (the log length); it is used as the index in
+/// errors. `lookup` returns the log's earlier event with a given seq. Nothing is mutated.
+///
+/// # Errors
+///
+/// As [`check_event`], then [`ValidationError::Surface`] when the transition is refused.
+pub fn validate_append<'a>(
+    surface: &Surface,
+    event: &SessionEvent,
+    lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
+) -> Result<SurfacePlan, ValidationError> {
+    let index = event.seq;
+    check_event(event, index)?;
+    surface
+        .plan(event, lookup)
+        .map_err(|source| ValidationError::Surface { index, source })
+}
+
+/// The first envelope rule of reference section 1.1 broken that serde did not already enforce.
+fn envelope_problem(event: &SessionEvent) -> Option<&'static str> {
+    if event.seq > MAX_SAFE_INTEGER {
+        Some("seq is not a safe integer")
+    } else if event.time.unsigned_abs() > MAX_SAFE_INTEGER {
+        Some("time is not a safe integer")
+    } else if event.ignorable == Some(false) {
+        Some("ignorable must be true when present")
+    } else {
+        None
+    }
+}
+
+fn non_empty_str(value: Option<&Value>) -> bool {
+    value.and_then(Value::as_str).is_some_and(|s| !s.is_empty())
+}
+
+fn has_provider_model(map: &Map<String, Value>) -> bool {
+    non_empty_str(map.get("provider")) && non_empty_str(map.get("model"))
+}
+
+/// What is wrong with the `data` of a `request/header`, if anything (section 3.3, step 4).
+fn request_header_problem(data: &Value) -> Option<&'static str> {
+    let header = data.get("header").and_then(Value::as_object);
+    let config = header
+        .and_then(|header| header.get("config"))
+        .and_then(Value::as_object)
+        .filter(|config| has_provider_model(config));
+    let (Some(header), Some(config)) = (header, config) else {
+        return Some("lacks provider/model");
+    };
+    if config
+        .get("reasoningEffort")
+        .is_some_and(|effort| !non_empty_str(Some(effort)))
+    {
+        return Some("has an invalid reasoningEffort");
+    }
+    let defaults = header.get("adapterDefaults")?;
+    let valid = defaults.as_object().is_some_and(|defaults| {
+        defaults.iter().all(|(key, value)| {
+            ADAPTER_DEFAULT_KEYS.contains(&key.as_str())
+                && *value == Value::Bool(true)
+                && config.contains_key(key)
+        })
+    });
+    (!valid).then_some("has invalid adapterDefaults")
+}
+
+/// What is wrong with the message of a surface event, if anything (section 3.3, step 5).
+fn message_shape_problem(event: &SessionEvent) -> Option<String> {
+    let kind = event.kind.as_str();
+    let message = if kind == ASSISTANT_MESSAGE || kind == TOOL_RESULT {
+        event.data.get("message")
+    } else {
+        Some(&event.data)
+    };
+    let Some(message) = message
+        .and_then(Value::as_object)
+        .filter(|message| non_empty_str(message.get("id")))
+    else {
+        return Some("lacks an identified message".into());
+    };
+    let role = if kind == ASSISTANT_MESSAGE {
+        "assistant"
+    } else {
+        "user"
+    };
+    if message.get("role").and_then(Value::as_str) != Some(role) {
+        return Some(format!("message must have role \"{role}\""));
+    }
+    let Some(source) = message
+        .get("source")
+        .and_then(Value::as_object)
+        .filter(|source| non_empty_str(source.get("kind")))
+    else {
+        return Some("message has invalid source".into());
+    };
+    let Some(content) = message.get("content").and_then(Value::as_array) else {
+        return Some("message has invalid content".into());
+    };
+    let source_kind = source.get("kind").and_then(Value::as_str);
+    if kind == ASSISTANT_MESSAGE {
+        return (source_kind != Some("model") || !has_provider_model(source))
+            .then(|| "message must have model source".into());
+    }
+    if kind != TOOL_RESULT {
+        return None;
+    }
+    let call_id = source.get("callId").filter(|id| non_empty_str(Some(id)));
+    let (Some(call_id), Some("tool")) = (call_id, source_kind) else {
+        return Some("message must have tool source".into());
+    };
+    let [Value::Object(block)] = content.as_slice() else {
+        return Some("message must contain one tool-result block".into());
+    };
+    if block.get("type").and_then(Value::as_str) != Some("tool-result")
+        || !block.get("content").is_some_and(Value::is_array)
+    {
+        return Some("message must contain one tool-result block".into());
+    }
+    (block.get("toolCallId") != Some(call_id))
+        .then(|| "message has mismatched tool call ids".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::event::{EventDraft, SurfaceOp, TurnEndReason, USER_MESSAGE};
+    use serde_json::json;
+
+    /// Stamps drafts into a seed with seq == index.
+    fn seed(drafts: Vec<EventDraft>) -> Vec<SessionEvent> {
+        (0u64..)
+            .zip(drafts)
+            .map(|(seq, draft)| draft.into_event(seq, 1_000))
+            .collect()
+    }
+
+    /// A complete turn: user message, step with a tool round trip, assistant answer.
+    fn turn() -> Vec<EventDraft> {
+        vec![
+            EventDraft::turn_start(1),
+            EventDraft::user_text("u1", "list files", "user"),
+            request_header(json!({"config": {"provider": "deepseek", "model": "chat"}})),
+            EventDraft::step_start(1, 1),
+            EventDraft::tool_call(1, 1, "c1", "ls", "{}"),
+            EventDraft::tool_result(1, 1, "t1", "c1", "a b c"),
+            EventDraft::assistant_text(1, 1, "a1", "three files", "deepseek", "chat"),
+            EventDraft::step_end(1, 1),
+            EventDraft::turn_end(1, TurnEndReason::Completed),
+        ]
+    }
+
+    fn request_header(header: Value) -> EventDraft {
+        EventDraft::new(
+            REQUEST_HEADER,
+            json!({"header": header, "reason": "initial"}),
+        )
+    }
+
+    /// The error of a seed made of `drafts`.
+    fn refusal(drafts: Vec<EventDraft>) -> ValidationError {
+        validate_seed(&seed(drafts)).expect_err("seed refused")
+    }
+
+    /// The error of the complete turn with the event at `index` replaced by `draft`.
+    fn refusal_at(index: usize, draft: EventDraft) -> ValidationError {
+        let mut drafts = turn();
+        drafts[index] = draft;
+        refusal(drafts)
+    }
+
+    #[test]
+    fn complete_seed_is_accepted_and_folded() {
+        let events = seed(turn());
+        let surface = validate_seed(&events).expect("valid seed");
+        assert_eq!(surface.nodes(), &[1, 5, 6]);
+        assert_eq!(surface.generation(), 0);
+        assert!(validate_seed::<SessionEvent>(&[]).is_ok());
+        let shared: Vec<Arc<SessionEvent>> = events.into_iter().map(Arc::new).collect();
+        assert_eq!(validate_seed(&shared), Ok(surface));
+    }
+
+    #[test]
+    fn open_turn_seed_is_accepted() {
+        let mut drafts = turn();
+        drafts.truncate(5);
+        let surface = validate_seed(&seed(drafts)).expect("open turn accepted");
+        assert_eq!(surface.nodes(), &[1]);
+    }
+
+    #[test]
+    fn non_contiguous_seq_is_refused() {
+        let mut events = seed(turn());
+        events[3].seq = 4;
+        let err = validate_seed(&events).unwrap_err();
+        assert_eq!(err, ValidationError::NotContiguous { index: 3, seq: 4 });
+        assert_eq!(
+            err.to_string(),
+            "seed event at index 3 has seq 4 (expected 3); seed must be contiguous from 0"
+        );
+        assert_eq!(err.code(), "SEED_INVALID");
+        assert_eq!(err.index(), 3);
+    }
+
+    #[test]
+    fn seed_not_starting_at_zero_is_refused() {
+        let events: Vec<SessionEvent> = seed(turn())
+            .into_iter()
+            .map(|mut event| {
+                event.seq += 1;
+                event
+            })
+            .collect();
+        let err = validate_seed(&events).unwrap_err();
+        assert_eq!(err, ValidationError::NotContiguous { index: 0, seq: 1 });
+    }
+
+    #[test]
+    fn ignorable_false_is_refused() {
+        let mut events = seed(turn());
+        events[2].ignorable = Some(false);
+        let err = validate_seed(&events).unwrap_err();
+        assert!(
+            matches!(err, ValidationError::Envelope { index: 2, .. }),
+            "{err}"
+        );
+        assert!(err
+            .to_string()
+            .starts_with("seed event at index 2 has an invalid event envelope"));
+        events[2].ignorable = Some(true);
+        assert!(validate_seed(&events).is_ok());
+    }
+
+    #[test]
+    fn unsafe_seq_or_time_is_refused() {
+        let mut events = seed(turn());
+        events[0].time = -(1 << 53);
+        let err = validate_seed(&events).unwrap_err();
+        assert!(
+            matches!(err, ValidationError::Envelope { index: 0, .. }),
+            "{err}"
+        );
+        events[0].time = -5;
+        assert!(validate_seed(&events).is_ok(), "negative times are allowed");
+        events[0].seq = 1 << 53;
+        let err = validate_seed(&events).unwrap_err();
+        assert!(
+            matches!(err, ValidationError::Envelope { index: 0, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn surface_event_without_surface_op_is_refused() {
+        let mut draft = EventDraft::user_text("u1", "hi", "user");
+        draft.surface_op = None;
+        let err = refusal_at(1, draft);
+        assert!(
+            matches!(err, ValidationError::Surface { index: 1, .. }),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "invalid seed event at index 1: session event \"user/message\" is \
+             surface-eligible and requires a surfaceOp marker"
+        );
+    }
+
+    #[test]
+    fn log_only_event_with_surface_op_is_refused() {
+        let err = refusal_at(3, EventDraft::step_start(1, 1).surface(SurfaceOp::Append));
+        assert!(
+            matches!(err, ValidationError::Surface { index: 3, .. }),
+            "{err}"
+        );
+        let err = refusal_at(3, EventDraft::step_start(1, 1).sources(vec![1]));
+        assert!(
+            matches!(err, ValidationError::Surface { index: 3, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn forward_and_duplicate_source_seqs_are_refused() {
+        let forward = EventDraft::tool_result(1, 1, "t1", "c1", "a b c").sources(vec![4, 5]);
+        let err = refusal_at(5, forward);
+        assert!(
+            matches!(err, ValidationError::Surface { index: 5, .. }),
+            "{err}"
+        );
+        assert!(err
+            .to_string()
+            .contains("must reference earlier events: 5 >= current seq 5"));
+        let duplicate = EventDraft::tool_result(1, 1, "t1", "c1", "a b c").sources(vec![4, 4]);
+        let err = refusal_at(5, duplicate);
+        assert!(
+            err.to_string().contains("must not contain duplicates"),
+            "{err}"
+        );
+        let valid = EventDraft::tool_result(1, 1, "t1", "c1", "a b c").sources(vec![4]);
+        let mut drafts = turn();
+        drafts[5] = valid;
+        assert!(validate_seed(&seed(drafts)).is_ok());
+    }
+
+    #[test]
+    fn replace_range_not_on_the_surface_is_refused() {
+        let mut drafts = turn();
+        drafts.push(
+            EventDraft::user_text("s", "summary", "compaction")
+                .surface(SurfaceOp::Replace { start: 0, end: 6 })
+                .sources(vec![0, 6]),
+        );
+        let err = refusal(drafts);
+        assert!(
+            matches!(err, ValidationError::Surface { index: 9, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("start seq 0 not found in surface"));
+    }
+
+    #[test]
+    fn replace_over_the_surface_is_accepted() {
+        let mut drafts = turn();
+        drafts.push(
+            EventDraft::user_text("s", "summary", "compaction")
+                .surface(SurfaceOp::Replace { start: 1, end: 6 })
+                .sources(vec![1, 5, 6]),
+        );
+        let surface = validate_seed(&seed(drafts)).expect("replace accepted");
+        assert_eq!(surface.nodes(), &[9]);
+        assert_eq!(surface.generation(), 1);
+    }
+
+    #[test]
+    fn tool_result_rewrite_changing_more_than_content_is_refused() {
+        let mut drafts = turn();
+        drafts.push(EventDraft::turn_start(2));
+        let mut rewrite = EventDraft::tool_result(1, 1, "t1", "c1", "[pruned]")
+            .surface(SurfaceOp::Replace { start: 5, end: 5 })
+            .sources(vec![5]);
+        drafts.push(rewrite.clone());
+        assert!(validate_seed(&seed(drafts.clone())).is_ok());
+        rewrite.data["meta"] = json!({"pruned": true});
+        drafts[10] = rewrite;
+        let err = refusal(drafts);
+        assert!(
+            matches!(err, ValidationError::Surface { index: 10, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().ends_with("may change only content"));
+    }
+
+    #[test]
+    fn request_header_lacking_provider_or_model_is_refused() {
+        for header in [
+            json!({"config": {"model": "chat"}}),
+            json!({"config": {"provider": "deepseek", "model": ""}}),
+            json!({"config": "deepseek/chat"}),
+            json!(null),
+        ] {
+            let err = refusal_at(2, request_header(header.clone()));
+            assert!(
+                matches!(err, ValidationError::RequestHeader { index: 2, .. }),
+                "{header}: {err}"
+            );
+            assert_eq!(
+                err.to_string(),
+                "seed request/header at index 2 lacks provider/model"
+            );
+        }
+    }
+
+    #[test]
+    fn request_header_effort_and_adapter_defaults_are_checked() {
+        let config = json!({"provider": "p", "model": "m", "reasoningEffort": "high"});
+        let accepted = request_header(json!({
+            "config": config, "adapterDefaults": {"reasoningEffort": true}
+        }));
+        let mut drafts = turn();
+        drafts[2] = accepted;
+        assert!(validate_seed(&seed(drafts)).is_ok());
+
+        let err = refusal_at(
+            2,
+            request_header(
+                json!({"config": {"provider": "p", "model": "m", "reasoningEffort": ""}}),
+            ),
+        );
+        assert!(
+            err.to_string().ends_with("has an invalid reasoningEffort"),
+            "{err}"
+        );
+        for defaults in [
+            json!({"maxTokens": true}),
+            json!({"reasoningEffort": false}),
+            json!({"temperature": true}),
+            json!([]),
+        ] {
+            let err = refusal_at(
+                2,
+                request_header(json!({"config": config, "adapterDefaults": defaults})),
+            );
+            assert!(
+                err.to_string().ends_with("has invalid adapterDefaults"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn legacy_request_header_formats_are_refused() {
+        let err = refusal_at(2, EventDraft::new(LEGACY_REQUEST_HEADER_DELTA, json!({})));
+        assert_eq!(
+            err.to_string(),
+            "seed event at index 2 uses unsupported legacy request/header-delta format"
+        );
+        let mut fallback = request_header(json!({"config": {"provider": "p", "model": "m"}}));
+        fallback.data["reason"] = json!("fallback");
+        let err = refusal_at(2, fallback);
+        assert!(
+            matches!(err, ValidationError::LegacyFormat { index: 2, .. }),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "seed event at index 2 uses unsupported legacy request/header reason \"fallback\""
+        );
+    }
+
+    #[test]
+    fn user_message_without_id_is_refused() {
+        let mut draft = EventDraft::user_text("", "hi", "user");
+        let err = refusal_at(1, draft.clone());
+        assert_eq!(
+            err.to_string(),
+            "seed user/message at index 1 lacks an identified message"
+        );
+        draft.data = json!({"role": "user", "content": [], "source": {"kind": "user"}});
+        let err = refusal_at(1, draft);
+        assert_eq!(
+            err,
+            ValidationError::MessageShape {
+                index: 1,
+                kind: USER_MESSAGE.into(),
+                reason: "lacks an identified message".into()
+            }
+        );
+    }
+
+    #[test]
+    fn message_role_source_and_content_are_checked() {
+        let mut wrong_role = EventDraft::user_text("u1", "hi", "user");
+        wrong_role.data["role"] = json!("assistant");
+        let err = refusal_at(1, wrong_role);
+        assert!(
+            err.to_string().ends_with("message must have role \"user\""),
+            "{err}"
+        );
+        let mut no_source = EventDraft::user_text("u1", "hi", "user");
+        no_source.data["source"] = json!({"kind": ""});
+        let err = refusal_at(1, no_source);
+        assert!(
+            err.to_string().ends_with("message has invalid source"),
+            "{err}"
+        );
+        let mut text_content = EventDraft::user_text("u1", "hi", "user");
+        text_content.data["content"] = json!("hi");
+        let err = refusal_at(1, text_content);
+        assert!(
+            err.to_string().ends_with("message has invalid content"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn assistant_message_with_non_model_source_is_refused() {
+        let mut draft = EventDraft::assistant_text(1, 1, "a1", "x", "deepseek", "chat");
+        draft.data["message"]["source"] = json!({"kind": "user"});
+        let err = refusal_at(6, draft);
+        assert_eq!(
+            err.to_string(),
+            "seed assistant/message at index 6 message must have model source"
+        );
+        let mut no_model = EventDraft::assistant_text(1, 1, "a1", "x", "deepseek", "chat");
+        no_model.data["message"]["source"] = json!({"kind": "model", "provider": "deepseek"});
+        let err = refusal_at(6, no_model);
+        assert!(
+            matches!(err, ValidationError::MessageShape { index: 6, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn tool_result_with_mismatched_call_id_is_refused() {
+        let mut draft = EventDraft::tool_result(1, 1, "t1", "c1", "a b c");
+        draft.data["message"]["content"][0]["toolCallId"] = json!("c2");
+        let err = refusal_at(5, draft);
+        assert_eq!(
+            err.to_string(),
+            "seed tool/result at index 5 message has mismatched tool call ids"
+        );
+        let mut two_blocks = EventDraft::tool_result(1, 1, "t1", "c1", "a b c");
+        let block = two_blocks.data["message"]["content"][0].clone();
+        two_blocks.data["message"]["content"] = json!([block.clone(), block]);
+        let err = refusal_at(5, two_blocks);
+        assert!(
+            err.to_string()
+                .ends_with("must contain one tool-result block"),
+            "{err}"
+        );
+        let mut no_call = EventDraft::tool_result(1, 1, "t1", "c1", "a b c");
+        no_call.data["message"]["source"] = json!({"kind": "tool"});
+        let err = refusal_at(5, no_call);
+        assert!(
+            err.to_string().ends_with("message must have tool source"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn validate_append_plans_without_applying() {
+        let events = seed(turn());
+        let surface = validate_seed(&events).expect("valid seed");
+        let lookup = |seq: u64| events.get(usize::try_from(seq).ok()?);
+        let next = EventDraft::user_text("u2", "more", "user").into_event(9, 2_000);
+        assert_eq!(
+            validate_append(&surface, &next, lookup),
+            Ok(SurfacePlan::Append)
+        );
+        assert_eq!(surface.nodes(), &[1, 5, 6]);
+        let bad = EventDraft::step_start(2, 1)
+            .surface(SurfaceOp::Append)
+            .into_event(9, 2_000);
+        let err = validate_append(&surface, &bad, lookup).unwrap_err();
+        assert!(
+            matches!(err, ValidationError::Surface { index: 9, .. }),
+            "{err}"
+        );
+        let unnamed = EventDraft::user_text("", "more", "user").into_event(9, 2_000);
+        let err = validate_append(&surface, &unnamed, lookup).unwrap_err();
+        assert!(
+            matches!(err, ValidationError::MessageShape { index: 9, .. }),
+            "{err}"
+        );
+    }
+}

@@ -1,1 +1,42 @@
-//! facade
+//! dsh: the facade of dsh-rs, a capability-plugin framework in the style of cordis with an
+//! event-sourced session log compatible with the DeepSeek Harness (dsh rc.8).
+//!
+//! It re-exports the core and, per Cargo feature, each plugin crate:
+//!
+//! | feature | crate | plugin | service |
+//! | --- | --- | --- | --- |
+//! | (always) | [`core`] | | `Context`, registry, lifecycle |
+//! | `session` | `session` | `dsh-session` | `SessionStore` |
+//! | `session-fork` | `session_fork` | `dsh-session-fork` | `SessionFork` |
+//! | `session-jsonl` | `session_jsonl` | `dsh-session-jsonl` | `dyn SessionPersistence` |
+//!
+//! A build without a feature links no code of that plugin, so its descriptor is absent from
+//! [`builtin_plugins`] and from [`Context::from_registry`].
+
+pub use dsh_core as core;
+pub use dsh_core::{
+    registered, BoxError, Context, ContextBuilder, ContextConfig, CoreError, PluginDescriptor,
+    PluginInfo, PluginSettings, PluginState, ServiceInfo, ServiceKey,
+};
+
+#[cfg(feature = "session")]
+pub use dsh_session as session;
+#[cfg(feature = "session-fork")]
+pub use dsh_session_fork as session_fork;
+#[cfg(feature = "session-jsonl")]
+pub use dsh_session_jsonl as session_jsonl;
+
+/// The descriptors of the plugins this build of the facade contains, in dependency order.
+///
+/// Referencing them here also guarantees that each plugin crate is linked, so its
+/// `inventory` submission reaches [`registered`].
+pub fn builtin_plugins() -> Vec<&'static PluginDescriptor> {
+    let mut plugins: Vec<&'static PluginDescriptor> = Vec::new();
+    #[cfg(feature = "session")]
+    plugins.push(&dsh_session::SESSION_PLUGIN);
+    #[cfg(feature = "session-jsonl")]
+    plugins.push(&dsh_session_jsonl::SESSION_JSONL_PLUGIN);
+    #[cfg(feature = "session-fork")]
+    plugins.push(&dsh_session_fork::SESSION_FORK_PLUGIN);
+    plugins
+}

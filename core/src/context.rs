@@ -2,11 +2,11 @@
 
 use crate::config::ContextConfig;
 use crate::error::{panic_message, BoxError, CoreError, EmitError};
+use crate::event::Listener;
 use crate::event::{dispatch, erase, ListenerHandle};
 use crate::lifecycle::{PluginInfo, PluginState, ServiceInfo};
 use crate::plugin::{registered, PluginDescriptor, ServiceKey};
 use crate::registry::{Instance, InstanceId, Owned, Scope, State};
-use crate::event::Listener;
 use parking_lot::{Mutex, ReentrantMutex};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -114,7 +114,12 @@ impl ContextBuilder {
                 });
             }
         }
-        if let Some(name) = self.config.plugins.keys().find(|n| !seen.contains(n.as_str())) {
+        if let Some(name) = self
+            .config
+            .plugins
+            .keys()
+            .find(|n| !seen.contains(n.as_str()))
+        {
             return Err(CoreError::UnknownPlugin {
                 plugin: name.clone(),
             });
@@ -229,7 +234,10 @@ impl Context {
     /// Errors: [`CoreError::ServiceConflict`] when `T` is already provided (naming both
     /// plugins), [`CoreError::UndeclaredService`] when the plugin's descriptor does not list
     /// `T`, [`CoreError::StaleScope`] when this scope's instance is no longer current.
-    pub fn provide<T: ?Sized + Send + Sync + 'static>(&self, value: Arc<T>) -> Result<(), CoreError> {
+    pub fn provide<T: ?Sized + Send + Sync + 'static>(
+        &self,
+        value: Arc<T>,
+    ) -> Result<(), CoreError> {
         // A second handle, released after the lock: a rejected value's destructor (user code)
         // then runs outside the registry lock.
         let _release_after_unlock = value.clone();
@@ -266,7 +274,8 @@ impl Context {
         Ok(ListenerHandle {
             remove: Some(Box::new(move || {
                 if let Some(rt) = rt.upgrade() {
-                    remove_listener(&mut rt.state.lock(), type_id, id);
+                    let removed = remove_listener(&mut rt.state.lock(), type_id, id);
+                    drop(removed); // the handler (user code) is dropped after the lock
                 }
             })),
         })
@@ -329,9 +338,12 @@ impl Context {
                 });
             }
             let id = state.instances.len();
-            state
-                .instances
-                .push(new_instance(descriptor, owner, config, PluginState::Pending));
+            state.instances.push(new_instance(
+                descriptor,
+                owner,
+                config,
+                PluginState::Pending,
+            ));
             state.own(owner, Owned::Child(id));
         }
         self.settle();
@@ -550,7 +562,8 @@ impl Context {
                     drop(slot);
                 }
                 Owned::Listener(type_id, id) => {
-                    remove_listener(&mut self.rt.state.lock(), type_id, id);
+                    let removed = remove_listener(&mut self.rt.state.lock(), type_id, id);
+                    drop(removed); // the handler (user code) is dropped after the lock
                 }
                 Owned::Child(child) => {
                     let live = self.rt.state.lock().instances[child].state != PluginState::Disposed;
@@ -568,10 +581,12 @@ impl Context {
     }
 }
 
-fn remove_listener(state: &mut State, type_id: TypeId, id: u64) {
-    if let Some(list) = state.listeners.get_mut(&type_id) {
-        list.retain(|l| l.id != id);
-    }
+/// Unlinks a listener and hands it back, so the caller drops its handler (which may capture
+/// values with destructors) after releasing the state lock.
+fn remove_listener(state: &mut State, type_id: TypeId, id: u64) -> Option<Listener> {
+    let list = state.listeners.get_mut(&type_id)?;
+    let at = list.iter().position(|l| l.id == id)?;
+    Some(list.remove(at))
 }
 
 /// Post-order of the consumer graph below `target`: every consumer comes before the

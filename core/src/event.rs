@@ -29,7 +29,10 @@ pub(crate) fn erase<E: 'static>(
 }
 
 /// Calls `listeners` (plugin name, handler) with `event`, collecting failures.
-pub(crate) fn dispatch<E: 'static>(event: &E, listeners: Vec<(String, Handler)>) -> Result<(), EmitError> {
+pub(crate) fn dispatch<E: 'static>(
+    event: &E,
+    listeners: Vec<(String, Handler)>,
+) -> Result<(), EmitError> {
     let mut failures = Vec::new();
     for (plugin, handler) in listeners {
         let outcome = catch_unwind(AssertUnwindSafe(|| handler(event as &dyn Any)));

@@ -182,8 +182,10 @@ inventory::collect!(Registration);
 /// A plugin crate that nothing references is not linked, so its descriptor is absent: a host
 /// references each plugin crate it ships (`use dsh_session_fork as _;`).
 pub fn registered() -> Vec<&'static PluginDescriptor> {
-    let mut all: Vec<&'static PluginDescriptor> =
-        inventory::iter::<Registration>.into_iter().map(|r| r.0).collect();
+    let mut all: Vec<&'static PluginDescriptor> = inventory::iter::<Registration>
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
     all.sort_by_key(|d| d.name);
     all
 }

@@ -1,1 +1,50 @@
-fn main() {}
+//! dsh-host: the `dsh` binary, a command-line host over a context built from the plugin
+//! registry. It owns configuration (store directory, plugin switches) and presentation;
+//! session semantics live in the plugins.
+
+mod app;
+mod cli;
+mod cmd;
+mod config;
+mod error;
+mod output;
+mod session_file;
+
+// Each plugin crate is referenced so that it is linked and its descriptor registered.
+use dsh::session as _;
+#[cfg(feature = "session-fork")]
+use dsh::session_fork as _;
+use dsh::session_jsonl as _;
+
+use clap::Parser;
+use cli::{Cli, Command};
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("DSH_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let status = output::emit(run(&cli), cli.json);
+    std::process::exit(status);
+}
+
+fn run(cli: &Cli) -> Result<output::Output, error::CliError> {
+    if let Command::Check { paths } = &cli.command {
+        return Ok(cmd::check::run(paths));
+    }
+    let app = app::App::new(config::resolve(cli)?)?;
+    match &cli.command {
+        Command::Plugins => Ok(cmd::plugins::run(&app)),
+        Command::Services => Ok(cmd::services::run(&app)),
+        Command::Import { files } => cmd::import::run(&app, files),
+        Command::Sessions => cmd::sessions::run(&app),
+        Command::Show { id } => cmd::show::run(&app, id),
+        Command::History { id } => cmd::history::run(&app, id),
+        Command::Fork { id, child } => cmd::fork::run(&app, id, child.as_deref()),
+        Command::Check { .. } => unreachable!("handled above"),
+    }
+}

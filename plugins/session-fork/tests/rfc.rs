@@ -33,10 +33,21 @@ fn completed_turn(session: &Arc<Session>, turn: u64, reason: TurnEndReason) {
     session.append(EventDraft::turn_start(turn)).unwrap();
     session.append(EventDraft::step_start(turn, 1)).unwrap();
     session
-        .append(EventDraft::user_text(&format!("u{turn}"), "question", "user"))
+        .append(EventDraft::user_text(
+            &format!("u{turn}"),
+            "question",
+            "user",
+        ))
         .unwrap();
     session
-        .append(EventDraft::assistant_text(turn, 1, &format!("a{turn}"), "answer", "p", "m"))
+        .append(EventDraft::assistant_text(
+            turn,
+            1,
+            &format!("a{turn}"),
+            "answer",
+            "p",
+            "m",
+        ))
         .unwrap();
     session.append(EventDraft::step_end(turn, 1)).unwrap();
     session.append(EventDraft::turn_end(turn, reason)).unwrap();
@@ -52,7 +63,10 @@ fn registers_as_a_service_and_unregisters_on_plugin_disposal() {
     assert!(ctx.get::<SessionFork>().is_some());
     ctx.dispose_plugin("dsh-session-fork").unwrap();
     assert!(ctx.get::<SessionFork>().is_none());
-    assert_eq!(ctx.plugin_state("dsh-session-fork"), Some(PluginState::Disposed));
+    assert_eq!(
+        ctx.plugin_state("dsh-session-fork"),
+        Some(PluginState::Disposed)
+    );
 }
 
 #[test]
@@ -152,7 +166,9 @@ fn rejects_non_empty_logs_whose_last_event_is_not_turn_end() {
             source.append(EventDraft::step_start(1, 1)).unwrap();
         }
         if len >= 3 {
-            source.append(EventDraft::user_text("u", "q", "user")).unwrap();
+            source
+                .append(EventDraft::user_text("u", "q", "user"))
+                .unwrap();
         }
         if len >= 4 {
             source
@@ -170,7 +186,11 @@ fn rejects_non_empty_logs_whose_last_event_is_not_turn_end() {
         let err = fork.fork(ForkSessionOptions::new(&source)).unwrap_err();
         assert_eq!(err.code(), "OPEN_TURN");
     }
-    assert_eq!(ctx.expect::<SessionStore>().list().len(), 5, "no child was created");
+    assert_eq!(
+        ctx.expect::<SessionStore>().list().len(),
+        5,
+        "no child was created"
+    );
 }
 
 #[test]
@@ -183,7 +203,11 @@ fn creates_a_forked_child_session_with_the_seed_and_lineage_metadata() {
         .fork(ForkSessionOptions::new(&source).session_id("child"))
         .unwrap();
     assert_eq!(child.id().as_str(), "child");
-    assert_eq!(child.events(), source.events(), "no end-seed marker is added");
+    assert_eq!(
+        child.events(),
+        source.events(),
+        "no end-seed marker is added"
+    );
     let header = child.header();
     assert_eq!(header.parent_session, Some(SessionId::from("parent")));
     assert_eq!(header.seed_length, Some(6));
@@ -193,7 +217,9 @@ fn creates_a_forked_child_session_with_the_seed_and_lineage_metadata() {
     // Isolation both ways.
     source.append(EventDraft::turn_start(2)).unwrap();
     child.append(EventDraft::turn_start(2)).unwrap();
-    child.append(EventDraft::user_text("c", "child only", "user")).unwrap();
+    child
+        .append(EventDraft::user_text("c", "child only", "user"))
+        .unwrap();
     assert_eq!(source.len(), 7);
     assert_eq!(child.len(), 8);
     assert_eq!(source.derive_messages().len(), 2);
@@ -240,9 +266,16 @@ fn rejects_a_duplicate_child_id_before_validating_the_source_boundary() {
 
 #[test]
 fn fork_is_pending_without_the_session_plugin_and_none_is_resolved() {
-    let ctx = Context::builder().plugin(&SESSION_FORK_PLUGIN).build().unwrap();
+    let ctx = Context::builder()
+        .plugin(&SESSION_FORK_PLUGIN)
+        .build()
+        .unwrap();
     assert!(ctx.get::<SessionFork>().is_none());
-    let info = ctx.plugins().into_iter().find(|p| p.name == "dsh-session-fork").unwrap();
+    let info = ctx
+        .plugins()
+        .into_iter()
+        .find(|p| p.name == "dsh-session-fork")
+        .unwrap();
     assert_eq!(info.state, PluginState::Pending);
     assert_eq!(info.pending_on, vec!["SessionStore"]);
 }
@@ -261,7 +294,10 @@ fn enabling_the_session_plugin_later_activates_fork_by_itself() {
     assert!(ctx.get::<SessionFork>().is_none());
     ctx.enable("dsh-session").unwrap();
     assert!(ctx.get::<SessionFork>().is_some());
-    assert_eq!(ctx.plugin_state("dsh-session-fork"), Some(PluginState::Active));
+    assert_eq!(
+        ctx.plugin_state("dsh-session-fork"),
+        Some(PluginState::Active)
+    );
 }
 
 #[test]
@@ -286,7 +322,11 @@ fn disposing_the_session_plugin_takes_the_fork_service_away_first() {
     assert_eq!(*seen.lock().unwrap(), vec![Some(PluginState::Pending)]);
     assert!(ctx.get::<SessionFork>().is_none());
     assert!(ctx.get::<SessionStore>().is_none());
-    let fork = ctx.plugins().into_iter().find(|p| p.name == "dsh-session-fork").unwrap();
+    let fork = ctx
+        .plugins()
+        .into_iter()
+        .find(|p| p.name == "dsh-session-fork")
+        .unwrap();
     assert_eq!(fork.state, PluginState::Pending);
     assert_eq!(fork.pending_on, vec!["SessionStore"]);
 }

@@ -1,1 +1,21 @@
-//! placeholder
+//! dsh-session-jsonl: session persistence in the JSONL files of DeepSeek Harness rc.8.
+//!
+//! Owns the on-disk layout (`<root>/--<cwd-slug>--/<encoded-id>/session.jsonl`), the header
+//! line, the storage records (verbatim events and the packed chunk rows dsh writes), the
+//! scanner that finds a file's committed prefix and torn tail, and [`JsonlPersistence`], which
+//! implements [`dsh_session::SessionPersistence`] over them. It knows the session crate's
+//! events, header and persistence seam, and nothing else: not fork (a fork child is persisted
+//! like any session, header with lineage plus its seed), not the store's internals, not which
+//! plugin calls it.
+
+mod backend;
+mod durable;
+mod header_line;
+mod json;
+pub mod layout;
+pub mod plugin;
+mod record;
+mod scan;
+
+pub use backend::{read_session_file, JsonlPersistence};
+pub use plugin::{JsonlConfig, SESSION_JSONL_PLUGIN};

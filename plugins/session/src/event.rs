@@ -74,9 +74,8 @@ impl Serialize for SurfaceOp {
 impl<'de> Deserialize<'de> for SurfaceOp {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(d)?;
-        SurfaceOp::from_value(&value).ok_or_else(|| {
-            serde::de::Error::custom(format!("invalid surfaceOp {value}"))
-        })
+        SurfaceOp::from_value(&value)
+            .ok_or_else(|| serde::de::Error::custom(format!("invalid surfaceOp {value}")))
     }
 }
 
@@ -255,7 +254,13 @@ impl EventDraft {
     }
 
     /// `tool/call {turn, step, callId, name, arguments}` (`arguments` is raw JSON text).
-    pub fn tool_call(turn: u64, step: u64, call_id: &str, name: &str, arguments: &str) -> EventDraft {
+    pub fn tool_call(
+        turn: u64,
+        step: u64,
+        call_id: &str,
+        name: &str,
+        arguments: &str,
+    ) -> EventDraft {
         EventDraft::new(
             TOOL_CALL,
             json!({

@@ -71,10 +71,18 @@ pub struct SessionHeader {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// Direct parent of a fork child (lineage).
-    #[serde(rename = "parentSession", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "parentSession",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub parent_session: Option<SessionId>,
     /// Number of leading events inherited from the parent: the durable seed boundary.
-    #[serde(rename = "seedLength", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "seedLength",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub seed_length: Option<u64>,
     /// Navigation hint; dsh writes only `"subagent"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -87,7 +95,11 @@ pub struct SessionHeader {
     )]
     pub delegation_depth: Option<u64>,
     /// Composition id of the agent preset.
-    #[serde(rename = "agentPreset", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "agentPreset",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub agent_preset: Option<String>,
     /// Header fields this crate does not model, kept as stored.
     #[serde(flatten)]
@@ -175,7 +187,10 @@ mod tests {
         let raw = r#"{"version":0,"id":"s","createdAt":5,"cwd":"/p","delegationDepth":0,"futureField":[1]}"#;
         let header: SessionHeader = serde_json::from_str(raw).unwrap();
         assert_eq!(header.cwd.as_deref(), Some("/p"));
-        assert_eq!(header.extra.get("futureField"), Some(&serde_json::json!([1])));
+        assert_eq!(
+            header.extra.get("futureField"),
+            Some(&serde_json::json!([1]))
+        );
         assert_eq!(serde_json::to_string(&header).unwrap(), raw);
     }
 

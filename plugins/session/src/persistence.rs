@@ -117,7 +117,11 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// Writes a new session: the header, then the seed, in one durable step.
     ///
     /// Errors: [`PersistenceError::Conflict`] when the id is already stored.
-    fn create(&self, header: &SessionHeader, seed: &[Arc<SessionEvent>]) -> Result<(), PersistenceError>;
+    fn create(
+        &self,
+        header: &SessionHeader,
+        seed: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError>;
 
     /// Appends `events` to a stored session; the first seq must equal the stored length
     /// ([`PersistenceError::SeqMismatch`] otherwise). A torn final record left by a crash is

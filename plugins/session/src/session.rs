@@ -103,7 +103,12 @@ impl Events {
     }
 
     fn lookup<'a>(&'a self) -> impl Fn(u64) -> Option<&'a SessionEvent> + 'a {
-        move |seq| usize::try_from(seq).ok().and_then(|i| self.get(i)).map(|e| &**e)
+        move |seq| {
+            usize::try_from(seq)
+                .ok()
+                .and_then(|i| self.get(i))
+                .map(|e| &**e)
+        }
     }
 }
 

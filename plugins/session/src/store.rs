@@ -1,11 +1,11 @@
 //! The `SessionStore` service: creates, holds and disposes live sessions and publishes their
 //! lifecycle events (reference section 3).
 
+use crate::event::SessionEvent;
 use crate::header::{SessionHeader, SessionId, SessionMeta};
 use crate::persistence::{PersistenceError, SessionPersistence};
 use crate::session::{admit_seed, fold_trusted, now_ms, Events, Session};
 use crate::validate::ValidationError;
-use crate::event::SessionEvent;
 use dsh_core::{EmitError, WeakContext};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -224,12 +224,12 @@ impl SessionStore {
                 let surface = fold_trusted(&events);
                 (events, surface)
             }
-            Some(Seed::Raw(events)) => admit_seed(events).map_err(|source| {
-                StoreError::InvalidSeed {
+            Some(Seed::Raw(events)) => {
+                admit_seed(events).map_err(|source| StoreError::InvalidSeed {
                     id: id.clone(),
                     source,
-                }
-            })?,
+                })?
+            }
         };
         let created_at = options
             .meta

@@ -1,0 +1,67 @@
+//! The command line: global options and one subcommand per `cmd/` module.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+/// dsh: inspect, import and fork DeepSeek Harness sessions through the dsh-rs plugins.
+#[derive(Debug, Parser)]
+#[command(name = "dsh", version, about)]
+pub struct Cli {
+    /// Session store directory (default: $DSH_STORE, then the config file's "store", then the
+    /// platform data directory, e.g. ~/.local/share/dsh/sessions).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// JSON config file: {"store": DIR, "plugins": {NAME: {"enabled": BOOL, "config": {...}}}}.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Disable a plugin by name (repeatable), e.g. --disable dsh-session-fork.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub disable: Vec<String>,
+    /// Print exactly one JSON document on stdout (errors as {"error":{"code","message"}}).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the plugins of the context: state, services, what a pending one waits for.
+    Plugins,
+    /// List the services of the context and their providers.
+    Services,
+    /// Copy dsh session files into the store, as dsh's reader reads them (never repaired).
+    Import {
+        /// Session files (session.jsonl).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// List the stored sessions (headers only).
+    Sessions,
+    /// Summarize a stored session: header, counts, turn boundaries, forkability.
+    Show {
+        /// Session id.
+        id: String,
+    },
+    /// Print the derived model history of a stored session.
+    History {
+        /// Session id.
+        id: String,
+    },
+    /// Fork a stored session at its end (it must be at a turn boundary) and store the child.
+    Fork {
+        /// Source session id.
+        id: String,
+        /// Child session id (default: a generated UUID v7).
+        #[arg(long = "id", value_name = "CHILD")]
+        child: Option<String>,
+    },
+    /// Read dsh session files or folders without a store and report whether each loads.
+    Check {
+        /// Files or folders (searched recursively for *.jsonl).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}

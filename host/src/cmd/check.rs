@@ -1,0 +1,95 @@
+//! `dsh check PATH...`: read session files without a store and report whether each loads.
+
+use crate::error::CliError;
+use crate::output::{error_json, Output};
+use crate::session_file::read_valid;
+use serde_json::{json, Value};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// `[{file, id, events, ok, error}]`; fails when any file fails or a path cannot be read.
+pub fn run(paths: &[PathBuf]) -> Output {
+    let mut entries = Vec::new();
+    let mut human = String::new();
+    let mut failed = false;
+    for file in expand(paths) {
+        let (id, events, error) = match file
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|f| read_valid(f))
+        {
+            Ok(stored) => (
+                Some(stored.header.id.to_string()),
+                Some(stored.events.len()),
+                None,
+            ),
+            Err(e) => (None, None, Some(e)),
+        };
+        let shown = match &file {
+            Ok(f) => f.display().to_string(),
+            Err(_) => String::from("?"),
+        };
+        failed |= error.is_some();
+        match &error {
+            None => {
+                let _ = writeln!(human, "ok    {shown} ({} events)", events.unwrap_or(0));
+            }
+            Some(e) => {
+                let _ = writeln!(human, "FAIL  {shown}: [{}] {}", e.code, e.message);
+            }
+        }
+        entries.push(json!({
+            "file": shown,
+            "id": id,
+            "events": events,
+            "ok": error.is_none(),
+            "error": error_json(&error),
+        }));
+    }
+    Output {
+        json: Value::Array(entries),
+        human,
+        failed,
+    }
+}
+
+/// Files as given, folders searched recursively for `*.jsonl`, sorted per folder. A path that
+/// cannot be read yields an error entry.
+fn expand(paths: &[PathBuf]) -> Vec<Result<PathBuf, CliError>> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            collect(path, &mut out);
+        } else {
+            out.push(Ok(path.clone()));
+        }
+    }
+    out
+}
+
+fn collect(dir: &Path, out: &mut Vec<Result<PathBuf, CliError>>) {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut files = Vec::new();
+    while let Some(dir) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                out.push(Err(CliError::new(
+                    "IO_ERROR",
+                    format!("cannot read folder {}: {e}", dir.display()),
+                )));
+                continue;
+            }
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "jsonl") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    out.extend(files.into_iter().map(Ok));
+}

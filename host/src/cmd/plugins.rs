@@ -1,0 +1,43 @@
+//! `dsh plugins`: every plugin of the context, disabled ones included.
+
+use crate::app::App;
+use crate::output::Output;
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+/// `[{name, version, state, generation, provides, requires, pendingOn, error}]`.
+pub fn run(app: &App) -> Output {
+    let plugins = app.ctx.plugins();
+    let json = Value::Array(
+        plugins
+            .iter()
+            .map(|p| {
+                json!({
+                    "name": p.name,
+                    "version": p.version,
+                    "state": p.state.as_str(),
+                    "generation": p.generation,
+                    "provides": p.provides,
+                    "requires": p.requires,
+                    "pendingOn": p.pending_on,
+                    "error": p.error,
+                })
+            })
+            .collect(),
+    );
+    let mut human = String::new();
+    for p in &plugins {
+        let _ = write!(human, "{:<20} {:<9}", p.name, p.state.as_str());
+        if !p.provides.is_empty() {
+            let _ = write!(human, " provides {}", p.provides.join(", "));
+        }
+        if !p.pending_on.is_empty() {
+            let _ = write!(human, " (waiting for {})", p.pending_on.join(", "));
+        }
+        if let Some(error) = &p.error {
+            let _ = write!(human, " error: {error}");
+        }
+        human.push('\n');
+    }
+    Output::ok(json, human)
+}

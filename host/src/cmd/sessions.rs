@@ -1,0 +1,38 @@
+//! `dsh sessions`: the stored sessions, from their headers alone.
+
+use crate::app::App;
+use crate::error::CliError;
+use crate::output::Output;
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+/// `[{id, cwd, parentSession, seedLength}]`.
+pub fn run(app: &App) -> Result<Output, CliError> {
+    let headers = app.persistence()?.list()?;
+    let json = Value::Array(
+        headers
+            .iter()
+            .map(|h| {
+                json!({
+                    "id": h.id,
+                    "cwd": h.cwd,
+                    "parentSession": h.parent_session,
+                    "seedLength": h.seed_length,
+                })
+            })
+            .collect(),
+    );
+    let mut human = String::new();
+    for h in &headers {
+        let _ = write!(human, "{}  {}", h.id, h.cwd.as_deref().unwrap_or("-"));
+        if let Some(parent) = &h.parent_session {
+            let _ = write!(
+                human,
+                "  forked from {parent} at {}",
+                h.seed_length.unwrap_or(0)
+            );
+        }
+        human.push('\n');
+    }
+    Ok(Output::ok(json, human))
+}

@@ -1,0 +1,446 @@
+//! [`JsonlPersistence`]: the [`SessionPersistence`] backend over a folder of dsh rc.8 files.
+
+use crate::durable::{append_after, publish_new, PublishError};
+use crate::header_line::{encode_header_line, parse_header_line, HeaderError};
+use crate::layout::{cwd_folder, id_segment, is_cwd_folder, session_file, SESSION_FILE_NAME};
+use crate::record::{into_event, write_event_line};
+use crate::scan::{read_header, scan_bytes, scan_prefix, ReadError, Scanned};
+use dsh_session::{
+    PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence, StoredSession,
+};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{self, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Where the next append of a session goes, as this backend last saw the file.
+#[derive(Clone, Debug)]
+struct Cursor {
+    /// The session file.
+    path: PathBuf,
+    /// Byte length of the header plus the committed records.
+    committed: u64,
+    /// The seq the next appended event must carry (the stored event count).
+    next_seq: u64,
+}
+
+/// The per-session slot: holding its lock serializes every operation on that id.
+type Slot = Arc<Mutex<Option<Cursor>>>;
+
+/// Session persistence in the DeepSeek Harness rc.8 uncompressed JSONL layout:
+/// `<root>/--<cwd-slug>--/<encoded-id>/session.jsonl` (`<root>/_no-cwd/…` without a cwd), a
+/// header line then one record per line. See [`crate::layout`] for the folder names.
+///
+/// Operations on one id are serialized; operations on different ids run in parallel. The
+/// backend remembers, per id, the committed length of the file and the next seq, so an append
+/// does not rescan the file unless the file's length shows that someone else changed it. One
+/// instance is meant to own its root: two writers on the same root (in this process or
+/// another) are not coordinated beyond the no-overwrite create.
+#[derive(Debug)]
+pub struct JsonlPersistence {
+    root: PathBuf,
+    slots: Mutex<HashMap<SessionId, Slot>>,
+}
+
+impl JsonlPersistence {
+    /// A backend storing sessions under `root`. Nothing is touched until the first call; the
+    /// root folder is created by the first `create`.
+    pub fn new(root: impl Into<PathBuf>) -> JsonlPersistence {
+        JsonlPersistence {
+            root: root.into(),
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The folder this backend stores sessions in.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The file that holds session `id`, if one is stored.
+    ///
+    /// Looks for `<cwd folder>/<encoded id>/session.jsonl` in every cwd folder of the root.
+    /// Errors: [`PersistenceError::Conflict`] when the id is stored under two cwd folders;
+    /// [`PersistenceError::Io`] when the root cannot be listed.
+    pub fn locate(&self, id: &SessionId) -> Result<Option<PathBuf>, PersistenceError> {
+        let segment = id_segment(id.as_str());
+        let mut found: Vec<PathBuf> = Vec::new();
+        for folder in self.cwd_folders()? {
+            let candidate = folder.join(&segment).join(SESSION_FILE_NAME);
+            if candidate.is_file() {
+                found.push(candidate);
+            }
+        }
+        match found.len() {
+            0 => Ok(None),
+            1 => Ok(found.pop()),
+            _ => {
+                found.sort();
+                let paths: Vec<String> = found.iter().map(|p| p.display().to_string()).collect();
+                Err(PersistenceError::Conflict {
+                    id: id.clone(),
+                    reason: format!(
+                        "it is stored under several cwd folders: {}",
+                        paths.join(", ")
+                    ),
+                })
+            }
+        }
+    }
+
+    /// The cwd folders directly under the root (none when the root does not exist).
+    fn cwd_folders(&self) -> Result<Vec<PathBuf>, PersistenceError> {
+        let entries = match fs::read_dir(&self.root) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error(&self.root, e)),
+        };
+        let mut folders = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(&self.root, e))?;
+            let name = entry.file_name();
+            let is_folder = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_folder && name.to_str().is_some_and(is_cwd_folder) {
+                folders.push(entry.path());
+            }
+        }
+        folders.sort();
+        Ok(folders)
+    }
+
+    fn slot(&self, id: &SessionId) -> Slot {
+        self.slots.lock().entry(id.clone()).or_default().clone()
+    }
+
+    /// The file of a stored session. Errors: [`PersistenceError::NotFound`], or as
+    /// [`JsonlPersistence::locate`].
+    fn require(&self, id: &SessionId) -> Result<PathBuf, PersistenceError> {
+        self.locate(id)?
+            .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })
+    }
+
+    /// The cursor of session `id`, rescanning the file when the cached one is missing or the
+    /// file's length no longer matches it.
+    fn cursor(
+        &self,
+        id: &SessionId,
+        cached: &mut Option<Cursor>,
+    ) -> Result<Cursor, PersistenceError> {
+        if let Some(cursor) = cached.as_ref() {
+            match fs::metadata(&cursor.path) {
+                Ok(meta) if meta.len() == cursor.committed => return Ok(cursor.clone()),
+                _ => *cached = None,
+            }
+        }
+        let path = self.require(id)?;
+        let scanned = scan_file(id, &path)?;
+        let cursor = Cursor {
+            path,
+            committed: scanned.committed,
+            next_seq: scanned.events.len() as u64,
+        };
+        *cached = Some(cursor.clone());
+        Ok(cursor)
+    }
+}
+
+impl SessionPersistence for JsonlPersistence {
+    /// Writes `<cwd folder>/<encoded id>/session.jsonl`: the header line, then every seed event
+    /// verbatim, published in one durable step that never overwrites.
+    ///
+    /// Errors: [`PersistenceError::Conflict`] when the id is stored anywhere under the root
+    /// (the stored file is left unchanged); [`PersistenceError::SeqMismatch`] when the seed's
+    /// seqs are not `0, 1, 2, …`; [`PersistenceError::HeaderInvalid`] or
+    /// [`PersistenceError::VersionUnsupported`] when the header would not read back (relative
+    /// `cwd`, `origin` other than `"subagent"`, version other than 0, retired or duplicate
+    /// extra field); [`PersistenceError::Io`].
+    fn create(
+        &self,
+        header: &SessionHeader,
+        seed: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        let id = &header.id;
+        let slot = self.slot(id);
+        let mut cached = slot.lock();
+        check_contiguous(id, 0, seed)?;
+        let target = session_file(&self.root, header.cwd.as_deref(), id.as_str());
+        let header_error = |e| header_error(&target, e);
+        let line = encode_header_line(header).map_err(header_error)?;
+        parse_header_line(&line).map_err(header_error)?;
+        if let Some(existing) = self.locate(id)? {
+            return Err(PersistenceError::Conflict {
+                id: id.clone(),
+                reason: format!("a session file exists at {}", existing.display()),
+            });
+        }
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        for event in seed {
+            write_event_line(event, &mut bytes).map_err(|e| io_error(&target, e.into()))?;
+        }
+        if let Some(dir) = target.parent() {
+            fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+        }
+        publish_new(&target, &bytes).map_err(|e| match e {
+            PublishError::Exists => PersistenceError::Conflict {
+                id: id.clone(),
+                reason: format!("a session file appeared at {}", target.display()),
+            },
+            PublishError::Io(path, source) => io_error(&path, source),
+        })?;
+        *cached = Some(Cursor {
+            path: target,
+            committed: bytes.len() as u64,
+            next_seq: seed.len() as u64,
+        });
+        Ok(())
+    }
+
+    /// Appends `events` after the committed records, one line each, then syncs the data. A torn
+    /// tail (bytes after the last committed record) is truncated first; nothing before it is
+    /// rewritten. An empty `events` writes nothing.
+    ///
+    /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] when the seqs
+    /// are not `stored length, +1, +2, …` (`expected` is the seq due at the offending event);
+    /// the read errors of [`SessionPersistence::load`] when the file must be rescanned;
+    /// [`PersistenceError::Io`] (the file is cut back to its previous length).
+    fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
+        let slot = self.slot(id);
+        let mut cached = slot.lock();
+        let cursor = self.cursor(id, &mut cached)?;
+        check_contiguous(id, cursor.next_seq, events)?;
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut bytes = Vec::new();
+        for event in events {
+            write_event_line(event, &mut bytes).map_err(|e| io_error(&cursor.path, e.into()))?;
+        }
+        if let Err(e) = append_after(&cursor.path, cursor.committed, &bytes) {
+            *cached = None;
+            return Err(io_error(&cursor.path, e));
+        }
+        *cached = Some(Cursor {
+            committed: cursor.committed + bytes.len() as u64,
+            next_seq: cursor.next_seq + events.len() as u64,
+            path: cursor.path,
+        });
+        Ok(())
+    }
+
+    /// Reads the header and every committed event, packed rows expanded. A torn tail is dropped
+    /// in memory and described in `dropped_tail`; the file is never written.
+    ///
+    /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::Conflict`] (stored under two
+    /// cwd folders); [`PersistenceError::HeaderInvalid`] (no header line, a field missing or
+    /// wrong, or a file whose header names another id or cwd than its folders);
+    /// [`PersistenceError::VersionUnsupported`]; [`PersistenceError::Corrupt`] (damage before a
+    /// committed `turn/end`, or an event that is not a valid envelope);
+    /// [`PersistenceError::Io`].
+    fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        let slot = self.slot(id);
+        let mut cached = slot.lock();
+        let path = self.require(id)?;
+        let scanned = scan_file(id, &path)?;
+        let committed = scanned.committed;
+        let stored = into_stored(&path, scanned, u64::MAX)?;
+        *cached = Some(Cursor {
+            path,
+            committed,
+            next_seq: stored.events.len() as u64,
+        });
+        Ok(stored)
+    }
+
+    /// Reads the header and the first `len` events, stopping at the line that completes them.
+    /// `dropped_tail` is set only when the read reached a torn tail. Never writes.
+    ///
+    /// Errors as [`SessionPersistence::load`], limited to what the lines read show (damage
+    /// after the prefix is not seen, except that damage inside it is judged against the rest
+    /// of the file).
+    fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
+        let slot = self.slot(id);
+        let _serialized = slot.lock();
+        let path = self.require(id)?;
+        let file = File::open(&path).map_err(|e| io_error(&path, e))?;
+        let scanned =
+            scan_prefix(&mut BufReader::new(file), len).map_err(|e| read_error(&path, e))?;
+        check_placement(id, &scanned.header, &path)?;
+        into_stored(&path, scanned, len)
+    }
+
+    /// The headers of every stored session, sorted by `createdAt` then id. Reads only the first
+    /// line of each `<cwd folder>/<id folder>/session.jsonl`; folders without that file are
+    /// skipped, and so (with a warning in the log) are files whose header is refused or names
+    /// another id or cwd than its folders.
+    ///
+    /// Errors: [`PersistenceError::Io`] when a folder cannot be listed.
+    fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
+        let mut headers = Vec::new();
+        for folder in self.cwd_folders()? {
+            let entries = fs::read_dir(&folder).map_err(|e| io_error(&folder, e))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| io_error(&folder, e))?;
+                let path = entry.path().join(SESSION_FILE_NAME);
+                if !path.is_file() {
+                    continue;
+                }
+                match list_header(&path) {
+                    Ok(header) => headers.push(header),
+                    Err(error) => {
+                        tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
+                    }
+                }
+            }
+        }
+        headers.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(headers)
+    }
+}
+
+/// Reads a dsh session file at any path, outside a store layout (what `dsh import` and
+/// `dsh check` read): the header checks, packed rows expanded, a torn final record dropped
+/// and reported in [`StoredSession::dropped_tail`]. Never writes.
+///
+/// Errors: as [`SessionPersistence::load`], except that the file's location is not checked.
+pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError> {
+    let bytes = fs::read(path).map_err(|e| io_error(path, e))?;
+    let scanned = scan_bytes(&bytes).map_err(|e| read_error(path, e))?;
+    into_stored(path, scanned, u64::MAX)
+}
+
+/// Reads the whole file at `path` for session `id` and checks that it belongs there.
+fn scan_file(id: &SessionId, path: &Path) -> Result<Scanned, PersistenceError> {
+    let bytes = fs::read(path).map_err(|e| io_error(path, e))?;
+    let scanned = scan_bytes(&bytes).map_err(|e| read_error(path, e))?;
+    check_placement(id, &scanned.header, path)?;
+    Ok(scanned)
+}
+
+/// The header of the session file at `path`, checked against its folders.
+fn list_header(path: &Path) -> Result<SessionHeader, PersistenceError> {
+    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    let header = read_header(&mut BufReader::new(file)).map_err(|e| read_error(path, e))?;
+    check_placement(&header.id, &header, path)?;
+    Ok(header)
+}
+
+/// Converts the first `len` scanned events into a [`StoredSession`].
+fn into_stored(path: &Path, scanned: Scanned, len: u64) -> Result<StoredSession, PersistenceError> {
+    let keep = usize::try_from(len).unwrap_or(usize::MAX);
+    let events = scanned
+        .events
+        .into_iter()
+        .take(keep)
+        .zip(0u64..)
+        .map(|(value, seq)| {
+            into_event(value, seq).map_err(|why| PersistenceError::Corrupt {
+                file: path.display().to_string(),
+                reason: format!("event at seq {seq}: invalid event envelope ({why})"),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(tail) = &scanned.dropped_tail {
+        tracing::info!(path = %path.display(), tail, "dropped a torn tail in memory");
+    }
+    Ok(StoredSession {
+        header: scanned.header,
+        events,
+        dropped_tail: scanned.dropped_tail,
+    })
+}
+
+/// Refuses a file whose header does not belong at `path` (another id, or a cwd whose folder
+/// is not the one the file sits in): only the layout makes `load(id)` find the right file.
+fn check_placement(
+    id: &SessionId,
+    header: &SessionHeader,
+    path: &Path,
+) -> Result<(), PersistenceError> {
+    let reason = if header.id != *id {
+        Some(format!(
+            "the header names session \"{}\", but the file is stored for session \"{id}\"",
+            header.id
+        ))
+    } else {
+        let id_folder = path.parent();
+        let cwd_dir = id_folder.and_then(Path::parent);
+        let name = |p: Option<&Path>| {
+            p.and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let expected_folder = cwd_folder(header.cwd.as_deref());
+        if name(id_folder) != id_segment(id.as_str()) {
+            Some(format!(
+                "the file sits in folder \"{}\", not in \"{}\" of its id",
+                name(id_folder),
+                id_segment(id.as_str())
+            ))
+        } else if name(cwd_dir) != expected_folder {
+            Some(format!(
+                "the header cwd belongs in folder \"{expected_folder}\", but the file is in \"{}\"",
+                name(cwd_dir)
+            ))
+        } else {
+            None
+        }
+    };
+    match reason {
+        Some(reason) => Err(PersistenceError::HeaderInvalid {
+            file: path.display().to_string(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Refuses events whose seqs are not `first, first + 1, …`.
+fn check_contiguous(
+    id: &SessionId,
+    first: u64,
+    events: &[Arc<SessionEvent>],
+) -> Result<(), PersistenceError> {
+    for (expected, event) in (first..).zip(events) {
+        if event.seq != expected {
+            return Err(PersistenceError::SeqMismatch {
+                id: id.clone(),
+                expected,
+                got: event.seq,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn io_error(path: &Path, source: io::Error) -> PersistenceError {
+    PersistenceError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn header_error(path: &Path, error: HeaderError) -> PersistenceError {
+    let file = path.display().to_string();
+    match error {
+        HeaderError::Invalid(reason) => PersistenceError::HeaderInvalid { file, reason },
+        HeaderError::Version { version, message } => PersistenceError::VersionUnsupported {
+            file,
+            version,
+            message,
+        },
+    }
+}
+
+fn read_error(path: &Path, error: ReadError) -> PersistenceError {
+    match error {
+        ReadError::Header(e) => header_error(path, e),
+        ReadError::Corrupt(reason) => PersistenceError::Corrupt {
+            file: path.display().to_string(),
+            reason,
+        },
+        ReadError::Io(e) => io_error(path, e),
+    }
+}

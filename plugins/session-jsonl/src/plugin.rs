@@ -1,0 +1,35 @@
+//! The `dsh-session-jsonl` plugin descriptor and its configuration.
+
+use crate::backend::JsonlPersistence;
+use dsh_core::{BoxError, Context, PluginDescriptor, ServiceKey};
+use dsh_session::SessionPersistence;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The plugin name hosts enable and disable: `dsh-session-jsonl`.
+pub const NAME: &str = "dsh-session-jsonl";
+
+/// The plugin's configuration: `{"root": "DIR"}`, the folder sessions are stored in.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonlConfig {
+    /// The store folder (created on the first write).
+    pub root: PathBuf,
+}
+
+/// The `dsh-session-jsonl` plugin: provides `dyn SessionPersistence` over
+/// [`JsonlPersistence`] rooted at its config's `root` (a missing `root` fails the plugin with
+/// an error naming the field). The session plugin's wiring drives it.
+pub static SESSION_JSONL_PLUGIN: PluginDescriptor = PluginDescriptor::new(NAME, apply)
+    .version(env!("CARGO_PKG_VERSION"))
+    .provides(&[ServiceKey::of::<dyn SessionPersistence>()]);
+
+dsh_core::submit_plugin!(SESSION_JSONL_PLUGIN);
+
+fn apply(ctx: &Context) -> Result<(), BoxError> {
+    let config: JsonlConfig = ctx.config()?;
+    let backend: Arc<dyn SessionPersistence> = Arc::new(JsonlPersistence::new(config.root));
+    ctx.provide(backend)?;
+    Ok(())
+}

@@ -1,0 +1,422 @@
+//! Reading a session file: the header line, then the committed prefix of the body.
+//!
+//! The body is read line by line with dsh's rules. A line that does not parse, or a packed row
+//! that does not decode, opens an *issue*. After an issue, a later record holding a `turn/end`
+//! makes the issue fatal (a turn was committed after the damage); every other later record is
+//! dropped. A record whose seq is not the next index opens a seq-gap issue, fatal at once when
+//! that record itself holds a `turn/end`. Everything after the committed prefix is the torn
+//! tail: a read drops it in memory and reports it; only the next append truncates it.
+//!
+//! Event lines are numbered from 1, the header not counted.
+
+use crate::header_line::{parse_header_line, HeaderError};
+use crate::json::{is_integer, js_display};
+use crate::record::{expand_record, holds_turn_end, parse_line};
+use dsh_session::SessionHeader;
+use serde_json::Value;
+use std::io::{self, BufRead};
+
+/// Why a file could not be read.
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    /// The header line is missing or refused.
+    Header(HeaderError),
+    /// The body is damaged before a committed `turn/end`; the text names the line.
+    Corrupt(String),
+    /// Reading the bytes failed.
+    Io(io::Error),
+}
+
+/// A file read up to its committed end (or up to the events a caller asked for).
+#[derive(Debug)]
+pub(crate) struct Scanned {
+    /// The header.
+    pub header: SessionHeader,
+    /// The committed records, packed rows expanded, as raw JSON (`seq == index`).
+    pub events: Vec<Value>,
+    /// The byte length of the header plus the committed records.
+    pub committed: u64,
+    /// What was dropped after the committed prefix, naming the line; `None` when nothing was
+    /// (or when the read stopped early and never looked).
+    pub dropped_tail: Option<String>,
+}
+
+/// An open issue: the first damaged line since the committed prefix ended.
+#[derive(Debug)]
+struct Issue {
+    /// The refusal if a later `turn/end` makes the issue fatal.
+    fatal: String,
+    /// The tail description if the issue stays in the torn tail.
+    tail: String,
+}
+
+/// dsh's body scanner, fed one newline-terminated line at a time.
+#[derive(Debug)]
+struct BodyScanner {
+    events: Vec<Value>,
+    line_no: u64,
+    committed: u64,
+    issue: Option<Issue>,
+}
+
+impl BodyScanner {
+    /// A scanner for a body that starts at byte `start` of the file.
+    fn new(start: u64) -> BodyScanner {
+        BodyScanner {
+            events: Vec::new(),
+            line_no: 0,
+            committed: start,
+            issue: None,
+        }
+    }
+
+    /// Takes the line ending (newline included) at byte `end` of the file. Errors: the fatal
+    /// refusal.
+    fn feed(&mut self, line: &[u8], end: u64) -> Result<(), String> {
+        self.line_no += 1;
+        let line_no = self.line_no;
+        let decoded = match parse_line(line).and_then(expand_record) {
+            Ok(decoded) => decoded,
+            Err(why) => {
+                self.issue.get_or_insert_with(|| Issue {
+                    fatal: format!("unparsable committed event at line {line_no}"),
+                    tail: format!("line {line_no} is unparsable ({why})"),
+                });
+                return Ok(());
+            }
+        };
+        // dsh reads `.type`/`.seq` of the record without a guard: a bare `null` stops it.
+        if decoded.iter().any(Value::is_null) {
+            return Err(format!(
+                "line {line_no} holds null where an event record belongs"
+            ));
+        }
+        if let Some(issue) = &self.issue {
+            if holds_turn_end(&decoded) {
+                return Err(issue.fatal.clone());
+            }
+            return Ok(());
+        }
+        let row_start = self.events.len();
+        for event in &decoded {
+            let expected = self.events.len() as u64;
+            let seq = event.get("seq");
+            if !seq.is_some_and(|s| is_integer(s, expected)) {
+                self.events.truncate(row_start);
+                let got = js_display(seq);
+                let gap = format!(
+                    "seq gap in committed region at line {line_no} (expected {expected}, got {got})"
+                );
+                if holds_turn_end(&decoded) {
+                    return Err(gap);
+                }
+                self.issue = Some(Issue {
+                    tail: format!(
+                        "line {line_no} breaks the seq order (expected {expected}, got {got})"
+                    ),
+                    fatal: gap,
+                });
+                return Ok(());
+            }
+            self.events.push(event.clone());
+        }
+        self.committed = end;
+        Ok(())
+    }
+
+    /// Whether an issue is open (its fate depends on the lines still to come).
+    fn has_issue(&self) -> bool {
+        self.issue.is_some()
+    }
+
+    /// Ends the scan of a file of `len` bytes read in full.
+    fn finish(self, header: SessionHeader, len: u64) -> Scanned {
+        let dropped = len.saturating_sub(self.committed);
+        let dropped_tail = (dropped > 0).then(|| {
+            let why = match &self.issue {
+                Some(issue) => issue.tail.clone(),
+                None => format!(
+                    "line {} has no terminating newline (a torn write)",
+                    self.line_no + 1
+                ),
+            };
+            format!("{why}; {dropped} trailing bytes dropped")
+        });
+        Scanned {
+            header,
+            events: self.events,
+            committed: self.committed,
+            dropped_tail,
+        }
+    }
+}
+
+/// The header line of a file whose first bytes are `first_line` (newline excluded).
+fn header_of(first_line: &[u8]) -> Result<SessionHeader, ReadError> {
+    parse_header_line(&String::from_utf8_lossy(first_line)).map_err(ReadError::Header)
+}
+
+fn header_less() -> ReadError {
+    ReadError::Header(HeaderError::Invalid(
+        "empty or header-less session log".into(),
+    ))
+}
+
+/// Reads a whole file held in memory.
+///
+/// Errors: [`ReadError::Header`] when there is no newline at all or the header is refused;
+/// [`ReadError::Corrupt`] when the damage is fatal.
+pub(crate) fn scan_bytes(bytes: &[u8]) -> Result<Scanned, ReadError> {
+    let newline = bytes
+        .iter()
+        .position(|b| *b == b'\n')
+        .ok_or_else(header_less)?;
+    let header = header_of(&bytes[..newline])?;
+    let mut start = newline + 1;
+    let mut scanner = BodyScanner::new(start as u64);
+    while let Some(offset) = bytes[start..].iter().position(|b| *b == b'\n') {
+        let end = start + offset + 1;
+        scanner
+            .feed(&bytes[start..end - 1], end as u64)
+            .map_err(ReadError::Corrupt)?;
+        start = end;
+    }
+    Ok(scanner.finish(header, bytes.len() as u64))
+}
+
+/// Reads the header and at least the first `len` committed events from `reader`, stopping at
+/// the first line that completes them (the rest of the file is not read). The result holds
+/// more than `len` events when a packed row straddles the limit.
+///
+/// When damage shows up before `len` events are read, the reader goes on to the end, because
+/// only the rest of the file tells whether the damage is fatal. Errors as [`scan_bytes`], plus
+/// [`ReadError::Io`].
+pub(crate) fn scan_prefix(reader: &mut impl BufRead, len: u64) -> Result<Scanned, ReadError> {
+    let mut line = Vec::new();
+    let read = reader.read_until(b'\n', &mut line).map_err(ReadError::Io)?;
+    if line.last() != Some(&b'\n') {
+        return Err(header_less());
+    }
+    let header = header_of(&line[..read - 1])?;
+    let mut offset = read as u64;
+    let mut scanner = BodyScanner::new(offset);
+    loop {
+        if scanner.events.len() as u64 >= len && !scanner.has_issue() {
+            return Ok(Scanned {
+                header,
+                events: scanner.events,
+                committed: scanner.committed,
+                dropped_tail: None,
+            });
+        }
+        line.clear();
+        let read = reader.read_until(b'\n', &mut line).map_err(ReadError::Io)?;
+        offset += read as u64;
+        if line.last() != Some(&b'\n') {
+            return Ok(scanner.finish(header, offset));
+        }
+        scanner
+            .feed(&line[..read - 1], offset)
+            .map_err(ReadError::Corrupt)?;
+    }
+}
+
+/// Reads only the header line from `reader`. Errors as [`scan_bytes`] for the header.
+pub(crate) fn read_header(reader: &mut impl BufRead) -> Result<SessionHeader, ReadError> {
+    let mut line = Vec::new();
+    reader.read_until(b'\n', &mut line).map_err(ReadError::Io)?;
+    if line.pop() != Some(b'\n') {
+        return Err(header_less());
+    }
+    header_of(&line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str =
+        r#"{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}"#;
+
+    fn event(seq: u64, kind: &str) -> String {
+        format!(r#"{{"type":"{kind}","seq":{seq},"time":0,"data":{{}}}}"#)
+    }
+
+    fn file(lines: &[String], tail: &str) -> Vec<u8> {
+        let mut text = format!("{HEADER}\n");
+        for line in lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text.push_str(tail);
+        text.into_bytes()
+    }
+
+    fn corrupt(bytes: &[u8]) -> String {
+        match scan_bytes(bytes) {
+            Err(ReadError::Corrupt(reason)) => reason,
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_clean_file_is_committed_to_its_end() {
+        let bytes = file(&[event(0, "turn/start"), event(1, "turn/end")], "");
+        let scanned = scan_bytes(&bytes).expect("clean");
+        assert_eq!(scanned.events.len(), 2);
+        assert_eq!(scanned.committed, bytes.len() as u64);
+        assert_eq!(scanned.dropped_tail, None);
+    }
+
+    #[test]
+    fn a_header_only_file_is_an_empty_session() {
+        let bytes = file(&[], "");
+        let scanned = scan_bytes(&bytes).expect("clean");
+        assert!(scanned.events.is_empty());
+        assert_eq!(scanned.committed, bytes.len() as u64);
+    }
+
+    #[test]
+    fn files_without_a_newline_have_no_header() {
+        for bytes in [&b""[..], HEADER.as_bytes()] {
+            assert!(matches!(
+                scan_bytes(bytes),
+                Err(ReadError::Header(HeaderError::Invalid(reason))) if reason == "empty or header-less session log"
+            ));
+        }
+    }
+
+    #[test]
+    fn an_unterminated_final_line_is_a_torn_tail() {
+        let bytes = file(&[event(0, "turn/start")], r#"{"type":"turn/e"#);
+        let scanned = scan_bytes(&bytes).expect("torn tail is tolerated");
+        assert_eq!(scanned.events.len(), 1);
+        assert_eq!(scanned.committed as usize, bytes.len() - 15);
+        let tail = scanned.dropped_tail.expect("reported");
+        assert!(tail.contains("line 2"), "{tail}");
+        assert!(tail.contains("15 trailing bytes"), "{tail}");
+    }
+
+    #[test]
+    fn damage_without_a_later_turn_end_is_dropped_as_tail() {
+        let bytes = file(
+            &["{oops".into(), event(1, "step/start"), event(2, "step/end")],
+            "",
+        );
+        let scanned = scan_bytes(&bytes).expect("tolerated");
+        assert!(scanned.events.is_empty());
+        let tail = scanned.dropped_tail.expect("reported");
+        assert!(tail.starts_with("line 1 is unparsable"), "{tail}");
+    }
+
+    #[test]
+    fn damage_before_a_turn_end_is_fatal() {
+        let bytes = file(
+            &[event(0, "turn/start"), "{oops".into(), event(2, "turn/end")],
+            "",
+        );
+        assert_eq!(corrupt(&bytes), "unparsable committed event at line 2");
+    }
+
+    #[test]
+    fn a_malformed_row_counts_as_unparsable() {
+        let row = r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":[]}}"#;
+        let bytes = file(
+            &[event(0, "turn/start"), row.into(), event(2, "turn/end")],
+            "",
+        );
+        assert_eq!(corrupt(&bytes), "unparsable committed event at line 2");
+        let bytes = file(&[event(0, "turn/start"), row.into()], "");
+        let tail = scan_bytes(&bytes)
+            .expect("tolerated")
+            .dropped_tail
+            .expect("reported");
+        assert!(
+            tail.contains("texts must be a non-empty string array"),
+            "{tail}"
+        );
+    }
+
+    #[test]
+    fn a_seq_gap_is_tail_unless_a_turn_end_follows_or_sits_in_it() {
+        let gap = file(&[event(0, "turn/start"), event(2, "step/start")], "");
+        let scanned = scan_bytes(&gap).expect("tolerated");
+        assert_eq!(scanned.events.len(), 1);
+        let tail = scanned.dropped_tail.expect("reported");
+        assert!(tail.contains("expected 1, got 2"), "{tail}");
+
+        let later = file(
+            &[
+                event(0, "turn/start"),
+                event(2, "step/start"),
+                event(3, "turn/end"),
+            ],
+            "",
+        );
+        assert_eq!(
+            corrupt(&later),
+            "seq gap in committed region at line 2 (expected 1, got 2)"
+        );
+        let itself = file(&[event(0, "turn/start"), event(5, "turn/end")], "");
+        assert_eq!(
+            corrupt(&itself),
+            "seq gap in committed region at line 2 (expected 1, got 5)"
+        );
+        let missing = file(&[r#"{"type":"turn/end","time":0,"data":{}}"#.into()], "");
+        assert_eq!(
+            corrupt(&missing),
+            "seq gap in committed region at line 1 (expected 0, got undefined)"
+        );
+    }
+
+    #[test]
+    fn a_gap_inside_a_row_drops_the_whole_row() {
+        let row = r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a","b"]}}"#;
+        let bytes = file(&[row.into(), row.into()], "");
+        let scanned = scan_bytes(&bytes).expect("tolerated");
+        assert_eq!(scanned.events.len(), 2);
+        assert_eq!(scanned.committed as usize, HEADER.len() + 1 + row.len() + 1);
+    }
+
+    #[test]
+    fn a_null_record_is_fatal() {
+        let bytes = file(&[event(0, "turn/start"), "null".into()], "");
+        assert_eq!(
+            corrupt(&bytes),
+            "line 2 holds null where an event record belongs"
+        );
+    }
+
+    #[test]
+    fn a_prefix_read_stops_early_unless_damage_is_pending() {
+        let lines: Vec<String> = (0..5).map(|seq| event(seq, "x")).collect();
+        let bytes = file(&lines, "torn");
+        let scanned = scan_prefix(&mut &bytes[..], 2).expect("prefix");
+        assert_eq!(scanned.events.len(), 2);
+        assert_eq!(scanned.dropped_tail, None);
+        let all = scan_prefix(&mut &bytes[..], 10).expect("prefix");
+        assert_eq!(all.events.len(), 5);
+        assert!(all.dropped_tail.is_some());
+
+        let damaged = file(&[event(0, "x"), "{".into(), event(2, "turn/end")], "");
+        assert!(matches!(
+            scan_prefix(&mut &damaged[..], 1),
+            Ok(s) if s.events.len() == 1
+        ));
+        assert!(matches!(
+            scan_prefix(&mut &damaged[..], 2),
+            Err(ReadError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn the_header_is_read_alone() {
+        let bytes = file(&["garbage".into()], "");
+        let header = read_header(&mut &bytes[..]).expect("header");
+        assert_eq!(header.id.as_str(), "s");
+        assert!(matches!(
+            read_header(&mut &b"{}"[..]),
+            Err(ReadError::Header(_))
+        ));
+    }
+}

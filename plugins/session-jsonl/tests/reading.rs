@@ -1,0 +1,498 @@
+//! Reading sessions: refusals, packed rows, torn tails, corruption, prefixes, listing.
+
+mod support;
+
+use dsh_session::{PersistenceError, SessionEvent, SessionId, SessionPersistence};
+use dsh_session_jsonl::JsonlPersistence;
+use serde_json::json;
+use std::fs;
+use support::{event, header, header_line, line, turn, write_file};
+
+fn lines(id: &str, body: &[String]) -> String {
+    let mut text = header_line(id);
+    text.push('\n');
+    for l in body {
+        text.push_str(l);
+        text.push('\n');
+    }
+    text
+}
+
+fn turn_lines(first: u64, len: u64) -> Vec<String> {
+    turn(first, len).iter().map(|e| line(e)).collect()
+}
+
+fn load(
+    store: &JsonlPersistence,
+    id: &str,
+) -> Result<dsh_session::StoredSession, PersistenceError> {
+    store.load(&SessionId::new(id))
+}
+
+#[test]
+fn a_newer_version_is_refused_asking_for_an_upgrade() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_file(
+        dir.path(),
+        Some("/p"),
+        "n",
+        br#"{"type":"session","version":2,"id":"n","createdAt":1,"cwd":"/p","delegationDepth":0}
+"#,
+    );
+    let err = load(&JsonlPersistence::new(dir.path()), "n").expect_err("refused");
+    match &err {
+        PersistenceError::VersionUnsupported {
+            version, message, ..
+        } => {
+            assert_eq!(version, "2");
+            assert!(
+                message.contains("\"n\"") && message.contains("v2"),
+                "{message}"
+            );
+            assert!(
+                message.contains("newer harness — upgrade the harness to open it"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a version refusal, got {other}"),
+    }
+    assert_eq!(err.code(), "VERSION_UNSUPPORTED");
+}
+
+#[test]
+fn an_older_version_is_refused_for_lack_of_an_upgrade_path() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The version is checked before anything else, even before the rest of the shape.
+    write_file(dir.path(), None, "o", b"{\"version\":-1,\"id\":\"o\"}\n");
+    let err = load(&JsonlPersistence::new(dir.path()), "o").expect_err("refused");
+    match &err {
+        PersistenceError::VersionUnsupported {
+            version, message, ..
+        } => {
+            assert_eq!(version, "-1");
+            assert!(message.contains("\"o\""), "{message}");
+            assert!(message.contains("ships no upgrade path"), "{message}");
+        }
+        other => panic!("expected a version refusal, got {other}"),
+    }
+}
+
+#[test]
+fn a_header_without_delegation_depth_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = write_file(
+        dir.path(),
+        Some("/p"),
+        "d",
+        br#"{"type":"session","version":0,"id":"d","createdAt":1,"cwd":"/p"}
+"#,
+    );
+    let err = load(&JsonlPersistence::new(dir.path()), "d").expect_err("refused");
+    match &err {
+        PersistenceError::HeaderInvalid { file, reason } => {
+            assert_eq!(reason, "header lacks \"delegationDepth\"");
+            assert_eq!(file, &path.display().to_string());
+        }
+        other => panic!("expected an invalid header, got {other}"),
+    }
+    assert_eq!(err.code(), "HEADER_INVALID");
+}
+
+#[test]
+fn an_empty_file_has_no_header() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    write_file(dir.path(), None, "empty", b"");
+    write_file(
+        dir.path(),
+        None,
+        "unterminated",
+        header_line("unterminated").as_bytes(),
+    );
+    for id in ["empty", "unterminated"] {
+        let err = load(&store, id).expect_err("refused");
+        assert!(
+            matches!(&err, PersistenceError::HeaderInvalid { reason, .. } if reason == "empty or header-less session log"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_session_is_not_found() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path().join("never-created"));
+    assert_eq!(
+        load(&store, "x").expect_err("missing").code(),
+        "SESSION_NOT_FOUND"
+    );
+    assert_eq!(
+        store
+            .read_prefix(&SessionId::new("x"), 1)
+            .expect_err("missing")
+            .code(),
+        "SESSION_NOT_FOUND"
+    );
+    assert!(store
+        .list()
+        .expect("an absent root lists nothing")
+        .is_empty());
+}
+
+#[test]
+fn packed_rows_of_each_kind_expand_to_their_events() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let body = vec![
+        line(&event("turn/start", 0)),
+        r#"{"type":"text-chunks","seq0":1,"time0":500,"data":{"turn":1,"step":1,"index":0,"dt":[3,4],"texts":["a","b","c"]}}"#.to_owned(),
+        r#"{"type":"reasoning-chunks","seq0":4,"time0":600,"data":{"turn":1,"step":1,"index":1,"dt":[0],"texts":["r","s"]}}"#.to_owned(),
+        r#"{"type":"tool-call-chunks","seq0":6,"time0":700,"data":{"turn":1,"step":1,"index":2,"id":"call","name":"read","dt":[9],"args":["{","}"]}}"#.to_owned(),
+        r#"{"type":"tool-call-chunks","seq0":8,"time0":800,"data":{"turn":1,"step":1,"index":3,"id":"call2","dt":[],"args":["x"]}}"#.to_owned(),
+        line(&event("turn/end", 9)),
+    ];
+    write_file(
+        dir.path(),
+        Some("/p"),
+        "rows",
+        lines("rows", &body).as_bytes(),
+    );
+    let stored = load(&JsonlPersistence::new(dir.path()), "rows").expect("loaded");
+    let chunk = |seq: u64, time: i64, chunk: serde_json::Value| {
+        SessionEvent::new(
+            "assistant/chunk",
+            seq,
+            time,
+            json!({"turn": 1, "step": 1, "chunk": chunk}),
+        )
+    };
+    let expected = vec![
+        (*event("turn/start", 0)).clone(),
+        chunk(1, 500, json!({"type":"text-delta","index":0,"text":"a"})),
+        chunk(2, 503, json!({"type":"text-delta","index":0,"text":"b"})),
+        chunk(3, 507, json!({"type":"text-delta","index":0,"text":"c"})),
+        chunk(
+            4,
+            600,
+            json!({"type":"reasoning-delta","index":1,"text":"r"}),
+        ),
+        chunk(
+            5,
+            600,
+            json!({"type":"reasoning-delta","index":1,"text":"s"}),
+        ),
+        chunk(
+            6,
+            700,
+            json!({"type":"tool-call-delta","index":2,"id":"call","name":"read","argumentsDelta":"{"}),
+        ),
+        chunk(
+            7,
+            709,
+            json!({"type":"tool-call-delta","index":2,"id":"call","name":"read","argumentsDelta":"}"}),
+        ),
+        chunk(
+            8,
+            800,
+            json!({"type":"tool-call-delta","index":3,"id":"call2","argumentsDelta":"x"}),
+        ),
+        (*event("turn/end", 9)).clone(),
+    ];
+    assert_eq!(stored.events, expected);
+}
+
+#[test]
+fn a_malformed_row_is_an_unparsable_record() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let bad_row = r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["only one"]}}"#.to_owned();
+    let mut before_end = turn_lines(0, 1);
+    before_end.push(bad_row.clone());
+    before_end.push(line(&event("turn/end", 2)));
+    write_file(
+        dir.path(),
+        Some("/p"),
+        "fatal",
+        lines("fatal", &before_end).as_bytes(),
+    );
+    let err = load(&store, "fatal").expect_err("refused");
+    assert!(
+        matches!(&err, PersistenceError::Corrupt { reason, .. } if reason == "unparsable committed event at line 2"),
+        "{err}"
+    );
+
+    let mut at_end = turn_lines(0, 2);
+    at_end.push(bad_row);
+    write_file(
+        dir.path(),
+        Some("/p"),
+        "tail",
+        lines("tail", &at_end).as_bytes(),
+    );
+    let stored = load(&store, "tail").expect("the damage is in the tail");
+    assert_eq!(stored.events.len(), 2);
+    let tail = stored.dropped_tail.expect("reported");
+    assert!(
+        tail.contains("line 3") && tail.contains("dt length 1 does not match 1 members"),
+        "{tail}"
+    );
+}
+
+#[test]
+fn a_torn_final_line_is_dropped_and_then_truncated_by_the_next_append() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let id = SessionId::new("torn");
+    let committed = lines("torn", &turn_lines(0, 3));
+    let torn = format!("{committed}{{\"type\":\"turn/sta");
+    let path = write_file(dir.path(), Some("/p"), "torn", torn.as_bytes());
+
+    let stored = store.load(&id).expect("loaded");
+    assert_eq!(stored.events.len(), 3);
+    let tail = stored.dropped_tail.expect("reported");
+    assert!(
+        tail.contains("line 4") && tail.contains("no terminating newline"),
+        "{tail}"
+    );
+    assert_eq!(
+        fs::read_to_string(&path).expect("file"),
+        torn,
+        "a read never writes"
+    );
+    let prefix = store.read_prefix(&id, 10).expect("prefix");
+    assert_eq!(prefix.events.len(), 3);
+    assert!(prefix.dropped_tail.is_some());
+
+    let next = turn(3, 2);
+    store.append(&id, &next).expect("appended");
+    let expected = format!("{committed}{}\n{}\n", line(&next[0]), line(&next[1]));
+    assert_eq!(
+        fs::read_to_string(&path).expect("file"),
+        expected,
+        "only the torn bytes were cut"
+    );
+    let stored = store.load(&id).expect("loaded");
+    assert_eq!(stored.events.len(), 5);
+    assert_eq!(stored.dropped_tail, None);
+}
+
+#[test]
+fn a_torn_tail_found_by_a_fresh_backend_is_truncated_too() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let committed = lines("torn", &turn_lines(0, 2));
+    let path = write_file(
+        dir.path(),
+        Some("/p"),
+        "torn",
+        format!("{committed}garbage\n{{\"x").as_bytes(),
+    );
+    let store = JsonlPersistence::new(dir.path());
+    store
+        .append(&SessionId::new("torn"), &turn(2, 1))
+        .expect("appended");
+    assert_eq!(
+        fs::read_to_string(&path).expect("file"),
+        format!("{committed}{}\n", line(&turn(2, 1)[0]))
+    );
+}
+
+#[test]
+fn corruption_before_a_turn_end_is_fatal() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut body = turn_lines(0, 2);
+    body.push("{\"type\": broken".into());
+    body.extend(turn_lines(2, 2));
+    let path = write_file(dir.path(), Some("/p"), "c", lines("c", &body).as_bytes());
+    let before = fs::read(&path).expect("file");
+    let store = JsonlPersistence::new(dir.path());
+    let err = load(&store, "c").expect_err("refused");
+    match &err {
+        PersistenceError::Corrupt { reason, file } => {
+            assert_eq!(reason, "unparsable committed event at line 3");
+            assert_eq!(file, &path.display().to_string());
+        }
+        other => panic!("expected corruption, got {other}"),
+    }
+    assert_eq!(err.code(), "LOG_CORRUPT");
+    let err = store
+        .append(&SessionId::new("c"), &turn(4, 1))
+        .expect_err("refused");
+    assert_eq!(err.code(), "LOG_CORRUPT");
+    assert_eq!(fs::read(&path).expect("file"), before);
+}
+
+#[test]
+fn a_seq_gap_is_dropped_as_tail_unless_a_turn_end_is_committed_after_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let mut open = turn_lines(0, 2);
+    open.push(line(&event("step/start", 5)));
+    write_file(
+        dir.path(),
+        Some("/p"),
+        "open",
+        lines("open", &open).as_bytes(),
+    );
+    let stored = load(&store, "open").expect("tolerated");
+    assert_eq!(stored.events.len(), 2);
+    let tail = stored.dropped_tail.expect("reported");
+    assert!(
+        tail.contains("line 3") && tail.contains("expected 2, got 5"),
+        "{tail}"
+    );
+
+    let mut closed = open.clone();
+    closed.push(line(&event("turn/end", 6)));
+    write_file(
+        dir.path(),
+        None,
+        "closed",
+        lines("closed", &closed).as_bytes(),
+    );
+    let err = load(&store, "closed").expect_err("refused");
+    assert!(
+        matches!(&err, PersistenceError::Corrupt { reason, .. }
+            if reason == "seq gap in committed region at line 3 (expected 2, got 5)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_invalid_event_envelope_is_corrupt_naming_the_seq() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let body = vec![
+        line(&event("turn/start", 0)),
+        r#"{"type":"x","seq":1,"time":0,"data":{},"ignorable":false}"#.to_owned(),
+    ];
+    write_file(dir.path(), Some("/p"), "e", lines("e", &body).as_bytes());
+    let err = load(&store, "e").expect_err("refused");
+    assert!(
+        matches!(&err, PersistenceError::Corrupt { reason, .. }
+            if reason.starts_with("event at seq 1: invalid event envelope")),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_same_id_under_two_cwd_folders_is_a_conflict() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let one = lines("twice", &turn_lines(0, 1));
+    write_file(dir.path(), Some("/p"), "twice", one.as_bytes());
+    let other = one.replace("\"cwd\":\"/p\"", "\"cwd\":\"/q\"");
+    write_file(dir.path(), Some("/q"), "twice", other.as_bytes());
+    let err = load(&JsonlPersistence::new(dir.path()), "twice").expect_err("ambiguous");
+    assert_eq!(err.code(), "SESSION_ID_CONFLICT");
+}
+
+#[test]
+fn a_file_whose_header_belongs_elsewhere_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    write_file(
+        dir.path(),
+        Some("/p"),
+        "here",
+        lines("there", &[]).as_bytes(),
+    );
+    let err = load(&store, "here").expect_err("refused");
+    assert!(
+        matches!(&err, PersistenceError::HeaderInvalid { reason, .. } if reason.contains("\"there\"")),
+        "{err}"
+    );
+
+    write_file(
+        dir.path(),
+        Some("/elsewhere"),
+        "moved",
+        lines("moved", &[]).as_bytes(),
+    );
+    let err = load(&store, "moved").expect_err("refused");
+    assert!(
+        matches!(&err, PersistenceError::HeaderInvalid { reason, .. } if reason.contains("--p--")),
+        "{err}"
+    );
+    assert!(
+        store.list().expect("listed").is_empty(),
+        "misplaced files are not listed"
+    );
+}
+
+#[test]
+fn read_prefix_reads_only_what_it_needs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let id = SessionId::new("p");
+    store
+        .create(&header("p", Some("/p"), 1), &turn(0, 4))
+        .expect("created");
+    store.append(&id, &turn(4, 4)).expect("appended");
+    let all = store.load(&id).expect("loaded").events;
+
+    for len in [0, 1, 3, 4, 8, 100] {
+        let prefix = store.read_prefix(&id, len).expect("prefix");
+        let want = all.len().min(len as usize);
+        assert_eq!(prefix.events, all[..want], "len {len}");
+        assert_eq!(prefix.header.id, id);
+    }
+
+    // Damage after the prefix, which makes a full load fail, is never reached.
+    let path = dsh_session_jsonl::layout::session_file(dir.path(), Some("/p"), "p");
+    let mut text = fs::read_to_string(&path).expect("file");
+    text.push_str("{broken\n");
+    text.push_str(&line(&event("turn/end", 8)));
+    text.push('\n');
+    fs::write(&path, text).expect("written");
+    assert_eq!(store.load(&id).expect_err("fatal").code(), "LOG_CORRUPT");
+    assert_eq!(store.read_prefix(&id, 5).expect("prefix").events, all[..5]);
+}
+
+#[test]
+fn read_prefix_cuts_a_packed_row_at_the_requested_length() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let body = vec![
+        r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1,1,1],"texts":["a","b","c","d"]}}"#.to_owned(),
+    ];
+    write_file(
+        dir.path(),
+        Some("/p"),
+        "row",
+        lines("row", &body).as_bytes(),
+    );
+    let prefix = JsonlPersistence::new(dir.path())
+        .read_prefix(&SessionId::new("row"), 2)
+        .expect("prefix");
+    let seqs: Vec<u64> = prefix.events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [0, 1]);
+}
+
+#[test]
+fn list_returns_every_header_in_creation_order() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    store
+        .create(&header("late", Some("/a"), 30), &turn(0, 2))
+        .expect("created");
+    store
+        .create(&header("b-early", None, 10), &[])
+        .expect("created");
+    store
+        .create(&header("a-early", Some("/b"), 10), &[])
+        .expect("created");
+    // Folders that are not sessions are skipped.
+    fs::create_dir_all(dir.path().join("--a--/not-a-session")).expect("folder");
+    fs::create_dir_all(dir.path().join("scratch/x")).expect("folder");
+    fs::write(dir.path().join("README"), "notes").expect("file");
+    // A file with a refused header is skipped (with a warning), not fatal.
+    write_file(
+        dir.path(),
+        Some("/a"),
+        "broken",
+        b"{\"type\":\"session\"}\n",
+    );
+
+    let headers = store.list().expect("listed");
+    let ids: Vec<&str> = headers.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, ["a-early", "b-early", "late"]);
+    assert_eq!(headers[0], header("a-early", Some("/b"), 10));
+    assert_eq!(headers[2].cwd.as_deref(), Some("/a"));
+}

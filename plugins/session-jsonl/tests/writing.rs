@@ -1,0 +1,311 @@
+//! Writing sessions: create, append, conflicts, hostile ids.
+
+mod support;
+
+use dsh_session::{PersistenceError, SessionId, SessionPersistence};
+use dsh_session_jsonl::layout::session_file;
+use dsh_session_jsonl::JsonlPersistence;
+use serde_json::json;
+use std::fs;
+use std::sync::Arc;
+use support::{event, files_under, header, line, turn};
+
+#[test]
+fn a_created_session_is_a_header_line_then_its_seed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let seed = turn(0, 3);
+    store
+        .create(&header("s1", Some("/home/dev/project"), 42), &seed)
+        .expect("created");
+
+    let path = dir.path().join("--home-dev-project--/s1/session.jsonl");
+    let text = fs::read_to_string(&path).expect("the file is at the layout path");
+    let expected = format!(
+        "{}\n{}\n{}\n{}\n",
+        r#"{"type":"session","version":0,"id":"s1","createdAt":42,"cwd":"/home/dev/project","delegationDepth":0}"#,
+        line(&seed[0]),
+        line(&seed[1]),
+        line(&seed[2]),
+    );
+    assert_eq!(text, expected);
+    assert_eq!(
+        files_under(dir.path()),
+        [path],
+        "no temporary file is left behind"
+    );
+}
+
+#[test]
+fn a_header_round_trips_with_its_extra_fields() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let mut child = header("child", Some("/w"), 7);
+    child.parent_session = Some(SessionId::new("parent"));
+    child.seed_length = Some(2);
+    child.origin = Some("subagent".into());
+    child.delegation_depth = Some(1);
+    child.agent_preset = Some("coder".into());
+    child
+        .extra
+        .insert("future".into(), json!({"nested": [1, "two"]}));
+    child.extra.insert("also".into(), json!(null));
+    store.create(&child, &turn(0, 2)).expect("created");
+
+    let stored = store.load(&SessionId::new("child")).expect("loaded");
+    assert_eq!(stored.header, child);
+    let first = fs::read_to_string(session_file(dir.path(), Some("/w"), "child")).expect("file");
+    assert_eq!(
+        first.lines().next(),
+        Some(
+            r#"{"type":"session","version":0,"id":"child","createdAt":7,"cwd":"/w","parentSession":"parent","seedLength":2,"origin":"subagent","delegationDepth":1,"agentPreset":"coder","future":{"nested":[1,"two"]},"also":null}"#
+        )
+    );
+}
+
+#[test]
+fn a_header_without_depth_reads_back_with_depth_zero() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let mut bare = header("bare", None, 1);
+    bare.delegation_depth = None;
+    store.create(&bare, &[]).expect("created");
+    let stored = store.load(&SessionId::new("bare")).expect("loaded");
+    assert_eq!(stored.header.delegation_depth, Some(0));
+    assert!(stored.events.is_empty());
+    assert!(dir.path().join("_no-cwd/bare/session.jsonl").is_file());
+}
+
+#[test]
+fn creating_an_id_twice_is_a_conflict_and_leaves_the_file_unchanged() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    store
+        .create(&header("dup", Some("/a"), 1), &turn(0, 2))
+        .expect("created");
+    let path = session_file(dir.path(), Some("/a"), "dup");
+    let before = fs::read(&path).expect("file");
+
+    for cwd in [Some("/a"), Some("/b"), None] {
+        let err = store
+            .create(&header("dup", cwd, 2), &turn(0, 3))
+            .expect_err("second create refused");
+        assert!(matches!(err, PersistenceError::Conflict { .. }), "{err}");
+        assert_eq!(err.code(), "SESSION_ID_CONFLICT");
+    }
+    assert_eq!(fs::read(&path).expect("file"), before);
+    assert_eq!(files_under(dir.path()), [path]);
+
+    // A second backend on the same root sees the stored file too.
+    let other = JsonlPersistence::new(dir.path());
+    let err = other
+        .create(&header("dup", Some("/a"), 3), &[])
+        .expect_err("refused");
+    assert!(matches!(err, PersistenceError::Conflict { .. }), "{err}");
+}
+
+#[test]
+fn a_seed_that_does_not_count_from_zero_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let err = store
+        .create(&header("s", None, 1), &[event("x", 0), event("x", 2)])
+        .expect_err("refused");
+    assert!(
+        matches!(
+            err,
+            PersistenceError::SeqMismatch {
+                expected: 1,
+                got: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(!dir.path().exists() || files_under(dir.path()).is_empty());
+}
+
+#[test]
+fn a_header_that_would_not_read_back_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let relative = header("r", Some("relative/dir"), 1);
+    let err = store.create(&relative, &[]).expect_err("refused");
+    assert!(
+        matches!(&err, PersistenceError::HeaderInvalid { reason, .. } if reason.contains("absolute")),
+        "{err}"
+    );
+
+    let mut retired = header("t", None, 1);
+    retired.extra.insert("sandboxMode".into(), json!("x"));
+    let err = store.create(&retired, &[]).expect_err("refused");
+    assert!(
+        matches!(&err, PersistenceError::HeaderInvalid { reason, .. } if reason.contains("sandboxMode")),
+        "{err}"
+    );
+
+    let mut future = header("v", None, 1);
+    future.version = 1;
+    let err = store.create(&future, &[]).expect_err("refused");
+    assert_eq!(err.code(), "VERSION_UNSUPPORTED");
+    assert!(!dir.path().exists() || files_under(dir.path()).is_empty());
+}
+
+#[test]
+fn appends_extend_the_log_and_read_back() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let id = SessionId::new("grow");
+    store
+        .create(&header("grow", Some("/p"), 1), &turn(0, 2))
+        .expect("created");
+    store.append(&id, &turn(2, 3)).expect("appended");
+    store
+        .append(&id, &[])
+        .expect("an empty append writes nothing");
+    store.append(&id, &turn(5, 2)).expect("appended");
+
+    let stored = store.load(&id).expect("loaded");
+    let expected: Vec<_> = turn(0, 2)
+        .into_iter()
+        .chain(turn(2, 3))
+        .chain(turn(5, 2))
+        .map(|e| (*e).clone())
+        .collect();
+    assert_eq!(stored.events, expected);
+    assert_eq!(stored.dropped_tail, None);
+
+    // A fresh backend (no cached cursor) appends after a rescan.
+    let fresh = JsonlPersistence::new(dir.path());
+    fresh.append(&id, &turn(7, 2)).expect("appended");
+    assert_eq!(store.load(&id).expect("loaded").events.len(), 9);
+}
+
+#[test]
+fn an_append_at_the_wrong_seq_is_refused_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let id = SessionId::new("s");
+    store
+        .create(&header("s", None, 1), &turn(0, 2))
+        .expect("created");
+    let path = session_file(dir.path(), None, "s");
+    let before = fs::read(&path).expect("file");
+
+    for (events, expected, got) in [
+        (turn(3, 1), 2, 3),
+        (turn(1, 1), 2, 1),
+        (turn(0, 2), 2, 0),
+        (vec![event("x", 2), event("x", 4)], 3, 4),
+    ] {
+        let err = store.append(&id, &events).expect_err("refused");
+        match err {
+            PersistenceError::SeqMismatch {
+                expected: e,
+                got: g,
+                ..
+            } => {
+                assert_eq!((e, g), (expected, got));
+            }
+            other => panic!("expected a seq mismatch, got {other}"),
+        }
+    }
+    assert_eq!(
+        fs::read(&path).expect("file"),
+        before,
+        "no event is written twice or out of order"
+    );
+}
+
+#[test]
+fn appending_to_an_unknown_session_is_not_found() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let err = store
+        .append(&SessionId::new("ghost"), &turn(0, 1))
+        .expect_err("refused");
+    assert_eq!(err.code(), "SESSION_NOT_FOUND");
+}
+
+#[test]
+fn hostile_ids_store_inside_the_root_and_read_back_unchanged() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("store");
+    let store = JsonlPersistence::new(&root);
+    let ids = [
+        "",
+        ".",
+        "..",
+        "../escape",
+        "a/b",
+        "/abs",
+        "back\\slash",
+        "nul\0byte",
+        "line\nbreak",
+        "tab\t",
+        "~",
+        "~002E",
+        "~007E",
+        "émoji 😀",
+        "..\\..\\x",
+    ];
+    for (n, id) in ids.iter().enumerate() {
+        store
+            .create(&header(id, Some("/p"), n as u64), &turn(0, 2))
+            .expect("created");
+        store
+            .append(&SessionId::new(*id), &turn(2, 2))
+            .expect("appended");
+    }
+    for id in ids {
+        let stored = store.load(&SessionId::new(id)).expect("loaded");
+        assert_eq!(stored.header.id.as_str(), id);
+        assert_eq!(stored.events.len(), 4);
+    }
+    let listed: Vec<String> = store
+        .list()
+        .expect("listed")
+        .into_iter()
+        .map(|h| h.id.as_str().to_owned())
+        .collect();
+    assert_eq!(listed, ids);
+    let files = files_under(dir.path());
+    assert_eq!(files.len(), ids.len());
+    for file in files {
+        let inside = file
+            .strip_prefix(root.join("--p--"))
+            .expect("inside its cwd folder");
+        assert_eq!(inside.components().count(), 2, "{}", file.display());
+    }
+}
+
+#[test]
+fn sessions_of_different_ids_are_written_in_parallel() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Arc::new(JsonlPersistence::new(dir.path()));
+    let workers: Vec<_> = (0..8)
+        .map(|n| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                let id = format!("s{n}");
+                store
+                    .create(&header(&id, Some("/p"), n), &[])
+                    .expect("created");
+                for first in (0..20).step_by(4) {
+                    store
+                        .append(&SessionId::new(id.as_str()), &turn(first, 4))
+                        .expect("appended");
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("worker finished");
+    }
+    for n in 0..8 {
+        let stored = store
+            .load(&SessionId::new(format!("s{n}")))
+            .expect("loaded");
+        assert_eq!(stored.events.len(), 20);
+    }
+}

@@ -107,7 +107,8 @@ pub struct SessionHeader {
 }
 
 impl SessionHeader {
-    /// A header for `id` at `created_at` (epoch ms) carrying `meta`.
+    /// A header for `id` at `created_at` (epoch ms) carrying `meta`. An absent delegation
+    /// depth is stored as 0, as dsh writes it, so the header reads back unchanged.
     pub fn new(id: SessionId, created_at: u64, meta: SessionMeta) -> SessionHeader {
         SessionHeader {
             version: SESSION_FORMAT_VERSION,
@@ -117,7 +118,7 @@ impl SessionHeader {
             parent_session: meta.parent_session,
             seed_length: meta.seed_length,
             origin: meta.origin,
-            delegation_depth: meta.delegation_depth,
+            delegation_depth: Some(meta.delegation_depth.unwrap_or(0)),
             agent_preset: meta.agent_preset,
             extra: meta.extra,
         }

@@ -31,12 +31,12 @@ pub use dsh_session_jsonl as session_jsonl;
 /// Referencing them here also guarantees that each plugin crate is linked, so its
 /// `inventory` submission reaches [`registered`].
 pub fn builtin_plugins() -> Vec<&'static PluginDescriptor> {
-    let mut plugins: Vec<&'static PluginDescriptor> = Vec::new();
-    #[cfg(feature = "session")]
-    plugins.push(&dsh_session::SESSION_PLUGIN);
-    #[cfg(feature = "session-jsonl")]
-    plugins.push(&dsh_session_jsonl::SESSION_JSONL_PLUGIN);
-    #[cfg(feature = "session-fork")]
-    plugins.push(&dsh_session_fork::SESSION_FORK_PLUGIN);
-    plugins
+    vec![
+        #[cfg(feature = "session")]
+        &dsh_session::SESSION_PLUGIN,
+        #[cfg(feature = "session-jsonl")]
+        &dsh_session_jsonl::SESSION_JSONL_PLUGIN,
+        #[cfg(feature = "session-fork")]
+        &dsh_session_fork::SESSION_FORK_PLUGIN,
+    ]
 }

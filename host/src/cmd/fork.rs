@@ -4,13 +4,13 @@
 use crate::app::{unavailable, App};
 use crate::error::CliError;
 use crate::output::Output;
-use serde_json::json;
 
 /// `{id, parentSession, seedLength, cwd}`.
 #[cfg(feature = "session-fork")]
 pub fn run(app: &App, id: &str, child: Option<&str>) -> Result<Output, CliError> {
     use dsh::session::SessionId;
     use dsh::session_fork::{ForkSessionOptions, SessionFork};
+    use serde_json::json;
 
     let fork = app
         .ctx
@@ -43,6 +43,5 @@ pub fn run(app: &App, id: &str, child: Option<&str>) -> Result<Output, CliError>
 /// This build has no fork plugin: always `CAPABILITY_UNAVAILABLE`.
 #[cfg(not(feature = "session-fork"))]
 pub fn run(_app: &App, _id: &str, _child: Option<&str>) -> Result<Output, CliError> {
-    let _ = json!(null);
     Err(unavailable("SessionFork", "dsh-session-fork"))
 }

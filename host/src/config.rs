@@ -1,5 +1,6 @@
-//! Host configuration: the store directory and the plugin switches, with precedence
-//! flags > `DSH_STORE` > config file > default.
+//! Host configuration: the store directory and the plugin switches. Store precedence:
+//! `--store` > `DSH_STORE` > the config file (a `root` in the `dsh-session-jsonl` settings,
+//! else `"store"`) > the platform data directory.
 
 use crate::cli::Cli;
 use crate::error::CliError;
@@ -31,22 +32,11 @@ pub fn resolve(cli: &Cli) -> Result<ContextConfig, CliError> {
         Some(path) => read_config(path)?,
         None => ConfigFile::default(),
     };
-    let store = cli
-        .store
-        .clone()
-        .or_else(|| {
-            std::env::var_os("DSH_STORE")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-        .or(file.store)
-        .or_else(default_store)
-        .ok_or_else(|| {
-            CliError::new(
-                "CONFIG_INVALID",
-                "no store directory: pass --store DIR or set DSH_STORE",
-            )
-        })?;
+    let explicit = cli.store.clone().or_else(|| {
+        std::env::var_os("DSH_STORE")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
     let mut context = ContextConfig {
         plugins: file.plugins,
     };
@@ -54,8 +44,22 @@ pub fn resolve(cli: &Cli) -> Result<ContextConfig, CliError> {
         context.set_enabled(name, false);
     }
     let settings = context.plugins.entry(STORE_PLUGIN.to_owned()).or_default();
-    if settings.config.is_null() {
-        settings.config = serde_json::json!({ "root": store });
+    let configured_root = settings.config.get("root").is_some();
+    let store = match explicit {
+        Some(store) => store,
+        None if configured_root => return Ok(context),
+        None => file.store.or_else(default_store).ok_or_else(|| {
+            CliError::new(
+                "CONFIG_INVALID",
+                "no store directory: pass --store DIR or set DSH_STORE",
+            )
+        })?,
+    };
+    match &mut settings.config {
+        serde_json::Value::Object(map) => {
+            map.insert("root".into(), serde_json::json!(store));
+        }
+        other => *other = serde_json::json!({ "root": store }),
     }
     Ok(context)
 }
@@ -67,12 +71,18 @@ fn read_config(path: &Path) -> Result<ConfigFile, CliError> {
             format!("cannot read config file {}: {e}", path.display()),
         )
     })?;
-    serde_json::from_str(&text).map_err(|e| {
+    let invalid = |e: String| {
         CliError::new(
             "CONFIG_INVALID",
             format!("invalid config file {}: {e}", path.display()),
         )
-    })
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    if !value.is_object() {
+        return Err(invalid("the config must be a JSON object".into()));
+    }
+    serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
 }
 
 /// The embedded default store: `<platform data dir>/dsh/sessions`.

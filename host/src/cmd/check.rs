@@ -53,8 +53,8 @@ pub fn run(paths: &[PathBuf]) -> Output {
     }
 }
 
-/// Files as given, folders searched recursively for `*.jsonl`, sorted per folder. A path that
-/// cannot be read yields an error entry.
+/// Files as given, folders searched recursively for `*.jsonl` (symlinked folders are not
+/// entered), sorted per folder. A folder that cannot be read yields an error entry.
 fn expand(paths: &[PathBuf]) -> Vec<Result<PathBuf, CliError>> {
     let mut out = Vec::new();
     for path in paths {
@@ -83,9 +83,11 @@ fn collect(dir: &Path, out: &mut Vec<Result<PathBuf, CliError>>) {
         };
         for entry in entries.flatten() {
             let path = entry.path();
-            if path.is_dir() {
+            // Folders are entered only when they are real folders: a symlinked folder could
+            // loop. A symlink to a file is read like the file.
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "jsonl") {
+            } else if path.extension().is_some_and(|ext| ext == "jsonl") && path.is_file() {
                 files.push(path);
             }
         }

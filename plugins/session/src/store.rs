@@ -155,7 +155,7 @@ impl StoreError {
                 .find_map(|f| f.error.downcast_ref::<PersistenceError>())
                 .map_or(source.code(), PersistenceError::code),
             StoreError::Persistence { source, .. } => source.code(),
-            StoreError::NoPersistence { .. } => "PERSISTENCE_UNAVAILABLE",
+            StoreError::NoPersistence { .. } => "CAPABILITY_UNAVAILABLE",
         }
     }
 }

@@ -284,7 +284,7 @@ fn an_empty_assistant_message_is_not_part_of_the_history() {
 fn load_without_a_backend_is_refused_with_a_code() {
     let (_ctx, store) = context();
     let err = store.load(&"cold".into()).unwrap_err();
-    assert_eq!(err.code(), "PERSISTENCE_UNAVAILABLE");
+    assert_eq!(err.code(), "CAPABILITY_UNAVAILABLE");
 }
 
 #[test]

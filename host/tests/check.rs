@@ -1,0 +1,294 @@
+//! `dsh check PATH...`: files and folders (recursive), one entry per file, no store needed.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::path::Path;
+
+fn ok_entry(file: &Path, id: &str, events: u64) -> Value {
+    json!({"file": file.display().to_string(), "id": id, "events": events, "ok": true, "error": null})
+}
+
+/// Asserts a failed check entry with `code`; returns its message.
+fn failed_entry(entry: &Value, file: &Path, code: &str) -> String {
+    let message = entry["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no message in {entry}"))
+        .to_owned();
+    assert_eq!(
+        entry,
+        &json!({"file": file.display().to_string(), "id": null, "events": null, "ok": false, "error": {"code": code, "message": message}})
+    );
+    message
+}
+
+#[test]
+fn checking_a_good_file_reports_it_ok_and_exits_zero() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.write("s.jsonl", &complete_session("s"));
+    let doc = sandbox.json(&[Path::new("check"), &file]).ok();
+    assert_eq!(doc, json!([ok_entry(&file, "s", 6)]));
+}
+
+#[test]
+fn checking_the_example_counts_its_unpacked_events() {
+    let sandbox = Sandbox::new();
+    let doc = sandbox.json(&["check", EXAMPLE]).ok();
+    assert_eq!(doc, json!([ok_entry(Path::new(EXAMPLE), EXAMPLE_ID, 27)]));
+}
+
+#[test]
+fn checking_a_folder_searches_it_recursively_for_jsonl_files() {
+    let sandbox = Sandbox::new();
+    let a = sandbox.write("corpus/a.jsonl", &complete_session("a"));
+    let b = sandbox.write("corpus/deep/er/b.jsonl", &open_turn_session("b"));
+    let c = sandbox.write("corpus/sub/c.jsonl", &compaction_session("c"));
+    sandbox.write("corpus/notes.txt", "not a session");
+    sandbox.write("corpus/sub/README.md", "# not a session");
+    let folder = sandbox.root().join("files").join("corpus");
+    let doc = sandbox.json(&[Path::new("check"), &folder]).ok();
+    let mut entries = doc.as_array().expect("array").clone();
+    entries.sort_by(|x, y| x["file"].as_str().cmp(&y["file"].as_str()));
+    assert_eq!(
+        entries,
+        [
+            ok_entry(&a, "a", 6),
+            ok_entry(&b, "b", 2),
+            ok_entry(&c, "c", 13)
+        ]
+    );
+}
+
+#[test]
+fn checking_a_folder_with_one_bad_file_reports_each_file_and_exits_one() {
+    let sandbox = Sandbox::new();
+    let good = sandbox.write("mixed/good.jsonl", &complete_session("good"));
+    let mut old = header("old");
+    old["version"] = json!(-1);
+    let bad = sandbox.write("mixed/nested/bad.jsonl", &jsonl(&old, &complete_events()));
+    let folder = sandbox.root().join("files").join("mixed");
+    let run = sandbox.json(&[Path::new("check"), &folder]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let doc = run.doc();
+    let entries = doc.as_array().expect("array");
+    assert_eq!(entries.len(), 2);
+    let good_entry = entries
+        .iter()
+        .find(|e| e["file"] == json!(good.display().to_string()))
+        .expect("good file listed");
+    assert_eq!(good_entry, &ok_entry(&good, "good", 6));
+    let bad_entry = entries
+        .iter()
+        .find(|e| e["file"] == json!(bad.display().to_string()))
+        .expect("bad file listed");
+    let message = failed_entry(bad_entry, &bad, "VERSION_UNSUPPORTED");
+    assert!(message.contains("no upgrade path"), "{message}");
+}
+
+#[test]
+fn checking_files_and_folders_together_reports_every_file() {
+    let sandbox = Sandbox::new();
+    let single = sandbox.write("single.jsonl", &complete_session("single"));
+    let inside = sandbox.write("dir/inside.jsonl", &complete_session("inside"));
+    let folder = sandbox.root().join("files").join("dir");
+    let doc = sandbox.json(&[Path::new("check"), &single, &folder]).ok();
+    assert_eq!(
+        doc,
+        json!([
+            ok_entry(&single, "single", 6),
+            ok_entry(&inside, "inside", 6)
+        ])
+    );
+}
+
+#[test]
+fn checking_reports_each_kind_of_bad_input_with_its_code() {
+    let sandbox = Sandbox::new();
+    let mut gap_events = complete_events();
+    for (seq, event) in gap_events.iter_mut().enumerate().skip(3) {
+        event["seq"] = json!(seq + 2);
+    }
+    let mut no_depth = header("no-depth");
+    no_depth.as_object_mut().unwrap().remove("delegationDepth");
+    let mut newer = header("newer");
+    newer["version"] = json!(1);
+    let mut envelope = complete_events();
+    envelope[3]["unexpected"] = json!(true);
+    let mut malformed = jsonl(&header("malformed"), &complete_events()[..2]);
+    malformed.push_str("{\"type\":\n");
+    malformed.push_str(&format!("{}\n", turn_end(3, 1)));
+    let cases = [
+        (
+            "gap.jsonl",
+            jsonl(&header("gap"), &gap_events),
+            "LOG_CORRUPT",
+            "seq gap",
+        ),
+        (
+            "depth.jsonl",
+            jsonl(&no_depth, &complete_events()),
+            "HEADER_INVALID",
+            "delegationDepth",
+        ),
+        (
+            "newer.jsonl",
+            jsonl(&newer, &complete_events()),
+            "VERSION_UNSUPPORTED",
+            "upgrade",
+        ),
+        (
+            "envelope.jsonl",
+            jsonl(&header("env"), &envelope),
+            "LOG_CORRUPT",
+            "envelope",
+        ),
+        ("malformed.jsonl", malformed, "LOG_CORRUPT", "line 3"),
+    ];
+    for (name, text, code, needle) in cases {
+        let file = sandbox.write(name, &text);
+        let run = sandbox.json(&[Path::new("check"), &file]);
+        assert_eq!(run.code, 1, "{name}: {}", run.stdout);
+        let message = failed_entry(&run.doc()[0], &file, code);
+        assert!(message.contains(needle), "{name}: {message}");
+    }
+}
+
+#[test]
+fn checking_a_torn_file_counts_only_the_complete_records() {
+    let sandbox = Sandbox::new();
+    let text = format!("{}{{\"type\":\"turn/sta", complete_session("torn"));
+    let file = sandbox.write("torn.jsonl", &text);
+    let doc = sandbox.json(&[Path::new("check"), &file]).ok();
+    assert_eq!(doc, json!([ok_entry(&file, "torn", 6)]));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+}
+
+#[test]
+fn checking_a_missing_path_is_an_io_error() {
+    let sandbox = Sandbox::new();
+    let missing = sandbox.root().join("files").join("missing.jsonl");
+    let run = sandbox.json(&[Path::new("check"), &missing]);
+    assert_eq!(run.code, 1);
+    failed_entry(&run.doc()[0], &missing, "IO_ERROR");
+}
+
+#[test]
+fn checking_an_empty_folder_reports_nothing_and_exits_zero() {
+    let sandbox = Sandbox::new();
+    let folder = sandbox.root().join("files");
+    assert_eq!(sandbox.json(&[Path::new("check"), &folder]).ok(), json!([]));
+}
+
+#[test]
+fn checking_needs_no_store_and_creates_none() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.write("s.jsonl", &complete_session("s"));
+    let missing_store = sandbox.root().join("no").join("such").join("store");
+    let run = Sandbox::finish(
+        sandbox
+            .command()
+            .env("DSH_STORE", sandbox.root().join("env-store"))
+            .arg("--store")
+            .arg(&missing_store)
+            .arg("--json")
+            .arg("check")
+            .arg(&file)
+            .arg(EXAMPLE),
+    );
+    assert_eq!(run.ok().as_array().map(Vec::len), Some(2));
+    assert!(!missing_store.exists());
+    assert!(!sandbox.root().join("no").exists());
+    assert!(!sandbox.root().join("env-store").exists());
+    assert!(!sandbox.home().exists());
+    assert!(!sandbox.xdg().exists());
+}
+
+#[test]
+fn checking_works_with_every_plugin_disabled() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.write("s.jsonl", &complete_session("s"));
+    let doc = sandbox
+        .json(&[
+            Path::new("--disable"),
+            Path::new("dsh-session"),
+            Path::new("--disable"),
+            Path::new("dsh-session-jsonl"),
+            Path::new("check"),
+            &file,
+        ])
+        .ok();
+    assert_eq!(doc, json!([ok_entry(&file, "s", 6)]));
+}
+
+#[test]
+fn human_check_output_marks_each_file() {
+    let sandbox = Sandbox::new();
+    let good = sandbox.write("good.jsonl", &complete_session("good"));
+    let bad = sandbox.write("bad.jsonl", "{}\n");
+    let run = sandbox.human(&[Path::new("check"), &good, &bad]);
+    assert_eq!(run.code, 1);
+    assert!(run.stdout.contains("ok"), "{}", run.stdout);
+    assert!(run.stdout.contains("FAIL"), "{}", run.stdout);
+    assert!(run.stdout.contains("HEADER_INVALID"), "{}", run.stdout);
+}
+
+/// Runs `dsh --json check DIR`, killing it after `limit`; `None` when it did not finish.
+#[cfg(unix)]
+fn check_within(sandbox: &Sandbox, dir: &Path, limit: std::time::Duration) -> Option<Run> {
+    use std::process::Stdio;
+    let mut child = sandbox
+        .command()
+        .args(["--json", "check"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the dsh binary starts");
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let mut stdout = String::new();
+            std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout)
+                .expect("stdout");
+            return Some(Run {
+                code: status.code().unwrap_or(-1),
+                stdout,
+                stderr: String::new(),
+            });
+        }
+        if started.elapsed() > limit {
+            child.kill().expect("kill the child it started");
+            child.wait().expect("reap");
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+
+fn checking_a_folder_with_a_symlink_loop_reports_each_file_once() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.write("looped/s.jsonl", &complete_session("s"));
+    let folder = sandbox.root().join("files").join("looped");
+    std::os::unix::fs::symlink(".", folder.join("again")).unwrap();
+    let run = check_within(&sandbox, &folder, std::time::Duration::from_secs(20))
+        .expect("check finishes");
+    assert_eq!(run.code, 0);
+    assert_eq!(run.doc(), json!([ok_entry(&file, "s", 6)]));
+}
+
+#[cfg(unix)]
+#[test]
+
+fn checking_a_folder_with_two_symlink_loops_finishes() {
+    let sandbox = Sandbox::new();
+    sandbox.write("looped/s.jsonl", &complete_session("s"));
+    let folder = sandbox.root().join("files").join("looped");
+    std::os::unix::fs::symlink(".", folder.join("one")).unwrap();
+    std::os::unix::fs::symlink(".", folder.join("two")).unwrap();
+    let run = check_within(&sandbox, &folder, std::time::Duration::from_secs(20));
+    assert!(run.is_some(), "dsh check did not finish within 20 s");
+}

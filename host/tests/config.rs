@@ -1,0 +1,353 @@
+//! Configuration: the store directory (`--store` > `DSH_STORE` > config `"store"` > platform
+//! data directory) and plugin switches from the config file.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// A sandbox with a session fixture and the three candidate store folders.
+struct Setup {
+    sandbox: Sandbox,
+    fixture: PathBuf,
+    flag: PathBuf,
+    env: PathBuf,
+    file: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let sandbox = Sandbox::new();
+        let fixture = sandbox.write("s.jsonl", &complete_session("where"));
+        let root = sandbox.root().to_path_buf();
+        Setup {
+            sandbox,
+            fixture,
+            flag: root.join("flag-store"),
+            env: root.join("env-store"),
+            file: root.join("file-store"),
+        }
+    }
+
+    /// Writes a config file naming `file` as the store (plus `extra` keys) and returns it.
+    fn config(&self, value: serde_json::Value) -> PathBuf {
+        let path = self.sandbox.root().join("files").join("config.json");
+        std::fs::write(&path, value.to_string()).unwrap();
+        path
+    }
+
+    /// Which candidate folders hold the imported session.
+    fn holders(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        for (name, dir) in [
+            ("flag", &self.flag),
+            ("env", &self.env),
+            ("file", &self.file),
+        ] {
+            if !files_under(dir).is_empty() {
+                out.push(name);
+            }
+        }
+        out
+    }
+}
+
+#[test]
+fn the_store_flag_beats_dsh_store_and_the_config_file() {
+    let setup = Setup::new();
+    let config = setup.config(json!({"store": setup.file}));
+    let run = Sandbox::finish(
+        setup
+            .sandbox
+            .command()
+            .env("DSH_STORE", &setup.env)
+            .arg("--config")
+            .arg(&config)
+            .arg("--store")
+            .arg(&setup.flag)
+            .args(["--json", "import"])
+            .arg(&setup.fixture),
+    );
+    run.ok();
+    assert_eq!(setup.holders(), ["flag"]);
+}
+
+#[test]
+fn dsh_store_beats_the_config_file() {
+    let setup = Setup::new();
+    let config = setup.config(json!({"store": setup.file}));
+    let run = Sandbox::finish(
+        setup
+            .sandbox
+            .command()
+            .env("DSH_STORE", &setup.env)
+            .arg("--config")
+            .arg(&config)
+            .args(["--json", "import"])
+            .arg(&setup.fixture),
+    );
+    run.ok();
+    assert_eq!(setup.holders(), ["env"]);
+}
+
+#[test]
+fn the_config_file_store_is_used_when_neither_flag_nor_environment_is_set() {
+    let setup = Setup::new();
+    let config = setup.config(json!({"store": setup.file}));
+    let run = Sandbox::finish(
+        setup
+            .sandbox
+            .command()
+            .arg("--config")
+            .arg(&config)
+            .args(["--json", "import"])
+            .arg(&setup.fixture),
+    );
+    run.ok();
+    assert_eq!(setup.holders(), ["file"]);
+    // The same store is read back through the config file.
+    let sessions = Sandbox::finish(
+        setup
+            .sandbox
+            .command()
+            .arg("--config")
+            .arg(&config)
+            .args(["--json", "sessions"]),
+    );
+    assert_eq!(sessions.ok()[0]["id"], json!("where"));
+}
+
+#[test]
+fn an_empty_dsh_store_is_ignored() {
+    let setup = Setup::new();
+    let config = setup.config(json!({"store": setup.file}));
+    let run = Sandbox::finish(
+        setup
+            .sandbox
+            .command()
+            .env("DSH_STORE", "")
+            .arg("--config")
+            .arg(&config)
+            .args(["--json", "import"])
+            .arg(&setup.fixture),
+    );
+    run.ok();
+    assert_eq!(setup.holders(), ["file"]);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn without_any_setting_the_store_is_the_platform_data_directory() {
+    let setup = Setup::new();
+    let run = Sandbox::finish(
+        setup
+            .sandbox
+            .command()
+            .args(["--json", "import"])
+            .arg(&setup.fixture),
+    );
+    run.ok();
+    assert!(setup.holders().is_empty());
+    let default = setup.sandbox.xdg().join("dsh").join("sessions");
+    let stored = stored_file(&default, "where");
+    assert!(stored.starts_with(&default), "{}", stored.display());
+}
+
+#[test]
+fn the_store_flag_beats_a_jsonl_root_in_the_config_file() {
+    let setup = Setup::new();
+    let config = setup.config(json!({
+        "plugins": {"dsh-session-jsonl": {"config": {"root": setup.file}}}
+    }));
+    let run = Sandbox::finish(
+        setup
+            .sandbox
+            .command()
+            .arg("--config")
+            .arg(&config)
+            .arg("--store")
+            .arg(&setup.flag)
+            .args(["--json", "import"])
+            .arg(&setup.fixture),
+    );
+    run.ok();
+    assert_eq!(setup.holders(), ["flag"]);
+}
+
+#[cfg(feature = "session-fork")]
+#[test]
+fn a_config_file_can_disable_the_fork_plugin() {
+    let sandbox = Sandbox::new();
+    sandbox.import(&[Path::new(EXAMPLE)]);
+    let config = sandbox.write(
+        "config.json",
+        &json!({"plugins": {"dsh-session-fork": {"enabled": false}}}).to_string(),
+    );
+    let plugins = sandbox
+        .json(&[Path::new("--config"), &config, Path::new("plugins")])
+        .ok();
+    let fork = plugins
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == json!("dsh-session-fork"))
+        .expect("the fork plugin is listed")
+        .clone();
+    assert_eq!(fork["state"], json!("disabled"));
+    let before = contents(&sandbox.store());
+    sandbox
+        .json(&[
+            Path::new("--config"),
+            &config,
+            Path::new("fork"),
+            Path::new(EXAMPLE_ID),
+        ])
+        .error("CAPABILITY_UNAVAILABLE");
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[cfg(feature = "session-fork")]
+#[test]
+fn the_disable_flag_beats_a_config_file_that_enables_the_plugin() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.write(
+        "config.json",
+        &json!({"plugins": {"dsh-session-fork": {"enabled": true}}}).to_string(),
+    );
+    let plugins = sandbox
+        .json(&[
+            Path::new("--config"),
+            &config,
+            Path::new("--disable"),
+            Path::new("dsh-session-fork"),
+            Path::new("plugins"),
+        ])
+        .ok();
+    let fork = plugins
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == json!("dsh-session-fork"))
+        .expect("listed")
+        .clone();
+    assert_eq!(fork["state"], json!("disabled"));
+}
+
+#[cfg(not(feature = "session-fork"))]
+#[test]
+fn a_config_file_for_the_fork_plugin_is_accepted_by_a_build_without_it() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.write(
+        "config.json",
+        &json!({"plugins": {"dsh-session-fork": {"enabled": false}}}).to_string(),
+    );
+    let plugins = sandbox
+        .json(&[Path::new("--config"), &config, Path::new("plugins")])
+        .ok();
+    assert!(
+        !plugins.to_string().contains("dsh-session-fork"),
+        "{plugins}"
+    );
+}
+
+#[test]
+fn a_config_file_can_disable_the_session_plugin() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.write(
+        "config.json",
+        &json!({"plugins": {"dsh-session": {"enabled": false}}}).to_string(),
+    );
+    let plugins = sandbox
+        .json(&[Path::new("--config"), &config, Path::new("plugins")])
+        .ok();
+    let session = plugins
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == json!("dsh-session"))
+        .expect("listed")
+        .clone();
+    assert_eq!(session["state"], json!("disabled"));
+}
+
+#[test]
+fn a_config_file_that_is_not_json_is_config_invalid() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.write("config.json", "{ not json");
+    let message = sandbox
+        .json(&[Path::new("--config"), &config, Path::new("plugins")])
+        .error("CONFIG_INVALID");
+    assert!(message.contains("config.json"), "{message}");
+    assert!(!sandbox.store().exists());
+}
+
+#[test]
+fn a_config_file_with_an_unknown_field_is_config_invalid() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.write("config.json", r#"{"stor": "/tmp/x"}"#);
+    sandbox
+        .json(&[Path::new("--config"), &config, Path::new("sessions")])
+        .error("CONFIG_INVALID");
+}
+
+#[test]
+fn a_config_file_with_a_wrongly_typed_switch_is_config_invalid() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.write(
+        "config.json",
+        r#"{"plugins": {"dsh-session-fork": {"enabled": "no"}}}"#,
+    );
+    sandbox
+        .json(&[Path::new("--config"), &config, Path::new("plugins")])
+        .error("CONFIG_INVALID");
+}
+
+#[test]
+fn a_missing_config_file_is_config_invalid() {
+    let sandbox = Sandbox::new();
+    let missing = sandbox.root().join("files").join("missing.json");
+    sandbox
+        .json(&[Path::new("--config"), &missing, Path::new("plugins")])
+        .error("CONFIG_INVALID");
+}
+
+#[test]
+fn a_config_file_naming_a_plugin_this_build_lacks_is_ignored() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.write(
+        "config.json",
+        r#"{"plugins": {"dsh-from-the-future": {"enabled": true}}}"#,
+    );
+    let plugins = sandbox
+        .json(&[Path::new("--config"), &config, Path::new("plugins")])
+        .ok();
+    assert!(
+        !plugins.to_string().contains("dsh-from-the-future"),
+        "{plugins}"
+    );
+}
+
+#[test]
+fn an_invalid_config_file_is_reported_in_human_mode_on_stderr() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.write("config.json", "{ not json");
+    let run = sandbox.human(&[Path::new("--config"), &config, Path::new("plugins")]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("CONFIG_INVALID"), "{}", run.stderr);
+}
+
+#[test]
+fn a_config_file_that_is_a_json_array_is_config_invalid() {
+    let sandbox = Sandbox::new();
+    let elsewhere = sandbox.root().join("array-store");
+    let config = sandbox.write("config.json", &json!([elsewhere]).to_string());
+    sandbox
+        .json(&[Path::new("--config"), &config, Path::new("plugins")])
+        .error("CONFIG_INVALID");
+    let config = sandbox.write("config.json", "[]");
+    sandbox
+        .json(&[Path::new("--config"), &config, Path::new("plugins")])
+        .error("CONFIG_INVALID");
+}

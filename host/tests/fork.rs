@@ -1,0 +1,330 @@
+//! `dsh fork ID [--id CHILD]`: the child is stored with its lineage, the source is never
+//! written, and each refusal has its code and stores nothing.
+#![cfg(feature = "session-fork")]
+
+mod common;
+
+use common::*;
+use serde_json::json;
+use std::path::Path;
+
+/// A sandbox holding the example session.
+fn with_example() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.import(&[Path::new(EXAMPLE)]);
+    sandbox
+}
+
+#[test]
+fn forking_prints_the_child_id_and_its_lineage() {
+    let sandbox = with_example();
+    let doc = sandbox.json(&["fork", EXAMPLE_ID]).ok();
+    let id = doc["id"].as_str().expect("child id").to_owned();
+    assert_eq!(id.len(), 36, "a UUID: {id}");
+    assert_ne!(id, EXAMPLE_ID);
+    assert_eq!(
+        doc,
+        json!({"id": id, "parentSession": EXAMPLE_ID, "seedLength": 27, "cwd": CWD})
+    );
+}
+
+#[test]
+fn the_child_appears_in_sessions_with_its_lineage() {
+    let sandbox = with_example();
+    let child = sandbox.json(&["fork", EXAMPLE_ID]).ok()["id"].clone();
+    let sessions = sandbox.json(&["sessions"]).ok();
+    let entries = sessions.as_array().expect("array");
+    assert_eq!(entries.len(), 2);
+    assert!(entries.contains(
+        &json!({"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null})
+    ));
+    assert!(entries.contains(
+        &json!({"id": child, "cwd": CWD, "parentSession": EXAMPLE_ID, "seedLength": 27})
+    ));
+}
+
+#[test]
+fn show_of_the_child_has_the_lineage_in_its_header_and_the_source_facts() {
+    let sandbox = with_example();
+    sandbox.json(&["fork", EXAMPLE_ID, "--id", "child"]).ok();
+    let doc = sandbox.json(&["show", "child"]).ok();
+    let created_at = doc["header"]["createdAt"].clone();
+    assert!(created_at.as_u64().is_some(), "{doc}");
+    assert_eq!(
+        doc,
+        json!({
+            "header": {
+                "version": 0,
+                "id": "child",
+                "createdAt": created_at,
+                "cwd": CWD,
+                "parentSession": EXAMPLE_ID,
+                "seedLength": 27,
+                "delegationDepth": 0,
+            },
+            "events": 27,
+            "turns": 2,
+            "turnEnds": [20, 26],
+            "lastType": "turn/end",
+            "openTurn": false,
+            "forkable": true,
+            "messages": 6,
+        })
+    );
+}
+
+#[test]
+fn history_of_the_child_equals_history_of_the_source() {
+    let sandbox = with_example();
+    sandbox.json(&["fork", EXAMPLE_ID, "--id", "child"]).ok();
+    let source = sandbox.json(&["history", EXAMPLE_ID]).ok();
+    assert_eq!(source.as_array().map(Vec::len), Some(6));
+    assert_eq!(sandbox.json(&["history", "child"]).ok(), source);
+}
+
+#[test]
+fn the_child_file_holds_the_source_events_exactly() {
+    let sandbox = Sandbox::new();
+    sandbox.import_text("s.jsonl", &complete_session("source"));
+    sandbox.json(&["fork", "source", "--id", "child"]).ok();
+    let child = String::from_utf8(stored_bytes(&sandbox.store(), "child")).unwrap();
+    let source = String::from_utf8(stored_bytes(&sandbox.store(), "source")).unwrap();
+    let child_events: Vec<&str> = child.lines().skip(1).collect();
+    let source_events: Vec<&str> = source.lines().skip(1).collect();
+    assert_eq!(child_events, source_events);
+    // No session/end-seed marker and nothing else appended.
+    assert_eq!(child_events.len(), 6);
+}
+
+#[test]
+fn show_history_and_fork_leave_the_source_file_unchanged() {
+    let sandbox = with_example();
+    let before = stored_bytes(&sandbox.store(), EXAMPLE_ID);
+    sandbox.json(&["show", EXAMPLE_ID]).ok();
+    sandbox.json(&["history", EXAMPLE_ID]).ok();
+    sandbox.json(&["fork", EXAMPLE_ID]).ok();
+    sandbox.json(&["fork", EXAMPLE_ID, "--id", "second"]).ok();
+    assert_eq!(stored_bytes(&sandbox.store(), EXAMPLE_ID), before);
+}
+
+#[test]
+fn forking_with_an_id_names_the_child() {
+    let sandbox = with_example();
+    assert_eq!(
+        sandbox.json(&["fork", EXAMPLE_ID, "--id", "my-child"]).ok(),
+        json!({"id": "my-child", "parentSession": EXAMPLE_ID, "seedLength": 27, "cwd": CWD})
+    );
+    let mut ids = sandbox.session_ids();
+    ids.sort();
+    assert_eq!(ids, [EXAMPLE_ID, "my-child"]);
+}
+
+#[test]
+fn forking_twice_gives_two_distinct_children() {
+    let sandbox = with_example();
+    let a = sandbox.json(&["fork", EXAMPLE_ID]).ok()["id"].clone();
+    let b = sandbox.json(&["fork", EXAMPLE_ID]).ok()["id"].clone();
+    assert_ne!(a, b);
+    assert_eq!(sandbox.session_ids().len(), 3);
+}
+
+#[test]
+fn a_child_can_be_forked_again() {
+    let sandbox = with_example();
+    sandbox.json(&["fork", EXAMPLE_ID, "--id", "child"]).ok();
+    assert_eq!(
+        sandbox.json(&["fork", "child", "--id", "grandchild"]).ok(),
+        json!({"id": "grandchild", "parentSession": "child", "seedLength": 27, "cwd": CWD})
+    );
+    assert_eq!(
+        sandbox.json(&["history", "grandchild"]).ok(),
+        sandbox.json(&["history", EXAMPLE_ID]).ok()
+    );
+}
+
+#[test]
+fn forking_a_session_without_cwd_gives_a_child_without_cwd() {
+    let sandbox = Sandbox::new();
+    let mut bare = header("bare");
+    bare.as_object_mut().unwrap().remove("cwd");
+    sandbox.import_text("bare.jsonl", &jsonl(&bare, &complete_events()));
+    assert_eq!(
+        sandbox.json(&["fork", "bare", "--id", "bare-child"]).ok(),
+        json!({"id": "bare-child", "parentSession": "bare", "seedLength": 6, "cwd": null})
+    );
+    let header = &sandbox.json(&["show", "bare-child"]).ok()["header"];
+    assert!(header.get("cwd").is_none(), "{header}");
+}
+
+#[test]
+fn forking_an_empty_session_gives_a_seed_length_of_zero() {
+    let sandbox = Sandbox::new();
+    sandbox.import_text("empty.jsonl", &jsonl(&header("empty"), &[]));
+    assert_eq!(
+        sandbox.json(&["fork", "empty", "--id", "empty-child"]).ok(),
+        json!({"id": "empty-child", "parentSession": "empty", "seedLength": 0, "cwd": CWD})
+    );
+    assert_eq!(
+        sandbox.json(&["show", "empty-child"]).ok()["events"],
+        json!(0)
+    );
+}
+
+#[test]
+fn forking_a_compacted_session_keeps_the_replacement_in_the_child_history() {
+    let sandbox = Sandbox::new();
+    sandbox.import_text("compact.jsonl", &compaction_session("compact"));
+    sandbox.json(&["fork", "compact", "--id", "c2"]).ok();
+    assert_eq!(sandbox.json(&["history", "c2"]).ok(), compaction_history());
+}
+
+#[test]
+fn forking_with_the_source_id_is_session_already_exists() {
+    let sandbox = with_example();
+    let before = contents(&sandbox.store());
+    let message = sandbox
+        .json(&["fork", EXAMPLE_ID, "--id", EXAMPLE_ID])
+        .error("SESSION_ALREADY_EXISTS");
+    assert!(message.contains(EXAMPLE_ID), "{message}");
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn forking_with_the_id_of_another_stored_session_is_an_id_conflict() {
+    let sandbox = with_example();
+    sandbox.import_text("other.jsonl", &complete_session("other"));
+    let before = contents(&sandbox.store());
+    let message = sandbox
+        .json(&["fork", EXAMPLE_ID, "--id", "other"])
+        .error("SESSION_ID_CONFLICT");
+    assert!(message.contains("\"other\""), "{message}");
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn forking_with_the_id_of_an_earlier_child_is_an_id_conflict() {
+    let sandbox = with_example();
+    sandbox.json(&["fork", EXAMPLE_ID, "--id", "child"]).ok();
+    let before = contents(&sandbox.store());
+    sandbox
+        .json(&["fork", EXAMPLE_ID, "--id", "child"])
+        .error("SESSION_ID_CONFLICT");
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn forking_with_the_id_of_a_session_stored_under_another_cwd_is_an_id_conflict() {
+    let sandbox = with_example();
+    let mut elsewhere = header("elsewhere");
+    elsewhere["cwd"] = json!("/other/place");
+    sandbox.import_text("elsewhere.jsonl", &jsonl(&elsewhere, &complete_events()));
+    let before = contents(&sandbox.store());
+    sandbox
+        .json(&["fork", EXAMPLE_ID, "--id", "elsewhere"])
+        .error("SESSION_ID_CONFLICT");
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn forking_inside_an_open_turn_is_open_turn_and_stores_no_child() {
+    let sandbox = Sandbox::new();
+    sandbox.import_text("open.jsonl", &open_turn_session("open"));
+    let before = contents(&sandbox.store());
+    let message = sandbox
+        .json(&["fork", "open", "--id", "child"])
+        .error("OPEN_TURN");
+    assert!(message.contains("\"open\""), "{message}");
+    assert!(message.contains("user/message"), "{message}");
+    assert_eq!(contents(&sandbox.store()), before);
+    assert_eq!(sandbox.session_ids(), ["open"]);
+    let generated = sandbox.json(&["fork", "open"]);
+    generated.error("OPEN_TURN");
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn forking_after_a_log_only_event_past_turn_end_is_open_turn() {
+    let sandbox = Sandbox::new();
+    sandbox.import_text("after.jsonl", &log_only_after_end_session("after"));
+    let before = contents(&sandbox.store());
+    let message = sandbox.json(&["fork", "after"]).error("OPEN_TURN");
+    assert!(message.contains("session/title"), "{message}");
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn the_child_id_is_checked_before_the_boundary() {
+    let sandbox = Sandbox::new();
+    sandbox.import_text("open.jsonl", &open_turn_session("open"));
+    sandbox
+        .json(&["fork", "open", "--id", "open"])
+        .error("SESSION_ALREADY_EXISTS");
+}
+
+#[test]
+fn forking_an_unknown_session_is_session_not_found() {
+    let sandbox = with_example();
+    let before = contents(&sandbox.store());
+    let message = sandbox
+        .json(&["fork", "ghost", "--id", "child"])
+        .error("SESSION_NOT_FOUND");
+    assert!(message.contains("ghost"), "{message}");
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn forking_with_the_fork_plugin_disabled_is_capability_unavailable() {
+    let sandbox = with_example();
+    let before = contents(&sandbox.store());
+    let message = sandbox
+        .json(&["--disable", "dsh-session-fork", "fork", EXAMPLE_ID])
+        .error("CAPABILITY_UNAVAILABLE");
+    assert!(message.contains("dsh-session-fork"), "{message}");
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn forking_with_the_session_plugin_disabled_is_capability_unavailable() {
+    let sandbox = with_example();
+    let before = contents(&sandbox.store());
+    sandbox
+        .json(&["--disable", "dsh-session", "fork", EXAMPLE_ID])
+        .error("CAPABILITY_UNAVAILABLE");
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+
+fn forking_with_the_jsonl_plugin_disabled_is_capability_unavailable() {
+    let sandbox = with_example();
+    let before = contents(&sandbox.store());
+    sandbox
+        .json(&["--disable", "dsh-session-jsonl", "fork", EXAMPLE_ID])
+        .error("CAPABILITY_UNAVAILABLE");
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn human_fork_output_names_both_sessions() {
+    let sandbox = with_example();
+    let run = sandbox.human(&["fork", EXAMPLE_ID, "--id", "human-child"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains(EXAMPLE_ID), "{}", run.stdout);
+    assert!(run.stdout.contains("human-child"), "{}", run.stdout);
+}
+
+#[test]
+fn forking_a_source_whose_stored_file_ends_in_a_torn_record_leaves_that_file_alone() {
+    let sandbox = Sandbox::new();
+    sandbox.import_text("s.jsonl", &complete_session("source"));
+    let stored = stored_file(&sandbox.store(), "source");
+    let mut bytes = std::fs::read(&stored).unwrap();
+    bytes.extend_from_slice(b"{\"type\":\"turn/start\",\"seq\":6,");
+    std::fs::write(&stored, &bytes).unwrap();
+    assert_eq!(
+        sandbox.json(&["fork", "source", "--id", "child"]).ok(),
+        json!({"id": "child", "parentSession": "source", "seedLength": 6, "cwd": CWD})
+    );
+    assert_eq!(std::fs::read(&stored).unwrap(), bytes);
+    assert_eq!(sandbox.json(&["history", "child"]).ok(), complete_history());
+}

@@ -195,7 +195,8 @@ impl Context {
         }
     }
 
-    /// The service of type `T` while its provider is active, else `None`.
+    /// The service of type `T` while its provider is active (or being torn down, so that the
+    /// disposers of its consumers, which go first, can still use it), else `None`.
     pub fn get<T: ?Sized + 'static>(&self) -> Option<Arc<T>> {
         self.rt.state.lock().get::<T>()
     }
@@ -210,17 +211,21 @@ impl Context {
             return service;
         }
         let key = ServiceKey::of::<T>();
-        let state = self.rt.state.lock();
-        let provider = state
+        // Read under the lock, panic after releasing it: the panic hook is user code.
+        let provider = self
+            .rt
+            .state
+            .lock()
             .instances
             .iter()
-            .find(|inst| inst.descriptor.provided().contains(&key));
+            .find(|inst| inst.descriptor.provided().contains(&key))
+            .map(|inst| (inst.descriptor.name(), inst.state));
         match provider {
-            Some(inst) => panic!(
+            Some((plugin, state)) => panic!(
                 "service {} is not available: its provider plugin \"{}\" is {}",
                 key.name(),
-                inst.descriptor.name(),
-                inst.state
+                plugin,
+                state
             ),
             None => panic!(
                 "service {} is not available: no plugin in this context provides it",

@@ -103,9 +103,17 @@ impl State {
         provider.is_none_or(|id| self.instances[id].state == PluginState::Active)
     }
 
+    /// The service of type `T` while its provider is active, or being torn down: consumers
+    /// go first, so their disposers can still use what they depend on.
     pub(crate) fn get<T: ?Sized + 'static>(&self) -> Option<Arc<T>> {
         let slot = self.services.get(&TypeId::of::<T>())?;
-        if !self.provider_active(slot.provider) {
+        let readable = slot.provider.is_none_or(|id| {
+            matches!(
+                self.instances[id].state,
+                PluginState::Active | PluginState::Unloading
+            )
+        });
+        if !readable {
             return None;
         }
         slot.value.downcast_ref::<Arc<T>>().cloned()

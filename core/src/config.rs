@@ -40,3 +40,24 @@ impl ContextConfig {
         self
     }
 }
+
+/// Deserializes a plugin's config value into `T`, reading an absent (null) config as `{}` so
+/// `#[serde(default)]` fields take their defaults.
+///
+/// Errors: serde's message prefixed with the path of the offending field (e.g.
+/// `limits.max: invalid type: string "x", expected u32`).
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
+    let value = if value.is_null() {
+        Value::Object(Default::default())
+    } else {
+        value.clone()
+    };
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            e.into_inner().to_string()
+        } else {
+            format!("{path}: {}", e.into_inner())
+        }
+    })
+}

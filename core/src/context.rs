@@ -1,10 +1,11 @@
 //! `Context`: the handle through which hosts, plugins and tests reach the registry.
 
 use crate::config::ContextConfig;
-use crate::error::{panic_message, BoxError, CoreError, EmitError};
+use crate::error::{BoxError, CoreError, EmitError};
 use crate::event::Listener;
 use crate::event::{dispatch, erase, ListenerHandle};
-use crate::lifecycle::{PluginInfo, PluginState, ServiceInfo};
+use crate::graph::DependencyGraph;
+use crate::lifecycle::{PluginInfo, PluginState, ServiceInfo, TransitionCause};
 use crate::plugin::{registered, PluginDescriptor, ServiceKey};
 use crate::registry::{Instance, InstanceId, Owned, Scope, State};
 use parking_lot::{Mutex, ReentrantMutex};
@@ -13,14 +14,13 @@ use serde_json::Value;
 use std::any::TypeId;
 use std::cell::Cell;
 use std::collections::HashSet;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-struct Runtime {
-    state: Mutex<State>,
+pub(crate) struct Runtime {
+    pub(crate) state: Mutex<State>,
     /// Serializes lifecycle changes; re-entrant so apply, disposers and listeners may call
     /// back. The flag is set while a settle loop runs, so nested calls leave the work to it.
-    settle: ReentrantMutex<Cell<bool>>,
+    pub(crate) settle: ReentrantMutex<Cell<bool>>,
 }
 
 /// A cheap, cloneable, thread-safe handle on a plugin context.
@@ -34,8 +34,8 @@ struct Runtime {
 /// is held, so every method may be called from inside them.
 #[derive(Clone)]
 pub struct Context {
-    rt: Arc<Runtime>,
-    scope: Scope,
+    pub(crate) rt: Arc<Runtime>,
+    pub(crate) scope: Scope,
 }
 
 /// A weak handle on a context: it does not keep the context's registry alive. Services that
@@ -101,10 +101,13 @@ impl ContextBuilder {
     }
 
     /// Creates the root context and settles it: every enabled plugin whose requirements are
-    /// met is applied; the others stay `Pending` (or `Disabled`).
+    /// met is applied, providers before their dependants; the others stay `Pending` (or
+    /// `Disabled`).
     ///
     /// Errors: [`CoreError::DuplicatePlugin`] for a name listed twice,
-    /// [`CoreError::UnknownPlugin`] for a config entry naming no listed plugin.
+    /// [`CoreError::UnknownPlugin`] for a config entry naming no listed plugin, and the
+    /// dependency graph's errors among the enabled plugins:
+    /// [`CoreError::DuplicateProvider`] and [`CoreError::DependencyCycle`].
     pub fn build(self) -> Result<Context, CoreError> {
         let mut seen = HashSet::new();
         for d in &self.plugins {
@@ -124,13 +127,22 @@ impl ContextBuilder {
                 plugin: name.clone(),
             });
         }
+        let enabled: Vec<bool> = self
+            .plugins
+            .iter()
+            .map(|d| {
+                self.config
+                    .plugins
+                    .get(d.name())
+                    .and_then(|s| s.enabled)
+                    .unwrap_or(d.is_enabled_by_default())
+            })
+            .collect();
+        DependencyGraph::new(self.plugins.iter().copied().zip(enabled.iter().copied())).check()?;
         let mut state = State::default();
-        for descriptor in self.plugins {
+        for (descriptor, enabled) in self.plugins.into_iter().zip(enabled) {
             let settings = self.config.plugins.get(descriptor.name());
-            let enabled = settings
-                .and_then(|s| s.enabled)
-                .unwrap_or(descriptor.is_enabled_by_default());
-            state.instances.push(new_instance(
+            state.add_instance(new_instance(
                 descriptor,
                 None,
                 settings.map_or(Value::Null, |s| s.config.clone()),
@@ -148,7 +160,7 @@ impl ContextBuilder {
             }),
             scope: Scope::Root,
         };
-        ctx.settle();
+        ctx.serialized(|| ());
         Ok(ctx)
     }
 }
@@ -251,7 +263,7 @@ impl Context {
             let owner = state.owner(self.scope)?;
             state.insert_service(owner, value)?;
         }
-        self.settle();
+        self.serialized(|| ());
         Ok(())
     }
 
@@ -279,7 +291,7 @@ impl Context {
         Ok(ListenerHandle {
             remove: Some(Box::new(move || {
                 if let Some(rt) = rt.upgrade() {
-                    let removed = remove_listener(&mut rt.state.lock(), type_id, id);
+                    let removed = rt.state.lock().remove_listener(type_id, id);
                     drop(removed); // the handler (user code) is dropped after the lock
                 }
             })),
@@ -333,8 +345,7 @@ impl Context {
         descriptor: &'static PluginDescriptor,
         config: Value,
     ) -> Result<(), CoreError> {
-        let _serial = self.rt.settle.lock();
-        {
+        self.serialized(|| {
             let mut state = self.rt.state.lock();
             let owner = state.owner(self.scope)?;
             if owner.is_none() && state.find_root_plugin(descriptor.name()).is_ok() {
@@ -342,17 +353,15 @@ impl Context {
                     plugin: descriptor.name().to_owned(),
                 });
             }
-            let id = state.instances.len();
-            state.instances.push(new_instance(
+            let id = state.add_instance(new_instance(
                 descriptor,
                 owner,
                 config,
                 PluginState::Pending,
             ));
             state.own(owner, Owned::Child(id));
-        }
-        self.settle();
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Enables the root plugin `name` (from `Disabled`, `Failed` or `Disposed`): it becomes
@@ -361,21 +370,18 @@ impl Context {
     ///
     /// Errors: [`CoreError::UnknownPlugin`].
     pub fn enable(&self, name: &str) -> Result<(), CoreError> {
-        let _serial = self.rt.settle.lock();
-        {
+        self.serialized(|| {
             let mut state = self.rt.state.lock();
             let id = state.find_root_plugin(name)?;
-            let inst = &mut state.instances[id];
             if matches!(
-                inst.state,
+                state.instances[id].state,
                 PluginState::Disabled | PluginState::Failed | PluginState::Disposed
             ) {
-                inst.state = PluginState::Pending;
-                inst.error = None;
+                state.instances[id].error = None;
+                state.transition(id, PluginState::Pending, TransitionCause::Enabled);
             }
-        }
-        self.settle();
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Disables the root plugin `name`: the plugins using its services are torn down first
@@ -383,22 +389,76 @@ impl Context {
     ///
     /// Errors: [`CoreError::UnknownPlugin`].
     pub fn disable(&self, name: &str) -> Result<(), CoreError> {
-        self.stop(name, PluginState::Disabled)
+        self.stop(name, PluginState::Disabled, TransitionCause::Disabled)
     }
 
     /// Like [`Context::disable`], but the plugin ends `Disposed`.
     ///
     /// Errors: [`CoreError::UnknownPlugin`].
     pub fn dispose_plugin(&self, name: &str) -> Result<(), CoreError> {
-        self.stop(name, PluginState::Disposed)
+        self.stop(name, PluginState::Disposed, TransitionCause::Disposed)
     }
 
-    fn stop(&self, name: &str, final_state: PluginState) -> Result<(), CoreError> {
-        let _serial = self.rt.settle.lock();
-        let id = self.rt.state.lock().find_root_plugin(name)?;
-        self.teardown(id, final_state);
-        self.settle();
-        Ok(())
+    fn stop(
+        &self,
+        name: &str,
+        final_state: PluginState,
+        cause: TransitionCause,
+    ) -> Result<(), CoreError> {
+        self.serialized(|| {
+            let id = self.rt.state.lock().find_root_plugin(name)?;
+            self.teardown(id, final_state, cause);
+            Ok(())
+        })
+    }
+
+    /// Replaces the configuration of the root plugin `name`. The new value is checked against
+    /// the plugin's declared config type first; if it is invalid nothing changes. A loading or
+    /// active instance then restarts (and with it, as for any provider restart, the plugins
+    /// that use its services); a failed one is tried again; nothing else restarts.
+    ///
+    /// Errors: [`CoreError::UnknownPlugin`], [`CoreError::InvalidConfig`] naming the field.
+    pub fn update_config(&self, name: &str, config: Value) -> Result<(), CoreError> {
+        self.serialized(|| {
+            let (id, state) = {
+                let mut state = self.rt.state.lock();
+                let id = state.find_root_plugin(name)?;
+                let descriptor = state.instances[id].descriptor;
+                descriptor
+                    .check_config(&config)
+                    .map_err(|message| CoreError::InvalidConfig {
+                        plugin: name.to_owned(),
+                        message,
+                    })?;
+                state.instances[id].config = config;
+                (id, state.instances[id].state)
+            };
+            match state {
+                PluginState::Active | PluginState::Loading => {
+                    self.teardown(id, PluginState::Pending, TransitionCause::ConfigUpdated);
+                }
+                PluginState::Failed => {
+                    let mut state = self.rt.state.lock();
+                    state.instances[id].error = None;
+                    state.transition(id, PluginState::Pending, TransitionCause::ConfigUpdated);
+                }
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+
+    /// The static dependency graph of the root plugins (enabled and disabled), for reports and
+    /// `dsh plugins --dot`.
+    pub fn graph(&self) -> DependencyGraph {
+        let state = self.rt.state.lock();
+        DependencyGraph::new(
+            state
+                .instances
+                .iter()
+                .filter(|inst| inst.parent.is_none())
+                .map(|inst| (inst.descriptor, inst.state != PluginState::Disabled)),
+        )
     }
 
     /// Disposes everything in the context: root plugins in reverse order (each after the
@@ -408,18 +468,19 @@ impl Context {
         if self.scope != Scope::Root {
             return;
         }
-        let _serial = self.rt.settle.lock();
-        let roots: Vec<InstanceId> = {
-            let state = self.rt.state.lock();
-            (0..state.instances.len())
-                .filter(|&id| state.instances[id].parent.is_none())
-                .collect()
-        };
-        for id in roots.into_iter().rev() {
-            self.teardown(id, PluginState::Disposed);
-        }
-        let owned = std::mem::take(&mut self.rt.state.lock().root_owned);
-        self.undo(owned);
+        self.serialized(|| {
+            let roots: Vec<InstanceId> = {
+                let state = self.rt.state.lock();
+                (0..state.instances.len())
+                    .filter(|&id| state.instances[id].parent.is_none())
+                    .collect()
+            };
+            for id in roots.into_iter().rev() {
+                self.teardown(id, PluginState::Disposed, TransitionCause::Disposed);
+            }
+            let owned = std::mem::take(&mut self.rt.state.lock().root_owned);
+            self.undo(owned);
+        });
     }
 
     /// A snapshot of every plugin instance, in the order they were added.
@@ -461,156 +522,6 @@ impl Context {
                 (inst.descriptor.name().to_owned(), inst.config.clone())
             }
         };
-        let raw = if raw.is_null() {
-            Value::Object(Default::default())
-        } else {
-            raw
-        };
-        serde_json::from_value(raw).map_err(|e| CoreError::InvalidConfig {
-            plugin,
-            message: e.to_string(),
-        })
+        crate::config::parse(&raw).map_err(|message| CoreError::InvalidConfig { plugin, message })
     }
-
-    /// Applies every pending instance whose requirements are met, repeatedly, until none is.
-    /// A call made while a settle loop runs (from inside an apply) returns at once: the
-    /// running loop picks the work up.
-    fn settle(&self) {
-        let busy = self.rt.settle.lock();
-        if busy.replace(true) {
-            return;
-        }
-        struct Reset<'a>(&'a Cell<bool>);
-        impl Drop for Reset<'_> {
-            fn drop(&mut self) {
-                self.0.set(false);
-            }
-        }
-        let _reset = Reset(&busy);
-        loop {
-            let next = {
-                let mut state = self.rt.state.lock();
-                state.next_ready().map(|id| {
-                    let inst = &mut state.instances[id];
-                    inst.state = PluginState::Loading;
-                    inst.generation += 1;
-                    inst.error = None;
-                    (id, inst.generation, inst.descriptor)
-                })
-            };
-            let Some((id, generation, descriptor)) = next else {
-                break;
-            };
-            let scoped = Context {
-                rt: self.rt.clone(),
-                scope: Scope::Instance(id, generation),
-            };
-            let outcome = catch_unwind(AssertUnwindSafe(|| (descriptor.apply_fn())(&scoped)));
-            let failure = match outcome {
-                Ok(Ok(())) => None,
-                Ok(Err(error)) => Some(error.to_string()),
-                Err(payload) => Some(panic_message(payload.as_ref())),
-            };
-            match failure {
-                None => {
-                    let mut state = self.rt.state.lock();
-                    let inst = &mut state.instances[id];
-                    if inst.state == PluginState::Loading && inst.generation == generation {
-                        inst.state = PluginState::Active;
-                        tracing::debug!(plugin = descriptor.name(), generation, "plugin active");
-                    }
-                }
-                Some(message) => {
-                    tracing::warn!(plugin = descriptor.name(), %message, "plugin failed to apply");
-                    self.teardown(id, PluginState::Failed);
-                    self.rt.state.lock().instances[id].error = Some(message);
-                }
-            }
-        }
-    }
-
-    /// Tears `target` down: every instance that uses one of its services (transitively) first,
-    /// consumers before providers, each undoing its registrations in reverse order and
-    /// returning to `Pending`; then `target` itself, which ends in `final_state`.
-    /// The walk is iterative, so long dependency chains do not grow the stack.
-    fn teardown(&self, target: InstanceId, final_state: PluginState) {
-        let order = {
-            let mut state = self.rt.state.lock();
-            let order = teardown_order(&state, target);
-            for &id in &order {
-                let inst = &mut state.instances[id];
-                if matches!(inst.state, PluginState::Active | PluginState::Loading) {
-                    inst.state = PluginState::Unloading;
-                }
-            }
-            order
-        };
-        for id in order {
-            let owned = std::mem::take(&mut self.rt.state.lock().instances[id].owned);
-            self.undo(owned);
-            let mut state = self.rt.state.lock();
-            let inst = &mut state.instances[id];
-            if id == target {
-                inst.state = final_state;
-            } else if inst.state == PluginState::Unloading {
-                inst.state = PluginState::Pending;
-            }
-        }
-    }
-
-    /// Undoes registrations in reverse order. Service values are dropped outside the lock.
-    fn undo(&self, owned: Vec<Owned>) {
-        for item in owned.into_iter().rev() {
-            match item {
-                Owned::Service(type_id) => {
-                    let slot = self.rt.state.lock().services.remove(&type_id);
-                    drop(slot);
-                }
-                Owned::Listener(type_id, id) => {
-                    let removed = remove_listener(&mut self.rt.state.lock(), type_id, id);
-                    drop(removed); // the handler (user code) is dropped after the lock
-                }
-                Owned::Child(child) => {
-                    let live = self.rt.state.lock().instances[child].state != PluginState::Disposed;
-                    if live {
-                        self.teardown(child, PluginState::Disposed);
-                    }
-                }
-                Owned::Disposer(disposer) => {
-                    if let Err(payload) = catch_unwind(AssertUnwindSafe(disposer)) {
-                        tracing::warn!(message = %panic_message(payload.as_ref()), "disposer failed");
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Unlinks a listener and hands it back, so the caller drops its handler (which may capture
-/// values with destructors) after releasing the state lock.
-fn remove_listener(state: &mut State, type_id: TypeId, id: u64) -> Option<Listener> {
-    let list = state.listeners.get_mut(&type_id)?;
-    let at = list.iter().position(|l| l.id == id)?;
-    Some(list.remove(at))
-}
-
-/// Post-order of the consumer graph below `target`: every consumer comes before the
-/// instances it uses, `target` last. Iterative depth-first walk.
-fn teardown_order(state: &State, target: InstanceId) -> Vec<InstanceId> {
-    let mut order = Vec::new();
-    let mut seen = HashSet::from([target]);
-    let mut stack = vec![(target, state.consumers(target), 0usize)];
-    while let Some((node, consumers, next)) = stack.last_mut() {
-        if let Some(&consumer) = consumers.get(*next) {
-            *next += 1;
-            if seen.insert(consumer) {
-                let below = state.consumers(consumer);
-                stack.push((consumer, below, 0));
-            }
-        } else {
-            order.push(*node);
-            stack.pop();
-        }
-    }
-    order
 }

@@ -47,6 +47,22 @@ pub enum CoreError {
         /// The repeated name.
         plugin: String,
     },
+    /// Two enabled plugins declare the same service.
+    #[error("service {service} is provided by both plugin \"{first}\" and plugin \"{second}\"")]
+    DuplicateProvider {
+        /// Short type name of the service.
+        service: &'static str,
+        /// The first provider.
+        first: String,
+        /// The second provider.
+        second: String,
+    },
+    /// The requirements of enabled plugins form a cycle.
+    #[error("dependency cycle: {}", path.join(" -> "))]
+    DependencyCycle {
+        /// The plugins of the cycle, first and last the same.
+        path: Vec<String>,
+    },
     /// The configuration of a plugin does not deserialize into its config type.
     #[error("invalid config for plugin \"{plugin}\": {message}")]
     InvalidConfig {
@@ -67,6 +83,8 @@ impl CoreError {
             CoreError::UnknownPlugin { .. } => "UNKNOWN_PLUGIN",
             CoreError::DuplicatePlugin { .. } => "DUPLICATE_PLUGIN",
             CoreError::InvalidConfig { .. } => "INVALID_CONFIG",
+            CoreError::DuplicateProvider { .. } => "DUPLICATE_PROVIDER",
+            CoreError::DependencyCycle { .. } => "DEPENDENCY_CYCLE",
         }
     }
 }

@@ -39,6 +39,7 @@ pub mod config;
 pub mod context;
 pub mod error;
 pub mod event;
+pub mod graph;
 pub mod lifecycle;
 pub mod plugin;
 mod registry;
@@ -47,8 +48,11 @@ pub use config::{ContextConfig, PluginSettings};
 pub use context::{Context, ContextBuilder, WeakContext};
 pub use error::{BoxError, CoreError, EmitError, ListenerFailure, ListenerPanic};
 pub use event::ListenerHandle;
-pub use lifecycle::{PluginInfo, PluginState, ServiceInfo};
-pub use plugin::{registered, PluginDescriptor, ServiceKey};
+pub use graph::{DependencyGraph, MissingService};
+pub use lifecycle::{
+    PluginInfo, PluginState, PluginTransition, ServiceChanged, ServiceInfo, TransitionCause,
+};
+pub use plugin::{registered, OptionalMode, PluginDescriptor, ServiceKey};
 
 #[doc(hidden)]
 pub mod __private {

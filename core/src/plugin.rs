@@ -85,9 +85,30 @@ pub struct PluginDescriptor {
     name: &'static str,
     version: &'static str,
     requires: &'static [ServiceKey],
+    optional: &'static [ServiceKey],
+    optional_mode: OptionalMode,
     provides: &'static [ServiceKey],
     enabled_by_default: bool,
+    config_check: Option<ConfigCheck>,
     apply: ApplyFn,
+}
+
+/// Checks a plugin's JSON config against its declared type; the error names the field.
+pub type ConfigCheck = fn(&serde_json::Value) -> Result<(), String>;
+
+/// How a plugin learns that one of its optional services appeared or went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OptionalMode {
+    /// The instance is restarted (torn down and applied again), so `apply` sees the change.
+    #[default]
+    Restart,
+    /// The instance stays up and listens to [`crate::ServiceChanged`] events.
+    Callback,
+}
+
+/// Deserializes `value` (null read as `{}`) into `T`; the error names the field path.
+fn check_config<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<(), String> {
+    crate::config::parse::<T>(value).map(drop)
 }
 
 impl PluginDescriptor {
@@ -98,8 +119,11 @@ impl PluginDescriptor {
             name,
             version: "0.0.0",
             requires: &[],
+            optional: &[],
+            optional_mode: OptionalMode::Restart,
             provides: &[],
             enabled_by_default: true,
+            config_check: None,
             apply,
         }
     }
@@ -114,6 +138,26 @@ impl PluginDescriptor {
     /// instance is `Pending`.
     pub const fn requires(mut self, keys: &'static [ServiceKey]) -> PluginDescriptor {
         self.requires = keys;
+        self
+    }
+
+    /// Services the plugin uses when present: it starts without them and is told when one
+    /// appears or goes, as `mode` says.
+    pub const fn optional(
+        mut self,
+        keys: &'static [ServiceKey],
+        mode: OptionalMode,
+    ) -> PluginDescriptor {
+        self.optional = keys;
+        self.optional_mode = mode;
+        self
+    }
+
+    /// Declares the plugin's config type: the host's JSON config for the plugin is checked
+    /// against `T` before `apply` (and before a config update is accepted); an invalid config
+    /// fails the instance with an error naming the plugin and the field.
+    pub const fn config<T: serde::de::DeserializeOwned>(mut self) -> PluginDescriptor {
+        self.config_check = Some(check_config::<T>);
         self
     }
 
@@ -149,6 +193,23 @@ impl PluginDescriptor {
         self.provides
     }
 
+    /// Declared optional services.
+    pub fn optional_services(&self) -> &'static [ServiceKey] {
+        self.optional
+    }
+
+    /// How the plugin learns of optional services.
+    pub fn optional_mode(&self) -> OptionalMode {
+        self.optional_mode
+    }
+
+    /// Checks `config` against the declared config type (always `Ok` without one).
+    ///
+    /// Errors: the deserialization error, naming the field path.
+    pub fn check_config(&self, config: &serde_json::Value) -> Result<(), String> {
+        self.config_check.map_or(Ok(()), |check| check(config))
+    }
+
     /// The default of the enabled switch.
     pub fn is_enabled_by_default(&self) -> bool {
         self.enabled_by_default
@@ -165,6 +226,7 @@ impl fmt::Debug for PluginDescriptor {
             .field("name", &self.name)
             .field("version", &self.version)
             .field("requires", &self.requires)
+            .field("optional", &self.optional)
             .field("provides", &self.provides)
             .field("enabled_by_default", &self.enabled_by_default)
             .finish()

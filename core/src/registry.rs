@@ -4,11 +4,13 @@
 
 use crate::error::CoreError;
 use crate::event::Listener;
-use crate::lifecycle::{PluginInfo, PluginState, ServiceInfo};
-use crate::plugin::{PluginDescriptor, ServiceKey};
+use crate::lifecycle::{
+    PluginInfo, PluginState, PluginTransition, ServiceChanged, ServiceInfo, TransitionCause,
+};
+use crate::plugin::{OptionalMode, PluginDescriptor, ServiceKey};
 use serde_json::Value;
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// Index of a plugin instance within its context.
@@ -39,6 +41,12 @@ pub(crate) struct ServiceSlot {
     pub(crate) provider: Option<InstanceId>,
 }
 
+/// Something that happened under the lock and is published (as a typed event) after it.
+pub(crate) enum Notice {
+    Transition(PluginTransition),
+    Service(ServiceChanged),
+}
+
 #[derive(Default)]
 pub(crate) struct State {
     pub(crate) instances: Vec<Instance>,
@@ -47,6 +55,16 @@ pub(crate) struct State {
     pub(crate) next_listener: u64,
     /// Registrations made through the root scope, undone when the root is disposed.
     pub(crate) root_owned: Vec<Owned>,
+    /// Instances requiring each service (any state), for O(degree) wake-ups and teardowns.
+    requirers: HashMap<TypeId, Vec<InstanceId>>,
+    /// Instances listing each service as optional.
+    optional_users: HashMap<TypeId, Vec<InstanceId>>,
+    /// Candidates for applying, re-checked when taken (pending with nothing missing).
+    ready: BTreeSet<InstanceId>,
+    /// Active restart-mode instances whose optional service appeared.
+    pub(crate) restarts: BTreeSet<InstanceId>,
+    /// Transitions and service changes to publish once the lock is released.
+    pub(crate) notices: Vec<Notice>,
 }
 
 /// Who a scope belongs to: the root, or an instance at a generation.
@@ -151,6 +169,10 @@ impl State {
             },
         );
         self.own(owner, Owned::Service(type_id));
+        let visible_now = owner.is_none_or(|id| self.instances[id].state == PluginState::Active);
+        if visible_now {
+            self.service_appeared(type_id, owner);
+        }
         Ok(())
     }
 
@@ -165,35 +187,156 @@ impl State {
             .collect()
     }
 
-    /// The first pending instance whose requirements are all visible, in instance order.
-    pub(crate) fn next_ready(&self) -> Option<InstanceId> {
-        (0..self.instances.len()).find(|&id| {
-            self.instances[id].state == PluginState::Pending && self.missing(id).is_empty()
-        })
+    /// Adds an instance and indexes its requirements; a pending one with nothing missing
+    /// becomes a candidate for applying.
+    pub(crate) fn add_instance(&mut self, instance: Instance) -> InstanceId {
+        let id = self.instances.len();
+        let descriptor = instance.descriptor;
+        let pending = instance.state == PluginState::Pending;
+        self.instances.push(instance);
+        for key in descriptor.required() {
+            self.requirers.entry(key.id()).or_default().push(id);
+        }
+        for key in descriptor.optional_services() {
+            self.optional_users.entry(key.id()).or_default().push(id);
+        }
+        if pending {
+            self.ready.insert(id);
+        }
+        id
     }
 
-    /// Instances that use a service `id` provides and are loading or active.
-    pub(crate) fn consumers(&self, id: InstanceId) -> Vec<InstanceId> {
-        let provided: Vec<TypeId> = self
-            .services
-            .iter()
-            .filter(|(_, slot)| slot.provider == Some(id))
-            .map(|(type_id, _)| *type_id)
-            .collect();
-        if provided.is_empty() {
-            return Vec::new();
+    /// The one transition function: moves `id` to `to` for `cause`, bumps the generation on
+    /// entering `Loading`, keeps the wake-up indexes and queues the typed notices.
+    pub(crate) fn transition(&mut self, id: InstanceId, to: PluginState, cause: TransitionCause) {
+        let inst = &mut self.instances[id];
+        let from = inst.state;
+        if from == to {
+            return;
         }
-        (0..self.instances.len())
-            .filter(|&other| {
-                let inst = &self.instances[other];
-                matches!(inst.state, PluginState::Active | PluginState::Loading)
-                    && inst
-                        .descriptor
-                        .required()
-                        .iter()
-                        .any(|key| provided.contains(&key.id()))
+        inst.state = to;
+        if to == PluginState::Loading {
+            inst.generation += 1;
+            inst.error = None;
+        }
+        if let TransitionCause::Failed { message } = &cause {
+            inst.error = Some(message.clone());
+        }
+        self.notices.push(Notice::Transition(PluginTransition {
+            plugin: inst.descriptor.name(),
+            instance: id,
+            generation: inst.generation,
+            from,
+            to,
+            cause,
+        }));
+        match to {
+            PluginState::Pending => {
+                self.ready.insert(id);
+            }
+            PluginState::Active => {
+                for type_id in self.services_of(id) {
+                    self.service_appeared(type_id, Some(id));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A service became visible: wake its pending requirers, schedule restarts of its
+    /// restart-mode optional users, and queue the notice.
+    pub(crate) fn service_appeared(&mut self, type_id: TypeId, provider: Option<InstanceId>) {
+        if let Some(slot) = self.services.get(&type_id) {
+            self.notices.push(Notice::Service(ServiceChanged {
+                service: slot.name,
+                provider: provider.map(|id| self.instances[id].descriptor.name()),
+                available: true,
+            }));
+        }
+        if let Some(requirers) = self.requirers.get(&type_id) {
+            self.ready.extend(requirers.iter().copied());
+        }
+        if let Some(users) = self.optional_users.get(&type_id) {
+            for &user in users {
+                let inst = &self.instances[user];
+                if Some(user) != provider
+                    && inst.state == PluginState::Active
+                    && inst.descriptor.optional_mode() == OptionalMode::Restart
+                {
+                    self.restarts.insert(user);
+                }
+            }
+        }
+    }
+
+    /// Services registered by `id` (in registration order).
+    fn services_of(&self, id: InstanceId) -> Vec<TypeId> {
+        self.instances[id]
+            .owned
+            .iter()
+            .filter_map(|item| match item {
+                Owned::Service(type_id) => Some(*type_id),
+                _ => None,
             })
             .collect()
+    }
+
+    /// Takes the next instance to apply: the lowest-numbered candidate that is pending with
+    /// nothing missing. Stale candidates are dropped on the way.
+    pub(crate) fn take_ready(&mut self) -> Option<InstanceId> {
+        while let Some(id) = self.ready.pop_first() {
+            if self.instances[id].state == PluginState::Pending && self.missing(id).is_empty() {
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// Instances that must go before `id` when it is torn down: loading or active instances
+    /// requiring a service it registered, and active restart-mode instances using one as
+    /// optional.
+    pub(crate) fn consumers(&self, id: InstanceId) -> Vec<InstanceId> {
+        let mut out = Vec::new();
+        for type_id in self.services_of(id) {
+            for &other in self.requirers.get(&type_id).into_iter().flatten() {
+                if matches!(
+                    self.instances[other].state,
+                    PluginState::Active | PluginState::Loading
+                ) {
+                    out.push(other);
+                }
+            }
+            for &other in self.optional_users.get(&type_id).into_iter().flatten() {
+                let inst = &self.instances[other];
+                if other != id
+                    && inst.state == PluginState::Active
+                    && inst.descriptor.optional_mode() == OptionalMode::Restart
+                {
+                    out.push(other);
+                }
+            }
+        }
+        out
+    }
+
+    /// Unlinks a listener and hands it back, so the caller drops its handler (which may
+    /// capture values with destructors) after releasing the state lock.
+    pub(crate) fn remove_listener(&mut self, type_id: TypeId, id: u64) -> Option<Listener> {
+        let list = self.listeners.get_mut(&type_id)?;
+        let at = list.iter().position(|l| l.id == id)?;
+        Some(list.remove(at))
+    }
+
+    /// Removes a service slot (returned, to be dropped outside the lock) and queues the
+    /// notice that it went.
+    pub(crate) fn remove_service(&mut self, type_id: TypeId) -> Option<ServiceSlot> {
+        let slot = self.services.remove(&type_id)?;
+        self.notices.push(Notice::Service(ServiceChanged {
+            service: slot.name,
+            provider: slot.provider.map(|id| self.instances[id].descriptor.name()),
+            available: false,
+        }));
+        Some(slot)
     }
 
     pub(crate) fn find_root_plugin(&self, name: &str) -> Result<InstanceId, CoreError> {
@@ -216,6 +359,7 @@ impl State {
                     state: inst.state,
                     generation: inst.generation,
                     requires: d.required().iter().map(ServiceKey::name).collect(),
+                    optional: d.optional_services().iter().map(ServiceKey::name).collect(),
                     provides: d.provided().iter().map(ServiceKey::name).collect(),
                     pending_on: if inst.state == PluginState::Pending {
                         self.missing(id)

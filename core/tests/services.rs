@@ -175,11 +175,26 @@ fn a_second_provider_of_one_service_is_a_conflict_naming_both_plugins() {
         PluginDescriptor::new("second-clock", provide_clock_and_record_conflict)
             .provides(&[ServiceKey::of::<Clock>()]);
 
-    let ctx = Context::builder()
+    // Listed together, the builder refuses the graph before applying anything.
+    let refused = Context::builder()
         .plugin(&FIRST)
         .plugin(&SECOND)
         .build()
-        .unwrap();
+        .err()
+        .expect("two providers of one service are refused");
+    assert_eq!(
+        refused,
+        CoreError::DuplicateProvider {
+            service: "Clock",
+            first: "first-clock".to_owned(),
+            second: "second-clock".to_owned(),
+        }
+    );
+    assert_eq!(refused.code(), "DUPLICATE_PROVIDER");
+
+    // Added at run time, the second provider fails when it tries to provide.
+    let ctx = Context::builder().plugin(&FIRST).build().unwrap();
+    ctx.plugin(&SECOND).unwrap();
 
     let error = CONFLICT_SEEN
         .lock()

@@ -29,7 +29,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List the plugins of the context: state, services, what a pending one waits for.
-    Plugins,
+    Plugins {
+        /// Print the dependency graph in Graphviz DOT instead.
+        #[arg(long)]
+        dot: bool,
+    },
     /// List the services of the context and their providers.
     Services,
     /// Copy dsh session files into the store, as dsh's reader reads them (never repaired).

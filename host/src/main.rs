@@ -38,7 +38,7 @@ fn run(cli: &Cli) -> Result<output::Output, error::CliError> {
     }
     let app = app::App::new(config::resolve(cli)?)?;
     match &cli.command {
-        Command::Plugins => Ok(cmd::plugins::run(&app)),
+        Command::Plugins { dot } => Ok(cmd::plugins::run(&app, *dot)),
         Command::Services => Ok(cmd::services::run(&app)),
         Command::Import { files } => cmd::import::run(&app, files),
         Command::Sessions => cmd::sessions::run(&app),

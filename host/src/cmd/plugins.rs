@@ -5,8 +5,14 @@ use crate::output::Output;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
-/// `[{name, version, state, generation, provides, requires, pendingOn, error}]`.
-pub fn run(app: &App) -> Output {
+/// `[{name, version, state, generation, provides, requires, optional, pendingOn, error}]`,
+/// or with `dot` the dependency graph in Graphviz DOT (printed as is, also with `--json`,
+/// where it is the one JSON string).
+pub fn run(app: &App, dot: bool) -> Output {
+    if dot {
+        let graph = app.ctx.graph().to_dot();
+        return Output::ok(serde_json::Value::String(graph.clone()), graph);
+    }
     let plugins = app.ctx.plugins();
     let json = Value::Array(
         plugins
@@ -19,6 +25,7 @@ pub fn run(app: &App) -> Output {
                     "generation": p.generation,
                     "provides": p.provides,
                     "requires": p.requires,
+                    "optional": p.optional,
                     "pendingOn": p.pending_on,
                     "error": p.error,
                 })

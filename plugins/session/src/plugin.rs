@@ -1,18 +1,24 @@
 //! The `dsh-session` plugin descriptor: provides [`SessionStore`].
 
-use crate::persistence::wire;
+use crate::persistence::{wire, SessionPersistence};
 use crate::store::SessionStore;
-use dsh_core::{BoxError, Context, PluginDescriptor, ServiceKey};
+use dsh_core::{BoxError, Context, OptionalMode, PluginDescriptor, ServiceKey};
 use std::sync::Arc;
 
 /// The plugin name hosts enable and disable: `dsh-session`.
 pub const NAME: &str = "dsh-session";
 
-/// The `dsh-session` plugin: requires nothing, provides [`SessionStore`]. Its sessions are
-/// disposed (and drained to the active backend) when the plugin is disposed; plugins that use
-/// the store are torn down first.
+/// The `dsh-session` plugin: requires nothing, provides [`SessionStore`], and uses a
+/// `dyn SessionPersistence` backend when one is active (optional, resolved at each write, so
+/// a backend coming or going restarts nothing). Its sessions are disposed (and drained to
+/// the active backend) when the plugin is disposed; plugins that use the store are torn down
+/// first.
 pub static SESSION_PLUGIN: PluginDescriptor = PluginDescriptor::new(NAME, apply)
     .version(env!("CARGO_PKG_VERSION"))
+    .optional(
+        &[ServiceKey::of::<dyn SessionPersistence>()],
+        OptionalMode::Callback,
+    )
     .provides(&[ServiceKey::of::<SessionStore>()]);
 
 dsh_core::submit_plugin!(SESSION_PLUGIN);

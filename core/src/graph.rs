@@ -1,0 +1,220 @@
+//! The static dependency graph of a set of plugin descriptors: computed before anything is
+//! applied, from what each descriptor declares.
+
+use crate::error::CoreError;
+use crate::plugin::{PluginDescriptor, ServiceKey};
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// A requirement that no enabled plugin of the graph provides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MissingService {
+    /// The plugin that requires it.
+    pub plugin: &'static str,
+    /// Short type name of the service.
+    pub service: &'static str,
+}
+
+struct Node {
+    descriptor: &'static PluginDescriptor,
+    enabled: bool,
+}
+
+/// Plugins (enabled or not) and the edges "requires a service provided by".
+///
+/// ```
+/// use dsh_core::{graph::DependencyGraph, PluginDescriptor, ServiceKey, BoxError, Context};
+/// struct A;
+/// fn noop(_: &Context) -> Result<(), BoxError> { Ok(()) }
+/// static USER: PluginDescriptor = PluginDescriptor::new("user", noop)
+///     .requires(&[ServiceKey::of::<A>()]);
+/// let graph = DependencyGraph::new([(&USER, true)]);
+/// assert_eq!(graph.missing()[0].service, "A");
+/// assert!(graph.check().is_ok()); // missing services are reported, not refused
+/// ```
+pub struct DependencyGraph {
+    nodes: Vec<Node>,
+}
+
+impl DependencyGraph {
+    /// The graph of `plugins`, each with whether it is enabled. Only enabled plugins provide.
+    pub fn new(
+        plugins: impl IntoIterator<Item = (&'static PluginDescriptor, bool)>,
+    ) -> DependencyGraph {
+        DependencyGraph {
+            nodes: plugins
+                .into_iter()
+                .map(|(descriptor, enabled)| Node {
+                    descriptor,
+                    enabled,
+                })
+                .collect(),
+        }
+    }
+
+    fn providers(&self) -> HashMap<TypeId, Vec<usize>> {
+        let mut providers: HashMap<TypeId, Vec<usize>> = HashMap::new();
+        for (i, node) in self.nodes.iter().enumerate().filter(|(_, n)| n.enabled) {
+            for key in node.descriptor.provided() {
+                providers.entry(key.id()).or_default().push(i);
+            }
+        }
+        providers
+    }
+
+    /// Required services that no enabled plugin provides, with the plugin that needs each.
+    /// (The root may still provide them at run time; such plugins wait, pending.)
+    pub fn missing(&self) -> Vec<MissingService> {
+        let providers = self.providers();
+        self.nodes
+            .iter()
+            .filter(|n| n.enabled)
+            .flat_map(|n| {
+                n.descriptor
+                    .required()
+                    .iter()
+                    .filter(|key| !providers.contains_key(&key.id()))
+                    .map(|key| MissingService {
+                        plugin: n.descriptor.name(),
+                        service: key.name(),
+                    })
+            })
+            .collect()
+    }
+
+    /// Refuses a graph that can never settle: two enabled providers of one service
+    /// ([`CoreError::DuplicateProvider`], naming both) or a cycle of requirements
+    /// ([`CoreError::DependencyCycle`], with the whole path).
+    pub fn check(&self) -> Result<(), CoreError> {
+        for node in self.nodes.iter().filter(|n| n.enabled) {
+            for key in node.descriptor.provided() {
+                let both: Vec<&str> = self
+                    .nodes
+                    .iter()
+                    .filter(|n| n.enabled && n.descriptor.provided().contains(key))
+                    .map(|n| n.descriptor.name())
+                    .collect();
+                if both.len() > 1 {
+                    return Err(CoreError::DuplicateProvider {
+                        service: key.name(),
+                        first: both[0].to_owned(),
+                        second: both[1].to_owned(),
+                    });
+                }
+            }
+        }
+        match self.cycle() {
+            Some(path) => Err(CoreError::DependencyCycle {
+                path: path.into_iter().map(str::to_owned).collect(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Edges of enabled node `i`: the enabled providers of its required services.
+    fn edges(&self, providers: &HashMap<TypeId, Vec<usize>>, i: usize) -> Vec<usize> {
+        self.nodes[i]
+            .descriptor
+            .required()
+            .iter()
+            .flat_map(|key| providers.get(&key.id()).into_iter().flatten().copied())
+            .collect()
+    }
+
+    /// A cycle of requirements among enabled plugins, as the path of plugin names that
+    /// starts and ends with the same plugin; iterative, so deep graphs are fine.
+    pub fn cycle(&self) -> Option<Vec<&'static str>> {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Mark {
+            New,
+            OnPath,
+            Done,
+        }
+        let providers = self.providers();
+        let mut mark = vec![Mark::New; self.nodes.len()];
+        for start in 0..self.nodes.len() {
+            if !self.nodes[start].enabled || mark[start] != Mark::New {
+                continue;
+            }
+            let mut stack = vec![(start, self.edges(&providers, start), 0usize)];
+            mark[start] = Mark::OnPath;
+            while let Some((node, edges, next)) = stack.last_mut() {
+                if let Some(&to) = edges.get(*next) {
+                    *next += 1;
+                    match mark[to] {
+                        Mark::New => {
+                            mark[to] = Mark::OnPath;
+                            let below = self.edges(&providers, to);
+                            stack.push((to, below, 0));
+                        }
+                        Mark::OnPath => {
+                            let from = stack.iter().position(|(n, _, _)| *n == to)?;
+                            let mut path: Vec<&'static str> = stack[from..]
+                                .iter()
+                                .map(|(n, _, _)| self.nodes[*n].descriptor.name())
+                                .collect();
+                            path.push(self.nodes[to].descriptor.name());
+                            return Some(path);
+                        }
+                        Mark::Done => {}
+                    }
+                } else {
+                    mark[*node] = Mark::Done;
+                    stack.pop();
+                }
+            }
+        }
+        None
+    }
+
+    /// The graph in Graphviz DOT: one node per plugin (dashed when disabled), one edge per
+    /// required service from the user to its provider (labelled with the service; dashed for
+    /// optional ones), and a red `missing` node for services nobody provides.
+    pub fn to_dot(&self) -> String {
+        let mut providers: HashMap<TypeId, Vec<usize>> = HashMap::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            for key in node.descriptor.provided() {
+                providers.entry(key.id()).or_default().push(i);
+            }
+        }
+        let mut out = String::from("digraph plugins {\n  rankdir=LR;\n  node [shape=box];\n");
+        for node in &self.nodes {
+            let style = if node.enabled { "solid" } else { "dashed" };
+            let _ = writeln!(out, "  \"{}\" [style={style}];", node.descriptor.name());
+        }
+        let edge = |out: &mut String, from: &str, key: &ServiceKey, optional: bool| {
+            let style = if optional { ", style=dashed" } else { "" };
+            match providers.get(&key.id()) {
+                Some(list) => {
+                    for &p in list {
+                        let _ = writeln!(
+                            out,
+                            "  \"{from}\" -> \"{}\" [label=\"{}\"{style}];",
+                            self.nodes[p].descriptor.name(),
+                            key.name()
+                        );
+                    }
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "  \"missing {0}\" [shape=ellipse, color=red];\n  \"{from}\" -> \"missing {0}\" [label=\"{0}\"{style}];",
+                        key.name()
+                    );
+                }
+            }
+        };
+        for node in &self.nodes {
+            let name = node.descriptor.name();
+            for key in node.descriptor.required() {
+                edge(&mut out, name, key, false);
+            }
+            for key in node.descriptor.optional_services() {
+                edge(&mut out, name, key, true);
+            }
+        }
+        out.push_str("}\n");
+        out
+    }
+}

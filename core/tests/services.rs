@@ -180,8 +180,7 @@ fn a_second_provider_of_one_service_is_a_conflict_naming_both_plugins() {
         .plugin(&FIRST)
         .plugin(&SECOND)
         .build()
-        .err()
-        .expect("two providers of one service are refused");
+        .expect_err("two providers of one service are refused");
     assert_eq!(
         refused,
         CoreError::DuplicateProvider {

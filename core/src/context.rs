@@ -3,7 +3,9 @@
 use crate::config::ContextConfig;
 use crate::error::{BoxError, CoreError, EmitError};
 use crate::event::Listener;
-use crate::event::{dispatch, erase, ListenerHandle};
+use crate::event::{
+    bail, bail_listener, bail_listener_key, dispatch, emit_listener, Handler, ListenerHandle,
+};
 use crate::graph::DependencyGraph;
 use crate::lifecycle::{PluginInfo, PluginState, ServiceInfo, TransitionCause};
 use crate::plugin::{registered, PluginDescriptor, ServiceKey};
@@ -276,26 +278,63 @@ impl Context {
         &self,
         handler: impl Fn(&E) -> Result<(), BoxError> + Send + Sync + 'static,
     ) -> Result<ListenerHandle, CoreError> {
-        let type_id = TypeId::of::<E>();
+        let (key, handler) = emit_listener(handler);
+        self.listen(key, handler)
+    }
+
+    /// Answers `bail` calls for event `E` with a value of type `R` (`None` passes to the next
+    /// listener). Owned by this scope like [`Context::on`].
+    ///
+    /// Errors: [`CoreError::StaleScope`].
+    pub fn on_bail<E: 'static, R: 'static>(
+        &self,
+        handler: impl Fn(&E) -> Option<R> + Send + Sync + 'static,
+    ) -> Result<ListenerHandle, CoreError> {
+        let (key, handler) = bail_listener(handler);
+        self.listen(key, handler)
+    }
+
+    fn listen(&self, key: TypeId, handler: Handler) -> Result<ListenerHandle, CoreError> {
         let mut state = self.rt.state.lock();
         let owner = state.owner(self.scope)?;
         state.next_listener += 1;
         let id = state.next_listener;
-        state.listeners.entry(type_id).or_default().push(Listener {
-            id,
-            owner,
-            handler: erase(handler),
-        });
-        state.own(owner, Owned::Listener(type_id, id));
+        state
+            .listeners
+            .entry(key)
+            .or_default()
+            .push(Listener { id, owner, handler });
+        state.own(owner, Owned::Listener(key, id));
         let rt = Arc::downgrade(&self.rt);
         Ok(ListenerHandle {
             remove: Some(Box::new(move || {
                 if let Some(rt) = rt.upgrade() {
-                    let removed = rt.state.lock().remove_listener(type_id, id);
+                    let removed = rt.state.lock().remove_listener(key, id);
                     drop(removed); // the handler (user code) is dropped after the lock
                 }
             })),
         })
+    }
+
+    /// The listeners registered under `key`, in order, with their plugin names.
+    fn listeners(&self, key: TypeId) -> Vec<(String, Handler)> {
+        let state = self.rt.state.lock();
+        state
+            .listeners
+            .get(&key)
+            .map(|list| {
+                list.iter()
+                    .map(|l| (state.name_of(l.owner), l.handler.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Asks the `bail` listeners of `(E, R)` in registration order and returns the first
+    /// answer, outside every lock; `None` when none answers. A panicking listener is skipped
+    /// (and logged).
+    pub fn bail<E: 'static, R: 'static>(&self, event: &E) -> Option<R> {
+        bail(event, self.listeners(bail_listener_key::<E, R>()))
     }
 
     /// Calls every listener of `E`, in registration order, outside every lock. (Listeners are
@@ -303,19 +342,7 @@ impl Context {
     ///
     /// Errors: an [`EmitError`] listing each listener that failed (all listeners ran).
     pub fn emit<E: 'static>(&self, event: &E) -> Result<(), EmitError> {
-        let listeners = {
-            let state = self.rt.state.lock();
-            state
-                .listeners
-                .get(&TypeId::of::<E>())
-                .map(|list| {
-                    list.iter()
-                        .map(|l| (state.name_of(l.owner), l.handler.clone()))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        dispatch(event, listeners)
+        dispatch(event, self.listeners(TypeId::of::<E>()))
     }
 
     /// Registers `disposer` to run when this scope is torn down (after everything registered

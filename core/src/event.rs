@@ -6,11 +6,18 @@
 use crate::error::{panic_message, BoxError, EmitError, ListenerFailure, ListenerPanic};
 use crate::plugin::short_type_name;
 use crate::registry::InstanceId;
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-pub(crate) type Handler = Arc<dyn Fn(&dyn Any) -> Result<(), BoxError> + Send + Sync>;
+/// A listener's handler, type-erased: a `Box<EmitFn<E>>` or a `Box<BailFn<E, R>>`.
+pub(crate) type Handler = Arc<dyn Any + Send + Sync>;
+
+/// The handler of an `emit` listener of `E`.
+pub(crate) type EmitFn<E> = dyn Fn(&E) -> Result<(), BoxError> + Send + Sync;
+
+/// The handler of a `bail` listener of `E` answering `R`.
+pub(crate) type BailFn<E, R> = dyn Fn(&E) -> Option<R> + Send + Sync;
 
 pub(crate) struct Listener {
     pub(crate) id: u64,
@@ -18,14 +25,47 @@ pub(crate) struct Listener {
     pub(crate) handler: Handler,
 }
 
-/// Wraps a typed handler so the registry can store it by `TypeId`.
-pub(crate) fn erase<E: 'static>(
+/// The registry key and erased handler of an `emit` listener.
+pub(crate) fn emit_listener<E: 'static>(
     handler: impl Fn(&E) -> Result<(), BoxError> + Send + Sync + 'static,
-) -> Handler {
-    Arc::new(move |event: &dyn Any| match event.downcast_ref::<E>() {
-        Some(event) => handler(event),
-        None => Ok(()),
-    })
+) -> (TypeId, Handler) {
+    let handler: Box<EmitFn<E>> = Box::new(handler);
+    (TypeId::of::<E>(), Arc::new(handler))
+}
+
+/// The registry key and erased handler of a `bail` listener: keyed by event and answer type.
+pub(crate) fn bail_listener<E: 'static, R: 'static>(
+    handler: impl Fn(&E) -> Option<R> + Send + Sync + 'static,
+) -> (TypeId, Handler) {
+    let handler: Box<BailFn<E, R>> = Box::new(handler);
+    (bail_listener_key::<E, R>(), Arc::new(handler))
+}
+
+/// The registry key of the `bail` listeners of event `E` answering `R`.
+pub(crate) fn bail_listener_key<E: 'static, R: 'static>() -> TypeId {
+    TypeId::of::<Box<BailFn<E, R>>>()
+}
+
+/// Calls the `bail` listeners of `(E, R)` in order until one answers; a panicking listener is
+/// reported in the log and skipped.
+pub(crate) fn bail<E: 'static, R: 'static>(
+    event: &E,
+    listeners: Vec<(String, Handler)>,
+) -> Option<R> {
+    for (plugin, handler) in listeners {
+        let Some(handler) = handler.downcast_ref::<Box<BailFn<E, R>>>() else {
+            continue;
+        };
+        match catch_unwind(AssertUnwindSafe(|| handler(event))) {
+            Ok(Some(answer)) => return Some(answer),
+            Ok(None) => {}
+            Err(payload) => {
+                let message = panic_message(payload.as_ref());
+                tracing::warn!(event = short_type_name(std::any::type_name::<E>()), %plugin, %message, "bail listener failed");
+            }
+        }
+    }
+    None
 }
 
 /// Calls `listeners` (plugin name, handler) with `event`, collecting failures.
@@ -35,7 +75,10 @@ pub(crate) fn dispatch<E: 'static>(
 ) -> Result<(), EmitError> {
     let mut failures = Vec::new();
     for (plugin, handler) in listeners {
-        let outcome = catch_unwind(AssertUnwindSafe(|| handler(event as &dyn Any)));
+        let Some(handler) = handler.downcast_ref::<Box<EmitFn<E>>>() else {
+            continue;
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| handler(event)));
         let error: Arc<dyn std::error::Error + Send + Sync> = match outcome {
             Ok(Ok(())) => continue,
             Ok(Err(error)) => Arc::from(error),

@@ -9,13 +9,16 @@ use crate::event::{
 use crate::graph::DependencyGraph;
 use crate::lifecycle::{PluginInfo, PluginState, ServiceInfo, TransitionCause};
 use crate::plugin::{registered, PluginDescriptor, ServiceKey};
+use crate::registry::ServiceTable;
 use crate::registry::{Instance, InstanceId, Owned, Scope, State};
+use arc_swap::ArcSwap;
 use parking_lot::{Mutex, ReentrantMutex};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::any::TypeId;
 use std::cell::Cell;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub(crate) struct Runtime {
@@ -23,6 +26,22 @@ pub(crate) struct Runtime {
     /// Serializes lifecycle changes; re-entrant so apply, disposers and listeners may call
     /// back. The flag is set while a settle loop runs, so nested calls leave the work to it.
     pub(crate) settle: ReentrantMutex<Cell<bool>>,
+    /// The readable services, republished after each outermost lifecycle change, so `get`
+    /// and `with` need no lock (see [`Context::get`]).
+    pub(crate) table: ArcSwap<ServiceTable>,
+    /// Shared with the state: set while `table` may be out of date.
+    pub(crate) stale: Arc<AtomicBool>,
+}
+
+impl Runtime {
+    /// Publishes the table of cells if a cell was created since the last time.
+    pub(crate) fn republish(&self) {
+        let state = self.state.lock();
+        if self.stale.load(Ordering::Acquire) {
+            self.table.store(Arc::new(state.cell_table()));
+            self.stale.store(false, Ordering::Release);
+        }
+    }
 }
 
 /// A cheap, cloneable, thread-safe handle on a plugin context.
@@ -141,7 +160,9 @@ impl ContextBuilder {
             })
             .collect();
         DependencyGraph::new(self.plugins.iter().copied().zip(enabled.iter().copied())).check()?;
+        let stale = Arc::new(AtomicBool::new(true));
         let mut state = State::default();
+        state.stale = stale.clone();
         for (descriptor, enabled) in self.plugins.into_iter().zip(enabled) {
             let settings = self.config.plugins.get(descriptor.name());
             state.add_instance(new_instance(
@@ -159,6 +180,8 @@ impl ContextBuilder {
             rt: Arc::new(Runtime {
                 state: Mutex::new(state),
                 settle: ReentrantMutex::new(Cell::new(false)),
+                table: ArcSwap::from_pointee(ServiceTable::new()),
+                stale,
             }),
             scope: Scope::Root,
         };
@@ -211,8 +234,44 @@ impl Context {
 
     /// The service of type `T` while its provider is active (or being torn down, so that the
     /// disposers of its consumers, which go first, can still use it), else `None`.
+    ///
+    /// Lock-free: it reads the published table of service cells (an atomic load, a hash
+    /// lookup, an atomic load of the cell, a downcast and an `Arc` clone); only a service type
+    /// first provided during a lifecycle change still in progress takes the registry lock.
+    /// Threads resolving the same service contend on its reference count; [`Context::with`]
+    /// avoids that.
     pub fn get<T: ?Sized + 'static>(&self) -> Option<Arc<T>> {
-        self.rt.state.lock().get::<T>()
+        let table = self.rt.table.load();
+        match table.get(&TypeId::of::<T>()) {
+            Some(cell) => cell
+                .value
+                .load()
+                .as_ref()?
+                .downcast_ref::<Arc<T>>()
+                .cloned(),
+            None if self.rt.stale.load(Ordering::Acquire) => self.rt.state.lock().get::<T>(),
+            None => None,
+        }
+    }
+
+    /// Calls `f` with a borrow of the service of type `T` (same visibility as
+    /// [`Context::get`]) and returns its result, or `None` when the service is not available.
+    /// The fastest way to resolve a service: no reference count is touched, so threads do not
+    /// contend. `f` runs outside every registry lock and may call back into the context.
+    pub fn with<T: ?Sized + 'static, R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        let table = self.rt.table.load();
+        match table.get(&TypeId::of::<T>()) {
+            Some(cell) => {
+                let value = cell.value.load();
+                let service = value.as_ref()?.downcast_ref::<Arc<T>>()?;
+                Some(f(service))
+            }
+            None if self.rt.stale.load(Ordering::Acquire) => {
+                let service = self.rt.state.lock().get::<T>()?;
+                Some(f(&service))
+            }
+            None => None,
+        }
     }
 
     /// The service of type `T`.

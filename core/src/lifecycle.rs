@@ -182,6 +182,7 @@ impl Context {
         let result = op();
         self.publish();
         self.settle_loop();
+        self.rt.republish();
         result
     }
 
@@ -297,8 +298,8 @@ impl Context {
         for item in owned.into_iter().rev() {
             match item {
                 Owned::Service(type_id) => {
-                    let slot = self.rt.state.lock().remove_service(type_id);
-                    drop(slot);
+                    let removed = self.rt.state.lock().remove_service(type_id);
+                    drop(removed); // the value's last reference may go here, unlocked
                 }
                 Owned::Listener(type_id, id) => {
                     let removed = self.rt.state.lock().remove_listener(type_id, id);

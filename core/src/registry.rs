@@ -8,9 +8,11 @@ use crate::lifecycle::{
     PluginInfo, PluginState, PluginTransition, ServiceChanged, ServiceInfo, TransitionCause,
 };
 use crate::plugin::{OptionalMode, PluginDescriptor, ServiceKey};
+use arc_swap::ArcSwapOption;
 use serde_json::Value;
 use std::any::{Any, TypeId};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Index of a plugin instance within its context.
@@ -35,8 +37,9 @@ pub(crate) struct Instance {
 }
 
 pub(crate) struct ServiceSlot {
-    /// An `Arc<T>` for the service type `T`, boxed.
-    pub(crate) value: Box<dyn Any + Send + Sync>,
+    /// An `Arc<T>` for the service type `T`, boxed; shared with the service's cell while
+    /// the service is readable.
+    pub(crate) value: ServiceValue,
     pub(crate) name: &'static str,
     pub(crate) provider: Option<InstanceId>,
 }
@@ -65,7 +68,27 @@ pub(crate) struct State {
     pub(crate) restarts: BTreeSet<InstanceId>,
     /// Transitions and service changes to publish once the lock is released.
     pub(crate) notices: Vec<Notice>,
+    /// The cell of every service type ever provided.
+    cells: ServiceTable,
+    /// Set when a cell was created since the table was last published; while set, a lookup
+    /// that finds no cell takes the locked path.
+    pub(crate) stale: Arc<AtomicBool>,
 }
+
+/// A service value: an `Arc<T>` boxed as `Any`, shared.
+pub(crate) type ServiceValue = Arc<Box<dyn Any + Send + Sync>>;
+
+/// The lock-free view of one service type: holds the value exactly while the service is
+/// readable. Cells are created once per type and never removed, so the published table of
+/// cells only grows; filling and emptying a cell needs no republication.
+#[derive(Default)]
+pub(crate) struct ServiceCell {
+    pub(crate) value: ArcSwapOption<Box<dyn Any + Send + Sync>>,
+}
+
+/// The lookup table published for lock-free `get`: the cell of every service type ever
+/// provided.
+pub(crate) type ServiceTable = HashMap<TypeId, Arc<ServiceCell>>;
 
 /// Who a scope belongs to: the root, or an instance at a generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,16 +148,24 @@ impl State {
     /// go first, so their disposers can still use what they depend on.
     pub(crate) fn get<T: ?Sized + 'static>(&self) -> Option<Arc<T>> {
         let slot = self.services.get(&TypeId::of::<T>())?;
-        let readable = slot.provider.is_none_or(|id| {
+        if !self.readable(slot) {
+            return None;
+        }
+        slot.value.downcast_ref::<Arc<T>>().cloned()
+    }
+
+    fn readable(&self, slot: &ServiceSlot) -> bool {
+        slot.provider.is_none_or(|id| {
             matches!(
                 self.instances[id].state,
                 PluginState::Active | PluginState::Unloading
             )
-        });
-        if !readable {
-            return None;
-        }
-        slot.value.downcast_ref::<Arc<T>>().cloned()
+        })
+    }
+
+    /// The table of cells to publish.
+    pub(crate) fn cell_table(&self) -> ServiceTable {
+        self.cells.clone()
     }
 
     pub(crate) fn insert_service<T: ?Sized + Send + Sync + 'static>(
@@ -163,11 +194,15 @@ impl State {
         self.services.insert(
             type_id,
             ServiceSlot {
-                value: Box::new(value),
+                value: Arc::new(Box::new(value)),
                 name: key.name(),
                 provider: owner,
             },
         );
+        if let std::collections::hash_map::Entry::Vacant(entry) = self.cells.entry(type_id) {
+            entry.insert(Arc::default());
+            self.stale.store(true, Ordering::Release);
+        }
         self.own(owner, Owned::Service(type_id));
         let visible_now = owner.is_none_or(|id| self.instances[id].state == PluginState::Active);
         if visible_now {
@@ -246,6 +281,9 @@ impl State {
     /// A service became visible: wake its pending requirers, schedule restarts of its
     /// restart-mode optional users, and queue the notice.
     pub(crate) fn service_appeared(&mut self, type_id: TypeId, provider: Option<InstanceId>) {
+        if let (Some(slot), Some(cell)) = (self.services.get(&type_id), self.cells.get(&type_id)) {
+            cell.value.store(Some(slot.value.clone()));
+        }
         if let Some(slot) = self.services.get(&type_id) {
             self.notices.push(Notice::Service(ServiceChanged {
                 service: slot.name,
@@ -329,14 +367,21 @@ impl State {
 
     /// Removes a service slot (returned, to be dropped outside the lock) and queues the
     /// notice that it went.
-    pub(crate) fn remove_service(&mut self, type_id: TypeId) -> Option<ServiceSlot> {
+    pub(crate) fn remove_service(
+        &mut self,
+        type_id: TypeId,
+    ) -> Option<(ServiceSlot, Option<ServiceValue>)> {
         let slot = self.services.remove(&type_id)?;
         self.notices.push(Notice::Service(ServiceChanged {
             service: slot.name,
             provider: slot.provider.map(|id| self.instances[id].descriptor.name()),
             available: false,
         }));
-        Some(slot)
+        let published = self
+            .cells
+            .get(&type_id)
+            .and_then(|cell| cell.value.swap(None));
+        Some((slot, published))
     }
 
     pub(crate) fn find_root_plugin(&self, name: &str) -> Result<InstanceId, CoreError> {

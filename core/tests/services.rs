@@ -323,3 +323,46 @@ fn a_withdrawn_service_value_is_dropped_outside_the_registry_lock() {
     within_deadline("disable reader", move || ctx.disable("reader").unwrap());
     ROOT.clear();
 }
+
+#[test]
+fn with_borrows_the_same_service_that_get_returns_and_follows_its_lifecycle() {
+    static CLOCK_WITH: PluginDescriptor =
+        PluginDescriptor::new("with-clock", provide_clock).provides(&[ServiceKey::of::<Clock>()]);
+    let ctx = Context::builder().plugin(&CLOCK_WITH).build().unwrap();
+    let got = ctx.get::<Clock>().unwrap();
+    assert_eq!(ctx.with::<Clock, _>(|c| std::ptr::eq(c, &*got)), Some(true));
+    ctx.disable("with-clock").unwrap();
+    assert!(ctx.get::<Clock>().is_none());
+    assert_eq!(ctx.with::<Clock, _>(|_| ()), None);
+    ctx.enable("with-clock").unwrap();
+    let again = ctx.get::<Clock>().unwrap();
+    assert!(
+        !Arc::ptr_eq(&got, &again),
+        "a fresh value after the restart"
+    );
+    assert_eq!(
+        ctx.with::<Clock, _>(|c| std::ptr::eq(c, &*again)),
+        Some(true)
+    );
+}
+
+#[test]
+fn a_service_first_provided_inside_a_cascade_is_resolvable_at_once() {
+    // The dependant resolves, from its own apply, a service whose type the context has never
+    // seen before this cascade: the lookup must not miss it.
+    fn dependant(ctx: &Context) -> Result<(), BoxError> {
+        ctx.with::<Clock, _>(|_| ())
+            .ok_or("the clock is not resolvable yet")?;
+        Ok(())
+    }
+    static FRESH_CLOCK: PluginDescriptor =
+        PluginDescriptor::new("fresh-clock", provide_clock).provides(&[ServiceKey::of::<Clock>()]);
+    static DEPENDANT: PluginDescriptor =
+        PluginDescriptor::new("fresh-dependant", dependant).requires(&[ServiceKey::of::<Clock>()]);
+    let ctx = Context::builder()
+        .plugin(&DEPENDANT)
+        .plugin(&FRESH_CLOCK)
+        .build()
+        .unwrap();
+    assert_eq!(state(&ctx, "fresh-dependant"), PluginState::Active);
+}

@@ -32,7 +32,7 @@ impl App {
     pub fn store(&self) -> Result<Arc<SessionStore>, CliError> {
         self.ctx
             .get::<SessionStore>()
-            .ok_or_else(|| unavailable("SessionStore", "dsh-session"))
+            .ok_or_else(|| self.unavailable("SessionStore", "dsh-session"))
     }
 
     /// The persistence backend, or `CAPABILITY_UNAVAILABLE` when `dsh-session-jsonl` is not
@@ -40,16 +40,22 @@ impl App {
     pub fn persistence(&self) -> Result<Arc<dyn SessionPersistence>, CliError> {
         self.ctx
             .get::<dyn SessionPersistence>()
-            .ok_or_else(|| unavailable("SessionPersistence", "dsh-session-jsonl"))
+            .ok_or_else(|| self.unavailable("SessionPersistence", "dsh-session-jsonl"))
     }
-}
 
-/// The error for a service whose plugin is disabled, pending or failed.
-pub fn unavailable(service: &str, plugin: &str) -> CliError {
-    CliError::new(
-        "CAPABILITY_UNAVAILABLE",
-        format!(
-            "{service} is not available: plugin \"{plugin}\" is disabled, pending or not built in"
-        ),
-    )
+    /// `CAPABILITY_UNAVAILABLE` for a service whose plugin is not active, saying why: the
+    /// plugin's state and, for a failed one, its error (an invalid config names the field).
+    pub fn unavailable(&self, service: &str, plugin: &str) -> CliError {
+        let why = match self.ctx.plugins().into_iter().find(|p| p.name == plugin) {
+            None => "is not built into this dsh".to_owned(),
+            Some(info) => match info.error {
+                Some(error) => format!("is {}: {error}", info.state),
+                None => format!("is {}", info.state),
+            },
+        };
+        CliError::new(
+            "CAPABILITY_UNAVAILABLE",
+            format!("{service} is not available: plugin \"{plugin}\" {why}"),
+        )
+    }
 }

@@ -55,13 +55,29 @@ pub fn resolve(cli: &Cli) -> Result<ContextConfig, CliError> {
             )
         })?,
     };
+    let root = store_root(&store)?;
     match &mut settings.config {
         serde_json::Value::Object(map) => {
-            map.insert("root".into(), serde_json::json!(store));
+            map.insert("root".into(), root);
         }
-        other => *other = serde_json::json!({ "root": store }),
+        other => *other = serde_json::json!({ "root": root }),
     }
     Ok(context)
+}
+
+/// The store directory as the JSONL plugin's `root`: a non-empty UTF-8 path.
+fn store_root(store: &Path) -> Result<serde_json::Value, CliError> {
+    match store.to_str() {
+        Some("") => Err(CliError::new(
+            "CONFIG_INVALID",
+            "the store directory is empty: pass --store DIR",
+        )),
+        Some(text) => Ok(serde_json::Value::String(text.to_owned())),
+        None => Err(CliError::new(
+            "CONFIG_INVALID",
+            format!("the store directory {} is not valid UTF-8", store.display()),
+        )),
+    }
 }
 
 fn read_config(path: &Path) -> Result<ConfigFile, CliError> {

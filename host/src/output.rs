@@ -2,6 +2,7 @@
 
 use crate::error::CliError;
 use serde_json::{json, Value};
+use std::io::Write;
 
 /// The result of a command.
 pub struct Output {
@@ -25,24 +26,27 @@ impl Output {
 }
 
 /// Prints `result` and returns the exit status: 0, or 1 when the command or part of it failed.
+/// A reader that closed the pipe early (`dsh history ID | head`) is not an error.
 pub fn emit(result: Result<Output, CliError>, as_json: bool) -> i32 {
-    match result {
-        Ok(out) => {
-            if as_json {
-                println!("{}", out.json);
-            } else if !out.human.is_empty() {
-                println!("{}", out.human.trim_end());
-            }
-            i32::from(out.failed)
-        }
+    let (text, status) = match result {
+        Ok(out) if as_json => (out.json.to_string(), i32::from(out.failed)),
+        Ok(out) => (out.human.trim_end().to_owned(), i32::from(out.failed)),
+        Err(error) if as_json => (json!({ "error": error }).to_string(), 1),
         Err(error) => {
-            if as_json {
-                println!("{}", json!({ "error": error }));
-            } else {
-                eprintln!("error [{}]: {}", error.code, error.message);
-            }
+            eprintln!("error [{}]: {}", error.code, error.message);
+            return 1;
+        }
+    };
+    if text.is_empty() {
+        return status;
+    }
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error [IO_ERROR]: cannot write the output: {e}");
             1
         }
+        _ => status,
     }
 }
 

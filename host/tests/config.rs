@@ -351,3 +351,50 @@ fn a_config_file_that_is_a_json_array_is_config_invalid() {
         .json(&[Path::new("--config"), &config, Path::new("plugins")])
         .error("CONFIG_INVALID");
 }
+
+#[test]
+fn an_empty_store_path_is_config_invalid_and_writes_nothing() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.write("c.json", r#"{"store": ""}"#);
+    let file = sandbox.write("s.jsonl", &complete_session("empty-store"));
+    let run = sandbox.run(&[
+        std::ffi::OsStr::new("--config"),
+        config.as_os_str(),
+        std::ffi::OsStr::new("--json"),
+        std::ffi::OsStr::new("import"),
+        file.as_os_str(),
+    ]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.doc()["error"]["code"],
+        serde_json::json!("CONFIG_INVALID")
+    );
+    let entries: Vec<_> = std::fs::read_dir(sandbox.root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        entries,
+        vec![std::ffi::OsString::from("files")],
+        "nothing written"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_store_path_that_is_not_utf8_is_config_invalid_not_a_crash() {
+    use std::os::unix::ffi::OsStrExt;
+    let sandbox = Sandbox::new();
+    let store = sandbox.root().join(std::ffi::OsStr::from_bytes(b"st\xff"));
+    let run = sandbox.run(&[
+        std::ffi::OsStr::new("--store"),
+        store.as_os_str(),
+        std::ffi::OsStr::new("--json"),
+        std::ffi::OsStr::new("sessions"),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        run.doc()["error"]["code"],
+        serde_json::json!("CONFIG_INVALID")
+    );
+}

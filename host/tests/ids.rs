@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use serde_json::json;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 /// Every file the run created: nothing outside `files/` (the fixtures) and `store/`.
@@ -119,8 +120,14 @@ fn unicode_ids_are_stored_inside_the_store_and_read_back() {
 }
 
 #[test]
-fn the_empty_id_is_stored_inside_the_store_and_read_back() {
-    round_trip(&["", "~"]);
+fn the_empty_id_is_refused_as_dsh_refuses_it_and_a_tilde_id_round_trips() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.write("empty.jsonl", &complete_session(""));
+    let entry = sandbox.json(&[OsStr::new("import"), file.as_os_str()]);
+    assert_eq!(entry.code, 1);
+    assert_eq!(entry.doc()[0]["error"]["code"], json!("HEADER_INVALID"));
+    assert!(sandbox.session_ids().is_empty());
+    round_trip(&["~"]);
 }
 
 #[test]

@@ -333,3 +333,30 @@ fn human_errors_go_to_stderr_with_their_code() {
     assert_eq!(run.stdout, "");
     assert!(run.stderr.contains("SESSION_NOT_FOUND"), "{}", run.stderr);
 }
+
+#[test]
+fn a_reader_that_closes_the_pipe_early_is_not_a_crash() {
+    use std::io::Read;
+    let sandbox = Sandbox::new();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/session.jsonl");
+    sandbox.json(&["import", example]).ok();
+    let mut child = sandbox
+        .command()
+        .args([std::ffi::OsStr::new("--store"), sandbox.store().as_os_str()])
+        .args(["history", "0193f3a0-6c1e-7d2a-9b4f-5e8d1c2a3b4c"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("dsh runs");
+    drop(child.stdout.take()); // the reader goes away before dsh writes
+    let status = child.wait().expect("dsh ends");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}

@@ -1,7 +1,7 @@
 //! `dsh fork ID [--id CHILD]`: fork a stored session through the `SessionFork` service and
 //! store the child (the only write: the source is never written).
 
-use crate::app::{unavailable, App};
+use crate::app::App;
 use crate::error::CliError;
 use crate::output::Output;
 
@@ -15,7 +15,7 @@ pub fn run(app: &App, id: &str, child: Option<&str>) -> Result<Output, CliError>
     let fork = app
         .ctx
         .get::<SessionFork>()
-        .ok_or_else(|| unavailable("SessionFork", "dsh-session-fork"))?;
+        .ok_or_else(|| app.unavailable("SessionFork", "dsh-session-fork"))?;
     let store = app.store()?;
     let source = store.load(&SessionId::from(id))?;
     let mut options = ForkSessionOptions::new(&source);
@@ -42,6 +42,6 @@ pub fn run(app: &App, id: &str, child: Option<&str>) -> Result<Output, CliError>
 
 /// This build has no fork plugin: always `CAPABILITY_UNAVAILABLE`.
 #[cfg(not(feature = "session-fork"))]
-pub fn run(_app: &App, _id: &str, _child: Option<&str>) -> Result<Output, CliError> {
-    Err(unavailable("SessionFork", "dsh-session-fork"))
+pub fn run(app: &App, _id: &str, _child: Option<&str>) -> Result<Output, CliError> {
+    Err(app.unavailable("SessionFork", "dsh-session-fork"))
 }

@@ -85,10 +85,12 @@ pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
         },
     );
     if let Some(parent) = &header.parent_session {
-        human.push_str(&format!(
-            "  forked from {parent} (seed length {})\n",
-            header.seed_length.unwrap_or(0)
-        ));
+        match header.seed_length {
+            Some(len) => human.push_str(&format!("  forked from {parent} (seed length {len})\n")),
+            None => human.push_str(&format!(
+                "  forked from {parent} (seed length not recorded)\n"
+            )),
+        }
     }
     Ok(Output::ok(json, human))
 }

@@ -209,6 +209,13 @@ impl SessionPersistence for JsonlPersistence {
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
         let slot = self.slot(id);
         let mut cached = slot.lock();
+        let path = match cached.as_ref() {
+            Some(cursor) => cursor.path.clone(),
+            None => self.require(id)?,
+        };
+        // Another process may append to the same file: hold an exclusive advisory lock from
+        // the length check to the sync, so neither cuts off what the other wrote.
+        let _locked = lock_exclusive(&path).map_err(|e| io_error(&path, e))?;
         let cursor = self.cursor(id, &mut cached)?;
         check_contiguous(id, cursor.next_seq, events)?;
         if events.is_empty() {
@@ -309,6 +316,13 @@ pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError>
     let bytes = fs::read(path).map_err(|e| io_error(path, e))?;
     let scanned = scan_bytes(&bytes).map_err(|e| read_error(path, e))?;
     into_stored(path, scanned, u64::MAX)
+}
+
+/// Opens `path` and takes an exclusive advisory lock on it, released when the file drops.
+fn lock_exclusive(path: &Path) -> io::Result<File> {
+    let file = File::open(path)?;
+    file.lock()?;
+    Ok(file)
 }
 
 /// Reads the whole file at `path` for session `id` and checks that it belongs there.

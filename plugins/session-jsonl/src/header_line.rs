@@ -112,6 +112,9 @@ pub(crate) fn parse_header_line(text: &str) -> Result<SessionHeader, HeaderError
     }
     let id = match map.get("id") {
         None => return Err(invalid("header lacks \"id\"")),
+        Some(Value::String(id)) if id.is_empty() => {
+            return Err(invalid("header id is empty and cannot name a storage path"))
+        }
         Some(Value::String(id)) => SessionId::new(id.as_str()),
         Some(_) => return Err(invalid("header \"id\" is not a string")),
     };

@@ -10,12 +10,24 @@ use std::sync::Arc;
 /// The plugin name hosts enable and disable: `dsh-session-jsonl`.
 pub const NAME: &str = "dsh-session-jsonl";
 
-/// The plugin's configuration: `{"root": "DIR"}`, the folder sessions are stored in.
+/// The plugin's configuration: `{"root": "DIR"}`, the folder sessions are stored in
+/// (created on the first write; an empty path is refused).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JsonlConfig {
-    /// The store folder (created on the first write).
+    /// The store folder.
+    #[serde(deserialize_with = "non_empty_path")]
     pub root: PathBuf,
+}
+
+fn non_empty_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+    let path = PathBuf::deserialize(d)?;
+    if path.as_os_str().is_empty() {
+        return Err(serde::de::Error::custom(
+            "the store folder must not be empty",
+        ));
+    }
+    Ok(path)
 }
 
 /// The `dsh-session-jsonl` plugin: provides `dyn SessionPersistence` over
@@ -23,6 +35,7 @@ pub struct JsonlConfig {
 /// an error naming the field). The session plugin's wiring drives it.
 pub static SESSION_JSONL_PLUGIN: PluginDescriptor = PluginDescriptor::new(NAME, apply)
     .version(env!("CARGO_PKG_VERSION"))
+    .config::<JsonlConfig>()
     .provides(&[ServiceKey::of::<dyn SessionPersistence>()]);
 
 dsh_core::submit_plugin!(SESSION_JSONL_PLUGIN);

@@ -232,8 +232,9 @@ fn hostile_ids_store_inside_the_root_and_read_back_unchanged() {
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().join("store");
     let store = JsonlPersistence::new(&root);
+    let refused = store.create(&header("", Some("/p"), 0), &turn(0, 2));
+    assert_eq!(refused.expect_err("the empty id").code(), "HEADER_INVALID");
     let ids = [
-        "",
         ".",
         "..",
         "../escape",
@@ -307,5 +308,58 @@ fn sessions_of_different_ids_are_written_in_parallel() {
             .load(&SessionId::new(format!("s{n}")))
             .expect("loaded");
         assert_eq!(stored.events.len(), 20);
+    }
+}
+
+#[test]
+fn two_writers_extending_one_stored_session_never_lose_a_completed_append() {
+    for round in 0..20 {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let id = SessionId::new("shared");
+        JsonlPersistence::new(dir.path())
+            .create(&header("shared", Some("/p"), 0), &turn(0, 2))
+            .expect("created");
+        // Two backends on one root stand for two processes: each has read the file.
+        let writers: Vec<Arc<JsonlPersistence>> = (0..2)
+            .map(|_| Arc::new(JsonlPersistence::new(dir.path())))
+            .collect();
+        for writer in &writers {
+            writer.load(&id).expect("loaded");
+        }
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let outcomes: Vec<Result<(), String>> = writers
+            .iter()
+            .enumerate()
+            .map(|(n, writer)| {
+                let (writer, barrier, id) = (writer.clone(), barrier.clone(), id.clone());
+                std::thread::spawn(move || {
+                    let kind = if n == 0 { "x/first" } else { "x/second" };
+                    let events: Vec<_> = (2..5).map(|seq| event(kind, seq)).collect();
+                    barrier.wait();
+                    writer.append(&id, &events).map_err(|e| e.code().to_owned())
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|handle| handle.join().expect("writer thread"))
+            .collect();
+        let won: Vec<usize> = (0..2).filter(|&n| outcomes[n].is_ok()).collect();
+        assert_eq!(
+            won.len(),
+            1,
+            "round {round}: exactly one append wins: {outcomes:?}"
+        );
+        let loser = 1 - won[0];
+        assert_eq!(
+            outcomes[loser],
+            Err("SEQ_MISMATCH".to_owned()),
+            "round {round}"
+        );
+        let stored = JsonlPersistence::new(dir.path())
+            .load(&id)
+            .expect("reloaded");
+        let winner_kind = if won[0] == 0 { "x/first" } else { "x/second" };
+        assert_eq!(stored.events.len(), 5, "round {round}");
+        assert!(stored.events[2..].iter().all(|e| e.kind == winner_kind));
     }
 }

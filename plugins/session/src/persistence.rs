@@ -236,7 +236,14 @@ fn init(backend: &dyn SessionPersistence, session: &Session) -> Result<usize, Pe
                     reason: "the stored log is not a prefix of this session's log".into(),
                 });
             }
-            append_from(backend, session, stored.events.len())
+            append_from(backend, session, stored.events.len()).map_err(|error| match error {
+                // Someone else extended the stored log between our read and our append.
+                PersistenceError::SeqMismatch { .. } => PersistenceError::Conflict {
+                    id: id.clone(),
+                    reason: "the stored log changed while it was being adopted".into(),
+                },
+                other => other,
+            })
         }
     }
 }

@@ -300,6 +300,7 @@ impl State {
                 if Some(user) != provider
                     && inst.state == PluginState::Active
                     && inst.descriptor.optional_mode() == OptionalMode::Restart
+                    && !provider.is_some_and(|p| self.depends_on(p, user))
                 {
                     self.restarts.insert(user);
                 }
@@ -349,12 +350,40 @@ impl State {
                 if other != id
                     && inst.state == PluginState::Active
                     && inst.descriptor.optional_mode() == OptionalMode::Restart
+                    && !self.depends_on(id, other)
                 {
                     out.push(other);
                 }
             }
         }
         out
+    }
+
+    /// Whether `id` lives off `on`: it is a child plugin of `on` (at any depth), or requires a
+    /// service registered by `on` or by something that lives off `on`. A restart-mode optional
+    /// user that its optional provider lives off is neither restarted when that service
+    /// appears (restarting it would take the provider down with it, forever) nor torn down
+    /// before that provider (it must outlive it).
+    fn depends_on(&self, id: InstanceId, on: InstanceId) -> bool {
+        let mut seen = std::collections::HashSet::from([id]);
+        let mut stack = vec![id];
+        while let Some(next) = stack.pop() {
+            let inst = &self.instances[next];
+            let providers = inst
+                .descriptor
+                .required()
+                .iter()
+                .filter_map(|key| self.services.get(&key.id()).and_then(|slot| slot.provider));
+            for up in inst.parent.into_iter().chain(providers) {
+                if up == on {
+                    return true;
+                }
+                if seen.insert(up) {
+                    stack.push(up);
+                }
+            }
+        }
+        false
     }
 
     /// Unlinks a listener and hands it back, so the caller drops its handler (which may
@@ -365,22 +394,26 @@ impl State {
         Some(list.remove(at))
     }
 
-    /// Removes a service slot (returned, to be dropped outside the lock) and queues the
-    /// notice that it went.
+    /// Removes a service slot (returned, to be dropped outside the lock) and, if it had been
+    /// announced as available, queues the notice that it went.
     pub(crate) fn remove_service(
         &mut self,
         type_id: TypeId,
     ) -> Option<(ServiceSlot, Option<ServiceValue>)> {
         let slot = self.services.remove(&type_id)?;
-        self.notices.push(Notice::Service(ServiceChanged {
-            service: slot.name,
-            provider: slot.provider.map(|id| self.instances[id].descriptor.name()),
-            available: false,
-        }));
         let published = self
             .cells
             .get(&type_id)
             .and_then(|cell| cell.value.swap(None));
+        // The cell holds the value exactly while the service is announced as available: a
+        // service provided by an apply that then failed never appeared, so it does not go.
+        if published.is_some() {
+            self.notices.push(Notice::Service(ServiceChanged {
+                service: slot.name,
+                provider: slot.provider.map(|id| self.instances[id].descriptor.name()),
+                available: false,
+            }));
+        }
         Some((slot, published))
     }
 

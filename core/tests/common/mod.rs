@@ -82,11 +82,21 @@ pub fn state(ctx: &Context, name: &str) -> PluginState {
 /// Runs `f` on its own thread and fails the test if it has not finished within ten seconds: a
 /// deadlock fails instead of hanging the whole test run.
 pub fn within_deadline<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
+    within(what, Duration::from_secs(10), f)
+}
+
+/// [`within_deadline`] with a deadline of `limit`: for long runs such as the stress test.
+/// Only a hang fails; how long the work takes is never asserted.
+pub fn within<R: Send + 'static>(
+    what: &str,
+    limit: Duration,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> R {
     let (tx, rx) = mpsc::channel();
     let worker = std::thread::spawn(move || {
         let _ = tx.send(f());
     });
-    match rx.recv_timeout(Duration::from_secs(10)) {
+    match rx.recv_timeout(limit) {
         Ok(value) => {
             let _ = worker.join();
             value
@@ -95,7 +105,9 @@ pub fn within_deadline<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Se
             Err(payload) => std::panic::resume_unwind(payload),
             Ok(()) => unreachable!("the worker sends before it returns"),
         },
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: deadlocked (no result in 10 s)"),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: deadlocked (no result in {} s)", limit.as_secs())
+        }
     }
 }
 

@@ -9,8 +9,8 @@ use crate::event::{
 use crate::graph::DependencyGraph;
 use crate::lifecycle::{PluginInfo, PluginState, ServiceInfo, TransitionCause};
 use crate::plugin::{registered, PluginDescriptor, ServiceKey};
-use crate::registry::ServiceTable;
 use crate::registry::{Instance, InstanceId, Owned, Scope, State};
+use crate::registry::{ServiceTable, ServiceValue};
 use arc_swap::ArcSwap;
 use parking_lot::{Mutex, ReentrantMutex};
 use serde::de::DeserializeOwned;
@@ -180,7 +180,7 @@ impl ContextBuilder {
             rt: Arc::new(Runtime {
                 state: Mutex::new(state),
                 settle: ReentrantMutex::new(Cell::new(false)),
-                table: ArcSwap::from_pointee(ServiceTable::new()),
+                table: ArcSwap::from_pointee(ServiceTable::default()),
                 stale,
             }),
             scope: Scope::Root,
@@ -316,13 +316,21 @@ impl Context {
         &self,
         value: Arc<T>,
     ) -> Result<(), CoreError> {
+        let value: ServiceValue = Arc::new(Box::new(value));
+        self.provide_erased(ServiceKey::of::<T>(), value)
+    }
+
+    /// [`Context::provide`] after type erasure: one copy of the registration code for every
+    /// service type (the generic shim above is a few instructions per type).
+    #[inline(never)]
+    fn provide_erased(&self, key: ServiceKey, value: ServiceValue) -> Result<(), CoreError> {
         // A second handle, released after the lock: a rejected value's destructor (user code)
         // then runs outside the registry lock.
         let _release_after_unlock = value.clone();
         {
             let mut state = self.rt.state.lock();
             let owner = state.owner(self.scope)?;
-            state.insert_service(owner, value)?;
+            state.insert_service(owner, key, value)?;
         }
         self.serialized(|| ());
         Ok(())
@@ -358,11 +366,15 @@ impl Context {
         let owner = state.owner(self.scope)?;
         state.next_listener += 1;
         let id = state.next_listener;
-        state
-            .listeners
-            .entry(key)
-            .or_default()
-            .push(Listener { id, owner, handler });
+        let plugin = state.name_of(owner);
+        state.add_listener(
+            key,
+            Listener {
+                id,
+                plugin,
+                handler,
+            },
+        );
         state.own(owner, Owned::Listener(key, id));
         let rt = Arc::downgrade(&self.rt);
         Ok(ListenerHandle {
@@ -375,25 +387,17 @@ impl Context {
         })
     }
 
-    /// The listeners registered under `key`, in order, with their plugin names.
-    fn listeners(&self, key: TypeId) -> Vec<(String, Handler)> {
-        let state = self.rt.state.lock();
-        state
-            .listeners
-            .get(&key)
-            .map(|list| {
-                list.iter()
-                    .map(|l| (state.name_of(l.owner), l.handler.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
+    /// The listeners registered under `key`, in order: a snapshot taken under the lock (one
+    /// reference count), run after releasing it.
+    fn listeners(&self, key: TypeId) -> Option<Arc<[Listener]>> {
+        self.rt.state.lock().listeners.get(&key).cloned()
     }
 
     /// Asks the `bail` listeners of `(E, R)` in registration order and returns the first
     /// answer, outside every lock; `None` when none answers. A panicking listener is skipped
     /// (and logged).
     pub fn bail<E: 'static, R: 'static>(&self, event: &E) -> Option<R> {
-        bail(event, self.listeners(bail_listener_key::<E, R>()))
+        bail(event, &self.listeners(bail_listener_key::<E, R>())?)
     }
 
     /// Calls every listener of `E`, in registration order, outside every lock. (Listeners are
@@ -401,7 +405,10 @@ impl Context {
     ///
     /// Errors: an [`EmitError`] listing each listener that failed (all listeners ran).
     pub fn emit<E: 'static>(&self, event: &E) -> Result<(), EmitError> {
-        dispatch(event, self.listeners(TypeId::of::<E>()))
+        match self.listeners(TypeId::of::<E>()) {
+            Some(listeners) => dispatch(event, &listeners),
+            None => Ok(()),
+        }
     }
 
     /// Registers `disposer` to run when this scope is torn down (after everything registered

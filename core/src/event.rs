@@ -5,7 +5,6 @@
 
 use crate::error::{panic_message, BoxError, EmitError, ListenerFailure, ListenerPanic};
 use crate::plugin::short_type_name;
-use crate::registry::InstanceId;
 use std::any::{Any, TypeId};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -19,9 +18,11 @@ pub(crate) type EmitFn<E> = dyn Fn(&E) -> Result<(), BoxError> + Send + Sync;
 /// The handler of a `bail` listener of `E` answering `R`.
 pub(crate) type BailFn<E, R> = dyn Fn(&E) -> Option<R> + Send + Sync;
 
+#[derive(Clone)]
 pub(crate) struct Listener {
     pub(crate) id: u64,
-    pub(crate) owner: Option<InstanceId>,
+    /// The owner's plugin name (`<root>` for the root), for failure reports.
+    pub(crate) plugin: &'static str,
     pub(crate) handler: Handler,
 }
 
@@ -48,11 +49,11 @@ pub(crate) fn bail_listener_key<E: 'static, R: 'static>() -> TypeId {
 
 /// Calls the `bail` listeners of `(E, R)` in order until one answers; a panicking listener is
 /// reported in the log and skipped.
-pub(crate) fn bail<E: 'static, R: 'static>(
-    event: &E,
-    listeners: Vec<(String, Handler)>,
-) -> Option<R> {
-    for (plugin, handler) in listeners {
+pub(crate) fn bail<E: 'static, R: 'static>(event: &E, listeners: &[Listener]) -> Option<R> {
+    for Listener {
+        plugin, handler, ..
+    } in listeners
+    {
         let Some(handler) = handler.downcast_ref::<Box<BailFn<E, R>>>() else {
             continue;
         };
@@ -68,13 +69,13 @@ pub(crate) fn bail<E: 'static, R: 'static>(
     None
 }
 
-/// Calls `listeners` (plugin name, handler) with `event`, collecting failures.
-pub(crate) fn dispatch<E: 'static>(
-    event: &E,
-    listeners: Vec<(String, Handler)>,
-) -> Result<(), EmitError> {
+/// Calls `listeners` with `event`, collecting failures.
+pub(crate) fn dispatch<E: 'static>(event: &E, listeners: &[Listener]) -> Result<(), EmitError> {
     let mut failures = Vec::new();
-    for (plugin, handler) in listeners {
+    for Listener {
+        plugin, handler, ..
+    } in listeners
+    {
         let Some(handler) = handler.downcast_ref::<Box<EmitFn<E>>>() else {
             continue;
         };
@@ -87,7 +88,7 @@ pub(crate) fn dispatch<E: 'static>(
         let message = error.to_string();
         tracing::warn!(event = short_type_name(std::any::type_name::<E>()), %plugin, %message, "listener failed");
         failures.push(ListenerFailure {
-            plugin,
+            plugin: (*plugin).to_owned(),
             message,
             error,
         });

@@ -3,8 +3,7 @@
 
 use crate::error::CoreError;
 use crate::plugin::{PluginDescriptor, ServiceKey};
-use std::any::TypeId;
-use std::collections::HashMap;
+use crate::registry::TypeMap;
 use std::fmt::Write;
 
 /// A requirement that no enabled plugin of the graph provides.
@@ -53,11 +52,14 @@ impl DependencyGraph {
         }
     }
 
-    fn providers(&self) -> HashMap<TypeId, Vec<usize>> {
-        let mut providers: HashMap<TypeId, Vec<usize>> = HashMap::new();
-        for (i, node) in self.nodes.iter().enumerate().filter(|(_, n)| n.enabled) {
-            for key in node.descriptor.provided() {
-                providers.entry(key.id()).or_default().push(i);
+    /// Providers of each service among enabled plugins (or all plugins), in node order.
+    fn providers(&self, include_disabled: bool) -> TypeMap<Vec<usize>> {
+        let mut providers: TypeMap<Vec<usize>> = TypeMap::default();
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.enabled || include_disabled {
+                for key in node.descriptor.provided() {
+                    providers.entry(key.id()).or_default().push(i);
+                }
             }
         }
         providers
@@ -66,7 +68,7 @@ impl DependencyGraph {
     /// Required services that no enabled plugin provides, with the plugin that needs each.
     /// (The root may still provide them at run time; such plugins wait, pending.)
     pub fn missing(&self) -> Vec<MissingService> {
-        let providers = self.providers();
+        let providers = self.providers(false);
         self.nodes
             .iter()
             .filter(|n| n.enabled)
@@ -87,22 +89,22 @@ impl DependencyGraph {
     /// ([`CoreError::DuplicateProvider`], naming both) or a cycle of requirements
     /// ([`CoreError::DependencyCycle`], with the whole path).
     pub fn check(&self) -> Result<(), CoreError> {
-        for node in self.nodes.iter().filter(|n| n.enabled) {
-            for key in node.descriptor.provided() {
-                let both: Vec<&str> = self
-                    .nodes
-                    .iter()
-                    .filter(|n| n.enabled && n.descriptor.provided().contains(key))
-                    .map(|n| n.descriptor.name())
-                    .collect();
-                if both.len() > 1 {
-                    return Err(CoreError::DuplicateProvider {
-                        service: key.name(),
-                        first: both[0].to_owned(),
-                        second: both[1].to_owned(),
-                    });
-                }
-            }
+        let providers = self.providers(false);
+        let duplicate = self
+            .nodes
+            .iter()
+            .filter(|n| n.enabled)
+            .flat_map(|n| n.descriptor.provided())
+            .find_map(|key| match providers[&key.id()].as_slice() {
+                [first, second, ..] => Some((key, *first, *second)),
+                _ => None,
+            });
+        if let Some((key, first, second)) = duplicate {
+            return Err(CoreError::DuplicateProvider {
+                service: key.name(),
+                first: self.nodes[first].descriptor.name().to_owned(),
+                second: self.nodes[second].descriptor.name().to_owned(),
+            });
         }
         match self.cycle() {
             Some(path) => Err(CoreError::DependencyCycle {
@@ -113,7 +115,7 @@ impl DependencyGraph {
     }
 
     /// Edges of enabled node `i`: the enabled providers of its required services.
-    fn edges(&self, providers: &HashMap<TypeId, Vec<usize>>, i: usize) -> Vec<usize> {
+    fn edges(&self, providers: &TypeMap<Vec<usize>>, i: usize) -> Vec<usize> {
         self.nodes[i]
             .descriptor
             .required()
@@ -131,7 +133,7 @@ impl DependencyGraph {
             OnPath,
             Done,
         }
-        let providers = self.providers();
+        let providers = self.providers(false);
         let mut mark = vec![Mark::New; self.nodes.len()];
         for start in 0..self.nodes.len() {
             if !self.nodes[start].enabled || mark[start] != Mark::New {
@@ -172,12 +174,7 @@ impl DependencyGraph {
     /// required service from the user to its provider (labelled with the service; dashed for
     /// optional ones), and a red `missing` node for services nobody provides.
     pub fn to_dot(&self) -> String {
-        let mut providers: HashMap<TypeId, Vec<usize>> = HashMap::new();
-        for (i, node) in self.nodes.iter().enumerate() {
-            for key in node.descriptor.provided() {
-                providers.entry(key.id()).or_default().push(i);
-            }
-        }
+        let providers = self.providers(true);
         let mut out = String::from("digraph plugins {\n  rankdir=LR;\n  node [shape=box];\n");
         for node in &self.nodes {
             let style = if node.enabled { "solid" } else { "dashed" };

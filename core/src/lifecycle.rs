@@ -101,7 +101,10 @@ pub struct ServiceInfo {
 #[serde(tag = "kind", rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum TransitionCause {
-    /// Added to the context (enabled) or enabled again.
+    /// Added to the context (as a root plugin by the builder or `Context::plugin`, or as a
+    /// child plugin): the transition's `from` is `None`.
+    Added,
+    /// Enabled again by the host.
     Enabled,
     /// Every required service became active.
     RequirementsMet,
@@ -139,8 +142,8 @@ pub struct PluginTransition {
     pub instance: usize,
     /// The instance's generation after the change (incremented on entering `Loading`).
     pub generation: u64,
-    /// The state before.
-    pub from: PluginState,
+    /// The state before; `None` for an instance just added (cause [`TransitionCause::Added`]).
+    pub from: Option<PluginState>,
     /// The state after.
     pub to: PluginState,
     /// Why.

@@ -11,7 +11,7 @@ use crate::plugin::{OptionalMode, PluginDescriptor, ServiceKey};
 use arc_swap::ArcSwapOption;
 use serde_json::Value;
 use std::any::{Any, TypeId};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -53,15 +53,17 @@ pub(crate) enum Notice {
 #[derive(Default)]
 pub(crate) struct State {
     pub(crate) instances: Vec<Instance>,
-    pub(crate) services: HashMap<TypeId, ServiceSlot>,
-    pub(crate) listeners: HashMap<TypeId, Vec<Listener>>,
+    pub(crate) services: TypeMap<ServiceSlot>,
+    /// Listeners of each event key in registration order; copied on write, so an emit takes
+    /// one reference count under the lock and runs the listeners after releasing it.
+    pub(crate) listeners: TypeMap<Arc<[Listener]>>,
     pub(crate) next_listener: u64,
     /// Registrations made through the root scope, undone when the root is disposed.
     pub(crate) root_owned: Vec<Owned>,
     /// Instances requiring each service (any state), for O(degree) wake-ups and teardowns.
-    requirers: HashMap<TypeId, Vec<InstanceId>>,
+    requirers: TypeMap<Vec<InstanceId>>,
     /// Instances listing each service as optional.
-    optional_users: HashMap<TypeId, Vec<InstanceId>>,
+    optional_users: TypeMap<Vec<InstanceId>>,
     /// Candidates for applying, re-checked when taken (pending with nothing missing).
     ready: BTreeSet<InstanceId>,
     /// Active restart-mode instances whose optional service appeared.
@@ -88,7 +90,12 @@ pub(crate) struct ServiceCell {
 
 /// The lookup table published for lock-free `get`: the cell of every service type ever
 /// provided.
-pub(crate) type ServiceTable = HashMap<TypeId, Arc<ServiceCell>>;
+pub(crate) type ServiceTable = TypeMap<Arc<ServiceCell>>;
+
+/// A map keyed by `TypeId`. A `TypeId` is already a hash, so the registry hashes it with
+/// `FxHasher` (one multiplication) rather than the default SipHash: this is most of the cost
+/// of a lookup.
+pub(crate) type TypeMap<V> = rustc_hash::FxHashMap<TypeId, V>;
 
 /// Who a scope belongs to: the root, or an instance at a generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,10 +105,10 @@ pub(crate) enum Scope {
 }
 
 impl State {
-    pub(crate) fn name_of(&self, owner: Option<InstanceId>) -> String {
+    pub(crate) fn name_of(&self, owner: Option<InstanceId>) -> &'static str {
         match owner {
-            Some(id) => self.instances[id].descriptor.name().to_owned(),
-            None => "<root>".to_owned(),
+            Some(id) => self.instances[id].descriptor.name(),
+            None => "<root>",
         }
     }
 
@@ -168,12 +175,12 @@ impl State {
         self.cells.clone()
     }
 
-    pub(crate) fn insert_service<T: ?Sized + Send + Sync + 'static>(
+    pub(crate) fn insert_service(
         &mut self,
         owner: Option<InstanceId>,
-        value: Arc<T>,
+        key: ServiceKey,
+        value: ServiceValue,
     ) -> Result<(), CoreError> {
-        let key = ServiceKey::of::<T>();
         let type_id = key.id();
         if let Some(id) = owner {
             let descriptor = self.instances[id].descriptor;
@@ -187,14 +194,14 @@ impl State {
         if let Some(existing) = self.services.get(&type_id) {
             return Err(CoreError::ServiceConflict {
                 service: key.name(),
-                existing: self.name_of(existing.provider),
-                plugin: self.name_of(owner),
+                existing: self.name_of(existing.provider).to_owned(),
+                plugin: self.name_of(owner).to_owned(),
             });
         }
         self.services.insert(
             type_id,
             ServiceSlot {
-                value: Arc::new(Box::new(value)),
+                value,
                 name: key.name(),
                 provider: owner,
             },
@@ -223,11 +230,19 @@ impl State {
     }
 
     /// Adds an instance and indexes its requirements; a pending one with nothing missing
-    /// becomes a candidate for applying.
+    /// becomes a candidate for applying. Queues its `Added` transition.
     pub(crate) fn add_instance(&mut self, instance: Instance) -> InstanceId {
         let id = self.instances.len();
         let descriptor = instance.descriptor;
         let pending = instance.state == PluginState::Pending;
+        self.notices.push(Notice::Transition(PluginTransition {
+            plugin: descriptor.name(),
+            instance: id,
+            generation: instance.generation,
+            from: None,
+            to: instance.state,
+            cause: TransitionCause::Added,
+        }));
         self.instances.push(instance);
         for key in descriptor.required() {
             self.requirers.entry(key.id()).or_default().push(id);
@@ -261,7 +276,7 @@ impl State {
             plugin: inst.descriptor.name(),
             instance: id,
             generation: inst.generation,
-            from,
+            from: Some(from),
             to,
             cause,
         }));
@@ -388,10 +403,21 @@ impl State {
 
     /// Unlinks a listener and hands it back, so the caller drops its handler (which may
     /// capture values with destructors) after releasing the state lock.
+    /// Appends a listener of `type_id`.
+    pub(crate) fn add_listener(&mut self, type_id: TypeId, listener: Listener) {
+        let list = self
+            .listeners
+            .entry(type_id)
+            .or_insert_with(|| Arc::new([]));
+        *list = list.iter().cloned().chain([listener]).collect();
+    }
+
+    /// Removes a listener, returned so that its handler (user code) is dropped after the lock.
     pub(crate) fn remove_listener(&mut self, type_id: TypeId, id: u64) -> Option<Listener> {
         let list = self.listeners.get_mut(&type_id)?;
-        let at = list.iter().position(|l| l.id == id)?;
-        Some(list.remove(at))
+        let removed = list.iter().find(|l| l.id == id)?.clone();
+        *list = list.iter().filter(|l| l.id != id).cloned().collect();
+        Some(removed)
     }
 
     /// Removes a service slot (returned, to be dropped outside the lock) and, if it had been

@@ -26,8 +26,12 @@ fn watch(ctx: &Context, plugin: &'static str) -> Arc<Mutex<Vec<String>>> {
     let log = seen.clone();
     ctx.on(move |t: &PluginTransition| {
         if t.plugin == plugin {
-            log.lock()
-                .push(format!("{}->{} {:?}", t.from, t.to, t.cause));
+            log.lock().push(format!(
+                "{}->{} {:?}",
+                t.from.expect("not an addition"),
+                t.to,
+                t.cause
+            ));
         }
         Ok(())
     })

@@ -66,11 +66,12 @@ impl Recorder {
         .unwrap();
     }
 
-    /// The transitions so far as `(plugin, from, to, cause)`, emptying the record.
+    /// The transitions of instances already in the context so far, as
+    /// `(plugin, from, to, cause)`, emptying the record (additions are dropped).
     fn take(&self) -> Vec<(&'static str, PluginState, PluginState, TransitionCause)> {
         self.take_full()
             .into_iter()
-            .map(|s| (s.event.plugin, s.event.from, s.event.to, s.event.cause))
+            .filter_map(|s| Some((s.event.plugin, s.event.from?, s.event.to, s.event.cause)))
             .collect()
     }
 
@@ -141,6 +142,55 @@ fn a_plugin_goes_pending_loading_active_with_requirements_met_then_applied() {
             ("tr-up-consumer", Loading, Active, TransitionCause::Applied),
         ],
         "the provider is applied first, its consumer when the service appears"
+    );
+}
+
+#[test]
+fn adding_a_root_plugin_or_a_child_plugin_is_an_added_transition_from_no_state() {
+    static CHILD: PluginDescriptor = PluginDescriptor::new("tr-added-child", nothing);
+    fn add_child(ctx: &Context) -> Result<(), BoxError> {
+        ctx.plugin(&CHILD)?;
+        Ok(())
+    }
+    static PARENT: PluginDescriptor = PluginDescriptor::new("tr-added-parent", add_child);
+
+    let (ctx, recorder) = Recorder::root();
+    ctx.plugin(&PARENT).unwrap();
+    let seen: Vec<_> = recorder
+        .take_full()
+        .into_iter()
+        .map(|s| (s.event.plugin, s.event.from, s.event.to, s.event.cause))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("tr-added-parent", None, Pending, TransitionCause::Added),
+            (
+                "tr-added-parent",
+                Some(Pending),
+                Loading,
+                TransitionCause::RequirementsMet
+            ),
+            ("tr-added-child", None, Pending, TransitionCause::Added),
+            (
+                "tr-added-parent",
+                Some(Loading),
+                Active,
+                TransitionCause::Applied
+            ),
+            (
+                "tr-added-child",
+                Some(Pending),
+                Loading,
+                TransitionCause::RequirementsMet
+            ),
+            (
+                "tr-added-child",
+                Some(Loading),
+                Active,
+                TransitionCause::Applied
+            ),
+        ]
     );
 }
 
@@ -360,9 +410,12 @@ fn a_refused_config_moves_the_plugin_pending_to_failed_without_loading() {
     ctx.plugin_with_config(&LIMITED, serde_json::json!({"limits": {"max": "lots"}}))
         .unwrap();
     let seen = recorder.take_full();
-    assert_eq!(seen.len(), 1, "{seen:?}");
-    let event = &seen[0].event;
-    assert_eq!((event.from, event.to), (Pending, Failed));
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    let added = &seen[0].event;
+    assert_eq!((added.from, added.to), (None, Pending));
+    assert_eq!(added.cause, TransitionCause::Added);
+    let event = &seen[1].event;
+    assert_eq!((event.from, event.to), (Some(Pending), Failed));
     assert_eq!(event.generation, 0, "never loaded");
     let TransitionCause::Failed { message } = &event.cause else {
         panic!("not a failure: {event:?}");
@@ -540,6 +593,7 @@ fn a_service_becomes_available_only_after_its_provider_turns_active() {
     assert_eq!(
         *order.lock(),
         [
+            "tr-order-provider pending",
             "tr-order-provider loading",
             "tr-order-provider active",
             "Store true resolvable=true",

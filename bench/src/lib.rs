@@ -1,0 +1,122 @@
+//! dsh-bench: measurements of dsh-core, each next to a baseline measured in the same run.
+//!
+//! The scenario groups are [`lookup`] (service resolution on one and two threads),
+//! [`lifecycle`] (chains, independent plugins, pending to active, the 10,000-plugin cascade)
+//! and [`events`] (emit to 10 listeners). [`run_core`] runs them all into a
+//! [`report::Report`]. The plugins and service types come from the `dsh-bench-chain` crate,
+//! generated at compile time. No randomness: every run does the same work.
+//!
+//! ```text
+//! cargo run --release -p dsh-bench -- core          # a table, about 30 s
+//! cargo run --release -p dsh-bench -- core --json   # one JSON line
+//! cargo bench -p dsh-bench                          # the criterion benches, under a minute
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod events;
+pub mod lifecycle;
+pub mod lookup;
+pub mod measure;
+pub mod report;
+
+use lookup::{Lookup, Resolver};
+use measure::{paired_medians, Plan};
+use report::Report;
+
+/// Plugins in the measured chains and sets.
+pub const CHAIN_1000: usize = 1000;
+/// Plugins in the leaf-first cascade.
+pub const CASCADE_10000: usize = 10_000;
+/// Listeners of the emitted event.
+pub const LISTENERS: usize = 10;
+
+/// Runs every `core` scenario with `plan`, calling `progress` with the name of each group as
+/// it starts.
+///
+/// # Panics
+/// When a scenario does not reach the states it measures (see [`lifecycle`]).
+pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
+    let mut report = Report {
+        quick: plan != Plan::FULL,
+        ..Report::default()
+    };
+
+    progress("lookup");
+    let lookup = Lookup::new();
+    for resolver in [
+        Resolver::Get,
+        Resolver::BaselineGet,
+        Resolver::With,
+        Resolver::BaselineWith,
+    ] {
+        lookup.run(resolver, plan.iters); // warm-up
+    }
+    (report.get_ns, report.baseline_get_ns) = paired_medians(
+        plan.reps,
+        || lookup.ns_per_lookup(Resolver::Get, plan.iters),
+        || lookup.ns_per_lookup(Resolver::BaselineGet, plan.iters),
+    );
+    report.get_ratio = report.get_ns / report.baseline_get_ns;
+    (report.with_ns, report.baseline_with_ns) = paired_medians(
+        plan.reps,
+        || lookup.ns_per_lookup(Resolver::With, plan.iters),
+        || lookup.ns_per_lookup(Resolver::BaselineWith, plan.iters),
+    );
+    report.with_ratio = report.with_ns / report.baseline_with_ns;
+
+    progress("lookup on two threads");
+    let get = lookup.scaling(Resolver::Get, plan.reps, plan.iters);
+    report.get_1thread_per_s = get.one_thread_per_s;
+    report.get_2threads_per_s = get.two_threads_per_s;
+    report.get_2threads_scaling = get.ratio;
+    report.baseline_get_2threads_scaling = lookup
+        .scaling(Resolver::BaselineGet, plan.reps, plan.iters)
+        .ratio;
+    report.with_2threads_scaling = lookup.scaling(Resolver::With, plan.reps, plan.iters).ratio;
+    report.baseline_with_2threads_scaling = lookup
+        .scaling(Resolver::BaselineWith, plan.reps, plan.iters)
+        .ratio;
+    report.spin_2threads_scaling = lookup::scaling(plan.reps, plan.iters, lookup::spin).ratio;
+    drop(lookup);
+
+    progress("chain and independent plugins");
+    lifecycle::up_down(lifecycle::chain(CHAIN_1000)); // warm-up
+    let chain = lifecycle::up_down_median(lifecycle::chain(CHAIN_1000), plan.lifecycle_reps);
+    report.activate_chain_1000_ms = chain.activate_ms;
+    report.dispose_chain_1000_ms = chain.dispose_ms;
+    let independent =
+        lifecycle::up_down_median(lifecycle::independent(CHAIN_1000), plan.lifecycle_reps);
+    report.activate_independent_1000_ms = independent.activate_ms;
+    report.dispose_independent_1000_ms = independent.dispose_ms;
+
+    progress("pending to active");
+    report.pending_to_active_us = lifecycle::pending_to_active_provide_median(plan.pending_reps);
+    report.pending_to_active_enable_us =
+        lifecycle::pending_to_active_enable_median(plan.pending_reps);
+
+    progress("cascades");
+    let (_, cascade_1000) = lifecycle::cascade_median(CHAIN_1000, plan.lifecycle_reps);
+    report.cascade_chain_1000_ms = cascade_1000;
+    let (halves, total) = lifecycle::cascade_median(CASCADE_10000, plan.cascade_reps);
+    report.cascade_chain_10000_ms = total;
+    report.cascade_chain_10000_activate_ms = halves.activate_ms;
+    report.cascade_chain_10000_teardown_ms = halves.teardown_ms;
+    report.cascade_chain_10000_build_ms = halves.build_ms;
+
+    progress("events");
+    let emitters = events::Emitters::new(LISTENERS);
+    let emits = (plan.iters / 10).max(1);
+    emitters.emits_per_s(emits); // warm-up
+    (
+        report.emit_10_listeners_per_s,
+        report.baseline_emit_10_listeners_per_s,
+    ) = paired_medians(
+        plan.reps,
+        || emitters.emits_per_s(emits),
+        || emitters.baseline_emits_per_s(emits),
+    );
+    report.emit_ratio = report.baseline_emit_10_listeners_per_s / report.emit_10_listeners_per_s;
+
+    report
+}

@@ -1,0 +1,198 @@
+//! Lifecycle: a dependency chain of plugins from nothing to all active and back, as many
+//! independent plugins likewise, the time from providing a service to its dependant being
+//! active, and the leaf-first chain that activates in one cascade when its root appears.
+//!
+//! Every scenario checks the states it produced (all active, all torn down) outside the
+//! timed part, so a figure never comes from a run that did not do the work.
+
+use crate::measure::{median, ms, time, us};
+use dsh_bench_chain::{CHAIN, INDEPENDENT, S0};
+use dsh_core::{Context, ContextConfig, PluginDescriptor, PluginState};
+use std::sync::Arc;
+
+/// The first `n` plugins of the generated chain, root first (`c0` provides `S0`; `ci`
+/// requires `S{i-1}` and provides `S{i}`).
+///
+/// # Panics
+/// When `n` exceeds the generated chain length.
+pub fn chain(n: usize) -> &'static [&'static PluginDescriptor] {
+    &CHAIN[..n]
+}
+
+/// The first `n` independent plugins (`ii` provides `S{i}`, requires nothing).
+///
+/// # Panics
+/// When `n` exceeds the number of generated independent plugins.
+pub fn independent(n: usize) -> &'static [&'static PluginDescriptor] {
+    &INDEPENDENT[..n]
+}
+
+/// How many plugins of `ctx` are in `state`.
+pub fn count_in(ctx: &Context, state: PluginState) -> usize {
+    ctx.plugins().iter().filter(|p| p.state == state).count()
+}
+
+fn expect_all(ctx: &Context, n: usize, state: PluginState, what: &str) {
+    let got = count_in(ctx, state);
+    assert_eq!(got, n, "{what}: {got} of {n} plugins are {state}");
+}
+
+/// Activation and disposal times of one repetition, in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UpDown {
+    /// From nothing to every plugin active (`build`, which settles).
+    pub activate_ms: f64,
+    /// From every plugin active to every plugin disposed (`dispose`).
+    pub dispose_ms: f64,
+}
+
+/// Builds a context from `plugins` (timed until every plugin is active), then disposes it
+/// (timed until every plugin is disposed).
+///
+/// # Panics
+/// When a plugin is not active after the build, or not disposed after `dispose`.
+pub fn up_down(plugins: &'static [&'static PluginDescriptor]) -> UpDown {
+    let n = plugins.len();
+    let mut ctx = None;
+    let activate = time(|| {
+        ctx = Some(
+            Context::builder()
+                .plugins(plugins.iter().copied())
+                .build()
+                .expect("context builds"),
+        );
+    });
+    let ctx = ctx.expect("built");
+    expect_all(&ctx, n, PluginState::Active, "after build");
+    let dispose = time(|| ctx.dispose());
+    expect_all(&ctx, n, PluginState::Disposed, "after dispose");
+    drop(ctx);
+    UpDown {
+        activate_ms: ms(activate),
+        dispose_ms: ms(dispose),
+    }
+}
+
+/// Medians of [`up_down`] over `reps` repetitions.
+pub fn up_down_median(plugins: &'static [&'static PluginDescriptor], reps: usize) -> UpDown {
+    let runs: Vec<UpDown> = (0..reps).map(|_| up_down(plugins)).collect();
+    UpDown {
+        activate_ms: median(runs.iter().map(|r| r.activate_ms).collect()),
+        dispose_ms: median(runs.iter().map(|r| r.dispose_ms).collect()),
+    }
+}
+
+/// The two halves of a cascade and the build before them, in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cascade {
+    /// Building the context with the chain registered leaf-first, the root disabled (not
+    /// part of the cascade).
+    pub build_ms: f64,
+    /// `enable("c0")` until the whole chain is active.
+    pub activate_ms: f64,
+    /// `disable("c0")` until the whole chain is torn down (`c0` disabled, the rest pending).
+    pub teardown_ms: f64,
+}
+
+impl Cascade {
+    /// Activation plus tear-down.
+    pub fn total_ms(&self) -> f64 {
+        self.activate_ms + self.teardown_ms
+    }
+}
+
+/// The chain of `n` registered leaf-first (`c{n-1}` first, the root `c0` last and disabled),
+/// so that every plugin but the root is pending (the build is timed apart); then the root is
+/// enabled (timed: the chain activates in one cascade) and disabled (timed: it tears down in
+/// one cascade).
+///
+/// # Panics
+/// When the chain is not all pending before, all active after enabling, or all torn down
+/// after disabling.
+pub fn cascade(n: usize) -> Cascade {
+    let mut config = ContextConfig::default();
+    config.set_enabled("c0", false);
+    let mut ctx = None;
+    let build = time(|| {
+        ctx = Some(
+            Context::builder()
+                .plugins(chain(n).iter().rev().copied())
+                .config(config)
+                .build()
+                .expect("cascade context builds"),
+        );
+    });
+    let ctx = ctx.expect("built");
+    expect_all(&ctx, n - 1, PluginState::Pending, "before the root appears");
+    let activate = time(|| ctx.enable("c0").expect("enable the root"));
+    expect_all(&ctx, n, PluginState::Active, "after the root appeared");
+    let teardown = time(|| ctx.disable("c0").expect("disable the root"));
+    expect_all(&ctx, n - 1, PluginState::Pending, "after the root went");
+    assert_eq!(ctx.plugin_state("c0"), Some(PluginState::Disabled));
+    drop(ctx);
+    Cascade {
+        build_ms: ms(build),
+        activate_ms: ms(activate),
+        teardown_ms: ms(teardown),
+    }
+}
+
+/// Medians of [`cascade`] over `reps` repetitions (the total is the median of the totals).
+pub fn cascade_median(n: usize, reps: usize) -> (Cascade, f64) {
+    let runs: Vec<Cascade> = (0..reps).map(|_| cascade(n)).collect();
+    let halves = Cascade {
+        build_ms: median(runs.iter().map(|r| r.build_ms).collect()),
+        activate_ms: median(runs.iter().map(|r| r.activate_ms).collect()),
+        teardown_ms: median(runs.iter().map(|r| r.teardown_ms).collect()),
+    };
+    (halves, median(runs.iter().map(Cascade::total_ms).collect()))
+}
+
+/// One sample of pending to active through a root `provide`: a fresh context holds `c1`
+/// (requires `S0`) pending; the root context provides `S0` (timed; the call returns once the
+/// context is settled, `c1` active). In microseconds.
+///
+/// # Panics
+/// When `c1` is not pending before or not active after.
+pub fn pending_to_active_provide() -> f64 {
+    let ctx = Context::builder()
+        .plugin(CHAIN[1])
+        .build()
+        .expect("context builds");
+    assert_eq!(ctx.plugin_state("c1"), Some(PluginState::Pending));
+    let value = Arc::new(S0);
+    let elapsed = time(|| ctx.provide(value).expect("root provides S0"));
+    assert_eq!(ctx.plugin_state("c1"), Some(PluginState::Active));
+    us(elapsed)
+}
+
+/// Median of [`pending_to_active_provide`] over `reps` fresh contexts, in microseconds.
+pub fn pending_to_active_provide_median(reps: usize) -> f64 {
+    median((0..reps).map(|_| pending_to_active_provide()).collect())
+}
+
+/// Median pending to active through enabling the provider, in microseconds: one context
+/// holds `c1` and its provider `c0` (disabled); each repetition enables `c0` (timed until
+/// `c1` is active) and disables it again (not timed).
+///
+/// # Panics
+/// When `c1` does not follow `c0`.
+pub fn pending_to_active_enable_median(reps: usize) -> f64 {
+    let mut config = ContextConfig::default();
+    config.set_enabled("c0", false);
+    let ctx = Context::builder()
+        .plugins([CHAIN[1], CHAIN[0]])
+        .config(config)
+        .build()
+        .expect("context builds");
+    let samples = (0..reps)
+        .map(|_| {
+            assert_eq!(ctx.plugin_state("c1"), Some(PluginState::Pending));
+            let elapsed = time(|| ctx.enable("c0").expect("enable c0"));
+            assert_eq!(ctx.plugin_state("c1"), Some(PluginState::Active));
+            ctx.disable("c0").expect("disable c0");
+            us(elapsed)
+        })
+        .collect();
+    median(samples)
+}

@@ -1,0 +1,233 @@
+//! Service lookup: `ctx.get::<T>()` (and the borrowing `ctx.with::<T>(..)`) with 32 services
+//! registered, against a plain `HashMap<TypeId, Box<dyn Any + Send + Sync>>` holding the same
+//! 32 entries (lookup, downcast to `Arc<T>`, `Arc` clone); and the throughput of two threads
+//! resolving the same service relative to one thread.
+
+use crate::measure::{median, time};
+use dsh_bench_chain::{
+    BaselineEntry, LookupTarget, BASELINE_ENTRIES, INDEPENDENT, LOOKUP_SERVICES,
+};
+use dsh_core::{Context, PluginState};
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The baseline registry: what `get` is compared with.
+pub type BaselineMap = HashMap<TypeId, Box<dyn Any + Send + Sync>>;
+
+/// A context with [`LOOKUP_SERVICES`] (32) active plugins, each providing one service.
+///
+/// # Panics
+/// When a plugin is not active after the build (the figures would be meaningless).
+pub fn lookup_context() -> Context {
+    let ctx = Context::builder()
+        .plugins(INDEPENDENT[..LOOKUP_SERVICES].iter().copied())
+        .build()
+        .expect("lookup context builds");
+    let active = ctx
+        .plugins()
+        .iter()
+        .filter(|p| p.state == PluginState::Active)
+        .count();
+    assert_eq!(active, LOOKUP_SERVICES, "every lookup plugin is active");
+    ctx
+}
+
+/// The baseline map with the same 32 service types as [`lookup_context`].
+pub fn baseline_map() -> BaselineMap {
+    BASELINE_ENTRIES
+        .iter()
+        .map(|entry| -> BaselineEntry { entry() })
+        .collect()
+}
+
+/// The baseline lookup: hash lookup, downcast to `Arc<T>`, `Arc` clone.
+#[inline]
+pub fn baseline_get<T: Send + Sync + 'static>(map: &BaselineMap) -> Option<Arc<T>> {
+    map.get(&TypeId::of::<T>())?
+        .downcast_ref::<Arc<T>>()
+        .cloned()
+}
+
+/// The baseline borrow: hash lookup and downcast, no reference count touched (what a
+/// borrowing accessor costs without any registry around it).
+#[inline]
+pub fn baseline_with<T: Send + Sync + 'static, R>(
+    map: &BaselineMap,
+    f: impl FnOnce(&T) -> R,
+) -> Option<R> {
+    let service = map.get(&TypeId::of::<T>())?.downcast_ref::<Arc<T>>()?;
+    Some(f(service))
+}
+
+/// Which way of resolving the lookup target a measurement uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolver {
+    /// `ctx.get::<T>()`: an `Arc<T>` clone (dropped at once).
+    Get,
+    /// `ctx.with::<T>(|s| ..)`: a borrow.
+    With,
+    /// [`baseline_get`] on the baseline map.
+    BaselineGet,
+    /// [`baseline_with`] on the baseline map.
+    BaselineWith,
+}
+
+/// The two registries a lookup measurement reads.
+pub struct Lookup {
+    /// The dsh-core context with 32 active services.
+    pub ctx: Context,
+    /// The baseline map with the same 32 types.
+    pub map: BaselineMap,
+}
+
+impl Lookup {
+    /// Both registries, ready.
+    pub fn new() -> Lookup {
+        Lookup {
+            ctx: lookup_context(),
+            map: baseline_map(),
+        }
+    }
+
+    /// Resolves the lookup target `iters` times with `resolver`.
+    ///
+    /// # Panics
+    /// When the target is missing (it never is once [`Lookup::new`] returned).
+    pub fn run(&self, resolver: Resolver, iters: u64) {
+        let found = match resolver {
+            Resolver::Get => (0..iters).fold(0u64, |n, _| {
+                n + u64::from(black_box(black_box(&self.ctx).get::<LookupTarget>()).is_some())
+            }),
+            Resolver::With => (0..iters).fold(0u64, |n, _| {
+                n + u64::from(
+                    black_box(&self.ctx)
+                        .with::<LookupTarget, _>(|s| {
+                            black_box(s);
+                        })
+                        .is_some(),
+                )
+            }),
+            Resolver::BaselineGet => (0..iters).fold(0u64, |n, _| {
+                n + u64::from(
+                    black_box(baseline_get::<LookupTarget>(black_box(&self.map))).is_some(),
+                )
+            }),
+            Resolver::BaselineWith => (0..iters).fold(0u64, |n, _| {
+                n + u64::from(
+                    baseline_with::<LookupTarget, _>(black_box(&self.map), |s| {
+                        black_box(s);
+                    })
+                    .is_some(),
+                )
+            }),
+        };
+        assert_eq!(found, iters, "the lookup target resolves every time");
+    }
+
+    /// Nanoseconds per lookup, over `iters` lookups on this thread.
+    pub fn ns_per_lookup(&self, resolver: Resolver, iters: u64) -> f64 {
+        time(|| self.run(resolver, iters)).as_nanos() as f64 / iters as f64
+    }
+
+    /// Median over `reps` of (lookups/s on 2 threads) / (lookups/s on 1 thread) with
+    /// `resolver`; see [`scaling`].
+    pub fn scaling(&self, resolver: Resolver, reps: usize, iters: u64) -> Scaling {
+        scaling(reps, iters, |n| self.run(resolver, n))
+    }
+}
+
+/// Operations per second of `threads` threads each calling `work(iters)` at once, timed from
+/// the first start to the last end. The threads are released together by a spinning start
+/// (not a barrier, whose futex wake-up can lag by far more than a short run on a VM).
+pub fn ops_per_s(threads: usize, iters: u64, work: &(impl Fn(u64) + Sync)) -> f64 {
+    let ready = AtomicUsize::new(0);
+    let go = AtomicBool::new(false);
+    let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    ready.fetch_add(1, Ordering::AcqRel);
+                    while !go.load(Ordering::Acquire) {
+                        std::hint::spin_loop();
+                    }
+                    let start = Instant::now();
+                    work(iters);
+                    (start, Instant::now())
+                })
+            })
+            .collect();
+        while ready.load(Ordering::Acquire) < threads {
+            std::hint::spin_loop();
+        }
+        go.store(true, Ordering::Release);
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("worker thread"))
+            .collect()
+    });
+    let start = spans
+        .iter()
+        .map(|s| s.0)
+        .min()
+        .expect("one thread at least");
+    let end = spans
+        .iter()
+        .map(|s| s.1)
+        .max()
+        .expect("one thread at least");
+    (threads as u64 * iters) as f64 / (end - start).as_secs_f64()
+}
+
+/// Median over `reps` of (ops/s on 2 threads) / (ops/s on 1 thread), each pair measured back
+/// to back; also the medians of both rates.
+pub fn scaling(reps: usize, iters: u64, work: impl Fn(u64) + Sync) -> Scaling {
+    let mut one = Vec::with_capacity(reps);
+    let mut two = Vec::with_capacity(reps);
+    let mut ratio = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let a = ops_per_s(1, iters, &work);
+        let b = ops_per_s(2, iters, &work);
+        one.push(a);
+        two.push(b);
+        ratio.push(b / a);
+    }
+    Scaling {
+        one_thread_per_s: median(one),
+        two_threads_per_s: median(two),
+        ratio: median(ratio),
+    }
+}
+
+/// Pure arithmetic on one thread's own data (`iters` x 8 steps of a 64-bit LCG, each through
+/// `black_box` so they cannot be folded): how far two threads can scale on this machine at
+/// all, the ceiling of every other scaling figure.
+pub fn spin(iters: u64) {
+    let mut x = 1u64;
+    for _ in 0..iters * 8 {
+        x = black_box(x)
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+    }
+    black_box(x);
+}
+
+impl Default for Lookup {
+    fn default() -> Lookup {
+        Lookup::new()
+    }
+}
+
+/// Throughput of one resolver on one and two threads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Scaling {
+    /// Median lookups per second on one thread.
+    pub one_thread_per_s: f64,
+    /// Median lookups per second on two threads together.
+    pub two_threads_per_s: f64,
+    /// Median of the per-repetition ratio two / one.
+    pub ratio: f64,
+}

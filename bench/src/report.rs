@@ -1,0 +1,308 @@
+//! The figures of one `core` run and their two renderings: one JSON line, or a table for a
+//! person with each figure next to its in-run baseline and the cordis figures of issue 3.
+
+use serde_json::{Map, Value};
+use std::fmt::Write as _;
+
+/// Every figure of one `core` run. Times are medians over the plan's repetitions; ratios are
+/// dsh-core's time over the baseline's (so lower is better, 1.0 is parity).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// Whether the quick plan was used (noisier figures).
+    pub quick: bool,
+    /// `ctx.get::<T>()` with 32 services registered, nanoseconds.
+    pub get_ns: f64,
+    /// `HashMap<TypeId, Box<dyn Any + Send + Sync>>` lookup + downcast + `Arc` clone, ns.
+    pub baseline_get_ns: f64,
+    /// `get_ns / baseline_get_ns`.
+    pub get_ratio: f64,
+    /// `ctx.with::<T>(..)` (borrow, no reference count), nanoseconds.
+    pub with_ns: f64,
+    /// The baseline map's lookup + downcast, borrowed, nanoseconds.
+    pub baseline_with_ns: f64,
+    /// `with_ns / baseline_with_ns`.
+    pub with_ratio: f64,
+    /// `get` lookups per second on one thread.
+    pub get_1thread_per_s: f64,
+    /// `get` lookups per second on two threads resolving the same service.
+    pub get_2threads_per_s: f64,
+    /// Lookups/s on 2 threads over 1 thread, with `get`.
+    pub get_2threads_scaling: f64,
+    /// The same for the baseline `get` (the `Arc` clone's shared reference count alone).
+    pub baseline_get_2threads_scaling: f64,
+    /// The same with `with`.
+    pub with_2threads_scaling: f64,
+    /// The same for the baseline borrow.
+    pub baseline_with_2threads_scaling: f64,
+    /// The same for pure arithmetic on registers: the most two threads gain on this machine.
+    pub spin_2threads_scaling: f64,
+    /// A chain of 1000 plugins (each requiring the previous one's service), root first, from
+    /// nothing to all active, milliseconds.
+    pub activate_chain_1000_ms: f64,
+    /// That chain from all active to all disposed (`Context::dispose`), ms.
+    pub dispose_chain_1000_ms: f64,
+    /// 1000 independent plugins from nothing to all active, ms.
+    pub activate_independent_1000_ms: f64,
+    /// Those from all active to all disposed, ms.
+    pub dispose_independent_1000_ms: f64,
+    /// From the root `provide` of a service to its pending dependant being active, us.
+    pub pending_to_active_us: f64,
+    /// From enabling the provider of a service to its pending dependant being active, us.
+    pub pending_to_active_enable_us: f64,
+    /// A chain of 10,000 registered leaf-first: activation when the root appears plus
+    /// tear-down when it goes, ms.
+    pub cascade_chain_10000_ms: f64,
+    /// The activation half of `cascade_chain_10000_ms`, ms.
+    pub cascade_chain_10000_activate_ms: f64,
+    /// The tear-down half of `cascade_chain_10000_ms`, ms.
+    pub cascade_chain_10000_teardown_ms: f64,
+    /// Building the context of the 10,000 cascade (registered leaf-first, root disabled),
+    /// before the cascade and not part of it, ms.
+    pub cascade_chain_10000_build_ms: f64,
+    /// The same cascade with 1000 plugins, ms (a linear core needs a tenth of the 10,000).
+    pub cascade_chain_1000_ms: f64,
+    /// Emits per second of one event to 10 listeners through `ctx.emit`.
+    pub emit_10_listeners_per_s: f64,
+    /// Emits per second of the baseline: a `Vec` of 10 boxed listeners called in order.
+    pub baseline_emit_10_listeners_per_s: f64,
+    /// `baseline_emit_10_listeners_per_s / emit_10_listeners_per_s` (time per emit over the
+    /// baseline's).
+    pub emit_ratio: f64,
+}
+
+/// Rounds to three significant digits (whole numbers from 1000 up), so the JSON line carries
+/// no false precision.
+pub fn round3(x: f64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    if x.abs() >= 1000.0 {
+        return x.round();
+    }
+    let digits = 2 - x.abs().log10().floor() as i32;
+    let scale = 10f64.powi(digits);
+    (x * scale).round() / scale
+}
+
+impl Report {
+    /// The figures in output order, named as in the JSON line.
+    pub fn figures(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("get_ns", self.get_ns),
+            ("baseline_get_ns", self.baseline_get_ns),
+            ("get_ratio", self.get_ratio),
+            ("with_ns", self.with_ns),
+            ("baseline_with_ns", self.baseline_with_ns),
+            ("with_ratio", self.with_ratio),
+            ("get_1thread_per_s", self.get_1thread_per_s),
+            ("get_2threads_per_s", self.get_2threads_per_s),
+            ("get_2threads_scaling", self.get_2threads_scaling),
+            (
+                "baseline_get_2threads_scaling",
+                self.baseline_get_2threads_scaling,
+            ),
+            ("with_2threads_scaling", self.with_2threads_scaling),
+            (
+                "baseline_with_2threads_scaling",
+                self.baseline_with_2threads_scaling,
+            ),
+            ("spin_2threads_scaling", self.spin_2threads_scaling),
+            ("activate_chain_1000_ms", self.activate_chain_1000_ms),
+            ("dispose_chain_1000_ms", self.dispose_chain_1000_ms),
+            (
+                "activate_independent_1000_ms",
+                self.activate_independent_1000_ms,
+            ),
+            (
+                "dispose_independent_1000_ms",
+                self.dispose_independent_1000_ms,
+            ),
+            ("pending_to_active_us", self.pending_to_active_us),
+            (
+                "pending_to_active_enable_us",
+                self.pending_to_active_enable_us,
+            ),
+            ("cascade_chain_10000_ms", self.cascade_chain_10000_ms),
+            (
+                "cascade_chain_10000_activate_ms",
+                self.cascade_chain_10000_activate_ms,
+            ),
+            (
+                "cascade_chain_10000_teardown_ms",
+                self.cascade_chain_10000_teardown_ms,
+            ),
+            (
+                "cascade_chain_10000_build_ms",
+                self.cascade_chain_10000_build_ms,
+            ),
+            ("cascade_chain_1000_ms", self.cascade_chain_1000_ms),
+            ("emit_10_listeners_per_s", self.emit_10_listeners_per_s),
+            (
+                "baseline_emit_10_listeners_per_s",
+                self.baseline_emit_10_listeners_per_s,
+            ),
+            ("emit_ratio", self.emit_ratio),
+        ]
+    }
+
+    /// One JSON object: every figure (rounded by [`round3`]) in [`Report::figures`] order,
+    /// then `"plan"` (`"full"` or `"quick"`).
+    pub fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        for (name, value) in self.figures() {
+            map.insert(name.to_owned(), Value::from(round3(value)));
+        }
+        map.insert(
+            "plan".to_owned(),
+            Value::from(if self.quick { "quick" } else { "full" }),
+        );
+        Value::Object(map)
+    }
+
+    /// The table for a person: each figure with its baseline and, where issue 3 quotes one,
+    /// the cordis 3.18.1 figure (measured there, not here).
+    pub fn to_human(&self) -> String {
+        let r = |x: f64| round3(x);
+        let mut out = String::new();
+        let plan = if self.quick {
+            "quick plan, noisy"
+        } else {
+            "full plan"
+        };
+        writeln!(
+            out,
+            "dsh-core benchmarks ({plan}; medians; baselines measured in the same run)"
+        )
+        .unwrap();
+        writeln!(out, "\nlookup, 32 services registered").unwrap();
+        writeln!(
+            out,
+            "  get        {:>10} ns   baseline {:>8} ns   ratio {:>5}  (target <= 1.5; cordis 17,000 ns)",
+            r(self.get_ns),
+            r(self.baseline_get_ns),
+            r(self.get_ratio)
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "  with       {:>10} ns   baseline {:>8} ns   ratio {:>5}",
+            r(self.with_ns),
+            r(self.baseline_with_ns),
+            r(self.with_ratio)
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "  2 threads / 1 thread: get {}  (baseline {}; {} -> {} lookups/s), with {}  (baseline {}); machine ceiling {}  (target >= 1.8)",
+            r(self.get_2threads_scaling),
+            r(self.baseline_get_2threads_scaling),
+            r(self.get_1thread_per_s),
+            r(self.get_2threads_per_s),
+            r(self.with_2threads_scaling),
+            r(self.baseline_with_2threads_scaling),
+            r(self.spin_2threads_scaling)
+        )
+        .unwrap();
+        writeln!(out, "\nlifecycle").unwrap();
+        writeln!(
+            out,
+            "  chain 1000, root first: activate {} ms, dispose {} ms  (cordis 1,009 ms, 708 ms)",
+            r(self.activate_chain_1000_ms),
+            r(self.dispose_chain_1000_ms)
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "  1000 independent:       activate {} ms, dispose {} ms",
+            r(self.activate_independent_1000_ms),
+            r(self.dispose_independent_1000_ms)
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "  pending to active:      {} us by a root provide, {} us by enabling the provider  (cordis 1,020 us)",
+            r(self.pending_to_active_us),
+            r(self.pending_to_active_enable_us)
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "  cascade, leaf-first:    10,000 in {} ms (activate {} + tear down {}; the build before it {} ms); 1000 in {} ms (x{} for 10x the plugins)",
+            r(self.cascade_chain_10000_ms),
+            r(self.cascade_chain_10000_activate_ms),
+            r(self.cascade_chain_10000_teardown_ms),
+            r(self.cascade_chain_10000_build_ms),
+            r(self.cascade_chain_1000_ms),
+            r(self.cascade_chain_10000_ms / self.cascade_chain_1000_ms)
+        )
+        .unwrap();
+        writeln!(out, "\nevents").unwrap();
+        writeln!(
+            out,
+            "  emit to 10 listeners: {} /s   baseline {} /s   ratio {}  (cordis 6,400 /s)",
+            r(self.emit_10_listeners_per_s),
+            r(self.baseline_emit_10_listeners_per_s),
+            r(self.emit_ratio)
+        )
+        .unwrap();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round3_keeps_three_significant_digits() {
+        assert_eq!(round3(12.345), 12.3);
+        assert_eq!(round3(1.23456), 1.23);
+        assert_eq!(round3(0.012345), 0.0123);
+        assert_eq!(round3(123456.7), 123457.0);
+        assert_eq!(round3(0.0), 0.0);
+    }
+
+    #[test]
+    fn json_names_every_figure_once_in_order() {
+        let report = Report {
+            get_ns: 10.0,
+            ..Report::default()
+        };
+        let json = report.to_json();
+        let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+        let names: Vec<&str> = report.figures().iter().map(|f| f.0).collect();
+        assert_eq!(keys.len(), names.len() + 1);
+        for (key, name) in keys.iter().zip(&names) {
+            assert_eq!(key.as_str(), *name);
+        }
+        assert_eq!(json["get_ns"], 10.0);
+        assert_eq!(json["plan"], "full");
+        for required in [
+            "get_ns",
+            "baseline_get_ns",
+            "get_ratio",
+            "get_2threads_scaling",
+            "activate_chain_1000_ms",
+            "dispose_chain_1000_ms",
+            "activate_independent_1000_ms",
+            "pending_to_active_us",
+            "cascade_chain_10000_ms",
+            "emit_10_listeners_per_s",
+        ] {
+            assert!(json.get(required).is_some(), "{required}");
+        }
+    }
+
+    #[test]
+    fn human_table_shows_figures_next_to_baselines() {
+        let report = Report {
+            get_ns: 20.0,
+            baseline_get_ns: 10.0,
+            get_ratio: 2.0,
+            ..Report::default()
+        };
+        let text = report.to_human();
+        assert!(text.contains("get                20 ns   baseline       10 ns   ratio     2"));
+        assert!(text.contains("emit to 10 listeners"));
+    }
+}

@@ -1,0 +1,102 @@
+//! The scenarios do the work they measure, on small sizes (no test looks at a time).
+
+use dsh_bench::events::Emitters;
+use dsh_bench::lifecycle::{
+    cascade, chain, independent, pending_to_active_enable_median, pending_to_active_provide,
+    up_down,
+};
+use dsh_bench::lookup::{baseline_map, scaling, spin, Lookup, Resolver};
+use dsh_bench_chain::{CHAIN, CHAIN_LEN, INDEPENDENT, INDEPENDENT_LEN, LOOKUP_SERVICES};
+use std::collections::HashSet;
+
+#[test]
+fn the_generated_chain_links_each_plugin_to_the_previous_service() {
+    assert_eq!(CHAIN.len(), CHAIN_LEN);
+    assert_eq!(CHAIN_LEN, 10_000);
+    assert!(CHAIN[0].required().is_empty());
+    for i in 1..CHAIN_LEN {
+        assert_eq!(CHAIN[i].required(), CHAIN[i - 1].provided(), "c{i}");
+        assert_eq!(CHAIN[i].name(), format!("c{i}"));
+    }
+    let provided: HashSet<_> = CHAIN.iter().map(|d| d.provided()[0].id()).collect();
+    assert_eq!(
+        provided.len(),
+        CHAIN_LEN,
+        "one distinct service type per plugin"
+    );
+}
+
+#[test]
+fn the_independent_plugins_require_nothing() {
+    assert_eq!(INDEPENDENT.len(), INDEPENDENT_LEN);
+    assert!(INDEPENDENT.iter().all(|d| d.required().is_empty()));
+}
+
+#[test]
+fn a_chain_activates_and_disposes_completely() {
+    let times = up_down(chain(50));
+    assert!(times.activate_ms >= 0.0 && times.dispose_ms >= 0.0);
+}
+
+#[test]
+fn independent_plugins_activate_and_dispose_completely() {
+    up_down(independent(50));
+}
+
+#[test]
+fn a_leaf_first_chain_of_10000_cascades_up_and_down_with_its_root_on_a_small_stack() {
+    // 256 KiB of stack: recursion that grows with the chain would overflow long before
+    // 10,000 links (cordis overflows its stack at about 560).
+    let times = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(|| cascade(CHAIN_LEN))
+        .expect("spawn the cascade thread")
+        .join()
+        .expect("the cascade completes: all pending, all active, all pending again");
+    assert!(times.total_ms() >= times.activate_ms);
+}
+
+#[test]
+fn a_pending_dependant_becomes_active_when_its_service_is_provided() {
+    assert!(pending_to_active_provide() >= 0.0);
+}
+
+#[test]
+fn a_pending_dependant_follows_its_provider_on_and_off() {
+    assert!(pending_to_active_enable_median(3) >= 0.0);
+}
+
+#[test]
+fn every_resolver_finds_the_lookup_target() {
+    assert_eq!(baseline_map().len(), LOOKUP_SERVICES);
+    let lookup = Lookup::new();
+    for resolver in [
+        Resolver::Get,
+        Resolver::With,
+        Resolver::BaselineGet,
+        Resolver::BaselineWith,
+    ] {
+        lookup.run(resolver, 100);
+        let s = lookup.scaling(resolver, 1, 100);
+        assert!(s.one_thread_per_s > 0.0 && s.two_threads_per_s > 0.0);
+    }
+    assert!(scaling(1, 100, spin).ratio > 0.0);
+}
+
+#[test]
+fn every_listener_hears_every_emit() {
+    let emitters = Emitters::new(10);
+    assert!(emitters.emits_per_s(20) > 0.0);
+    assert!(emitters.baseline_emits_per_s(20) > 0.0);
+}
+
+#[test]
+fn the_binary_offers_the_core_subcommand() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-bench"))
+        .arg("--help")
+        .output()
+        .expect("run dsh-bench --help");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("core"), "{help}");
+}

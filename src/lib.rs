@@ -9,6 +9,7 @@
 //! | `session` | `session` | `dsh-session` | `SessionStore` |
 //! | `session-fork` | `session_fork` | `dsh-session-fork` | `SessionFork` |
 //! | `session-jsonl` | `session_jsonl` | `dsh-session-jsonl` | `dyn SessionPersistence` |
+//! | `subagent-fork` | `subagent_fork` | `dsh-subagent-fork` | `SubagentFork` |
 //!
 //! A build without a feature links no code of that plugin, so its descriptor is absent from
 //! [`builtin_plugins`] and from [`Context::from_registry`].
@@ -25,6 +26,8 @@ pub use dsh_session as session;
 pub use dsh_session_fork as session_fork;
 #[cfg(feature = "session-jsonl")]
 pub use dsh_session_jsonl as session_jsonl;
+#[cfg(feature = "subagent-fork")]
+pub use dsh_subagent_fork as subagent_fork;
 
 /// The descriptors of the plugins this build of the facade contains, in dependency order.
 ///
@@ -38,5 +41,7 @@ pub fn builtin_plugins() -> Vec<&'static PluginDescriptor> {
         &dsh_session_jsonl::SESSION_JSONL_PLUGIN,
         #[cfg(feature = "session-fork")]
         &dsh_session_fork::SESSION_FORK_PLUGIN,
+        #[cfg(feature = "subagent-fork")]
+        &dsh_subagent_fork::SUBAGENT_FORK_PLUGIN,
     ]
 }

@@ -20,6 +20,9 @@ fn the_builtin_plugins_follow_the_features_of_this_build() {
     if cfg!(feature = "session-fork") {
         expected.push("dsh-session-fork");
     }
+    if cfg!(feature = "subagent-fork") {
+        expected.push("dsh-subagent-fork");
+    }
     let mut got = names(&builtin_plugins());
     got.sort_unstable();
     expected.sort_unstable();

@@ -115,6 +115,100 @@ fn a_forked_child_is_persisted_through_the_ordinary_write_path_and_reloads_in_a_
     assert_eq!(messages, source_messages);
 }
 
+/// Cold forks (the source only stored) and forks of forks, each flushed, then read back in a
+/// reopened store: every child's file holds its parent's prefix once, the lineage is in the
+/// headers, and the reloaded histories equal the in-memory ones.
+#[cfg(feature = "session-fork")]
+#[test]
+fn cold_forks_and_forks_of_forks_are_persisted_and_read_back_identically_after_reopening() {
+    use dsh::session_fork::{ForkSessionOptions, SessionFork};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let ctx = context(dir.path());
+        let store = ctx.expect::<SessionStore>();
+        let source = create(&store, "source");
+        one_turn(&source, 1);
+        one_turn(&source, 2);
+        source.append(EventDraft::turn_start(3)).unwrap(); // a crash-open tail
+        store.flush(&source).unwrap();
+    }
+    let expected: Vec<(
+        &str,
+        Vec<dsh::session::SessionEvent>,
+        Vec<serde_json::Value>,
+    )> = {
+        let ctx = context(dir.path());
+        let store = ctx.expect::<SessionStore>();
+        let fork = ctx.expect::<SessionFork>();
+        let cold = fork
+            .fork_stored(ForkSessionOptions::new("source").session_id("cold").at(5))
+            .unwrap();
+        assert!(
+            store.get(&SessionId::from("source")).is_none(),
+            "never loaded"
+        );
+        one_turn(&cold, 2);
+        store.flush(&cold).unwrap();
+        let grandchild = fork
+            .fork(ForkSessionOptions::new(&cold).session_id("grandchild"))
+            .unwrap();
+        one_turn(&grandchild, 3);
+        store.flush(&grandchild).unwrap();
+        ctx.dispose();
+        [("cold", &cold), ("grandchild", &grandchild)]
+            .into_iter()
+            .map(|(id, s)| {
+                let messages = s
+                    .derive_messages()
+                    .iter()
+                    .map(|m| m.value().clone())
+                    .collect();
+                (id, s.events().to_vec(), messages)
+            })
+            .collect()
+    };
+    let ctx = context(dir.path());
+    let backend = ctx.expect::<dyn SessionPersistence>();
+    let store = ctx.expect::<SessionStore>();
+    for (id, events, messages) in &expected {
+        let stored = backend.load(&SessionId::from(*id)).unwrap();
+        assert_eq!(&stored.events, events, "{id}");
+        let reloaded = store.load(&SessionId::from(*id)).unwrap();
+        let history: Vec<_> = reloaded
+            .derive_messages()
+            .iter()
+            .map(|m| m.value().clone())
+            .collect();
+        assert_eq!(&history, messages, "{id}");
+    }
+    let cold = backend.load(&SessionId::from("cold")).unwrap();
+    assert_eq!(cold.header.parent_session, Some(SessionId::from("source")));
+    assert_eq!(cold.header.seed_length, Some(6));
+    let source = backend.load(&SessionId::from("source")).unwrap();
+    assert_eq!(cold.events[..6], source.events[..6]);
+    assert_eq!(source.events.len(), 13, "the source was never written");
+    let grandchild = backend.load(&SessionId::from("grandchild")).unwrap();
+    assert_eq!(
+        grandchild.header.parent_session,
+        Some(SessionId::from("cold"))
+    );
+    assert_eq!(grandchild.header.seed_length, Some(12));
+    assert_eq!(grandchild.events[..12], cold.events[..]);
+    let tree = ctx
+        .expect::<SessionFork>()
+        .lineage(&SessionId::from("grandchild"))
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&tree).unwrap(),
+        serde_json::json!({
+            "id": "source", "parentSession": null, "seedLength": null, "branchTurn": 0,
+            "children": [{"id": "cold", "parentSession": "source", "seedLength": 6, "branchTurn": 1,
+                "children": [{"id": "grandchild", "parentSession": "cold", "seedLength": 12,
+                    "branchTurn": 2, "children": []}]}]
+        })
+    );
+}
+
 #[test]
 fn a_resumed_session_keeps_its_header_and_no_event_is_written_twice() {
     let dir = tempfile::tempdir().unwrap();

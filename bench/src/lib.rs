@@ -1,24 +1,32 @@
-//! dsh-bench: measurements of dsh-core, each next to a baseline measured in the same run.
+//! dsh-bench: measurements of dsh-rs, each next to a baseline measured in the same run.
 //!
-//! The scenario groups are [`lookup`] (service resolution on one and two threads),
+//! `core` figures: the scenario groups are [`lookup`] (service resolution on one and two threads),
 //! [`lifecycle`] (chains, independent plugins, pending to active, the 10,000-plugin cascade)
 //! and [`events`] (emit to 10 listeners). [`run_core`] runs them all into a
 //! [`report::Report`]. The plugins and service types come from the `dsh-bench-chain` crate,
-//! generated at compile time. No randomness: every run does the same work.
+//! generated at compile time. `session` figures ([`session`]) and `fork` figures ([`fork`])
+//! run on logs from [`generate`], shaped like dsh turns. No randomness: every run does the
+//! same work.
 //!
 //! ```text
 //! cargo run --release -p dsh-bench -- core          # a table, about 30 s
 //! cargo run --release -p dsh-bench -- core --json   # one JSON line
+//! cargo run --release -p dsh-bench -- session --json
+//! cargo run --release -p dsh-bench -- fork --json
 //! cargo bench -p dsh-bench                          # the criterion benches, under a minute
 //! ```
 
 #![warn(missing_docs)]
 
+pub mod alloc;
 pub mod events;
+pub mod fork;
+pub mod generate;
 pub mod lifecycle;
 pub mod lookup;
 pub mod measure;
 pub mod report;
+pub mod session;
 
 use lookup::{Lookup, Resolver};
 use measure::{paired_medians, Plan};
@@ -69,11 +77,11 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
     let get = lookup.scaling(Resolver::Get, plan.reps, plan.iters);
     report.get_1thread_per_s = get.one_thread_per_s;
     report.get_2threads_per_s = get.two_threads_per_s;
-    report.get_2threads_scaling = get.ratio;
+    report.arc_get_2threads_scaling = get.ratio;
     report.baseline_get_2threads_scaling = lookup
         .scaling(Resolver::BaselineGet, plan.reps, plan.iters)
         .ratio;
-    report.with_2threads_scaling = lookup.scaling(Resolver::With, plan.reps, plan.iters).ratio;
+    report.get_2threads_scaling = lookup.scaling(Resolver::With, plan.reps, plan.iters).ratio;
     report.baseline_with_2threads_scaling = lookup
         .scaling(Resolver::BaselineWith, plan.reps, plan.iters)
         .ratio;

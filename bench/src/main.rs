@@ -1,12 +1,17 @@
 //! `dsh-bench`: measures dsh-core next to in-run baselines.
 //!
-//! `dsh-bench core [--json] [--quick]`. Each subcommand is one scenario family; the
-//! measurements live in the library (`dsh_bench::run_core`), this file only parses the
-//! command line and prints.
+//! `dsh-bench core|session|fork [--json] [--quick]`. Each subcommand is one scenario family;
+//! the measurements live in the library (`dsh_bench::run_core`, `session::run_session`,
+//! `fork::run_fork`), this file only parses the command line and prints. The binary counts
+//! allocations (`dsh_bench::alloc::Counting`) so that `fork` can report bytes per fork.
 
 use clap::{Args, Parser, Subcommand};
 use dsh_bench::measure::Plan;
+use dsh_bench::report::{figures_table, json_line};
 use std::io::Write as _;
+
+#[global_allocator]
+static ALLOCATOR: dsh_bench::alloc::Counting = dsh_bench::alloc::Counting;
 
 /// dsh-bench: measured figures of dsh-rs, each next to a baseline measured in the same run.
 #[derive(Debug, Parser)]
@@ -23,6 +28,12 @@ enum Command {
     /// dsh-core: service lookup (one and two threads), plugin chains, pending to active, the
     /// 10,000-plugin cascade, emit to 10 listeners.
     Core(RunOptions),
+    /// dsh-session: loading a large generated dsh file through the store against parsing its
+    /// lines, appends in memory, appends with the JSONL plugin flushing at every turn end.
+    Session(RunOptions),
+    /// dsh-session-fork: fork of live sessions of 1,000, 10,000 and 100,000 generated events
+    /// against deep-cloning the same events.
+    Fork(RunOptions),
 }
 
 /// Options of a measuring subcommand.
@@ -38,25 +49,59 @@ struct RunOptions {
 
 fn main() {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Core(opts) => {
-            if cfg!(debug_assertions) {
-                eprintln!("dsh-bench: a debug build; run with --release for meaningful figures");
-            }
-            let plan = if opts.quick { Plan::QUICK } else { Plan::FULL };
-            let report = dsh_bench::run_core(plan, |group| {
-                if !opts.json {
-                    eprintln!("measuring {group}...");
-                }
-            });
-            let text = if opts.json {
-                format!("{}\n", report.to_json())
+    if cfg!(debug_assertions) {
+        eprintln!("dsh-bench: a debug build; run with --release for meaningful figures");
+    }
+    let (Command::Core(opts) | Command::Session(opts) | Command::Fork(opts)) = &cli.command;
+    let plan = if opts.quick { Plan::QUICK } else { Plan::FULL };
+    let json = opts.json;
+    let progress = |group: &str| {
+        if !json {
+            eprintln!("measuring {group}...");
+        }
+    };
+    let text = match cli.command {
+        Command::Core(_) => {
+            let report = dsh_bench::run_core(plan, progress);
+            if json {
+                report.to_json().to_string()
             } else {
                 report.to_human()
-            };
-            std::io::stdout()
-                .write_all(text.as_bytes())
-                .expect("write to stdout");
+            }
         }
+        Command::Session(_) => {
+            let report = dsh_bench::session::run_session(plan, progress);
+            render(
+                json,
+                "dsh-session benchmarks",
+                report.figures(),
+                report.quick,
+            )
+        }
+        Command::Fork(_) => {
+            let report = dsh_bench::fork::run_fork(plan, progress);
+            render(
+                json,
+                "dsh-session-fork benchmarks",
+                report.figures(),
+                report.quick,
+            )
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", text.trim_end()).expect("write to stdout");
+}
+
+/// One JSON line or a table of `figures`.
+fn render<N: Into<String> + AsRef<str>>(
+    json: bool,
+    title: &str,
+    figures: Vec<(N, f64)>,
+    quick: bool,
+) -> String {
+    if json {
+        json_line(figures, quick).to_string()
+    } else {
+        figures_table(title, &figures, quick)
     }
 }

@@ -1,11 +1,14 @@
 //! The scenarios do the work they measure, on small sizes (no test looks at a time).
 
+use dsh::session::{check_invariants, SessionStore, SESSION_PLUGIN};
+use dsh::Context;
 use dsh_bench::events::Emitters;
 use dsh_bench::lifecycle::{
     cascade, chain, independent, pending_to_active_enable_median, pending_to_active_provide,
     up_down,
 };
 use dsh_bench::lookup::{baseline_map, scaling, spin, Lookup, Resolver};
+use dsh_bench::{fork, generate, session};
 use dsh_bench_chain::{CHAIN, CHAIN_LEN, INDEPENDENT, INDEPENDENT_LEN, LOOKUP_SERVICES};
 use std::collections::HashSet;
 
@@ -91,12 +94,62 @@ fn every_listener_hears_every_emit() {
 }
 
 #[test]
-fn the_binary_offers_the_core_subcommand() {
+fn the_generator_makes_valid_logs_of_exactly_the_asked_length_ending_with_a_turn_end() {
+    let first = generate::TURN_LEN + 1;
+    assert_eq!(generate::turn(2, 4).len(), generate::TURN_LEN);
+    for len in [first, first + 1, first + generate::TURN_LEN, 1000, 1234] {
+        let events = generate::events(len);
+        assert_eq!(events.len(), len);
+        assert_eq!(events.last().map(|e| e.kind.as_str()), Some("turn/end"));
+        assert_eq!(check_invariants(&events), [], "len {len}");
+        let (_ctx, session, _) = fork::source(len); // the store accepts it as a seed
+        assert_eq!(session.len(), len);
+    }
+}
+
+#[test]
+fn a_generated_session_written_through_the_store_loads_every_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, file) = session::write_session(dir.path(), 500);
+    assert_eq!(session::load(dir.path(), &id), 500);
+    assert!(session::baseline_parse(&file).len() > 1, "header and rows");
+}
+
+#[test]
+fn appends_in_memory_and_with_a_flush_at_every_turn_end_complete() {
+    let mem = Context::builder().plugin(&SESSION_PLUGIN).build().unwrap();
+    assert!(
+        session::appends_per_s(&mem.expect::<SessionStore>(), generate::drafts(100), false) > 0.0
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let durable = session::jsonl_context(dir.path());
+    let store = durable.expect::<SessionStore>();
+    assert!(session::appends_per_s(&store, generate::drafts(100), true) > 0.0);
+    assert!(store.list().is_empty(), "the measured session is disposed");
+}
+
+#[test]
+fn a_fork_of_a_generated_session_seeds_the_whole_source_and_leaves_no_child() {
+    let (ctx, source, events) = fork::source(300);
+    let (us, _) = fork::fork_once(&ctx, &source);
+    assert!(us >= 0.0);
+    assert!(fork::deep_clone_once(&events) >= 0.0);
+    assert_eq!(
+        ctx.expect::<SessionStore>().list().len(),
+        1,
+        "only the source is live"
+    );
+}
+
+#[test]
+fn the_binary_offers_the_core_session_and_fork_subcommands() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-bench"))
         .arg("--help")
         .output()
         .expect("run dsh-bench --help");
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
-    assert!(help.contains("core"), "{help}");
+    for command in ["core", "session", "fork"] {
+        assert!(help.contains(command), "{command}: {help}");
+    }
 }

@@ -54,18 +54,38 @@ pub enum Command {
         /// Session id.
         id: String,
     },
-    /// Fork a stored session at its end (it must be at a turn boundary) and store the child.
+    /// Fork a stored session at its end (it must be at a turn boundary), or at an earlier
+    /// turn/end with --at, and store the child. The source is read, never loaded or written.
     Fork {
         /// Source session id.
         id: String,
         /// Child session id (default: a generated UUID v7).
         #[arg(long = "id", value_name = "CHILD")]
         child: Option<String>,
+        /// Fork at the turn/end with this seq (exact; INVALID_BOUNDARY or OPEN_TURN otherwise).
+        #[arg(long = "at", value_name = "SEQ", allow_hyphen_values = true)]
+        at: Option<String>,
+    },
+    /// Print the fork tree of a session, rooted at its oldest ancestor: each node's id,
+    /// parentSession, seedLength, branchTurn (last inherited turn) and children.
+    Lineage {
+        /// Session id (live or stored).
+        id: String,
+    },
+    /// Close the turn a crash left open in a stored session (appends the crash-repair closers
+    /// durably, as dsh does on resume) and print what was appended.
+    Repair {
+        /// Session id.
+        id: String,
     },
     /// Read dsh session files or folders without a store and report whether each loads.
     Check {
-        /// Files or folders (searched recursively for *.jsonl).
+        /// Files or folders (searched recursively for *.jsonl and *.jsonl.zstd).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// Also run the invariant checker (turn and step structure, tool calls answered in
+        /// their step) over each file that loads, and report every violation.
+        #[arg(long)]
+        invariants: bool,
     },
 }

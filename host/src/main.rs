@@ -15,6 +15,8 @@ use dsh::session as _;
 #[cfg(feature = "session-fork")]
 use dsh::session_fork as _;
 use dsh::session_jsonl as _;
+#[cfg(feature = "subagent-fork")]
+use dsh::subagent_fork as _;
 
 use clap::Parser;
 use cli::{Cli, Command};
@@ -35,8 +37,8 @@ fn main() {
 }
 
 fn run(cli: &Cli) -> Result<output::Output, error::CliError> {
-    if let Command::Check { paths } = &cli.command {
-        return Ok(cmd::check::run(paths));
+    if let Command::Check { paths, invariants } = &cli.command {
+        return Ok(cmd::check::run(paths, *invariants));
     }
     let app = app::App::new(config::resolve(cli)?)?;
     match &cli.command {
@@ -46,7 +48,11 @@ fn run(cli: &Cli) -> Result<output::Output, error::CliError> {
         Command::Sessions => cmd::sessions::run(&app),
         Command::Show { id } => cmd::show::run(&app, id),
         Command::History { id } => cmd::history::run(&app, id),
-        Command::Fork { id, child } => cmd::fork::run(&app, id, child.as_deref()),
+        Command::Fork { id, child, at } => {
+            cmd::fork::run(&app, id, child.as_deref(), at.as_deref())
+        }
+        Command::Lineage { id } => cmd::lineage::run(&app, id),
+        Command::Repair { id } => cmd::repair::run(&app, id),
         Command::Check { .. } => unreachable!("handled above"),
     }
 }

@@ -5,18 +5,19 @@ use dsh::session::StoredSession;
 use std::path::Path;
 
 /// Reads `path` as dsh's reader does (header checks, packed rows expanded, a torn final line
-/// dropped and reported) and validates its log as the store would accept it as a seed.
+/// dropped and reported), prepares its log as dsh does before a restore (retired vocabulary and
+/// unknown event types not marked ignorable refused, older event shapes upgraded; the returned
+/// events are the upgraded ones) and validates it as a restored log.
 pub fn read_valid(path: &Path) -> Result<StoredSession, CliError> {
-    let stored = dsh::session_jsonl::read_session_file(path)?;
-    dsh::session::validate::validate_seed(&stored.events).map_err(|e| {
-        CliError::new(
-            e.code(),
-            format!(
-                "session \"{}\" in {}: {e}",
-                stored.header.id,
-                path.display()
-            ),
-        )
-    })?;
+    let mut stored = dsh::session_jsonl::read_session_file(path)?;
+    let id = &stored.header.id;
+    let in_file = |code: &str, e: &dyn std::fmt::Display| {
+        CliError::new(code, format!("session \"{id}\" in {}: {e}", path.display()))
+    };
+    let events = std::mem::take(&mut stored.events);
+    let events =
+        dsh::session::prepare_stored_events(id, events).map_err(|e| in_file(e.code(), &e))?;
+    dsh::session::validate::validate_restored(&events).map_err(|e| in_file(e.code(), &e))?;
+    stored.events = events;
     Ok(stored)
 }

@@ -1,5 +1,6 @@
-//! `dsh fork ID [--id CHILD]`: the child is stored with its lineage, the source is never
-//! written, and each refusal has its code and stores nothing.
+//! `dsh fork ID [--id CHILD] [--at SEQ]`: the child is stored with its lineage, the source is
+//! read cold and never written, and each refusal (including a bad `--at` boundary) has its code
+//! and stores nothing.
 #![cfg(feature = "session-fork")]
 
 mod common;
@@ -327,4 +328,81 @@ fn forking_a_source_whose_stored_file_ends_in_a_torn_record_leaves_that_file_alo
     );
     assert_eq!(std::fs::read(&stored).unwrap(), bytes);
     assert_eq!(sandbox.json(&["history", "child"]).ok(), complete_history());
+}
+
+#[test]
+fn forking_at_the_first_turn_end_stores_a_child_with_that_prefix() {
+    let sandbox = with_example();
+    let before = stored_bytes(&sandbox.store(), EXAMPLE_ID);
+    let doc = sandbox
+        .json(&["fork", EXAMPLE_ID, "--at", "20", "--id", "child"])
+        .ok();
+    assert_eq!(
+        doc,
+        json!({"id": "child", "parentSession": EXAMPLE_ID, "seedLength": 21, "cwd": CWD})
+    );
+    assert_eq!(stored_bytes(&sandbox.store(), EXAMPLE_ID), before);
+    let show = sandbox.json(&["show", "child"]).ok();
+    assert_eq!(show["events"], 21);
+    assert_eq!(show["turnEnds"], json!([20]));
+    let source_history = sandbox.json(&["history", EXAMPLE_ID]).ok();
+    let child_history = sandbox.json(&["history", "child"]).ok();
+    let n = child_history.as_array().expect("array").len();
+    assert!(n > 0 && n < source_history.as_array().unwrap().len());
+    assert_eq!(
+        child_history.as_array().unwrap()[..],
+        source_history.as_array().unwrap()[..n]
+    );
+}
+
+#[test]
+fn a_session_left_inside_a_turn_is_forked_at_its_last_completed_turn() {
+    let sandbox = Sandbox::new();
+    let mut events = turn(0, 1, "question", "answer");
+    let last_end = events.len() as u64 - 1;
+    events.push(turn_start(last_end + 1, 2));
+    events.push(user_message(last_end + 2, "u2", "still thinking?"));
+    sandbox.import_text("open.jsonl", &jsonl(&header("open"), &events));
+    sandbox.json(&["fork", "open"]).error("OPEN_TURN");
+    let doc = sandbox
+        .json(&["fork", "open", "--at", &last_end.to_string()])
+        .ok();
+    assert_eq!(doc["parentSession"], "open");
+    assert_eq!(doc["seedLength"], last_end + 1);
+}
+
+#[test]
+fn a_boundary_that_is_not_a_turn_end_is_open_turn_and_nothing_is_stored() {
+    let sandbox = with_example();
+    let before = contents(&sandbox.store());
+    let message = sandbox
+        .json(&["fork", EXAMPLE_ID, "--at", "19"])
+        .error("OPEN_TURN");
+    assert!(message.contains("19"), "{message}");
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn a_boundary_outside_the_log_or_not_a_safe_integer_is_invalid_boundary() {
+    let sandbox = with_example();
+    let before = contents(&sandbox.store());
+    let message = sandbox
+        .json(&["fork", EXAMPLE_ID, "--at", "27"])
+        .error("INVALID_BOUNDARY");
+    assert!(message.contains("last seq: 26"), "{message}");
+    for bad in ["-1", "0.5", "9007199254740992", "x"] {
+        let message = sandbox
+            .json(&["fork", EXAMPLE_ID, "--at", bad])
+            .error("INVALID_BOUNDARY");
+        assert!(message.contains(bad), "{message}");
+    }
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn the_child_id_is_checked_before_the_boundary_at_an_earlier_seq() {
+    let sandbox = with_example();
+    sandbox
+        .json(&["fork", EXAMPLE_ID, "--id", EXAMPLE_ID, "--at", "19"])
+        .error("SESSION_ALREADY_EXISTS");
 }

@@ -22,6 +22,11 @@ fn every_plugin_linked_into_dsh_appears_in_dsh_plugins() {
         cfg!(feature = "session-fork"),
         "{linked:?}"
     );
+    assert_eq!(
+        linked.contains("dsh-subagent-fork"),
+        cfg!(feature = "subagent-fork"),
+        "{linked:?}"
+    );
 
     let sandbox = Sandbox::new();
     let doc = sandbox.json(&["plugins"]).ok();

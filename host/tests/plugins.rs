@@ -54,6 +54,22 @@ fn jsonl_plugin() -> Value {
     json!({"name": "dsh-session-jsonl", "state": "active", "provides": ["SessionPersistence"], "requires": [], "pendingOn": []})
 }
 
+/// The subagent fork plugin's entry in `state`.
+fn subagent_plugin(state: &str, pending_on: &[&str]) -> Value {
+    json!({"name": "dsh-subagent-fork", "state": state, "provides": ["SubagentFork"], "requires": ["SessionStore"], "pendingOn": pending_on})
+}
+
+/// `expected` plus `entry` when this build has the subagent fork plugin, sorted by `key` as the
+/// summaries are.
+fn with_subagent<const N: usize>(expected: [Value; N], entry: Value, key: &str) -> Vec<Value> {
+    let mut all = expected.to_vec();
+    if cfg!(feature = "subagent-fork") {
+        all.push(entry);
+    }
+    all.sort_by(|a, b| a[key].as_str().cmp(&b[key].as_str()));
+    all
+}
+
 #[cfg(feature = "session-fork")]
 fn fork_plugin(state: &str, pending_on: &[&str]) -> Value {
     json!({"name": "dsh-session-fork", "state": state, "provides": ["SessionFork"], "requires": ["SessionStore"], "pendingOn": pending_on})
@@ -66,11 +82,15 @@ fn plugins_lists_the_session_fork_and_jsonl_plugins_all_active() {
     let doc = sandbox.json(&["plugins"]).ok();
     assert_eq!(
         plugin_summary(&doc),
-        [
-            session_plugin("active"),
-            fork_plugin("active", &[]),
-            jsonl_plugin()
-        ]
+        with_subagent(
+            [
+                session_plugin("active"),
+                fork_plugin("active", &[]),
+                jsonl_plugin()
+            ],
+            subagent_plugin("active", &[]),
+            "name"
+        )
     );
     for plugin in doc.as_array().expect("array") {
         assert_eq!(plugin["error"], Value::Null, "{plugin}");
@@ -86,11 +106,15 @@ fn disabling_the_fork_plugin_lists_it_as_disabled() {
         .ok();
     assert_eq!(
         plugin_summary(&doc),
-        [
-            session_plugin("active"),
-            fork_plugin("disabled", &[]),
-            jsonl_plugin()
-        ]
+        with_subagent(
+            [
+                session_plugin("active"),
+                fork_plugin("disabled", &[]),
+                jsonl_plugin()
+            ],
+            subagent_plugin("active", &[]),
+            "name"
+        )
     );
 }
 
@@ -101,11 +125,15 @@ fn disabling_the_session_plugin_leaves_the_fork_plugin_pending_on_session_store(
     let doc = sandbox.json(&["--disable", "dsh-session", "plugins"]).ok();
     assert_eq!(
         plugin_summary(&doc),
-        [
-            session_plugin("disabled"),
-            fork_plugin("pending", &["SessionStore"]),
-            jsonl_plugin()
-        ]
+        with_subagent(
+            [
+                session_plugin("disabled"),
+                fork_plugin("pending", &["SessionStore"]),
+                jsonl_plugin()
+            ],
+            subagent_plugin("pending", &["SessionStore"]),
+            "name"
+        )
     );
 }
 
@@ -116,11 +144,15 @@ fn services_lists_each_service_with_its_provider_and_state() {
     let doc = sandbox.json(&["services"]).ok();
     assert_eq!(
         service_summary(&doc),
-        [
-            json!({"service": "SessionFork", "provider": "dsh-session-fork", "state": "active"}),
-            json!({"service": "SessionPersistence", "provider": "dsh-session-jsonl", "state": "active"}),
-            json!({"service": "SessionStore", "provider": "dsh-session", "state": "active"}),
-        ]
+        with_subagent(
+            [
+                json!({"service": "SessionFork", "provider": "dsh-session-fork", "state": "active"}),
+                json!({"service": "SessionPersistence", "provider": "dsh-session-jsonl", "state": "active"}),
+                json!({"service": "SessionStore", "provider": "dsh-session", "state": "active"}),
+            ],
+            json!({"service": "SubagentFork", "provider": "dsh-subagent-fork", "state": "active"}),
+            "service"
+        )
     );
 }
 
@@ -133,10 +165,14 @@ fn services_without_the_fork_plugin_offers_no_session_fork() {
         .ok();
     assert_eq!(
         service_summary(&doc),
-        [
-            json!({"service": "SessionPersistence", "provider": "dsh-session-jsonl", "state": "active"}),
-            json!({"service": "SessionStore", "provider": "dsh-session", "state": "active"}),
-        ]
+        with_subagent(
+            [
+                json!({"service": "SessionPersistence", "provider": "dsh-session-jsonl", "state": "active"}),
+                json!({"service": "SessionStore", "provider": "dsh-session", "state": "active"}),
+            ],
+            json!({"service": "SubagentFork", "provider": "dsh-subagent-fork", "state": "active"}),
+            "service"
+        )
     );
 }
 
@@ -159,7 +195,11 @@ fn a_build_without_session_fork_lists_no_fork_plugin() {
     let doc = sandbox.json(&["plugins"]).ok();
     assert_eq!(
         plugin_summary(&doc),
-        [session_plugin("active"), jsonl_plugin()]
+        with_subagent(
+            [session_plugin("active"), jsonl_plugin()],
+            subagent_plugin("active", &[]),
+            "name"
+        )
     );
 }
 
@@ -170,10 +210,14 @@ fn a_build_without_session_fork_offers_no_session_fork_service() {
     let doc = sandbox.json(&["services"]).ok();
     assert_eq!(
         service_summary(&doc),
-        [
-            json!({"service": "SessionPersistence", "provider": "dsh-session-jsonl", "state": "active"}),
-            json!({"service": "SessionStore", "provider": "dsh-session", "state": "active"}),
-        ]
+        with_subagent(
+            [
+                json!({"service": "SessionPersistence", "provider": "dsh-session-jsonl", "state": "active"}),
+                json!({"service": "SessionStore", "provider": "dsh-session", "state": "active"}),
+            ],
+            json!({"service": "SubagentFork", "provider": "dsh-subagent-fork", "state": "active"}),
+            "service"
+        )
     );
 }
 
@@ -199,7 +243,11 @@ fn a_build_without_session_fork_accepts_disabling_it() {
         .ok();
     assert_eq!(
         plugin_summary(&doc),
-        [session_plugin("active"), jsonl_plugin()]
+        with_subagent(
+            [session_plugin("active"), jsonl_plugin()],
+            subagent_plugin("active", &[]),
+            "name"
+        )
     );
 }
 

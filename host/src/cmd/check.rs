@@ -3,17 +3,22 @@
 use crate::error::CliError;
 use crate::output::{error_json, Output};
 use crate::session_file::read_valid;
+use dsh::session::check_invariants;
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-/// `[{file, id, events, ok, error}]`; fails when any file fails or a path cannot be read.
-pub fn run(paths: &[PathBuf]) -> Output {
+/// `[{file, id, events, ok, error}]`, plus `invariantViolations: [{seq, rule, message}]` on
+/// every entry when `invariants` is set (the checker of reference section 4.1 over the log as
+/// dsh restores it; empty when clean, `null` for a file that does not load). Fails when any
+/// file fails to load or a path cannot be read; violations are reported, never a failure (dsh
+/// loads such logs too).
+pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
     let mut entries = Vec::new();
     let mut human = String::new();
     let mut failed = false;
     for file in expand(paths) {
-        let (id, events, error) = match file
+        let (id, events, violations, error) = match file
             .as_ref()
             .map_err(Clone::clone)
             .and_then(|f| read_valid(f))
@@ -21,9 +26,10 @@ pub fn run(paths: &[PathBuf]) -> Output {
             Ok(stored) => (
                 Some(stored.header.id.to_string()),
                 Some(stored.events.len()),
+                invariants.then(|| check_invariants(&stored.events)),
                 None,
             ),
-            Err(e) => (None, None, Some(e)),
+            Err(e) => (None, None, None, Some(e)),
         };
         let shown = match &file {
             Ok(f) => f.display().to_string(),
@@ -38,13 +44,20 @@ pub fn run(paths: &[PathBuf]) -> Output {
                 let _ = writeln!(human, "FAIL  {shown}: [{}] {}", e.code, e.message);
             }
         }
-        entries.push(json!({
+        for violation in violations.iter().flatten() {
+            let _ = writeln!(human, "      invariant: {violation}");
+        }
+        let mut entry = json!({
             "file": shown,
             "id": id,
             "events": events,
             "ok": error.is_none(),
             "error": error_json(&error),
-        }));
+        });
+        if invariants {
+            entry["invariantViolations"] = json!(violations);
+        }
+        entries.push(entry);
     }
     Output {
         json: Value::Array(entries),
@@ -87,7 +100,11 @@ fn collect(dir: &Path, out: &mut Vec<Result<PathBuf, CliError>>) {
             // loop. A symlink to a file is read like the file.
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "jsonl") && path.is_file() {
+            } else if path
+                .extension()
+                .is_some_and(|ext| ext == "jsonl" || ext == "zstd")
+                && path.is_file()
+            {
                 files.push(path);
             }
         }

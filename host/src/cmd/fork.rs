@@ -1,15 +1,17 @@
-//! `dsh fork ID [--id CHILD]`: fork a stored session through the `SessionFork` service and
-//! store the child (the only write: the source is never written).
+//! `dsh fork ID [--id CHILD] [--at SEQ]`: fork a stored session through the `SessionFork`
+//! service's cold path and store the child (the only write: the source is read through the
+//! persistence backend, never loaded into the store, resumed or written).
 
 use crate::app::App;
 use crate::error::CliError;
 use crate::output::Output;
 
-/// `{id, parentSession, seedLength, cwd}`.
+/// `{id, parentSession, seedLength, cwd}`. `--at` must be a non-negative safe integer naming a
+/// `turn/end` of the source (`INVALID_BOUNDARY`, `OPEN_TURN`).
 #[cfg(feature = "session-fork")]
-pub fn run(app: &App, id: &str, child: Option<&str>) -> Result<Output, CliError> {
+pub fn run(app: &App, id: &str, child: Option<&str>, at: Option<&str>) -> Result<Output, CliError> {
     use dsh::session::SessionId;
-    use dsh::session_fork::{ForkSessionOptions, SessionFork};
+    use dsh::session_fork::{BoundaryProblem, ForkSessionOptions, SessionFork, SessionForkError};
     use serde_json::json;
 
     let fork = app
@@ -17,12 +19,21 @@ pub fn run(app: &App, id: &str, child: Option<&str>) -> Result<Output, CliError>
         .get::<SessionFork>()
         .ok_or_else(|| app.unavailable("SessionFork", "dsh-session-fork"))?;
     let store = app.store()?;
-    let source = store.load(&SessionId::from(id))?;
-    let mut options = ForkSessionOptions::new(&source);
+    let mut options = ForkSessionOptions::new(SessionId::from(id));
     if let Some(child) = child {
         options = options.session_id(child);
     }
-    let child = fork.fork(options)?;
+    if let Some(at) = at {
+        let seq = at
+            .parse::<u64>()
+            .map_err(|_| SessionForkError::InvalidBoundary {
+                id: SessionId::from(id),
+                boundary: at.to_owned(),
+                reason: BoundaryProblem::NotSafeInteger,
+            })?;
+        options = options.at(seq);
+    }
+    let child = fork.fork_stored(options)?;
     store.flush(&child)?;
     let header = child.header();
     let json = json!({
@@ -42,6 +53,11 @@ pub fn run(app: &App, id: &str, child: Option<&str>) -> Result<Output, CliError>
 
 /// This build has no fork plugin: always `CAPABILITY_UNAVAILABLE`.
 #[cfg(not(feature = "session-fork"))]
-pub fn run(app: &App, _id: &str, _child: Option<&str>) -> Result<Output, CliError> {
+pub fn run(
+    app: &App,
+    _id: &str,
+    _child: Option<&str>,
+    _at: Option<&str>,
+) -> Result<Output, CliError> {
     Err(app.unavailable("SessionFork", "dsh-session-fork"))
 }

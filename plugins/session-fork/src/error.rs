@@ -1,6 +1,37 @@
-//! `SessionForkError`: the RFC's error taxonomy.
+//! `SessionForkError`: the RFC's error taxonomy, plus `INVALID_BOUNDARY` (dsh's store fork,
+//! reference section 7.3) and the failures of forking a stored session.
 
-use dsh_session::{SessionId, StoreError};
+use dsh_session::{PersistenceError, SessionId, StoreError};
+use std::fmt;
+
+/// Why a fork boundary is `INVALID_BOUNDARY`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BoundaryProblem {
+    /// Not a non-negative safe integer (above 2^53 - 1, or text that is no such number).
+    NotSafeInteger,
+    /// No event of the source has this seq.
+    NoSuchEvent {
+        /// The source's last seq, `None` for an empty log.
+        last_seq: Option<u64>,
+    },
+}
+
+impl fmt::Display for BoundaryProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BoundaryProblem::NotSafeInteger => {
+                f.write_str("it must be a non-negative safe integer")
+            }
+            BoundaryProblem::NoSuchEvent {
+                last_seq: Some(last),
+            } => write!(f, "no event has this seq (last seq: {last})"),
+            BoundaryProblem::NoSuchEvent { last_seq: None } => {
+                f.write_str("no event has this seq (last seq: none)")
+            }
+        }
+    }
+}
 
 /// Errors of [`crate::SessionFork`], with the RFC's codes. Each names the session.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +64,47 @@ pub enum SessionForkError {
         /// The type of the source's last event.
         last_type: String,
     },
+    /// `INVALID_BOUNDARY`: the requested boundary is not a safe integer or not the seq of an
+    /// event of the source. Nothing was created.
+    #[error("invalid fork boundary {boundary} for session \"{id}\": {reason}")]
+    InvalidBoundary {
+        /// The source id.
+        id: SessionId,
+        /// The boundary as given.
+        boundary: String,
+        /// What is wrong with it.
+        reason: BoundaryProblem,
+    },
+    /// `OPEN_TURN`: the event at the requested boundary is not `turn/end`, so the prefix
+    /// through it ends inside a turn (or after a standalone event). Nothing was created.
+    #[error(
+        "cannot fork session \"{id}\" at seq {boundary}: the prefix ends inside an open turn \
+         (event at {boundary}: {event_type}, not turn/end)"
+    )]
+    OpenTurnAt {
+        /// The source id.
+        id: SessionId,
+        /// The requested boundary.
+        boundary: u64,
+        /// The type of the event at the boundary.
+        event_type: String,
+    },
+    /// A stored source could not be read: its file is refused by the backend (corrupt,
+    /// foreign version, invalid header) or the read failed.
+    #[error("cannot read stored session \"{id}\" to fork it: {source}")]
+    Persistence {
+        /// The source id.
+        id: SessionId,
+        /// The backend's error.
+        #[source]
+        source: PersistenceError,
+    },
+    /// A session that is not live was to be read from persistence, but no backend is active.
+    #[error("session \"{id}\" is not live and no persistence backend is active to read it")]
+    PersistenceUnavailable {
+        /// The source id.
+        id: SessionId,
+    },
     /// The store is no longer available (the session plugin went away while the caller kept
     /// the fork service).
     #[error("the session store is not available to fork session \"{id}\"")]
@@ -48,21 +120,25 @@ pub enum SessionForkError {
         id: SessionId,
         /// The store's error.
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
 }
 
 impl SessionForkError {
     /// The stable code: the RFC's four (`SESSION_NOT_FOUND`, `SESSION_NOT_LIVE`,
-    /// `SESSION_ALREADY_EXISTS`, `OPEN_TURN`), `CAPABILITY_UNAVAILABLE`, or the store's code
-    /// for a failed creation.
+    /// `SESSION_ALREADY_EXISTS`, `OPEN_TURN`), `INVALID_BOUNDARY`, `CAPABILITY_UNAVAILABLE`,
+    /// the backend's code for an unreadable stored source, or the store's code for a failed
+    /// creation.
     pub fn code(&self) -> &'static str {
         match self {
             SessionForkError::SessionNotFound { .. } => "SESSION_NOT_FOUND",
             SessionForkError::SessionNotLive { .. } => "SESSION_NOT_LIVE",
             SessionForkError::SessionAlreadyExists { .. } => "SESSION_ALREADY_EXISTS",
-            SessionForkError::OpenTurn { .. } => "OPEN_TURN",
-            SessionForkError::StoreUnavailable { .. } => "CAPABILITY_UNAVAILABLE",
+            SessionForkError::OpenTurn { .. } | SessionForkError::OpenTurnAt { .. } => "OPEN_TURN",
+            SessionForkError::InvalidBoundary { .. } => "INVALID_BOUNDARY",
+            SessionForkError::Persistence { source, .. } => source.code(),
+            SessionForkError::PersistenceUnavailable { .. }
+            | SessionForkError::StoreUnavailable { .. } => "CAPABILITY_UNAVAILABLE",
             SessionForkError::Create { source, .. } => source.code(),
         }
     }

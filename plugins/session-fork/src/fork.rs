@@ -1,19 +1,28 @@
-//! The `SessionFork` service: `snapshot` and `fork` exactly as the session fork RFC.
+//! The `SessionFork` service: `snapshot` and `fork` exactly as the session fork RFC, plus the
+//! extensions of reference sections 7 and 8: an earlier boundary, forks of stored sessions that
+//! are not live (`fork_stored`), and lineage queries (in [`crate::lineage`]).
 
-use crate::error::SessionForkError;
+use crate::error::{BoundaryProblem, SessionForkError};
 use dsh_core::WeakContext;
 use dsh_session::event::TURN_END;
 use dsh_session::{
-    CreateOptions, Events, Seed, Session, SessionId, SessionMeta, SessionStore, StoreError,
+    CreateOptions, Events, PersistenceError, Seed, Session, SessionEvent, SessionHeader, SessionId,
+    SessionMeta, SessionPersistence, SessionStore, StoreError,
 };
 use std::sync::Arc;
 
-/// What to fork: a live [`Session`] object or the id of a live session.
+/// The largest seq dsh accepts (`Number.MAX_SAFE_INTEGER`, 2^53 - 1).
+const MAX_SAFE_SEQ: u64 = (1 << 53) - 1;
+
+/// What to fork: a live [`Session`] object or the id of a session (live only for
+/// [`SessionFork::snapshot`] and [`SessionFork::fork`], live or stored for
+/// [`SessionFork::fork_stored`]).
 #[derive(Clone, Debug)]
 pub enum SessionForkSource {
     /// A session object; it must be the instance live in the store under its id.
     Session(Arc<Session>),
-    /// The id of a live session (v1 does not load persisted sessions).
+    /// A session id. [`SessionFork::fork`] resolves live sessions only (the RFC's v1);
+    /// [`SessionFork::fork_stored`] also reads a stored one through the persistence seam.
     Id(SessionId),
 }
 
@@ -56,6 +65,13 @@ impl SessionForkSource {
 ///
 /// The seed is an immutable shared view of the source's events: it cannot be mutated, and
 /// later appends to the source never show in it (the guarantee the RFC's deep clone gives).
+/// Events are reached only through `&Arc<SessionEvent>`, so there is no way to change one:
+///
+/// ```compile_fail
+/// # fn edit(snap: dsh_session_fork::SessionForkSeed) {
+/// snap.seed.get(0).unwrap().data = serde_json::json!({}); // error: cannot assign through an `Arc`
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct SessionForkSeed {
     /// The live source session.
@@ -74,6 +90,9 @@ pub struct ForkSessionOptions {
     pub source: SessionForkSource,
     /// The child id; `None` lets the store generate one (UUID v7).
     pub session_id: Option<SessionId>,
+    /// The seq of the source's `turn/end` to fork at; the seed is the prefix through it.
+    /// `None` forks at the source's end (the RFC's rule: empty, or last event `turn/end`).
+    pub boundary: Option<u64>,
 }
 
 impl ForkSessionOptions {
@@ -82,7 +101,17 @@ impl ForkSessionOptions {
         ForkSessionOptions {
             source: source.into(),
             session_id: None,
+            boundary: None,
         }
+    }
+
+    /// Fork at the source's `turn/end` with seq `seq` instead of its end: the seed is
+    /// `events[0..=seq]`, whatever follows it (even an open turn). The seq is exact, never
+    /// moved to a nearby boundary. Errors when forking: `INVALID_BOUNDARY` when no event has
+    /// this seq or it is not a safe integer, `OPEN_TURN` when that event is not `turn/end`.
+    pub fn at(mut self, seq: u64) -> ForkSessionOptions {
+        self.boundary = Some(seq);
+        self
     }
 
     /// Use `id` for the child.
@@ -109,7 +138,7 @@ impl SessionFork {
         SessionFork { ctx }
     }
 
-    fn store(&self, id: &SessionId) -> Result<Arc<SessionStore>, SessionForkError> {
+    pub(crate) fn store(&self, id: &SessionId) -> Result<Arc<SessionStore>, SessionForkError> {
         self.ctx
             .upgrade()
             .and_then(|ctx| ctx.get::<SessionStore>())
@@ -131,66 +160,219 @@ impl SessionFork {
         snapshot_in(&store, source)
     }
 
-    /// Creates a live child of `options.source` seeded with its snapshot. A given child id is
-    /// checked before the source and its boundary. The child's header carries
-    /// `parentSession`, `seedLength` and the inherited `cwd`; persistence backends see it
-    /// through the ordinary `created`/`flush` path.
+    /// Creates a live child of `options.source` seeded with its snapshot, or with the prefix
+    /// through `options.boundary` when one is given. A given child id is checked before the
+    /// source and its boundary. The child's header carries `parentSession`, `seedLength` and
+    /// the inherited `cwd`; persistence backends see it through the ordinary `created`/`flush`
+    /// path. The seed shares the source's events (and, at the source's end, its surface fold):
+    /// no event is copied or validated again.
     ///
-    /// Errors: `SESSION_ALREADY_EXISTS` first, then the errors of [`SessionFork::snapshot`],
-    /// then the store's error if creating the child fails.
+    /// Errors, in this order: `SESSION_ALREADY_EXISTS`, then `SESSION_NOT_FOUND` /
+    /// `SESSION_NOT_LIVE` as [`SessionFork::snapshot`], then `INVALID_BOUNDARY` and
+    /// `OPEN_TURN`, then the store's error if creating the child fails. Nothing is created
+    /// when any check fails.
     pub fn fork(&self, options: ForkSessionOptions) -> Result<Arc<Session>, SessionForkError> {
-        let ForkSessionOptions { source, session_id } = options;
+        let ForkSessionOptions {
+            source,
+            session_id,
+            boundary,
+        } = options;
         let store = self.store(source.id())?;
-        if let Some(child) = &session_id {
-            if store.get(child).is_some() {
-                return Err(SessionForkError::SessionAlreadyExists { id: child.clone() });
+        check_child_free(&store, session_id.as_ref())?;
+        let source = resolve_live(&store, source)?;
+        let (seed, meta) = cut_live(&source, boundary)?;
+        create_child(&store, source.id(), session_id, Seed::Snapshot(seed), meta)
+    }
+
+    /// As [`SessionFork::fork`], for a source that may be stored but not live: a live source
+    /// (a session object, or an id live in the store) is forked exactly as `fork` does; an id
+    /// that is not live is read through the active `dyn SessionPersistence` backend, reading
+    /// only the header and the events the seed needs (the whole log without a boundary, the
+    /// prefix through it with one). The source is not loaded into the store, not resumed and
+    /// never written; the child is created live and persisted as usual. Its seed came from a
+    /// file, so the store validates it.
+    ///
+    /// Errors: as [`SessionFork::fork`] (a child id equal to the source's is
+    /// `SESSION_ALREADY_EXISTS`), plus `CAPABILITY_UNAVAILABLE` when the id is not live
+    /// and no backend is active, and the backend's code (`LOG_CORRUPT`, `HEADER_INVALID`, ...)
+    /// when the stored log is refused; an id neither live nor stored is `SESSION_NOT_FOUND`.
+    pub fn fork_stored(
+        &self,
+        options: ForkSessionOptions,
+    ) -> Result<Arc<Session>, SessionForkError> {
+        let store = self.store(options.source.id())?;
+        let id = match &options.source {
+            SessionForkSource::Id(id) if store.get(id).is_none() => id.clone(),
+            _ => return self.fork(options),
+        };
+        let ForkSessionOptions {
+            session_id,
+            boundary,
+            ..
+        } = options;
+        // The stored source exists under its own id, live or not.
+        if session_id.as_ref() == Some(&id) {
+            return Err(SessionForkError::SessionAlreadyExists { id });
+        }
+        check_child_free(&store, session_id.as_ref())?;
+        let backend = store
+            .persistence()
+            .ok_or_else(|| SessionForkError::PersistenceUnavailable { id: id.clone() })?;
+        let (header, mut events) = read_stored(backend.as_ref(), &id, boundary)?;
+        let len = seed_len(&id, boundary, events.len(), |i| events.get(i))?;
+        events.truncate(len);
+        let meta = child_meta(&header, len);
+        create_child(&store, &id, session_id, Seed::Raw(events), meta)
+    }
+}
+
+/// `SESSION_ALREADY_EXISTS` when the requested child id is live (checked first, as the RFC
+/// and dsh's store fork do).
+fn check_child_free(
+    store: &SessionStore,
+    child: Option<&SessionId>,
+) -> Result<(), SessionForkError> {
+    match child {
+        Some(child) if store.get(child).is_some() => {
+            Err(SessionForkError::SessionAlreadyExists { id: child.clone() })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Resolves a live source (RFC step 1): `SESSION_NOT_FOUND`, or `SESSION_NOT_LIVE` for a
+/// stale object whose id is live on another instance.
+fn resolve_live(
+    store: &SessionStore,
+    source: SessionForkSource,
+) -> Result<Arc<Session>, SessionForkError> {
+    match source {
+        SessionForkSource::Id(id) => store
+            .get(&id)
+            .ok_or(SessionForkError::SessionNotFound { id }),
+        SessionForkSource::Session(session) => match store.get(session.id()) {
+            None => Err(SessionForkError::SessionNotFound {
+                id: session.id().clone(),
+            }),
+            Some(live) if !Arc::ptr_eq(&live, &session) => Err(SessionForkError::SessionNotLive {
+                id: session.id().clone(),
+            }),
+            Some(live) => Ok(live),
+        },
+    }
+}
+
+/// The seed and child meta of a live source at `boundary` (its end when `None`). O(1) at the
+/// end; a prefix view at an earlier boundary.
+fn cut_live(
+    source: &Session,
+    boundary: Option<u64>,
+) -> Result<(Events, SessionMeta), SessionForkError> {
+    let events = source.events();
+    let len = seed_len(source.id(), boundary, events.len(), |i| {
+        events.get(i).map(|e| &**e)
+    })?;
+    let meta = child_meta(source.header(), len);
+    Ok((events.prefix(len), meta))
+}
+
+/// The number of events the seed keeps, after the boundary checks in dsh's order: without a
+/// boundary, the whole log, which must be empty or end at `turn/end` (`OPEN_TURN`); with one,
+/// a safe integer (`INVALID_BOUNDARY`) naming an event of the log (`INVALID_BOUNDARY`) that is
+/// a `turn/end` (`OPEN_TURN`).
+fn seed_len<'a>(
+    id: &SessionId,
+    boundary: Option<u64>,
+    len: usize,
+    event_at: impl Fn(usize) -> Option<&'a SessionEvent>,
+) -> Result<usize, SessionForkError> {
+    let Some(boundary) = boundary else {
+        if let Some(last) = len.checked_sub(1).and_then(&event_at) {
+            if last.kind != TURN_END {
+                return Err(SessionForkError::OpenTurn {
+                    id: id.clone(),
+                    last_type: last.kind.clone(),
+                });
             }
         }
-        let SessionForkSeed { source, seed, meta } = snapshot_in(&store, source)?;
-        store
-            .create(session_id, CreateOptions::new(Seed::Snapshot(seed), meta))
-            .map_err(|error| match error {
-                StoreError::AlreadyExists { id } => SessionForkError::SessionAlreadyExists { id },
-                source_error => SessionForkError::Create {
-                    id: source.id().clone(),
-                    source: source_error,
-                },
-            })
+        return Ok(len);
+    };
+    let invalid = |reason| SessionForkError::InvalidBoundary {
+        id: id.clone(),
+        boundary: boundary.to_string(),
+        reason,
+    };
+    if boundary > MAX_SAFE_SEQ {
+        return Err(invalid(BoundaryProblem::NotSafeInteger));
     }
+    let index = usize::try_from(boundary).ok().filter(|&index| index < len);
+    let event = index.and_then(&event_at).ok_or_else(|| {
+        invalid(BoundaryProblem::NoSuchEvent {
+            last_seq: (len as u64).checked_sub(1),
+        })
+    })?;
+    if event.kind != TURN_END {
+        return Err(SessionForkError::OpenTurnAt {
+            id: id.clone(),
+            boundary,
+            event_type: event.kind.clone(),
+        });
+    }
+    Ok(index.map_or(0, |index| index + 1))
+}
+
+/// Reads a stored source for a cold fork: its header and the events the seed needs.
+fn read_stored(
+    backend: &dyn SessionPersistence,
+    id: &SessionId,
+    boundary: Option<u64>,
+) -> Result<(SessionHeader, Vec<SessionEvent>), SessionForkError> {
+    let stored = match boundary {
+        None => backend.load(id),
+        Some(boundary) => backend.read_prefix(id, boundary.saturating_add(1)),
+    }
+    .map_err(|source| match source {
+        PersistenceError::NotFound { .. } => SessionForkError::SessionNotFound { id: id.clone() },
+        source => SessionForkError::Persistence {
+            id: id.clone(),
+            source,
+        },
+    })?;
+    Ok((stored.header, stored.events))
+}
+
+/// The child meta: `parentSession` = the source, `seedLength`, and the source's `cwd`.
+fn child_meta(source: &SessionHeader, seed_len: usize) -> SessionMeta {
+    let mut meta = SessionMeta::default().lineage(source.id.clone(), seed_len as u64);
+    meta.cwd = source.cwd.clone();
+    meta
+}
+
+/// Creates the child in the store, mapping a lost race on the child id to
+/// `SESSION_ALREADY_EXISTS` and any other store failure to [`SessionForkError::Create`].
+fn create_child(
+    store: &SessionStore,
+    source: &SessionId,
+    session_id: Option<SessionId>,
+    seed: Seed,
+    meta: SessionMeta,
+) -> Result<Arc<Session>, SessionForkError> {
+    store
+        .create(session_id, CreateOptions::new(seed, meta))
+        .map_err(|error| match error {
+            StoreError::AlreadyExists { id } => SessionForkError::SessionAlreadyExists { id },
+            source_error => SessionForkError::Create {
+                id: source.clone(),
+                source: Box::new(source_error),
+            },
+        })
 }
 
 fn snapshot_in(
     store: &SessionStore,
     source: SessionForkSource,
 ) -> Result<SessionForkSeed, SessionForkError> {
-    let source = match source {
-        SessionForkSource::Id(id) => store
-            .get(&id)
-            .ok_or(SessionForkError::SessionNotFound { id })?,
-        SessionForkSource::Session(session) => match store.get(session.id()) {
-            None => {
-                return Err(SessionForkError::SessionNotFound {
-                    id: session.id().clone(),
-                })
-            }
-            Some(live) if !Arc::ptr_eq(&live, &session) => {
-                return Err(SessionForkError::SessionNotLive {
-                    id: session.id().clone(),
-                })
-            }
-            Some(live) => live,
-        },
-    };
-    let seed = source.events();
-    if let Some(last) = seed.last() {
-        if last.kind != TURN_END {
-            return Err(SessionForkError::OpenTurn {
-                id: source.id().clone(),
-                last_type: last.kind.clone(),
-            });
-        }
-    }
-    let mut meta = SessionMeta::default().lineage(source.id().clone(), seed.len() as u64);
-    meta.cwd = source.header().cwd.clone();
+    let source = resolve_live(store, source)?;
+    let (seed, meta) = cut_live(&source, None)?;
     Ok(SessionForkSeed { source, seed, meta })
 }

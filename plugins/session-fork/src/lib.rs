@@ -2,7 +2,9 @@
 //!
 //! Owns fork policy: the [`SessionFork`] service with `snapshot` and `fork`, the structural
 //! boundary rule (empty log, or last event `turn/end` with any reason) and
-//! [`SessionForkError`]. It adds no event types and no persistence code: a child is created
+//! [`SessionForkError`]; beyond the RFC, an earlier boundary ([`ForkSessionOptions::at`]),
+//! forks of stored sessions that are not live ([`SessionFork::fork_stored`], through the
+//! `dyn SessionPersistence` seam) and lineage queries ([`SessionFork::lineage`]). It adds no event types and no persistence code: a child is created
 //! through `SessionStore::create` and persisted by whatever backend is active. It knows the
 //! session plugin, never a persistence backend.
 //!
@@ -23,8 +25,10 @@
 
 pub mod error;
 pub mod fork;
+pub mod lineage;
 pub mod plugin;
 
-pub use error::SessionForkError;
+pub use error::{BoundaryProblem, SessionForkError};
 pub use fork::{ForkSessionOptions, SessionFork, SessionForkSeed, SessionForkSource};
+pub use lineage::LineageNode;
 pub use plugin::SESSION_FORK_PLUGIN;

@@ -1,32 +1,15 @@
 //! The session fork RFC's test suite (reference dsh-session.md section 7.1), ported, plus the
 //! plugin lifecycle around it.
 
+mod common;
+
+use common::{context, live};
 use dsh_core::{Context, PluginState};
 use dsh_session::event::{ASSISTANT_MESSAGE, STEP_START, TOOL_CALL, TURN_START, USER_MESSAGE};
-use dsh_session::{
-    CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionStore, TurnEndReason,
-    SESSION_PLUGIN,
-};
+use dsh_session::{EventDraft, Session, SessionId, SessionStore, TurnEndReason, SESSION_PLUGIN};
 use dsh_session_fork::{ForkSessionOptions, SessionFork, SessionForkError, SESSION_FORK_PLUGIN};
 use serde_json::json;
 use std::sync::Arc;
-
-fn context() -> Context {
-    Context::builder()
-        .plugin(&SESSION_PLUGIN)
-        .plugin(&SESSION_FORK_PLUGIN)
-        .build()
-        .unwrap()
-}
-
-fn live(ctx: &Context, id: &str) -> Arc<Session> {
-    ctx.expect::<SessionStore>()
-        .create(
-            Some(SessionId::from(id)),
-            CreateOptions::meta(SessionMeta::default().cwd("/work/project")),
-        )
-        .unwrap()
-}
 
 /// Appends one whole turn: start, step, user message, assistant message, step end, end.
 fn completed_turn(session: &Arc<Session>, turn: u64, reason: TurnEndReason) {
@@ -81,21 +64,38 @@ fn snapshots_an_empty_live_session_as_an_empty_seed_with_lineage_metadata() {
     assert_eq!(snap.meta.cwd.as_deref(), Some("/work/project"));
 }
 
+/// The RFC deep-clones the seed so that it is independent of the source. Events here are
+/// immutable and shared: the seed equals the source's events (the very same values, no copy),
+/// no public API can mutate it (events are reached through `&Arc<SessionEvent>`, which has no
+/// mutable access while shared; the `compile_fail` example on `SessionForkSeed` shows an
+/// assignment being refused), and later appends on either side never show on the other.
 #[test]
-fn snapshots_a_completed_boundary_by_live_session_id_into_an_independent_seed() {
+fn snapshots_a_completed_boundary_by_live_session_id_into_an_immutable_shared_seed() {
     let ctx = context();
     let source = live(&ctx, "src");
     completed_turn(&source, 1, TurnEndReason::Completed);
     let snap = ctx.expect::<SessionFork>().snapshot("src").unwrap();
     assert_eq!(snap.seed, source.events());
+    assert!(snap.seed.same_storage(&source.events()), "no event copied");
     assert_eq!(snap.meta.seed_length, Some(6));
-    // Changing the source afterwards, or a copy of the seed, leaves the seed as it was.
+    let mut first = snap.seed.get(0).unwrap().clone();
+    assert!(
+        Arc::get_mut(&mut first).is_none(),
+        "a shared event cannot be mutated"
+    );
+    // Later appends on the source never show in the seed; a child's never show in the source.
     source.append(EventDraft::turn_start(2)).unwrap();
-    let mut copy = snap.seed.to_vec();
-    copy[0].data = json!({"turn": 99});
     assert_eq!(snap.seed.len(), 6);
     assert_eq!(snap.seed.get(0).unwrap().data, json!({"turn": 1}));
-    assert_eq!(source.events().get(0).unwrap().data, json!({"turn": 1}));
+    let child = ctx
+        .expect::<SessionFork>()
+        .fork(ForkSessionOptions::new(&source).at(5))
+        .unwrap();
+    child.append(EventDraft::turn_start(7)).unwrap();
+    assert_eq!(source.len(), 7);
+    assert_eq!(source.events().get(6).unwrap().data, json!({"turn": 2}));
+    assert_eq!(child.events().get(6).unwrap().data, json!({"turn": 7}));
+    assert_eq!(snap.seed.len(), 6);
 }
 
 #[test]

@@ -1,17 +1,21 @@
 //! [`JsonlPersistence`]: the [`SessionPersistence`] backend over a folder of dsh rc.8 files.
 
+use crate::compressed::{compress_frame, decoding_reader};
 use crate::durable::{append_after, publish_new, PublishError};
 use crate::header_line::{encode_header_line, parse_header_line, HeaderError};
-use crate::layout::{cwd_folder, id_segment, is_cwd_folder, session_file, SESSION_FILE_NAME};
+use crate::layout::{
+    compressed_session_file, cwd_folder, id_segment, is_compressed, is_cwd_folder, session_file,
+    COMPRESSED_FILE_NAME, SESSION_FILE_NAME,
+};
 use crate::record::{into_event, write_event_line};
-use crate::scan::{read_header, scan_bytes, scan_prefix, ReadError, Scanned};
+use crate::scan::{read_header, scan_bytes, scan_compressed, scan_prefix, ReadError, Scanned};
 use dsh_session::{
     PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence, StoredSession,
 };
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{self, BufReader};
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -20,18 +24,55 @@ use std::sync::Arc;
 struct Cursor {
     /// The session file.
     path: PathBuf,
-    /// Byte length of the header plus the committed records.
+    /// Byte length of the header plus the committed records (a compressed file: up to the
+    /// last frame committed in full): what an append keeps.
     committed: u64,
+    /// Committed text an append writes again first (see [`Scanned::carry`]).
+    carry: Vec<u8>,
+    /// The file's length when it was last read or written: another length means someone
+    /// else changed it.
+    file_len: u64,
     /// The seq the next appended event must carry (the stored event count).
     next_seq: u64,
+}
+
+impl Cursor {
+    fn of(path: PathBuf, scanned: &Scanned, file_len: u64, next_seq: u64) -> Cursor {
+        Cursor {
+            path,
+            committed: scanned.committed,
+            carry: scanned.carry.clone(),
+            file_len,
+            next_seq,
+        }
+    }
+}
+
+/// The physical form new session files are written in (`{"compression": ...}` in the
+/// plugin's config). Appends always keep the form of the file they extend.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// `session.jsonl`, plain text (the default of this crate).
+    #[default]
+    None,
+    /// `session.jsonl.zstd`, one checksummed zstd frame for the header and one per append
+    /// batch (dsh's default).
+    Zstd,
 }
 
 /// The per-session slot: holding its lock serializes every operation on that id.
 type Slot = Arc<Mutex<Option<Cursor>>>;
 
-/// Session persistence in the DeepSeek Harness rc.8 uncompressed JSONL layout:
+/// Session persistence in the DeepSeek Harness rc.8 JSONL layout:
 /// `<root>/--<cwd-slug>--/<encoded-id>/session.jsonl` (`<root>/_no-cwd/…` without a cwd), a
 /// header line then one record per line. See [`crate::layout`] for the folder names.
+///
+/// Both physical forms are read: plain `session.jsonl` and dsh's default
+/// `session.jsonl.zstd` (reference section 6.3). New sessions are written plain unless
+/// [`JsonlPersistence::with_compression`] asks for zstd; an append extends a file in the form
+/// it already has (a zstd file gets a new frame), so a session dsh wrote compressed stays
+/// readable by dsh after this backend extends it.
 ///
 /// Operations on one id are serialized; operations on different ids run in parallel. The
 /// backend remembers, per id, the committed length of the file and the next seq, so an append
@@ -41,6 +82,7 @@ type Slot = Arc<Mutex<Option<Cursor>>>;
 #[derive(Debug)]
 pub struct JsonlPersistence {
     root: PathBuf,
+    compression: Compression,
     slots: Mutex<HashMap<SessionId, Slot>>,
 }
 
@@ -50,8 +92,15 @@ impl JsonlPersistence {
     pub fn new(root: impl Into<PathBuf>) -> JsonlPersistence {
         JsonlPersistence {
             root: root.into(),
+            compression: Compression::None,
             slots: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same backend writing new session files in `compression` form.
+    pub fn with_compression(mut self, compression: Compression) -> JsonlPersistence {
+        self.compression = compression;
+        self
     }
 
     /// The folder this backend stores sessions in.
@@ -61,17 +110,15 @@ impl JsonlPersistence {
 
     /// The file that holds session `id`, if one is stored.
     ///
-    /// Looks for `<cwd folder>/<encoded id>/session.jsonl` in every cwd folder of the root.
-    /// Errors: [`PersistenceError::Conflict`] when the id is stored under two cwd folders;
-    /// [`PersistenceError::Io`] when the root cannot be listed.
+    /// Looks for `<cwd folder>/<encoded id>/session.jsonl` or `session.jsonl.zstd` in every
+    /// cwd folder of the root.
+    /// Errors: [`PersistenceError::Conflict`] when the id is stored twice (under two cwd
+    /// folders, or in both forms); [`PersistenceError::Io`] when the root cannot be listed.
     pub fn locate(&self, id: &SessionId) -> Result<Option<PathBuf>, PersistenceError> {
         let segment = id_segment(id.as_str());
         let mut found: Vec<PathBuf> = Vec::new();
         for folder in self.cwd_folders()? {
-            let candidate = folder.join(&segment).join(SESSION_FILE_NAME);
-            if candidate.is_file() {
-                found.push(candidate);
-            }
+            found.extend(session_files(&folder.join(&segment)));
         }
         match found.len() {
             0 => Ok(None),
@@ -81,10 +128,7 @@ impl JsonlPersistence {
                 let paths: Vec<String> = found.iter().map(|p| p.display().to_string()).collect();
                 Err(PersistenceError::Conflict {
                     id: id.clone(),
-                    reason: format!(
-                        "it is stored under several cwd folders: {}",
-                        paths.join(", ")
-                    ),
+                    reason: format!("it is stored in several files: {}", paths.join(", ")),
                 })
             }
         }
@@ -130,25 +174,22 @@ impl JsonlPersistence {
     ) -> Result<Cursor, PersistenceError> {
         if let Some(cursor) = cached.as_ref() {
             match fs::metadata(&cursor.path) {
-                Ok(meta) if meta.len() == cursor.committed => return Ok(cursor.clone()),
+                Ok(meta) if meta.len() == cursor.file_len => return Ok(cursor.clone()),
                 _ => *cached = None,
             }
         }
         let path = self.require(id)?;
-        let scanned = scan_file(id, &path)?;
-        let cursor = Cursor {
-            path,
-            committed: scanned.committed,
-            next_seq: scanned.events.len() as u64,
-        };
+        let (scanned, file_len) = scan_file(id, &path)?;
+        let cursor = Cursor::of(path, &scanned, file_len, scanned.events.len() as u64);
         *cached = Some(cursor.clone());
         Ok(cursor)
     }
 }
 
 impl SessionPersistence for JsonlPersistence {
-    /// Writes `<cwd folder>/<encoded id>/session.jsonl`: the header line, then every seed event
-    /// verbatim, published in one durable step that never overwrites.
+    /// Writes `<cwd folder>/<encoded id>/session.jsonl` (`session.jsonl.zstd` when the backend
+    /// writes zstd: a frame for the header, one for the seed): the header line, then every
+    /// seed event verbatim, published in one durable step that never overwrites.
     ///
     /// Errors: [`PersistenceError::Conflict`] when the id is stored anywhere under the root
     /// (the stored file is left unchanged); [`PersistenceError::SeqMismatch`] when the seed's
@@ -165,7 +206,12 @@ impl SessionPersistence for JsonlPersistence {
         let slot = self.slot(id);
         let mut cached = slot.lock();
         check_contiguous(id, 0, seed)?;
-        let target = session_file(&self.root, header.cwd.as_deref(), id.as_str());
+        let target = match self.compression {
+            Compression::None => session_file(&self.root, header.cwd.as_deref(), id.as_str()),
+            Compression::Zstd => {
+                compressed_session_file(&self.root, header.cwd.as_deref(), id.as_str())
+            }
+        };
         let header_error = |e| header_error(&target, e);
         let line = encode_header_line(header).map_err(header_error)?;
         parse_header_line(&line).map_err(header_error)?;
@@ -177,8 +223,18 @@ impl SessionPersistence for JsonlPersistence {
         }
         let mut bytes = line.into_bytes();
         bytes.push(b'\n');
+        let mut body = Vec::new();
         for event in seed {
-            write_event_line(event, &mut bytes).map_err(|e| io_error(&target, e.into()))?;
+            write_event_line(event, &mut body).map_err(|e| io_error(&target, e.into()))?;
+        }
+        if self.compression == Compression::Zstd {
+            let frame = |text: &[u8]| compress_frame(text).map_err(|e| io_error(&target, e));
+            bytes = frame(&bytes)?;
+            if !body.is_empty() {
+                bytes.extend(frame(&body)?);
+            }
+        } else {
+            bytes.extend(body);
         }
         if let Some(dir) = target.parent() {
             fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
@@ -193,14 +249,18 @@ impl SessionPersistence for JsonlPersistence {
         *cached = Some(Cursor {
             path: target,
             committed: bytes.len() as u64,
+            carry: Vec::new(),
+            file_len: bytes.len() as u64,
             next_seq: seed.len() as u64,
         });
         Ok(())
     }
 
-    /// Appends `events` after the committed records, one line each, then syncs the data. A torn
-    /// tail (bytes after the last committed record) is truncated first; nothing before it is
-    /// rewritten. An empty `events` writes nothing.
+    /// Appends `events` after the committed records, one line each (in a compressed file, as
+    /// one new frame), then syncs the data. A torn tail (bytes after the last committed
+    /// record) is truncated first; nothing before it is rewritten (in a compressed file, the
+    /// committed lines of a frame cut in part are written again at the start of the new
+    /// frame). An empty `events` only cuts a torn tail, and writes nothing when there is none.
     ///
     /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] when the seqs
     /// are not `stored length, +1, +2, …` (`expected` is the seq due at the offending event);
@@ -218,19 +278,27 @@ impl SessionPersistence for JsonlPersistence {
         let _locked = lock_exclusive(&path).map_err(|e| io_error(&path, e))?;
         let cursor = self.cursor(id, &mut cached)?;
         check_contiguous(id, cursor.next_seq, events)?;
-        if events.is_empty() {
+        if events.is_empty() && cursor.file_len == cursor.committed {
             return Ok(());
         }
-        let mut bytes = Vec::new();
+        let mut text = cursor.carry.clone();
         for event in events {
-            write_event_line(event, &mut bytes).map_err(|e| io_error(&cursor.path, e.into()))?;
+            write_event_line(event, &mut text).map_err(|e| io_error(&cursor.path, e.into()))?;
         }
+        let bytes = if is_compressed(&cursor.path, &[]) && !text.is_empty() {
+            compress_frame(&text).map_err(|e| io_error(&cursor.path, e))?
+        } else {
+            text
+        };
         if let Err(e) = append_after(&cursor.path, cursor.committed, &bytes) {
             *cached = None;
             return Err(io_error(&cursor.path, e));
         }
+        let committed = cursor.committed + bytes.len() as u64;
         *cached = Some(Cursor {
-            committed: cursor.committed + bytes.len() as u64,
+            committed,
+            carry: Vec::new(),
+            file_len: committed,
             next_seq: cursor.next_seq + events.len() as u64,
             path: cursor.path,
         });
@@ -250,19 +318,19 @@ impl SessionPersistence for JsonlPersistence {
         let slot = self.slot(id);
         let mut cached = slot.lock();
         let path = self.require(id)?;
-        let scanned = scan_file(id, &path)?;
-        let committed = scanned.committed;
-        let stored = into_stored(&path, scanned, u64::MAX)?;
+        let (scanned, file_len) = scan_file(id, &path)?;
+        let cursor = Cursor::of(path, &scanned, file_len, 0);
+        let stored = into_stored(&cursor.path, scanned, u64::MAX)?;
         *cached = Some(Cursor {
-            path,
-            committed,
             next_seq: stored.events.len() as u64,
+            ..cursor
         });
         Ok(stored)
     }
 
-    /// Reads the header and the first `len` events, stopping at the line that completes them.
-    /// `dropped_tail` is set only when the read reached a torn tail. Never writes.
+    /// Reads the header and the first `len` events, stopping at the line that completes them
+    /// (a compressed file is decoded whole). `dropped_tail` is set only when the read reached
+    /// a torn tail. Never writes.
     ///
     /// Errors as [`SessionPersistence::load`], limited to what the lines read show (damage
     /// after the prefix is not seen, except that damage inside it is judged against the rest
@@ -271,6 +339,10 @@ impl SessionPersistence for JsonlPersistence {
         let slot = self.slot(id);
         let _serialized = slot.lock();
         let path = self.require(id)?;
+        if is_compressed(&path, &[]) {
+            let (scanned, _) = scan_file(id, &path)?;
+            return into_stored(&path, scanned, len);
+        }
         let file = File::open(&path).map_err(|e| io_error(&path, e))?;
         let scanned =
             scan_prefix(&mut BufReader::new(file), len).map_err(|e| read_error(&path, e))?;
@@ -279,7 +351,8 @@ impl SessionPersistence for JsonlPersistence {
     }
 
     /// The headers of every stored session, sorted by `createdAt` then id. Reads only the first
-    /// line of each `<cwd folder>/<id folder>/session.jsonl`; folders without that file are
+    /// line of each `<cwd folder>/<id folder>/session.jsonl` (or the start of
+    /// `session.jsonl.zstd`, decoded as far as the header); folders without such a file are
     /// skipped, and so (with a warning in the log) are files whose header is refused or names
     /// another id or cwd than its folders.
     ///
@@ -290,14 +363,12 @@ impl SessionPersistence for JsonlPersistence {
             let entries = fs::read_dir(&folder).map_err(|e| io_error(&folder, e))?;
             for entry in entries {
                 let entry = entry.map_err(|e| io_error(&folder, e))?;
-                let path = entry.path().join(SESSION_FILE_NAME);
-                if !path.is_file() {
-                    continue;
-                }
-                match list_header(&path) {
-                    Ok(header) => headers.push(header),
-                    Err(error) => {
-                        tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
+                for path in session_files(&entry.path()) {
+                    match list_header(&path) {
+                        Ok(header) => headers.push(header),
+                        Err(error) => {
+                            tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
+                        }
                     }
                 }
             }
@@ -308,14 +379,64 @@ impl SessionPersistence for JsonlPersistence {
 }
 
 /// Reads a dsh session file at any path, outside a store layout (what `dsh import` and
-/// `dsh check` read): the header checks, packed rows expanded, a torn final record dropped
-/// and reported in [`StoredSession::dropped_tail`]. Never writes.
+/// `dsh check` read), plain or compressed (a `.zstd` name or zstd magic bytes): the header
+/// checks, packed rows expanded, a torn final record dropped and reported in
+/// [`StoredSession::dropped_tail`]. Never writes.
 ///
 /// Errors: as [`SessionPersistence::load`], except that the file's location is not checked.
 pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError> {
-    let bytes = fs::read(path).map_err(|e| io_error(path, e))?;
-    let scanned = scan_bytes(&bytes).map_err(|e| read_error(path, e))?;
+    let (scanned, _) = scan_path(path)?;
     into_stored(path, scanned, u64::MAX)
+}
+
+/// Decodes the bytes of a dsh session file held in memory, exactly as [`read_session_file`]
+/// reads the file at `path` (plain or compressed, torn final record dropped and reported);
+/// `path` only names the file in errors and, by a `.zstd` extension, selects the compressed
+/// form (zstd magic bytes at the start select it too). Touches no file system.
+///
+/// ```
+/// use dsh_session_jsonl::read_session_bytes;
+/// use std::path::Path;
+///
+/// let text = concat!(
+///     r#"{"type":"session","version":0,"id":"s1","createdAt":1,"delegationDepth":0}"#, "\n",
+///     r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}"#, "\n",
+///     r#"{"type":"turn/end","seq":1,"ti"#, // a torn final line
+/// );
+/// let stored = read_session_bytes(Path::new("session.jsonl"), text.as_bytes())?;
+/// assert_eq!(stored.events.len(), 1);
+/// assert!(stored.dropped_tail.is_some());
+/// # Ok::<(), dsh_session::PersistenceError>(())
+/// ```
+///
+/// Errors: as [`read_session_file`], never [`PersistenceError::Io`].
+pub fn read_session_bytes(path: &Path, bytes: &[u8]) -> Result<StoredSession, PersistenceError> {
+    into_stored(path, scan_in_memory(path, bytes)?, u64::MAX)
+}
+
+/// The session files in the id folder `dir`: `session.jsonl`, `session.jsonl.zstd`, or both.
+fn session_files(dir: &Path) -> Vec<PathBuf> {
+    [SESSION_FILE_NAME, COMPRESSED_FILE_NAME]
+        .iter()
+        .map(|name| dir.join(name))
+        .filter(|path| path.is_file())
+        .collect()
+}
+
+/// Reads and scans the whole file at `path` in its form; returns the scan and the file length.
+fn scan_path(path: &Path) -> Result<(Scanned, u64), PersistenceError> {
+    let bytes = fs::read(path).map_err(|e| io_error(path, e))?;
+    Ok((scan_in_memory(path, &bytes)?, bytes.len() as u64))
+}
+
+/// Scans the bytes of the file at `path`, in the form its name or first bytes say.
+fn scan_in_memory(path: &Path, bytes: &[u8]) -> Result<Scanned, PersistenceError> {
+    let scanned = if is_compressed(path, bytes) {
+        scan_compressed(bytes)
+    } else {
+        scan_bytes(bytes)
+    };
+    scanned.map_err(|e| read_error(path, e))
 }
 
 /// Opens `path` and takes an exclusive advisory lock on it, released when the file drops.
@@ -325,18 +446,27 @@ fn lock_exclusive(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// Reads the whole file at `path` for session `id` and checks that it belongs there.
-fn scan_file(id: &SessionId, path: &Path) -> Result<Scanned, PersistenceError> {
-    let bytes = fs::read(path).map_err(|e| io_error(path, e))?;
-    let scanned = scan_bytes(&bytes).map_err(|e| read_error(path, e))?;
+/// Reads the whole file at `path` for session `id` and checks that it belongs there; returns
+/// the scan and the file length.
+fn scan_file(id: &SessionId, path: &Path) -> Result<(Scanned, u64), PersistenceError> {
+    let (scanned, len) = scan_path(path)?;
     check_placement(id, &scanned.header, path)?;
-    Ok(scanned)
+    Ok((scanned, len))
 }
 
 /// The header of the session file at `path`, checked against its folders.
 fn list_header(path: &Path) -> Result<SessionHeader, PersistenceError> {
+    let mut file = File::open(path).map_err(|e| io_error(path, e))?;
+    let mut start = [0u8; 4];
+    let read = file.read(&mut start).map_err(|e| io_error(path, e))?;
     let file = File::open(path).map_err(|e| io_error(path, e))?;
-    let header = read_header(&mut BufReader::new(file)).map_err(|e| read_error(path, e))?;
+    let header = if is_compressed(path, &start[..read]) {
+        let mut reader = decoding_reader(file).map_err(|e| io_error(path, e))?;
+        read_header(&mut reader)
+    } else {
+        read_header(&mut BufReader::new(file))
+    };
+    let header = header.map_err(|e| read_error(path, e))?;
     check_placement(&header.id, &header, path)?;
     Ok(header)
 }

@@ -33,7 +33,8 @@ fn safe_integer_of(n: &Number) -> Option<i64> {
         // Exact: |f| <= 2^53 - 1 and integral.
         f as i64
     };
-    (int.abs() <= MAX_SAFE_INTEGER).then_some(int)
+    // `unsigned_abs`: `i64::MIN` has no `abs`.
+    (int.unsigned_abs() <= MAX_SAFE_INTEGER.unsigned_abs()).then_some(int)
 }
 
 /// `value` as a non-negative safe integer, refusing `-0` as dsh's header reader does for

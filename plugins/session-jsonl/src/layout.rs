@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 /// The file name of a session log inside its id folder.
 pub const SESSION_FILE_NAME: &str = "session.jsonl";
 
+/// The file name of a compressed session log (concatenated zstd frames), dsh's default form.
+pub const COMPRESSED_FILE_NAME: &str = "session.jsonl.zstd";
+
 /// The cwd folder of sessions that have no working directory.
 pub const NO_CWD_FOLDER: &str = "_no-cwd";
 
@@ -99,6 +102,19 @@ pub fn session_dir(root: &Path, cwd: Option<&str>, id: &str) -> PathBuf {
 /// `<root>/<cwd folder>/<id segment>/session.jsonl`.
 pub fn session_file(root: &Path, cwd: Option<&str>, id: &str) -> PathBuf {
     session_dir(root, cwd, id).join(SESSION_FILE_NAME)
+}
+
+/// The compressed log file of session `id` with working directory `cwd`:
+/// `<root>/<cwd folder>/<id segment>/session.jsonl.zstd`.
+pub fn compressed_session_file(root: &Path, cwd: Option<&str>, id: &str) -> PathBuf {
+    session_dir(root, cwd, id).join(COMPRESSED_FILE_NAME)
+}
+
+/// Whether the file at `path` holds the compressed form: its name ends in `.zstd` or its
+/// first bytes (`start`) are a zstd frame's magic number.
+pub fn is_compressed(path: &Path, start: &[u8]) -> bool {
+    const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+    path.extension().is_some_and(|ext| ext == "zstd") || start.starts_with(&MAGIC)
 }
 
 /// The ASCII character for `unit` when it is kept verbatim (`dot_kept`: whether `.` is).

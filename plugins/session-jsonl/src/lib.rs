@@ -1,6 +1,7 @@
 //! dsh-session-jsonl: session persistence in the JSONL files of DeepSeek Harness rc.8.
 //!
-//! Owns the on-disk layout (`<root>/--<cwd-slug>--/<encoded-id>/session.jsonl`), the header
+//! Owns the on-disk layout (`<root>/--<cwd-slug>--/<encoded-id>/session.jsonl`, or dsh's
+//! compressed `session.jsonl.zstd`: concatenated zstd frames), the header
 //! line, the storage records (verbatim events and the packed chunk rows dsh writes), the
 //! scanner that finds a file's committed prefix and torn tail, and [`JsonlPersistence`], which
 //! implements [`dsh_session::SessionPersistence`] over them. It knows the session crate's
@@ -9,6 +10,7 @@
 //! plugin calls it.
 
 mod backend;
+mod compressed;
 mod durable;
 mod header_line;
 mod json;
@@ -17,5 +19,5 @@ pub mod plugin;
 mod record;
 mod scan;
 
-pub use backend::{read_session_file, JsonlPersistence};
+pub use backend::{read_session_bytes, read_session_file, Compression, JsonlPersistence};
 pub use plugin::{JsonlConfig, SESSION_JSONL_PLUGIN};

@@ -1,6 +1,6 @@
 //! The `dsh-session-jsonl` plugin descriptor and its configuration.
 
-use crate::backend::JsonlPersistence;
+use crate::backend::{Compression, JsonlPersistence};
 use dsh_core::{BoxError, Context, PluginDescriptor, ServiceKey};
 use dsh_session::SessionPersistence;
 use serde::Deserialize;
@@ -10,14 +10,18 @@ use std::sync::Arc;
 /// The plugin name hosts enable and disable: `dsh-session-jsonl`.
 pub const NAME: &str = "dsh-session-jsonl";
 
-/// The plugin's configuration: `{"root": "DIR"}`, the folder sessions are stored in
-/// (created on the first write; an empty path is refused).
+/// The plugin's configuration: `{"root": "DIR", "compression": "none" | "zstd"}`: the folder
+/// sessions are stored in (created on the first write; an empty path is refused) and the form
+/// new session files are written in (default `"none"`, plain `session.jsonl`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JsonlConfig {
     /// The store folder.
     #[serde(deserialize_with = "non_empty_path")]
     pub root: PathBuf,
+    /// The form of new session files.
+    #[serde(default)]
+    pub compression: Compression,
 }
 
 fn non_empty_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
@@ -42,7 +46,8 @@ dsh_core::submit_plugin!(SESSION_JSONL_PLUGIN);
 
 fn apply(ctx: &Context) -> Result<(), BoxError> {
     let config: JsonlConfig = ctx.config()?;
-    let backend: Arc<dyn SessionPersistence> = Arc::new(JsonlPersistence::new(config.root));
+    let backend: Arc<dyn SessionPersistence> =
+        Arc::new(JsonlPersistence::new(config.root).with_compression(config.compression));
     ctx.provide(backend)?;
     Ok(())
 }

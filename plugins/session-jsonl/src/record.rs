@@ -270,7 +270,17 @@ pub(crate) fn into_event(value: Value, index: u64) -> Result<SessionEvent, Strin
     if map.get("seq").is_some_and(|seq| is_integer(seq, index)) {
         map.insert("seq".into(), Value::from(index));
     }
-    serde_json::from_value(Value::Object(map)).map_err(|e| e.to_string())
+    // The payload moves into the event as parsed: only the small envelope goes through the
+    // deserializer (which would otherwise rebuild the whole payload tree). Without a payload,
+    // the deserializer reports what is missing.
+    let data = match map.get_mut("data") {
+        Some(data) => std::mem::take(data),
+        None => return serde_json::from_value(Value::Object(map)).map_err(|e| e.to_string()),
+    };
+    let mut event: SessionEvent =
+        serde_json::from_value(Value::Object(map)).map_err(|e| e.to_string())?;
+    event.data = data;
+    Ok(event)
 }
 
 /// Appends `event` to `out` as one line: the envelope keys in the order `type`, `seq`, `time`,

@@ -9,6 +9,7 @@
 //!
 //! Event lines are numbered from 1, the header not counted.
 
+use crate::compressed::{split_frames, Frame};
 use crate::header_line::{parse_header_line, HeaderError};
 use crate::json::{is_integer, js_display};
 use crate::record::{expand_record, holds_turn_end, parse_line};
@@ -34,8 +35,12 @@ pub(crate) struct Scanned {
     pub header: SessionHeader,
     /// The committed records, packed rows expanded, as raw JSON (`seq == index`).
     pub events: Vec<Value>,
-    /// The byte length of the header plus the committed records.
+    /// The byte length of the file's part to keep when appending: the header plus the committed
+    /// records (for a compressed file, up to the end of the last frame committed in full).
     pub committed: u64,
+    /// Committed text after `committed` that an append must write again before its own lines
+    /// (a compressed file's frame committed only in part); empty for a plain file.
+    pub carry: Vec<u8>,
     /// What was dropped after the committed prefix, naming the line; `None` when nothing was
     /// (or when the read stopped early and never looked).
     pub dropped_tail: Option<String>,
@@ -124,6 +129,15 @@ impl BodyScanner {
         Ok(())
     }
 
+    /// Takes a record that cannot be decoded at all (a damaged compressed frame, described by
+    /// `what`): like an unparsable line, it is tail unless a later `turn/end` follows.
+    fn feed_damaged(&mut self, what: &str) {
+        self.issue.get_or_insert_with(|| Issue {
+            fatal: format!("unreadable committed records: {what}"),
+            tail: what.to_owned(),
+        });
+    }
+
     /// Whether an issue is open (its fate depends on the lines still to come).
     fn has_issue(&self) -> bool {
         self.issue.is_some()
@@ -146,6 +160,7 @@ impl BodyScanner {
             header,
             events: self.events,
             committed: self.committed,
+            carry: Vec::new(),
             dropped_tail,
         }
     }
@@ -184,6 +199,74 @@ pub(crate) fn scan_bytes(bytes: &[u8]) -> Result<Scanned, ReadError> {
     Ok(scanner.finish(header, bytes.len() as u64))
 }
 
+/// Reads a whole compressed file (`session.jsonl.zstd`) held in memory: the frames are
+/// decoded and their text scanned as [`scan_bytes`] scans a plain file. A damaged frame counts
+/// as one unparsable record; an incomplete final frame is part of the torn tail. Offsets in
+/// the result are those of the compressed file: `committed` ends at a frame boundary and
+/// `carry` holds the committed text of a frame kept only in part.
+///
+/// Errors as [`scan_bytes`]; a header frame that does not decode is a header error.
+pub(crate) fn scan_compressed(bytes: &[u8]) -> Result<Scanned, ReadError> {
+    let frames = split_frames(bytes);
+    let mut plain: Vec<u8> = Vec::new();
+    // (text length, file offset) after each frame, from the start of the file.
+    let mut bounds: Vec<(usize, u64)> = vec![(0, 0)];
+    let mut header: Option<SessionHeader> = None;
+    let mut scanner = BodyScanner::new(0);
+    let mut line_start = 0usize;
+    for frame in frames.frames {
+        match frame {
+            Frame::Data { plain: text, end } => {
+                plain.extend_from_slice(&text);
+                while let Some(offset) = plain[line_start..].iter().position(|b| *b == b'\n') {
+                    let line_end = line_start + offset;
+                    if header.is_none() {
+                        header = Some(header_of(&plain[..line_end])?);
+                        scanner = BodyScanner::new(line_end as u64 + 1);
+                    } else {
+                        scanner
+                            .feed(&plain[line_start..line_end], line_end as u64 + 1)
+                            .map_err(ReadError::Corrupt)?;
+                    }
+                    line_start = line_end + 1;
+                }
+                bounds.push((plain.len(), end));
+            }
+            Frame::Damaged { end, why } => {
+                if header.is_none() {
+                    return Err(ReadError::Header(HeaderError::Invalid(format!(
+                        "the zstd frame holding the header does not decode ({why})"
+                    ))));
+                }
+                // A partial line before the damage cannot be completed any more.
+                line_start = plain.len();
+                scanner.feed_damaged(&format!(
+                    "the zstd frame ending at byte {end} does not decode ({why})"
+                ));
+                bounds.push((plain.len(), end));
+            }
+        }
+    }
+    let header = header.ok_or_else(header_less)?;
+    let mut scanned = scanner.finish(header, plain.len() as u64);
+    if let (None, Some((start, why))) = (&scanned.dropped_tail, &frames.torn) {
+        scanned.dropped_tail = Some(format!(
+            "the final zstd frame at byte {start} is incomplete ({why}, a torn write); {} trailing bytes dropped",
+            bytes.len() as u64 - start
+        ));
+    }
+    let committed_text = usize::try_from(scanned.committed).unwrap_or(usize::MAX);
+    let (frame_text, frame_end) = bounds
+        .iter()
+        .rev()
+        .find(|(text, _)| *text <= committed_text)
+        .copied()
+        .unwrap_or((0, 0));
+    scanned.carry = plain[frame_text..committed_text].to_vec();
+    scanned.committed = frame_end;
+    Ok(scanned)
+}
+
 /// Reads the header and at least the first `len` committed events from `reader`, stopping at
 /// the first line that completes them (the rest of the file is not read). The result holds
 /// more than `len` events when a packed row straddles the limit.
@@ -206,6 +289,7 @@ pub(crate) fn scan_prefix(reader: &mut impl BufRead, len: u64) -> Result<Scanned
                 header,
                 events: scanner.events,
                 committed: scanner.committed,
+                carry: Vec::new(),
                 dropped_tail: None,
             });
         }

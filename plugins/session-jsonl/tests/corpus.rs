@@ -1,10 +1,15 @@
-//! The corpus check: every real dsh rc.8 file reads as dsh reads it (per the oracle's verdicts
-//! in `corpus/dsh-rc8.expected.jsonl`). Skips with a printed reason when the shared folder is
-//! absent.
+//! The corpus check: every real dsh rc.8 file reads as dsh reads it, and every file's body
+//! restores as dsh restores it (per the oracle's verdicts in `corpus/dsh-rc8.expected.jsonl`).
+//! Skips with a printed reason when the shared folder is absent.
 
-use dsh_session::{PersistenceError, SessionId, SessionPersistence};
+use dsh_session::fold::project;
+use dsh_session::validate::validate_restored;
+use dsh_session::{
+    check_invariants, prepare_stored_events, PersistenceError, SessionEvent, SessionId,
+    SessionPersistence,
+};
 use dsh_session_jsonl::layout::session_file;
-use dsh_session_jsonl::JsonlPersistence;
+use dsh_session_jsonl::{read_session_file, JsonlPersistence};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fs;
@@ -19,19 +24,30 @@ fn shared_dir() -> PathBuf {
     }
 }
 
+/// The shared folder and the text of `corpus/dsh-rc8.expected.jsonl`; `None` (after printing
+/// why the test is skipped) when it is absent.
+fn expected_rows() -> Option<(PathBuf, String)> {
+    let shared = shared_dir();
+    let expected_path = shared.join("corpus/dsh-rc8.expected.jsonl");
+    match fs::read_to_string(&expected_path) {
+        Ok(expected) => Some((shared, expected)),
+        Err(_) => {
+            eprintln!(
+                "skipped: {} is absent (set DSH_SHARED to the shared folder)",
+                expected_path.display()
+            );
+            None
+        }
+    }
+}
+
 fn text_field(value: &Value, key: &str) -> Option<String> {
     value.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
 #[test]
 fn every_corpus_file_reads_as_dsh_reads_it() {
-    let shared = shared_dir();
-    let expected_path = shared.join("corpus/dsh-rc8.expected.jsonl");
-    let Ok(expected) = fs::read_to_string(&expected_path) else {
-        eprintln!(
-            "skipped: {} is absent (set DSH_SHARED to the shared folder)",
-            expected_path.display()
-        );
+    let Some((shared, expected)) = expected_rows() else {
         return;
     };
     let (mut loaded, mut refused) = (0, 0);
@@ -146,4 +162,87 @@ fn every_corpus_file_reads_as_dsh_reads_it() {
         );
     }
     assert_eq!((loaded, refused), (81, 22));
+}
+
+/// The file's bytes with `version` and `delegationDepth` added to the header when absent.
+fn with_complete_header(bytes: &[u8]) -> Vec<u8> {
+    let split = bytes
+        .iter()
+        .position(|b| *b == b'\n')
+        .unwrap_or(bytes.len());
+    let mut header: Value = serde_json::from_slice(&bytes[..split]).expect("header is JSON");
+    for key in ["version", "delegationDepth"] {
+        if header.get(key).is_none() {
+            header[key] = Value::from(0);
+        }
+    }
+    let mut out = serde_json::to_vec(&header).expect("serializes");
+    out.extend_from_slice(&bytes[split..]);
+    out
+}
+
+/// What restoring the body gives: the upgraded events, or the refusal.
+fn restore(path: &std::path::Path) -> Result<Vec<SessionEvent>, String> {
+    let stored = read_session_file(path).map_err(|e| e.to_string())?;
+    let events =
+        prepare_stored_events(&stored.header.id, stored.events).map_err(|e| e.to_string())?;
+    validate_restored(&events).map_err(|e| e.to_string())?;
+    Ok(events)
+}
+
+/// The restore path body by body: each log is read, upgraded and validated as dsh restores it,
+/// and compared with the oracle's `body_error`, `events`, `messages` and `invariant_error`.
+/// Files dsh refuses only for their header (test fixtures without `version` or
+/// `delegationDepth`, among them the RFC-era `web__*` logs that need the upgrade) are read with
+/// those two fields filled in, as the oracle's `body_error` judges them.
+#[test]
+fn every_corpus_body_restores_as_dsh_restores_it() {
+    let Some((shared, expected)) = expected_rows() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (mut restored, mut refused, mut upgraded) = (0, 0, 0);
+    for row in expected.lines() {
+        let row: Value = serde_json::from_str(row).expect("expected rows are JSON");
+        let name = row["file"].as_str().expect("row names its file");
+        let bytes = fs::read(shared.join("corpus/dsh-rc8").join(name)).expect("corpus file");
+        let path = dir.path().join(name);
+        fs::write(&path, with_complete_header(&bytes)).expect("copied");
+        let result = restore(&path);
+        if let Some(reason) = row["body_error"].as_str() {
+            assert!(
+                result.is_err(),
+                "{name}: dsh refuses the body ({reason}), we restored it"
+            );
+            refused += 1;
+            continue;
+        }
+        let events = result.unwrap_or_else(|e| panic!("{name}: dsh restores it, we refused: {e}"));
+        restored += 1;
+        if row["legacy_upgraded"] == Value::Bool(true) {
+            upgraded += 1;
+        }
+        assert_eq!(
+            events.len() as u64,
+            row["events"].as_u64().expect("count"),
+            "{name}"
+        );
+        let surface = validate_restored(&events).expect("validated above");
+        let messages = surface
+            .nodes()
+            .iter()
+            .filter(|seq| project(&events[**seq as usize]).is_some())
+            .count();
+        assert_eq!(
+            messages as u64,
+            row["messages"].as_u64().expect("messages"),
+            "{name}"
+        );
+        let first = check_invariants(&events)
+            .into_iter()
+            .next()
+            .map(|v| v.message);
+        assert_eq!(first.as_deref(), row["invariant_error"].as_str(), "{name}");
+    }
+    assert_eq!((restored, refused, upgraded), (97, 6, 9));
 }

@@ -38,6 +38,67 @@ pub const SESSION_END_SEED: &str = "session/end-seed";
 /// The three surface-eligible types: they carry a [`SurfaceOp`] and project to model messages.
 pub const SURFACE_TYPES: [&str; 3] = [USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT];
 
+/// Every event type dsh rc.8 knows: the core types plus the log-only types of its own plugins
+/// (the generated catalog of reference section 1.2, as the oracle lists it; 48 entries).
+///
+/// A stored log holding any other type is refused on read unless that event carries
+/// `ignorable: true` ([`crate::upgrade::prepare_stored_events`]).
+pub const KNOWN_EVENT_TYPES: [&str; 48] = [
+    "agent-preset/selected",
+    "agent/inbox/spliced",
+    "approval/asked",
+    "approval/decided",
+    "approval/policy",
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    "command/done",
+    "command/run",
+    "compaction/end",
+    "compaction/prune",
+    "compaction/start",
+    "compaction/summary",
+    "feedback/record",
+    "goal/change",
+    "hook/invoked",
+    "hook/result",
+    "llm/retry",
+    "llm/retry-started",
+    "permission/preset",
+    "plan/mode",
+    REQUEST_CONTEXT,
+    REQUEST_HEADER,
+    "sandbox/mode",
+    "schedule/change",
+    SESSION_END_SEED,
+    "session/title",
+    "session/title-llm-request",
+    STEP_END,
+    STEP_START,
+    "subagent/descriptor",
+    "team/member",
+    "team/message/delivered",
+    "team/message/queued",
+    "team/task",
+    TODO_WRITE,
+    "tool-workflow/agent-end",
+    "tool-workflow/agent-start",
+    "tool-workflow/run-end",
+    "tool-workflow/run-start",
+    TOOL_CALL,
+    "tool/code-dispatch",
+    "tool/code-dispatch-start",
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+    "web/deepseek-search-llm-request",
+];
+
+/// Whether dsh rc.8 knows events of type `kind` ([`KNOWN_EVENT_TYPES`]).
+pub fn is_known_type(kind: &str) -> bool {
+    KNOWN_EVENT_TYPES.contains(&kind)
+}
+
 /// Whether events of type `kind` are surface events (they must carry `surfaceOp`).
 pub fn is_surface_type(kind: &str) -> bool {
     SURFACE_TYPES.contains(&kind)

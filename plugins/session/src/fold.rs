@@ -8,10 +8,12 @@
 //! ([`Surface::apply`]), so a refused event leaves the surface untouched.
 
 use std::collections::BTreeSet;
+use std::fmt;
 
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+use crate::chain::Chain;
 use crate::event::{
     is_surface_type, SessionEvent, SurfaceOp, ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE,
 };
@@ -57,17 +59,52 @@ pub enum SurfacePlan {
 /// The model-visible surface of a session log: node seqs in model order plus a replace counter
 /// (reference section 5.1).
 ///
-/// The default value is the surface of an empty log.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The nodes live in a shared append-only chain: cloning a surface costs O(1) whatever its
+/// size, and a clone never sees the transitions applied to the original afterwards (nor the
+/// other way round). The default value is the surface of an empty log.
+#[derive(Clone, Default)]
 pub struct Surface {
-    nodes: Vec<u64>,
+    nodes: Chain<u64>,
     generation: u64,
 }
 
+impl fmt::Debug for Surface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Surface")
+            .field("nodes", &self.nodes())
+            .field("generation", &self.generation)
+            .finish()
+    }
+}
+
+impl PartialEq for Surface {
+    fn eq(&self, other: &Surface) -> bool {
+        self.generation == other.generation
+            && self.nodes.len() == other.nodes.len()
+            && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Surface {}
+
 impl Surface {
-    /// The seqs of the current surface nodes, in the order the model sees them.
-    pub fn nodes(&self) -> &[u64] {
-        &self.nodes
+    /// The seqs of the current surface nodes, in the order the model sees them (a fresh
+    /// vector).
+    pub fn nodes(&self) -> Vec<u64> {
+        self.iter().collect()
+    }
+
+    /// The seqs of the current surface nodes, in model order, without collecting them.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.nodes.iter().copied()
+    }
+
+    /// A copy whose later transitions go to storage of its own (a fork child's surface), O(1).
+    pub(crate) fn branch(&self) -> Surface {
+        Surface {
+            nodes: self.nodes.branch(),
+            generation: self.generation,
+        }
     }
 
     /// How many `replace` transitions have been applied. It changes exactly when earlier
@@ -148,9 +185,13 @@ impl Surface {
                  (index {end_index})"
             )));
         }
-        let shadowed = &self.nodes[start_index..=end_index];
-        check_provenance(event, shadowed)?;
-        check_tool_result_rewrite(event, shadowed, lookup)?;
+        let shadowed: Vec<u64> = self
+            .iter()
+            .skip(start_index)
+            .take(end_index - start_index + 1)
+            .collect();
+        check_provenance(event, &shadowed)?;
+        check_tool_result_rewrite(event, &shadowed, lookup)?;
         Ok(SurfacePlan::Replace {
             start_index,
             end_index,
@@ -172,14 +213,14 @@ impl Surface {
                 start_index,
                 end_index,
             } => {
-                self.nodes.splice(start_index..=end_index, [seq]);
+                self.nodes = self.nodes.splice(start_index, end_index, seq);
                 self.generation += 1;
             }
         }
     }
 
     fn position(&self, seq: u64) -> Option<usize> {
-        self.nodes.iter().position(|&node| node == seq)
+        self.iter().position(|node| node == seq)
     }
 }
 

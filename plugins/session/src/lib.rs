@@ -1,7 +1,8 @@
 //! dsh-session: the event-sourced session log plugin.
 //!
 //! Owns the event vocabulary, the [`Session`] log, the [`SessionStore`] service, seed
-//! validation, the derived model history and the persistence seam. It knows nothing of fork
+//! validation, the upgrade of stored logs, the invariant checker, the derived model history and
+//! the persistence seam. It knows nothing of fork
 //! (a separate plugin) nor of files (backends implement [`SessionPersistence`]).
 //!
 //! ```
@@ -19,21 +20,29 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod chain;
 pub mod event;
 pub mod fold;
 pub mod header;
+pub mod invariants;
 pub mod persistence;
 pub mod plugin;
+pub mod repair;
 pub mod session;
 pub mod store;
+pub mod upgrade;
 pub mod validate;
 
 pub use event::{EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
 pub use header::{SessionHeader, SessionId, SessionMeta, SESSION_FORMAT_VERSION};
+pub use invariants::{check_invariants, InvariantViolation};
 pub use persistence::{PersistenceError, SessionPersistence, StoredSession};
 pub use plugin::SESSION_PLUGIN;
+pub use repair::interrupted_turn_closers;
 pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
 pub use store::{
-    CreateOptions, Seed, SessionCreated, SessionDisposed, SessionFlush, SessionStore, StoreError,
+    CreateOptions, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush, SessionStore,
+    StoreError,
 };
+pub use upgrade::{prepare_stored_events, StoredLogError};
 pub use validate::ValidationError;

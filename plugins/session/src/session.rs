@@ -3,8 +3,11 @@
 //! Events are stored as `Arc<SessionEvent>` in append-only segments (`boxcar::Vec`, whose
 //! elements never move). A snapshot ([`Events`]) is a segment plus a length, so taking one,
 //! or seeding a child with one, costs O(1) and never copies an event; later appends to the
-//! source are beyond the snapshot's length and never show in it.
+//! source are beyond the snapshot's length and never show in it. The surface fold is kept in
+//! the same kind of shared chain, so a child seeded with a snapshot of a live log inherits the
+//! fold too: creating it reads no event of the seed, whatever the seed's length.
 
+use crate::chain::Chain;
 use crate::event::{EventDraft, SessionEvent};
 use crate::fold::{project, Surface, SurfacePlan};
 use crate::header::{SessionHeader, SessionId};
@@ -16,21 +19,17 @@ use std::cell::Cell;
 use std::fmt;
 use std::sync::Arc;
 
-struct Segment {
-    /// The inherited prefix (a seed taken from another log), if any.
-    base: Option<Events>,
-    /// Events appended to this log after `base`, in seq order.
-    own: boxcar::Vec<Arc<SessionEvent>>,
-}
-
 /// An immutable view of the first `len()` events of a log: cheap to clone, never changes.
 ///
 /// `get(i)` returns the event with seq `i`. Obtained from [`Session::events`]; used as a fork
-/// seed without copying.
+/// seed without copying. A view taken from a live session also carries the session's surface
+/// fold at that point, so a child seeded with it starts without folding or validating the
+/// seed again.
 #[derive(Clone)]
 pub struct Events {
-    segment: Arc<Segment>,
-    len: usize,
+    chain: Chain<Arc<SessionEvent>>,
+    /// The surface fold of exactly these events, when known (a view of a live log).
+    surface: Option<Surface>,
 }
 
 impl Events {
@@ -41,55 +40,47 @@ impl Events {
 
     /// A view owning `events` (which must be in seq order from 0; not checked here).
     pub fn from_vec(events: Vec<SessionEvent>) -> Events {
-        let own: boxcar::Vec<Arc<SessionEvent>> = events.into_iter().map(Arc::new).collect();
-        let len = own.count();
         Events {
-            segment: Arc::new(Segment { base: None, own }),
-            len,
+            chain: events.into_iter().map(Arc::new).collect(),
+            surface: None,
         }
     }
 
     /// Number of events in the view.
     pub fn len(&self) -> usize {
-        self.len
+        self.chain.len()
     }
 
     /// Whether the view holds no event.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
-    /// The event at index (= seq) `index`, if within the view.
+    /// The event at index (= seq) `index`, if within the view. O(1) for a session's own
+    /// events, plus one step per level of fork ancestry for inherited ones.
     pub fn get(&self, index: usize) -> Option<&Arc<SessionEvent>> {
-        if index >= self.len {
-            return None;
-        }
-        let mut view = self;
-        loop {
-            let base_len = view.segment.base.as_ref().map_or(0, Events::len);
-            match &view.segment.base {
-                Some(base) if index < base_len => view = base,
-                _ => return view.segment.own.get(index - base_len),
-            }
-        }
+        self.chain.get(index)
     }
 
     /// The last event of the view.
     pub fn last(&self) -> Option<&Arc<SessionEvent>> {
-        self.len.checked_sub(1).and_then(|i| self.get(i))
+        self.len().checked_sub(1).and_then(|i| self.get(i))
     }
 
     /// The first `len` events (the whole view when `len >= self.len()`), without copying.
     pub fn prefix(&self, len: usize) -> Events {
+        if len >= self.len() {
+            return self.clone();
+        }
         Events {
-            segment: self.segment.clone(),
-            len: len.min(self.len),
+            chain: self.chain.prefix(len),
+            surface: None,
         }
     }
 
     /// The events in seq order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<SessionEvent>> + '_ {
-        (0..self.len).filter_map(move |i| self.get(i))
+        self.chain.iter()
     }
 
     /// Copies the events out (for callers that need owned values, e.g. to mutate them).
@@ -99,7 +90,7 @@ impl Events {
 
     /// Whether both views share the same storage and length (no event was copied).
     pub fn same_storage(&self, other: &Events) -> bool {
-        Arc::ptr_eq(&self.segment, &other.segment) && self.len == other.len
+        self.chain.same_storage(&other.chain)
     }
 
     fn lookup<'a>(&'a self) -> impl Fn(u64) -> Option<&'a SessionEvent> + 'a {
@@ -120,7 +111,7 @@ impl fmt::Debug for Events {
 
 impl PartialEq for Events {
     fn eq(&self, other: &Events) -> bool {
-        self.len == other.len && self.iter().zip(other.iter()).all(|(a, b)| a == b)
+        self.len() == other.len() && self.iter().zip(other.iter()).all(|(a, b)| a == b)
     }
 }
 
@@ -221,12 +212,10 @@ impl Session {
     ) -> Session {
         let seed_len = seed.len();
         let events = Events {
-            segment: Arc::new(Segment {
-                base: Some(seed),
-                own: boxcar::Vec::new(),
-            }),
-            len: seed_len,
+            chain: seed.chain.branch(),
+            surface: None,
         };
+        let surface = surface.branch();
         Session {
             header,
             seed_len,
@@ -259,9 +248,14 @@ impl Session {
         &self.header
     }
 
-    /// A snapshot of the log; it never changes afterwards. O(1).
+    /// A snapshot of the log; it never changes afterwards. O(1) in time and memory: it shares
+    /// the session's events and surface fold.
     pub fn events(&self) -> Events {
-        self.log.read().events.clone()
+        let log = self.log.read();
+        Events {
+            chain: log.events.chain.clone(),
+            surface: Some(log.surface.clone()),
+        }
     }
 
     /// The log length, which is also the next seq.
@@ -309,8 +303,7 @@ impl Session {
                     source,
                 })?;
             let event = Arc::new(event);
-            log.events.segment.own.push(event.clone());
-            log.events.len += 1;
+            log.events.chain.push(event.clone());
             log.surface.apply(plan, seq);
             event
         };
@@ -334,9 +327,8 @@ impl Session {
     pub fn derive_messages(&self) -> Vec<Message> {
         let log = self.log.read();
         log.surface
-            .nodes()
             .iter()
-            .filter_map(|&seq| log.events.get(usize::try_from(seq).ok()?))
+            .filter_map(|seq| log.events.get(usize::try_from(seq).ok()?))
             .filter(|event| project(event).is_some())
             .map(|event| Message {
                 event: event.clone(),
@@ -345,9 +337,13 @@ impl Session {
     }
 }
 
-/// Folds the surface of an already valid log (a seed taken from a live session), without
-/// validating it again.
+/// The surface of an already valid log (a seed taken from a live session), without validating
+/// it again: the fold the view carries when it was taken at the end of a live log (O(1)), else
+/// a fold of its events (a prefix cut at an earlier boundary).
 pub(crate) fn fold_trusted(events: &Events) -> Surface {
+    if let Some(surface) = &events.surface {
+        return surface.clone();
+    }
     let mut surface = Surface::default();
     for event in events.iter() {
         if let Ok(plan) = surface.plan(event, events.lookup()) {
@@ -357,9 +353,19 @@ pub(crate) fn fold_trusted(events: &Events) -> Surface {
     surface
 }
 
-/// Validates a raw seed and turns it into a view, returning the folded surface too.
-pub(crate) fn admit_seed(events: Vec<SessionEvent>) -> Result<(Events, Surface), ValidationError> {
-    let surface = crate::validate::validate_seed(&events)?;
+/// Validates a raw seed (a log `restored` from persistence with
+/// [`crate::validate::validate_restored`], any other with
+/// [`crate::validate::validate_seed`]) and turns it into a view, returning the folded surface
+/// too.
+pub(crate) fn admit_seed(
+    events: Vec<SessionEvent>,
+    restored: bool,
+) -> Result<(Events, Surface), ValidationError> {
+    let surface = if restored {
+        crate::validate::validate_restored(&events)?
+    } else {
+        crate::validate::validate_seed(&events)?
+    };
     Ok((Events::from_vec(events), surface))
 }
 

@@ -3,8 +3,10 @@
 
 use crate::event::SessionEvent;
 use crate::header::{SessionHeader, SessionId, SessionMeta};
-use crate::persistence::{PersistenceError, SessionPersistence};
+use crate::persistence::{PersistenceError, SessionPersistence, StoredSession};
+use crate::repair::interrupted_turn_closers;
 use crate::session::{admit_seed, fold_trusted, now_ms, Events, Session};
+use crate::upgrade::{prepare_stored_events, StoredLogError};
 use crate::validate::ValidationError;
 use dsh_core::{EmitError, WeakContext};
 use parking_lot::Mutex;
@@ -81,6 +83,19 @@ pub struct SessionDisposed {
     pub session: Arc<Session>,
 }
 
+/// What [`SessionStore::resume`] did: the live session and the events it appended durably.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Resumed {
+    /// The session, live in the store, its log ending with the appended closers.
+    pub session: Arc<Session>,
+    /// The crash-repair closers appended to the stored log (empty when its last turn was
+    /// closed), in seq order.
+    pub appended: Vec<Arc<SessionEvent>>,
+    /// The torn final record cut from the file, as the backend described it.
+    pub dropped_tail: Option<String>,
+}
+
 /// Errors of the store. Each names the session.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -132,6 +147,17 @@ pub enum StoreError {
         #[source]
         source: PersistenceError,
     },
+    /// The stored log cannot be restored: retired vocabulary, a malformed older shape, a
+    /// bad message shape, or an unknown event type without `ignorable: true` (reference
+    /// section 2, the oracle's upgrade step). The stored file is not touched.
+    #[error("cannot restore session \"{id}\": {source}")]
+    StoredLog {
+        /// The session.
+        id: SessionId,
+        /// What the upgrade step refused, with the seq.
+        #[source]
+        source: StoredLogError,
+    },
     /// `load` was asked for a session that is not live while no backend is active.
     #[error("session \"{id}\" is not live and no persistence backend is active")]
     NoPersistence {
@@ -147,6 +173,7 @@ impl StoreError {
         match self {
             StoreError::AlreadyExists { .. } => "SESSION_ALREADY_EXISTS",
             StoreError::InvalidSeed { source, .. } => source.code(),
+            StoreError::StoredLog { source, .. } => source.code(),
             StoreError::NotLive { .. } => "SESSION_NOT_LIVE",
             StoreError::NotFound { .. } => "SESSION_NOT_FOUND",
             StoreError::Listener { source, .. } => source
@@ -224,10 +251,14 @@ impl SessionStore {
                 let surface = fold_trusted(&events);
                 (events, surface)
             }
+            // A log read back from persistence is checked as dsh restores it (no lossless
+            // data rule); a seed handed to `create` gets every rule.
             Some(Seed::Raw(events)) => {
-                admit_seed(events).map_err(|source| StoreError::InvalidSeed {
-                    id: id.clone(),
-                    source,
+                admit_seed(events, persisted.is_some()).map_err(|source| {
+                    StoreError::InvalidSeed {
+                        id: id.clone(),
+                        source,
+                    }
                 })?
             }
         };
@@ -357,7 +388,9 @@ impl SessionStore {
 
     /// The live session `id`, or the stored one loaded from the active
     /// `dyn SessionPersistence` backend into the store, its header unchanged and its log as
-    /// stored (a torn final record dropped in memory, nothing repaired or written).
+    /// stored (a torn final record dropped in memory, nothing repaired or written): the read
+    /// for inspection and forking. A host that continues the session uses
+    /// [`SessionStore::resume`] instead.
     ///
     /// Errors: [`StoreError::NotFound`] when neither live nor stored,
     /// [`StoreError::NoPersistence`] without a backend, [`StoreError::Persistence`] when the
@@ -366,14 +399,7 @@ impl SessionStore {
         if let Some(live) = self.get(id) {
             return Ok(live);
         }
-        let backend = self.backend(id)?;
-        let stored = backend.load(id).map_err(|source| match source {
-            PersistenceError::NotFound { .. } => StoreError::NotFound { id: id.clone() },
-            source => StoreError::Persistence {
-                id: id.clone(),
-                source,
-            },
-        })?;
+        let (_, stored) = self.read_stored(id)?;
         let persisted = stored.events.len();
         let meta = SessionMeta::from_header(&stored.header);
         self.create_session(
@@ -381,6 +407,81 @@ impl SessionStore {
             CreateOptions::new(stored.events, meta),
             Some(persisted),
         )
+    }
+
+    /// Loads a stored session to continue appending to it, as dsh's `load` does (reference
+    /// sections 4.3 and 6.3): a crash that left the last turn open is closed by appending the
+    /// events of [`interrupted_turn_closers`] durably, and a torn final record is cut from
+    /// the file. A session whose last turn is closed and whose file has no torn tail is not
+    /// written. The header (including its unmodelled fields) is kept unchanged.
+    ///
+    /// A session already live in the store is returned as it is, with nothing appended: its
+    /// open turn belongs to the writer that holds it, not to a crash.
+    ///
+    /// Errors: as [`SessionStore::load`]; [`StoreError::Persistence`] when the closers cannot
+    /// be written (the file keeps its previous content and nothing stays live). Damage before
+    /// the last committed `turn/end` is refused by the backend before anything is written.
+    pub fn resume(&self, id: &SessionId) -> Result<Resumed, StoreError> {
+        if let Some(session) = self.get(id) {
+            return Ok(Resumed {
+                session,
+                appended: Vec::new(),
+                dropped_tail: None,
+            });
+        }
+        let (backend, stored) = self.read_stored(id)?;
+        let closers = interrupted_turn_closers(&stored.events);
+        let dropped_tail = stored.dropped_tail;
+        let meta = SessionMeta::from_header(&stored.header);
+        let mut events = stored.events;
+        let appended_from = events.len();
+        events.extend(closers);
+        let total = events.len();
+        let session = self.create_session(
+            Some(stored.header.id),
+            CreateOptions::new(events, meta),
+            Some(total),
+        )?;
+        let log = session.events();
+        let appended: Vec<Arc<SessionEvent>> = log.iter().skip(appended_from).cloned().collect();
+        if !appended.is_empty() || dropped_tail.is_some() {
+            if let Err(source) = backend.append(id, &appended) {
+                self.remove(id);
+                return Err(StoreError::Persistence {
+                    id: id.clone(),
+                    source,
+                });
+            }
+            tracing::info!(session = %id, closers = appended.len(), "resumed session repaired");
+        }
+        Ok(Resumed {
+            session,
+            appended,
+            dropped_tail,
+        })
+    }
+
+    /// Reads session `id` from the active backend, mapping its errors.
+    fn read_stored(
+        &self,
+        id: &SessionId,
+    ) -> Result<(Arc<dyn SessionPersistence>, StoredSession), StoreError> {
+        let backend = self.backend(id)?;
+        let mut stored = backend.load(id).map_err(|source| match source {
+            PersistenceError::NotFound { .. } => StoreError::NotFound { id: id.clone() },
+            source => StoreError::Persistence {
+                id: id.clone(),
+                source,
+            },
+        })?;
+        stored.events =
+            prepare_stored_events(id, std::mem::take(&mut stored.events)).map_err(|source| {
+                StoreError::StoredLog {
+                    id: id.clone(),
+                    source,
+                }
+            })?;
+        Ok((backend, stored))
     }
 
     /// The active persistence backend, if any.

@@ -1,9 +1,10 @@
 //! Seed and envelope validation (reference section 3.3, with the envelope of section 1.1).
 //!
 //! A seed handed to the store, or a log read back from persistence, is checked event by event in
-//! dsh's order: the envelope and legacy-format rules, the `request/header` configuration, the
-//! shape of message events, `seq == index`, and finally the surface transition
-//! ([`crate::fold`]). Turn balance, tool-call pairing and known event types are deliberately
+//! dsh's order: lossless JSON data (a seed handed to `create` and a live append only: dsh
+//! restores a stored log in place, without the copy that checks it), the envelope and
+//! legacy-format rules, the `request/header` configuration, the shape of message events,
+//! `seq == index`, and finally the surface transition ([`crate::fold`]). Turn balance, tool-call pairing and known event types are deliberately
 //! **not** checked here: an open-turn seed is valid.
 
 use std::borrow::Borrow;
@@ -27,6 +28,15 @@ const ADAPTER_DEFAULT_KEYS: [&str; 2] = ["reasoningEffort", "maxTokens"];
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum ValidationError {
+    /// The event's `data` holds a number a JSON reader in JavaScript would not read back as
+    /// written: `-0`, or an integer beyond 2^53 - 1 (reference section 1.1, section 3.3 step 1).
+    #[error("seed event at index {index} is not losslessly JSON-serializable: {reason}")]
+    NotLossless {
+        /// Index of the event.
+        index: u64,
+        /// Where the lossy number sits, e.g. `data.usage.tokens is -0`.
+        reason: String,
+    },
     /// The envelope breaks a rule of reference section 1.1 that the typed [`SessionEvent`] does
     /// not enforce by itself (e.g. `ignorable: false`, a seq or time beyond 2^53 - 1).
     #[error("seed event at index {index} has an invalid event envelope: {reason}")]
@@ -92,7 +102,8 @@ impl ValidationError {
     /// The index of the offending event in the seed (for a live append, its seq).
     pub fn index(&self) -> u64 {
         match self {
-            ValidationError::Envelope { index, .. }
+            ValidationError::NotLossless { index, .. }
+            | ValidationError::Envelope { index, .. }
             | ValidationError::LegacyFormat { index, .. }
             | ValidationError::RequestHeader { index, .. }
             | ValidationError::MessageShape { index, .. }
@@ -102,19 +113,29 @@ impl ValidationError {
     }
 }
 
-/// Checks one event on its own, as dsh does for the event at `index` of a seed (reference
-/// section 3.3, steps 2 to 5): the envelope rules the typed struct leaves open (`seq` and
-/// `time` safe integers, `ignorable` only `true`), the legacy formats, the `request/header`
-/// configuration and the shape of the three message events. It neither checks `seq == index`
-/// nor looks at the surface.
+/// Checks one event on its own, as dsh does for the event at `index` of a seed handed to
+/// `create` (reference section 3.3, steps 1 to 5): lossless JSON data, the envelope rules the
+/// typed struct leaves open (`seq` and `time` safe integers, `ignorable` only `true`), the
+/// legacy formats, the `request/header` configuration and the shape of the three message
+/// events. It neither checks `seq == index` nor looks at the surface.
 ///
 /// # Errors
 ///
-/// The first rule broken, in dsh's order: [`ValidationError::LegacyFormat`] for
-/// `request/header-delta`, then [`ValidationError::Envelope`],
-/// [`ValidationError::RequestHeader`], [`ValidationError::MessageShape`], and last
-/// [`ValidationError::LegacyFormat`] for a `request/header` with reason `fallback`.
+/// The first rule broken, in dsh's order: [`ValidationError::NotLossless`], then
+/// [`ValidationError::LegacyFormat`] for `request/header-delta`, then
+/// [`ValidationError::Envelope`], [`ValidationError::RequestHeader`],
+/// [`ValidationError::MessageShape`], and last [`ValidationError::LegacyFormat`] for a
+/// `request/header` with reason `fallback`.
 pub fn check_event(event: &SessionEvent, index: u64) -> Result<(), ValidationError> {
+    if let Some(reason) = lossy_number(&event.data, "data") {
+        return Err(ValidationError::NotLossless { index, reason });
+    }
+    check_restored_event(event, index)
+}
+
+/// [`check_event`] without the lossless-data step: what dsh checks of a stored event it
+/// restores in place (steps 2 to 5).
+fn check_restored_event(event: &SessionEvent, index: u64) -> Result<(), ValidationError> {
     if event.kind == LEGACY_REQUEST_HEADER_DELTA {
         return Err(ValidationError::LegacyFormat {
             index,
@@ -167,6 +188,29 @@ pub fn check_event(event: &SessionEvent, index: u64) -> Result<(), ValidationErr
 /// The first failure: a [`check_event`] error, [`ValidationError::NotContiguous`], or
 /// [`ValidationError::Surface`].
 pub fn validate_seed<E: Borrow<SessionEvent>>(events: &[E]) -> Result<Surface, ValidationError> {
+    validate_log(events, check_event)
+}
+
+/// Validates a log read back from persistence, as dsh validates a restored session: like
+/// [`validate_seed`] but without the lossless-data step (dsh adopts the parsed events in place
+/// instead of copying them, so whatever its JSON reader produced is accepted). Run it on the
+/// events [`crate::upgrade::prepare_stored_events`] returns.
+///
+/// # Errors
+///
+/// As [`validate_seed`], never [`ValidationError::NotLossless`].
+pub fn validate_restored<E: Borrow<SessionEvent>>(
+    events: &[E],
+) -> Result<Surface, ValidationError> {
+    validate_log(events, check_restored_event)
+}
+
+/// The per-index loop of [`validate_seed`] and [`validate_restored`]: `check`, then
+/// `seq == index`, then the surface transition.
+fn validate_log<E: Borrow<SessionEvent>>(
+    events: &[E],
+    check: fn(&SessionEvent, u64) -> Result<(), ValidationError>,
+) -> Result<Surface, ValidationError> {
     let lookup = |seq: u64| {
         usize::try_from(seq)
             .ok()
@@ -176,7 +220,7 @@ pub fn validate_seed<E: Borrow<SessionEvent>>(events: &[E]) -> Result<Surface, V
     let mut surface = Surface::default();
     for (index, event) in (0u64..).zip(events) {
         let event: &SessionEvent = event.borrow();
-        check_event(event, index)?;
+        check(event, index)?;
         if event.seq != index {
             return Err(ValidationError::NotContiguous {
                 index,
@@ -225,6 +269,35 @@ fn envelope_problem(event: &SessionEvent) -> Option<&'static str> {
     }
 }
 
+/// Where `value` (found at `path`) holds a number that JavaScript's `JSON.stringify` and
+/// `JSON.parse` would not carry through unchanged: `-0` (written as `0`) or an integer beyond
+/// the safe range (rounded to a nearby double). `None` when the whole value is lossless.
+fn lossy_number(value: &Value, path: &str) -> Option<String> {
+    match value {
+        Value::Number(n) => {
+            let unsafe_integer = n
+                .as_i64()
+                .map_or_else(|| n.is_u64(), |i| i.unsigned_abs() > MAX_SAFE_INTEGER);
+            let negative_zero = n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative());
+            if unsafe_integer {
+                Some(format!("{path} is the integer {n}, beyond 2^53 - 1"))
+            } else if negative_zero {
+                Some(format!("{path} is -0"))
+            } else {
+                None
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| lossy_number(item, &format!("{path}[{i}]"))),
+        Value::Object(map) => map
+            .iter()
+            .find_map(|(key, item)| lossy_number(item, &format!("{path}.{key}"))),
+        Value::Null | Value::Bool(_) | Value::String(_) => None,
+    }
+}
+
 fn non_empty_str(value: Option<&Value>) -> bool {
     value.and_then(Value::as_str).is_some_and(|s| !s.is_empty())
 }
@@ -260,8 +333,9 @@ fn request_header_problem(data: &Value) -> Option<&'static str> {
     (!valid).then_some("has invalid adapterDefaults")
 }
 
-/// What is wrong with the message of a surface event, if anything (section 3.3, step 5).
-fn message_shape_problem(event: &SessionEvent) -> Option<String> {
+/// What is wrong with the message of a surface event, if anything (section 3.3, step 5). The
+/// reason reads after a subject, e.g. `lacks an identified message`.
+pub(crate) fn message_shape_problem(event: &SessionEvent) -> Option<String> {
     let kind = event.kind.as_str();
     let message = if kind == ASSISTANT_MESSAGE || kind == TOOL_RESULT {
         event.data.get("message")
@@ -711,6 +785,54 @@ mod tests {
         let err = refusal_at(5, no_call);
         assert!(
             err.to_string().ends_with("message must have tool source"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn data_with_negative_zero_or_an_unsafe_integer_is_not_lossless() {
+        let mut events = seed(turn());
+        events[4].data["arguments"] = json!(-0.0);
+        let err = validate_seed(&events).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "seed event at index 4 is not losslessly JSON-serializable: data.arguments is -0"
+        );
+        events[4].data["arguments"] = json!({"n": [1, 9_007_199_254_740_992_u64]});
+        let err = validate_seed(&events).unwrap_err();
+        assert_eq!(
+            err,
+            ValidationError::NotLossless {
+                index: 4,
+                reason: "data.arguments.n[1] is the integer 9007199254740992, beyond 2^53 - 1"
+                    .into()
+            }
+        );
+        events[4].data["arguments"] = json!([-9_007_199_254_740_991_i64, 0.0, 1.5, 1e300]);
+        assert!(validate_seed(&events).is_ok(), "safe numbers are lossless");
+    }
+
+    #[test]
+    fn a_restored_log_is_not_checked_for_lossless_data() {
+        let mut events = seed(turn());
+        events[4].data["arguments"] = json!(-0.0);
+        assert!(validate_restored(&events).is_ok());
+        events[3].seq = 9;
+        assert_eq!(
+            validate_restored(&events),
+            Err(ValidationError::NotContiguous { index: 3, seq: 9 })
+        );
+    }
+
+    #[test]
+    fn an_append_with_lossy_data_is_refused() {
+        let events = seed(turn());
+        let surface = validate_seed(&events).expect("valid seed");
+        let lookup = |seq: u64| events.get(usize::try_from(seq).ok()?);
+        let lossy = EventDraft::new("session/title", json!({"n": u64::MAX})).into_event(9, 0);
+        let err = validate_append(&surface, &lossy, lookup).unwrap_err();
+        assert!(
+            matches!(err, ValidationError::NotLossless { index: 9, .. }),
             "{err}"
         );
     }

@@ -1,0 +1,204 @@
+//! Session log figures: loading a large dsh file through the store against parsing its lines
+//! into `serde_json::Value`; appends in memory; appends with the JSONL plugin flushing at
+//! every turn end. The logs come from [`crate::generate`].
+
+use crate::generate;
+use crate::measure::{median, paired_medians, time, Plan};
+use dsh::session::{
+    CreateOptions, EventDraft, SessionId, SessionMeta, SessionStore, SESSION_PLUGIN,
+};
+use dsh::session_jsonl::{JsonlPersistence, SESSION_JSONL_PLUGIN};
+use dsh::{Context, ContextConfig};
+use std::path::{Path, PathBuf};
+
+/// Events of the large file that `load` reads.
+pub const LOAD_EVENTS: usize = 100_000;
+
+/// A context with the session plugin and the JSONL plugin storing under `root`.
+///
+/// # Panics
+/// When the context does not build.
+pub fn jsonl_context(root: &Path) -> Context {
+    let mut config = ContextConfig::default();
+    config.set_config(
+        SESSION_JSONL_PLUGIN.name(),
+        serde_json::json!({ "root": root }),
+    );
+    Context::builder()
+        .plugins([&SESSION_PLUGIN, &SESSION_JSONL_PLUGIN])
+        .config(config)
+        .build()
+        .expect("session + JSONL context builds")
+}
+
+/// Writes a generated session of `len` events under `root` through the store (create with the
+/// seed, flush) and returns its id and file.
+///
+/// # Panics
+/// When the store refuses the generated log or the file is not where the backend says.
+pub fn write_session(root: &Path, len: usize) -> (SessionId, PathBuf) {
+    let ctx = jsonl_context(root);
+    let store = ctx.expect::<SessionStore>();
+    let id = SessionId::from("bench-load");
+    let session = store
+        .create(
+            Some(id.clone()),
+            CreateOptions::new(generate::events(len), SessionMeta::default().cwd("/bench")),
+        )
+        .expect("the generated log is a valid seed");
+    store.flush(&session).expect("flush the generated session");
+    let file = JsonlPersistence::new(root)
+        .locate(&id)
+        .expect("locate the written session")
+        .expect("the session file exists");
+    (id, file)
+}
+
+/// Loads session `id` from `root` in a fresh context; returns the number of events.
+///
+/// # Panics
+/// When the load fails.
+pub fn load(root: &Path, id: &SessionId) -> usize {
+    let ctx = jsonl_context(root);
+    let session = ctx
+        .expect::<SessionStore>()
+        .load(id)
+        .expect("load the generated session");
+    session.len()
+}
+
+/// The baseline: read the file and parse each line into a `serde_json::Value`, nothing else.
+/// Returns the parsed lines (the header, then event rows).
+///
+/// # Panics
+/// When the file cannot be read or a line is not JSON.
+pub fn baseline_parse(file: &Path) -> Vec<serde_json::Value> {
+    let bytes = std::fs::read(file).expect("read the session file");
+    bytes
+        .split(|b| *b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_slice(line).expect("a JSON line"))
+        .collect()
+}
+
+/// Appends `drafts` to a new session of `store`, flushing at every `turn/end` when `flush`
+/// is set; returns appends per second.
+///
+/// # Panics
+/// When an append or a flush fails.
+pub fn appends_per_s(store: &SessionStore, drafts: Vec<EventDraft>, flush: bool) -> f64 {
+    let session = store
+        .create(
+            None,
+            CreateOptions::meta(SessionMeta::default().cwd("/bench")),
+        )
+        .expect("create a session");
+    let count = drafts.len();
+    let elapsed = time(|| {
+        for draft in drafts {
+            let event = session.append(draft).expect("append a generated event");
+            if flush && event.kind == dsh::session::event::TURN_END {
+                store.flush(&session).expect("flush at turn end");
+            }
+        }
+    });
+    let id = session.id().clone();
+    drop(session);
+    store.dispose(&id);
+    count as f64 / elapsed.as_secs_f64()
+}
+
+/// The figures of one `session` run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionReport {
+    /// Whether the quick plan was used.
+    pub quick: bool,
+    /// Size of the loaded file, MB (10^6 bytes).
+    pub load_file_mb: f64,
+    /// Events in the loaded file.
+    pub load_events: f64,
+    /// `store.load` of the file in a fresh context (read, decode, validate, fold), MB/s.
+    pub load_mb_s: f64,
+    /// Reading the file and parsing its lines into `serde_json::Value`, MB/s.
+    pub baseline_parse_mb_s: f64,
+    /// `load_mb_s / baseline_parse_mb_s` (higher is better; target at least 0.7).
+    pub load_ratio: f64,
+    /// Appends per second to a live session without persistence.
+    pub append_per_s: f64,
+    /// Appends per second with the JSONL plugin flushing (fsync) at every turn end.
+    pub append_flush_per_s: f64,
+    /// Events per turn of the generated log (so flushes per second = the above / this).
+    pub events_per_turn: f64,
+}
+
+impl SessionReport {
+    /// The figures in output order, named as in the JSON line.
+    pub fn figures(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("load_mb_s", self.load_mb_s),
+            ("baseline_parse_mb_s", self.baseline_parse_mb_s),
+            ("load_ratio", self.load_ratio),
+            ("load_file_mb", self.load_file_mb),
+            ("load_events", self.load_events),
+            ("append_per_s", self.append_per_s),
+            ("append_flush_per_s", self.append_flush_per_s),
+            ("events_per_turn", self.events_per_turn),
+        ]
+    }
+}
+
+/// Runs the session scenarios with `plan`, calling `progress` as each group starts.
+///
+/// # Panics
+/// When a scenario fails (see the functions above).
+pub fn run_session(plan: Plan, mut progress: impl FnMut(&str)) -> SessionReport {
+    let quick = plan != Plan::FULL;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    progress("generating and writing the large session");
+    let len = if quick { LOAD_EVENTS / 10 } else { LOAD_EVENTS };
+    let (id, file) = write_session(dir.path(), len);
+    let bytes = std::fs::metadata(&file).expect("stat the file").len() as f64;
+
+    progress("load");
+    assert_eq!(load(dir.path(), &id), len, "every event loads"); // warm-up
+    let lines = baseline_parse(&file).len();
+    let (load_s, parse_s) = paired_medians(
+        plan.lifecycle_reps,
+        || time(|| assert_eq!(load(dir.path(), &id), len)).as_secs_f64(),
+        || time(|| assert_eq!(baseline_parse(&file).len(), lines)).as_secs_f64(),
+    );
+
+    progress("appends");
+    let mem = Context::builder()
+        .plugin(&SESSION_PLUGIN)
+        .build()
+        .expect("session context builds");
+    let mem_store = mem.expect::<SessionStore>();
+    let append_len = if quick { 10_000 } else { 100_000 };
+    let append_per_s = median(
+        (0..plan.cascade_reps)
+            .map(|_| appends_per_s(&mem_store, generate::drafts(append_len), false))
+            .collect(),
+    );
+    let flush_dir = tempfile::tempdir().expect("a temporary directory");
+    let durable = jsonl_context(flush_dir.path());
+    let flush_len = if quick { 1_000 } else { 10_000 };
+    let append_flush_per_s = appends_per_s(
+        &durable.expect::<SessionStore>(),
+        generate::drafts(flush_len),
+        true,
+    );
+
+    let mb = bytes / 1e6;
+    SessionReport {
+        quick,
+        load_file_mb: mb,
+        load_events: len as f64,
+        load_mb_s: mb / load_s,
+        baseline_parse_mb_s: mb / parse_s,
+        load_ratio: parse_s / load_s,
+        append_per_s,
+        append_flush_per_s,
+        events_per_turn: generate::TURN_LEN as f64,
+    }
+}

@@ -1,0 +1,48 @@
+//! `dsh lineage ID`: the fork tree of a session over live and stored sessions, through the
+//! `SessionFork` service's lineage query. Reads only.
+
+use crate::app::App;
+use crate::error::CliError;
+use crate::output::Output;
+
+/// The tree rooted at the oldest known ancestor of `id`: with `--json`, nested nodes
+/// `{id, parentSession, seedLength, branchTurn, children}`; otherwise one indented line per
+/// session, `id` marked with `*`.
+#[cfg(feature = "session-fork")]
+pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
+    use dsh::session::SessionId;
+    use dsh::session_fork::{LineageNode, SessionFork};
+
+    fn render(node: &LineageNode, target: &str, depth: usize, out: &mut String) {
+        let mark = if node.id.as_str() == target { " *" } else { "" };
+        let branch = match node.seed_length {
+            Some(seed) if node.parent_session.is_some() => {
+                format!(" (branched after turn {}, {seed} events)", node.branch_turn)
+            }
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "{}{}{branch}{mark}\n",
+            "  ".repeat(depth),
+            node.id
+        ));
+        for child in &node.children {
+            render(child, target, depth + 1, out);
+        }
+    }
+
+    let fork = app
+        .ctx
+        .get::<SessionFork>()
+        .ok_or_else(|| app.unavailable("SessionFork", "dsh-session-fork"))?;
+    let tree = fork.lineage(&SessionId::from(id))?;
+    let mut human = String::new();
+    render(&tree, id, 0, &mut human);
+    Ok(Output::ok(serde_json::json!(tree), human))
+}
+
+/// This build has no fork plugin: always `CAPABILITY_UNAVAILABLE`.
+#[cfg(not(feature = "session-fork"))]
+pub fn run(app: &App, _id: &str) -> Result<Output, CliError> {
+    Err(app.unavailable("SessionFork", "dsh-session-fork"))
+}

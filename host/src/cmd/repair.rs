@@ -1,0 +1,44 @@
+//! `dsh repair ID`: close the turn a crash left open in a stored session, durably, as dsh
+//! does when it resumes a session (reference section 4.3). The only command besides `import`
+//! and `fork` that writes, and it writes only the closers (and cuts a torn final record).
+
+use crate::app::App;
+use crate::error::CliError;
+use crate::output::Output;
+use dsh::session::SessionId;
+use serde_json::json;
+use std::fmt::Write;
+
+/// `{appended: [events], droppedTail}`: the closers appended (none when the last turn was
+/// already closed, so a second run appends nothing) and the torn record cut, if any.
+pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
+    app.persistence()?;
+    let resumed = app.store()?.resume(&SessionId::from(id))?;
+    let mut human = String::new();
+    if resumed.appended.is_empty() {
+        let _ = writeln!(human, "session {id}: no open turn, nothing appended");
+    } else {
+        let _ = writeln!(
+            human,
+            "session {id}: appended {} events",
+            resumed.appended.len()
+        );
+        for event in &resumed.appended {
+            let code = event
+                .data
+                .pointer("/error/code")
+                .and_then(|c| c.as_str())
+                .map(|c| format!(" {c}"))
+                .unwrap_or_default();
+            let _ = writeln!(human, "  {} {}{code}", event.seq, event.kind);
+        }
+    }
+    if let Some(tail) = &resumed.dropped_tail {
+        let _ = writeln!(human, "  cut a torn final record: {tail}");
+    }
+    let json = json!({
+        "appended": resumed.appended.iter().map(|e| e.as_ref()).collect::<Vec<_>>(),
+        "droppedTail": resumed.dropped_tail,
+    });
+    Ok(Output::ok(json, human))
+}

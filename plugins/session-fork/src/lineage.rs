@@ -1,0 +1,198 @@
+//! Lineage queries: a session's ancestors (through `parentSession`) and children, over the
+//! sessions live in the store and those stored by the active persistence backend.
+//!
+//! dsh keeps only the direct parent in a header (reference section 2.1) and left branching
+//! trees out of its fork service (section 7.3); these queries rebuild the tree from headers.
+
+use crate::error::SessionForkError;
+use crate::fork::SessionFork;
+use dsh_session::event::TURN_END;
+use dsh_session::{
+    PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence, SessionStore,
+};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// One session of a lineage tree, as `dsh lineage --json` prints it:
+/// `{id, parentSession, seedLength, branchTurn, children}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct LineageNode {
+    /// The session id.
+    pub id: SessionId,
+    /// The header's `parentSession` (`None` for a root). It may name a session that is no
+    /// longer known; the tree then starts at this node.
+    pub parent_session: Option<SessionId>,
+    /// The header's `seedLength`: how many leading events the session inherited.
+    pub seed_length: Option<u64>,
+    /// The number (`data.turn`) of the last turn the session inherited: the last `turn/end`
+    /// among its first `seedLength` events; 0 when it inherited no completed turn.
+    pub branch_turn: u64,
+    /// The sessions whose `parentSession` is this one, oldest first (by `createdAt`, then id).
+    pub children: Vec<LineageNode>,
+}
+
+/// Every known header (stored ones, replaced by the live session's header when live), and the
+/// way to read a known session's seed.
+struct Known {
+    store: Arc<SessionStore>,
+    backend: Option<Arc<dyn SessionPersistence>>,
+    headers: HashMap<SessionId, SessionHeader>,
+    /// Children of each parent id, oldest first.
+    children: HashMap<SessionId, Vec<SessionId>>,
+}
+
+impl Known {
+    fn ancestors(&self, id: &SessionId) -> Vec<&SessionHeader> {
+        let mut seen = HashSet::from([id.clone()]);
+        let mut out = Vec::new();
+        let mut next = self.headers[id].parent_session.as_ref();
+        while let Some(parent) = next {
+            let Some(header) = self.headers.get(parent) else {
+                break;
+            };
+            if !seen.insert(parent.clone()) {
+                break; // a cycle of parentSession links (hand-edited files)
+            }
+            out.push(header);
+            next = header.parent_session.as_ref();
+        }
+        out
+    }
+
+    fn children(&self, id: &SessionId) -> impl Iterator<Item = &SessionHeader> {
+        self.children
+            .get(id)
+            .into_iter()
+            .flatten()
+            .map(|child| &self.headers[child])
+    }
+
+    fn node(
+        &self,
+        header: &SessionHeader,
+        seen: &mut HashSet<SessionId>,
+    ) -> Result<LineageNode, SessionForkError> {
+        seen.insert(header.id.clone());
+        let mut children = Vec::new();
+        for child in self.children(&header.id) {
+            if !seen.contains(&child.id) {
+                children.push(self.node(child, seen)?);
+            }
+        }
+        Ok(LineageNode {
+            id: header.id.clone(),
+            parent_session: header.parent_session.clone(),
+            seed_length: header.seed_length,
+            branch_turn: self.branch_turn(header)?,
+            children,
+        })
+    }
+
+    /// The turn number of the last `turn/end` among the session's first `seedLength` events.
+    fn branch_turn(&self, header: &SessionHeader) -> Result<u64, SessionForkError> {
+        let seed_len = match header.seed_length {
+            Some(len) if len > 0 && header.parent_session.is_some() => len,
+            _ => return Ok(0),
+        };
+        if let Some(live) = self.store.get(&header.id) {
+            let events = live.events();
+            let seed_len = usize::try_from(seed_len).map_or(events.len(), |n| n.min(events.len()));
+            let newest_first = (0..seed_len).rev().filter_map(|i| events.get(i));
+            return Ok(last_turn(newest_first.map(|e| &**e)));
+        }
+        let Some(backend) = &self.backend else {
+            return Ok(0);
+        };
+        let stored = backend
+            .read_prefix(&header.id, seed_len)
+            .map_err(|source| persistence(&header.id, source))?;
+        Ok(last_turn(stored.events.iter().rev()))
+    }
+}
+
+/// The turn number of the first `turn/end` in `newest_first` (a log read backwards), 0 when
+/// there is none.
+fn last_turn<'a>(mut newest_first: impl Iterator<Item = &'a SessionEvent>) -> u64 {
+    newest_first
+        .find(|event| event.kind == TURN_END)
+        .map_or(0, |event| event.turn().unwrap_or(0))
+}
+
+fn persistence(id: &SessionId, source: PersistenceError) -> SessionForkError {
+    SessionForkError::Persistence {
+        id: id.clone(),
+        source,
+    }
+}
+
+impl SessionFork {
+    /// The ancestors of session `id`, its parent first and the oldest last, following
+    /// `parentSession` over live and stored sessions until a parent is unknown (or a link
+    /// would repeat a session). Empty for a root.
+    ///
+    /// Errors: `SESSION_NOT_FOUND` when `id` is neither live nor stored, the backend's code
+    /// when the stored sessions cannot be listed, `CAPABILITY_UNAVAILABLE` without a store.
+    pub fn ancestors(&self, id: &SessionId) -> Result<Vec<SessionHeader>, SessionForkError> {
+        let known = self.known(id)?;
+        Ok(known.ancestors(id).into_iter().cloned().collect())
+    }
+
+    /// The direct children of session `id` (sessions whose `parentSession` is `id`), live or
+    /// stored, oldest first. Errors as [`SessionFork::ancestors`].
+    pub fn children(&self, id: &SessionId) -> Result<Vec<SessionHeader>, SessionForkError> {
+        let known = self.known(id)?;
+        Ok(known.children(id).cloned().collect())
+    }
+
+    /// The lineage tree of session `id`, rooted at its oldest known ancestor (`id` itself for a
+    /// root) and holding every descendant of that root. `branchTurn` reads each child's seed
+    /// (live, or through the backend's prefix read); nothing is loaded into the store.
+    ///
+    /// Errors as [`SessionFork::ancestors`], plus the backend's code when a stored child's seed
+    /// cannot be read.
+    pub fn lineage(&self, id: &SessionId) -> Result<LineageNode, SessionForkError> {
+        let known = self.known(id)?;
+        let root = known
+            .ancestors(id)
+            .last()
+            .copied()
+            .unwrap_or(&known.headers[id]);
+        known.node(root, &mut HashSet::new())
+    }
+
+    fn known(&self, id: &SessionId) -> Result<Known, SessionForkError> {
+        let store = self.store(id)?;
+        let backend = store.persistence();
+        let mut headers = HashMap::new();
+        if let Some(backend) = &backend {
+            let stored = backend.list().map_err(|source| persistence(id, source))?;
+            headers.extend(stored.into_iter().map(|h| (h.id.clone(), h)));
+        }
+        for live in store.list() {
+            headers.insert(live.id().clone(), live.header().clone());
+        }
+        if !headers.contains_key(id) {
+            return Err(SessionForkError::SessionNotFound { id: id.clone() });
+        }
+        let mut ordered: Vec<&SessionHeader> = headers.values().collect();
+        ordered.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        let mut children: HashMap<SessionId, Vec<SessionId>> = HashMap::new();
+        for header in ordered {
+            if let Some(parent) = &header.parent_session {
+                children
+                    .entry(parent.clone())
+                    .or_default()
+                    .push(header.id.clone());
+            }
+        }
+        Ok(Known {
+            store,
+            backend,
+            headers,
+            children,
+        })
+    }
+}

@@ -1,0 +1,284 @@
+//! Forking stored sessions that are not live (`SessionFork::fork_stored`) and lineage queries,
+//! through the `dyn SessionPersistence` seam. The backend here is an in-memory one that counts
+//! the events it hands out, so the tests see how much of a source a fork reads.
+
+mod common;
+
+use common::turn;
+use dsh_core::{BoxError, Context, PluginDescriptor, ServiceKey};
+use dsh_session::{
+    CreateOptions, EventDraft, PersistenceError, Session, SessionEvent, SessionHeader, SessionId,
+    SessionMeta, SessionPersistence, SessionStore, StoredSession, SESSION_PLUGIN,
+};
+use dsh_session_fork::{ForkSessionOptions, SessionFork, SESSION_FORK_PLUGIN};
+use serde_json::json;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+#[derive(Default)]
+struct Memory {
+    sessions: Mutex<BTreeMap<SessionId, (SessionHeader, Vec<SessionEvent>)>>,
+    events_read: AtomicUsize,
+}
+
+impl Memory {
+    fn read(&self, id: &SessionId, len: usize) -> Result<StoredSession, PersistenceError> {
+        let sessions = self.sessions.lock().unwrap();
+        let (header, events) = sessions
+            .get(id)
+            .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
+        let events: Vec<SessionEvent> = events.iter().take(len).cloned().collect();
+        self.events_read.fetch_add(events.len(), Ordering::SeqCst);
+        Ok(StoredSession {
+            header: header.clone(),
+            events,
+            dropped_tail: None,
+        })
+    }
+}
+
+impl SessionPersistence for Memory {
+    fn create(
+        &self,
+        header: &SessionHeader,
+        seed: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        let events = seed.iter().map(|e| SessionEvent::clone(e)).collect();
+        self.sessions
+            .lock()
+            .unwrap()
+            .insert(header.id.clone(), (header.clone(), events));
+        Ok(())
+    }
+
+    fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
+        let mut sessions = self.sessions.lock().unwrap();
+        let (_, stored) = sessions
+            .get_mut(id)
+            .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
+        stored.extend(events.iter().map(|e| SessionEvent::clone(e)));
+        Ok(())
+    }
+
+    fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        self.read(id, usize::MAX)
+    }
+
+    fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
+        self.read(id, usize::try_from(len).unwrap_or(usize::MAX))
+    }
+
+    fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
+        Ok(self
+            .sessions
+            .lock()
+            .unwrap()
+            .values()
+            .map(|(h, _)| h.clone())
+            .collect())
+    }
+}
+
+thread_local! {
+    static BACKEND: RefCell<Option<Arc<Memory>>> = const { RefCell::new(None) };
+}
+
+static MEMORY_PLUGIN: PluginDescriptor = PluginDescriptor::new("test-memory", apply_memory)
+    .provides(&[ServiceKey::of::<dyn SessionPersistence>()]);
+
+fn apply_memory(ctx: &Context) -> Result<(), BoxError> {
+    let backend: Arc<dyn SessionPersistence> = BACKEND
+        .with(|b| b.borrow().clone())
+        .expect("backend set by the test");
+    ctx.provide(backend)?;
+    Ok(())
+}
+
+/// A context over `backend` (the same backend across contexts is a reopened store).
+fn context(backend: &Arc<Memory>) -> Context {
+    BACKEND.with(|b| *b.borrow_mut() = Some(backend.clone()));
+    Context::builder()
+        .plugin(&SESSION_PLUGIN)
+        .plugin(&MEMORY_PLUGIN)
+        .plugin(&SESSION_FORK_PLUGIN)
+        .build()
+        .unwrap()
+}
+
+/// Stores a session of `turns` whole turns (and an open one when `open`), then closes the
+/// context so that nothing is live.
+fn stored(backend: &Arc<Memory>, id: &str, turns: u64, open: bool) {
+    let ctx = context(backend);
+    let store = ctx.expect::<SessionStore>();
+    let session = store
+        .create(
+            Some(SessionId::from(id)),
+            CreateOptions::meta(SessionMeta::default().cwd("/w")),
+        )
+        .unwrap();
+    for n in 1..=turns {
+        turn(&session, n);
+    }
+    if open {
+        session.append(EventDraft::turn_start(turns + 1)).unwrap();
+    }
+    store.flush(&session).unwrap();
+}
+
+fn fork_stored(
+    ctx: &Context,
+    options: ForkSessionOptions,
+) -> Result<Arc<Session>, dsh_session_fork::SessionForkError> {
+    ctx.expect::<SessionFork>().fork_stored(options)
+}
+
+#[test]
+fn a_stored_session_is_forked_without_being_loaded_and_the_child_is_persisted() {
+    let backend = Arc::new(Memory::default());
+    stored(&backend, "src", 2, false);
+    let ctx = context(&backend);
+    let store = ctx.expect::<SessionStore>();
+    let child = fork_stored(&ctx, ForkSessionOptions::new("src").session_id("child")).unwrap();
+    assert!(
+        store.get(&SessionId::from("src")).is_none(),
+        "the source stays cold"
+    );
+    assert_eq!(child.header().seed_length, Some(8));
+    assert_eq!(child.header().parent_session, Some(SessionId::from("src")));
+    assert_eq!(child.header().cwd.as_deref(), Some("/w"));
+    store.flush(&child).unwrap();
+    let reread = backend.load(&SessionId::from("child")).unwrap();
+    let source = backend.load(&SessionId::from("src")).unwrap();
+    assert_eq!(reread.events, source.events);
+    assert_eq!(reread.header, *child.header());
+}
+
+#[test]
+fn a_cold_fork_at_an_earlier_boundary_reads_only_the_prefix_it_needs() {
+    let backend = Arc::new(Memory::default());
+    stored(&backend, "src", 50, true);
+    let ctx = context(&backend);
+    backend.events_read.store(0, Ordering::SeqCst);
+    let child = fork_stored(&ctx, ForkSessionOptions::new("src").at(7)).unwrap();
+    assert_eq!(child.header().seed_length, Some(8));
+    assert_eq!(backend.events_read.load(Ordering::SeqCst), 8);
+    assert_eq!(child.derive_messages().len(), 4);
+}
+
+#[test]
+fn a_cold_fork_keeps_the_boundary_rules_and_their_order() {
+    let backend = Arc::new(Memory::default());
+    stored(&backend, "open", 1, true);
+    let ctx = context(&backend);
+    let fork = |options| fork_stored(&ctx, options).map(drop).unwrap_err().code();
+    assert_eq!(fork(ForkSessionOptions::new("open")), "OPEN_TURN");
+    assert_eq!(fork(ForkSessionOptions::new("open").at(1)), "OPEN_TURN");
+    assert_eq!(
+        fork(ForkSessionOptions::new("open").at(9)),
+        "INVALID_BOUNDARY"
+    );
+    assert_eq!(fork(ForkSessionOptions::new("ghost")), "SESSION_NOT_FOUND");
+    assert_eq!(
+        fork(ForkSessionOptions::new("open").session_id("open")),
+        "SESSION_ALREADY_EXISTS"
+    );
+    ctx.expect::<SessionStore>()
+        .create(Some("taken".into()), Default::default())
+        .unwrap();
+    assert_eq!(
+        fork(ForkSessionOptions::new("ghost").session_id("taken").at(99)),
+        "SESSION_ALREADY_EXISTS",
+        "the child id comes first"
+    );
+    assert_eq!(
+        fork_stored(&ctx, ForkSessionOptions::new("open").at(3))
+            .unwrap()
+            .len(),
+        4
+    );
+}
+
+#[test]
+fn the_rfc_id_source_still_resolves_live_sessions_only() {
+    let backend = Arc::new(Memory::default());
+    stored(&backend, "src", 1, false);
+    let ctx = context(&backend);
+    let err = ctx
+        .expect::<SessionFork>()
+        .fork(ForkSessionOptions::new("src"))
+        .unwrap_err();
+    assert_eq!(err.code(), "SESSION_NOT_FOUND");
+}
+
+#[test]
+fn a_cold_fork_without_a_backend_is_capability_unavailable() {
+    let ctx = Context::builder()
+        .plugin(&SESSION_PLUGIN)
+        .plugin(&SESSION_FORK_PLUGIN)
+        .build()
+        .unwrap();
+    let err = fork_stored(&ctx, ForkSessionOptions::new("src")).unwrap_err();
+    assert_eq!(err.code(), "CAPABILITY_UNAVAILABLE");
+}
+
+#[test]
+fn a_live_source_is_forked_by_the_cold_path_as_by_fork() {
+    let backend = Arc::new(Memory::default());
+    let ctx = context(&backend);
+    let source = ctx
+        .expect::<SessionStore>()
+        .create(Some("live".into()), Default::default())
+        .unwrap();
+    turn(&source, 1);
+    let child = fork_stored(&ctx, ForkSessionOptions::new("live")).unwrap();
+    assert!(Arc::ptr_eq(
+        child.events().get(0).unwrap(),
+        source.events().get(0).unwrap()
+    ));
+    assert_eq!(child.events(), source.events());
+}
+
+#[test]
+fn lineage_spans_live_and_stored_sessions_with_branch_turns() {
+    let backend = Arc::new(Memory::default());
+    stored(&backend, "root", 3, false);
+    let ctx = context(&backend);
+    let store = ctx.expect::<SessionStore>();
+    let fork = ctx.expect::<SessionFork>();
+    let a = fork_stored(&ctx, ForkSessionOptions::new("root").session_id("a").at(3)).unwrap();
+    store.flush(&a).unwrap();
+    store.dispose(a.id()); // stored only
+    let b = fork_stored(&ctx, ForkSessionOptions::new("root").session_id("b")).unwrap(); // live only
+    turn(&b, 4);
+    let c = fork
+        .fork(ForkSessionOptions::new(&b).session_id("c").at(7))
+        .unwrap();
+    let tree = fork.lineage(c.id()).unwrap();
+    assert_eq!(
+        serde_json::to_value(&tree).unwrap(),
+        json!({
+            "id": "root", "parentSession": null, "seedLength": null, "branchTurn": 0,
+            "children": [
+                {"id": "a", "parentSession": "root", "seedLength": 4, "branchTurn": 1, "children": []},
+                {"id": "b", "parentSession": "root", "seedLength": 12, "branchTurn": 3, "children": [
+                    {"id": "c", "parentSession": "b", "seedLength": 8, "branchTurn": 2, "children": []}
+                ]}
+            ]
+        })
+    );
+    let ids = |headers: Vec<SessionHeader>| {
+        headers
+            .into_iter()
+            .map(|h| h.id.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(fork.children(&"root".into()).unwrap()), ["a", "b"]);
+    assert_eq!(ids(fork.ancestors(&"c".into()).unwrap()), ["b", "root"]);
+    assert!(fork.ancestors(&"root".into()).unwrap().is_empty());
+    assert_eq!(
+        fork.lineage(&"ghost".into()).unwrap_err().code(),
+        "SESSION_NOT_FOUND"
+    );
+}

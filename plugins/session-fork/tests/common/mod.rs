@@ -1,0 +1,50 @@
+//! Helpers shared by the fork plugin's integration tests.
+#![allow(dead_code)] // each test file uses its own subset
+
+use dsh_core::Context;
+use dsh_session::{
+    CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionStore, TurnEndReason,
+    SESSION_PLUGIN,
+};
+use dsh_session_fork::SESSION_FORK_PLUGIN;
+use std::sync::Arc;
+
+/// A context with the session and session-fork plugins.
+pub fn context() -> Context {
+    Context::builder()
+        .plugin(&SESSION_PLUGIN)
+        .plugin(&SESSION_FORK_PLUGIN)
+        .build()
+        .unwrap()
+}
+
+/// A new live session `id` with cwd `/work/project`.
+pub fn live(ctx: &Context, id: &str) -> Arc<Session> {
+    ctx.expect::<SessionStore>()
+        .create(
+            Some(SessionId::from(id)),
+            CreateOptions::meta(SessionMeta::default().cwd("/work/project")),
+        )
+        .unwrap()
+}
+
+/// Appends turn `turn` in four events: turn/start, user/message, assistant/message, turn/end.
+pub fn turn(session: &Arc<Session>, turn: u64) {
+    session.append(EventDraft::turn_start(turn)).unwrap();
+    session
+        .append(EventDraft::user_text(&format!("u{turn}"), "q", "user"))
+        .unwrap();
+    session
+        .append(EventDraft::assistant_text(
+            turn,
+            1,
+            &format!("a{turn}"),
+            "x",
+            "p",
+            "m",
+        ))
+        .unwrap();
+    session
+        .append(EventDraft::turn_end(turn, TurnEndReason::Completed))
+        .unwrap();
+}

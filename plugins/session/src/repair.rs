@@ -1,0 +1,285 @@
+//! Crash repair: the synthetic events that close a turn a crash left open (reference section
+//! 4.3, dsh `interruptedTurnClosers`, with the texts and field order of the oracle).
+//!
+//! A log whose last turn boundary is a `turn/start` was cut inside a turn. Resuming it appends,
+//! after the last stored event, one `tool/result` per assistant tool call still unanswered,
+//! a `step/end` when a step is open, then `turn/end {reason: {kind: "interrupted"}}`. Every
+//! closer continues the seqs and reuses the last stored event's `time`, so the same log always
+//! gets the same closers. Only this module emits the `interrupted` turn-end reason.
+
+use std::borrow::Borrow;
+
+use serde_json::{json, Map, Value};
+
+use crate::event::{
+    SessionEvent, SurfaceOp, ASSISTANT_MESSAGE, STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT,
+    TURN_END, TURN_START,
+};
+
+/// Error code of the synthetic result of a call whose `tool/call` was logged: it may have run.
+pub const TOOL_OUTCOME_UNKNOWN: &str = "TOOL_OUTCOME_UNKNOWN";
+/// Error code of the synthetic result of a call the model asked for but that was never
+/// logged as started.
+pub const TOOL_NOT_STARTED: &str = "TOOL_NOT_STARTED";
+
+/// Model-facing text of a [`TOOL_OUTCOME_UNKNOWN`] result (dsh writes it verbatim).
+const TEXT_OUTCOME_UNKNOWN: &str = "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.";
+/// Model-facing text of a [`TOOL_NOT_STARTED`] result (dsh writes it verbatim).
+const TEXT_NOT_STARTED: &str =
+    "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.";
+
+/// The events that close the turn a crash left open at the end of `events`, in the order
+/// they must be appended (reference section 4.3):
+///
+/// 1. for each assistant `tool-call` block of the open turn still unanswered when its step is
+///    still open, in the order the calls were first seen: a `tool/result` (`surfaceOp:
+///    "append"`) whose message id is `interrupted-tool-result-<callId>-<seq>` and whose single
+///    `tool-result` block has `isError: true`. When a `tool/call` event was logged for the
+///    call, the error is `TOOL_OUTCOME_UNKNOWN` and `sourceEventSeqs` is `[seq of the
+///    tool/call]`; otherwise it is `TOOL_NOT_STARTED` without `sourceEventSeqs`;
+/// 2. `step/end {turn, step}` when a step is open;
+/// 3. `turn/end {turn, reason: {kind: "interrupted"}}`.
+///
+/// Seqs continue from the last event's seq + 1; every closer has the last event's `time`.
+/// Returns an empty vector for an empty log and for a log with no open turn. `turn/start` and
+/// `turn/end` forget every pending call, `step/end` forgets the calls of its step, a
+/// `tool/call` with no prior assistant block is ignored, and a `tool/result` answers the call
+/// named by its message's `source.callId`. Values are read as dsh reads them: the closers copy
+/// the `turn`, `step` and call id values exactly as the log holds them.
+///
+/// ```
+/// use dsh_session::{repair::interrupted_turn_closers, SessionEvent};
+/// use serde_json::json;
+///
+/// let log = vec![
+///     SessionEvent::new("turn/start", 0, 10, json!({"turn": 1})),
+///     SessionEvent::new("step/start", 1, 11, json!({"turn": 1, "step": 1})),
+/// ];
+/// let closers = interrupted_turn_closers(&log);
+/// let kinds: Vec<&str> = closers.iter().map(|e| e.kind.as_str()).collect();
+/// assert_eq!(kinds, ["step/end", "turn/end"]);
+/// assert_eq!((closers[1].seq, closers[1].time), (3, 11));
+/// ```
+pub fn interrupted_turn_closers<E: Borrow<SessionEvent>>(
+    events: impl IntoIterator<Item = E>,
+) -> Vec<SessionEvent> {
+    let mut open_turn: Option<Option<Value>> = None;
+    let mut open_step: Option<Option<Value>> = None;
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut last: Option<(u64, i64)> = None;
+    for event in events {
+        let event = event.borrow();
+        last = Some((event.seq, event.time));
+        let data = &event.data;
+        match event.kind.as_str() {
+            TURN_START => {
+                open_turn = js_present(data.get("turn"));
+                open_step = None;
+                pending.clear();
+            }
+            TURN_END => {
+                open_turn = None;
+                open_step = None;
+                pending.clear();
+            }
+            STEP_START => open_step = js_present(data.get("step")),
+            STEP_END => {
+                pending.clear();
+                open_step = None;
+            }
+            ASSISTANT_MESSAGE => {
+                let blocks = data
+                    .get("message")
+                    .and_then(|m| m.get("content"))
+                    .and_then(Value::as_array);
+                for block in blocks.into_iter().flatten() {
+                    if block.get("type").and_then(Value::as_str) != Some("tool-call") {
+                        continue;
+                    }
+                    let entry = Pending {
+                        key: CallKey::of(block.get("id")),
+                        call_id: block.get("id").cloned(),
+                        step: data.get("step").cloned(),
+                        call_seq: None,
+                    };
+                    // A repeated id keeps its first position but starts afresh (a JS Map.set).
+                    match pending.iter_mut().find(|p| p.key.same(&entry.key)) {
+                        Some(existing) => *existing = entry,
+                        None => pending.push(entry),
+                    }
+                }
+            }
+            TOOL_CALL => {
+                let key = CallKey::of(data.get("callId"));
+                if let Some(entry) = pending.iter_mut().find(|p| p.key.same(&key)) {
+                    entry.call_seq = Some(event.seq);
+                }
+            }
+            TOOL_RESULT => {
+                let call_id = data
+                    .get("message")
+                    .and_then(|m| m.get("source"))
+                    .and_then(|s| s.get("callId"));
+                let key = CallKey::of(call_id);
+                pending.retain(|p| !p.key.same(&key));
+            }
+            _ => {}
+        }
+    }
+    let (Some(turn), Some((last_seq, time))) = (open_turn, last) else {
+        return Vec::new();
+    };
+    let mut seq = last_seq + 1;
+    let mut closers = Vec::with_capacity(pending.len() + 2);
+    for call in pending {
+        closers.push(call.closer(&turn, seq, time));
+        seq += 1;
+    }
+    if let Some(step) = open_step {
+        closers.push(SessionEvent::new(
+            STEP_END,
+            seq,
+            time,
+            object([("turn", turn.clone()), ("step", step)]),
+        ));
+        seq += 1;
+    }
+    closers.push(SessionEvent::new(
+        TURN_END,
+        seq,
+        time,
+        object([
+            ("turn", turn),
+            ("reason", Some(json!({ "kind": "interrupted" }))),
+        ]),
+    ));
+    closers
+}
+
+/// An assistant tool call not answered yet.
+#[derive(Debug)]
+struct Pending {
+    key: CallKey,
+    /// The block's `id` as stored (`None`: absent).
+    call_id: Option<Value>,
+    /// The assistant message's `step` as stored (`None`: absent).
+    step: Option<Value>,
+    /// Seq of the `tool/call` event logged for it.
+    call_seq: Option<u64>,
+}
+
+impl Pending {
+    /// The synthetic `tool/result` of this call at `seq`.
+    fn closer(self, turn: &Option<Value>, seq: u64, time: i64) -> SessionEvent {
+        let started = self.call_seq.is_some();
+        let (text, name, code) = if started {
+            (
+                TEXT_OUTCOME_UNKNOWN,
+                "ToolOutcomeUnknownError",
+                TOOL_OUTCOME_UNKNOWN,
+            )
+        } else {
+            (TEXT_NOT_STARTED, "ToolNotStartedError", TOOL_NOT_STARTED)
+        };
+        let id = format!(
+            "interrupted-tool-result-{}-{seq}",
+            js_string(self.call_id.as_ref())
+        );
+        let block = object([
+            ("type", Some(json!("tool-result"))),
+            ("toolCallId", self.call_id.clone()),
+            ("isError", Some(json!(true))),
+            ("content", Some(json!([{ "type": "text", "text": text }]))),
+        ]);
+        let message = object([
+            ("id", Some(json!(id))),
+            ("role", Some(json!("user"))),
+            (
+                "source",
+                Some(object([
+                    ("kind", Some(json!("tool"))),
+                    ("callId", self.call_id),
+                ])),
+            ),
+            ("content", Some(json!([block]))),
+        ]);
+        let data = object([
+            ("turn", turn.clone()),
+            ("step", self.step),
+            ("message", Some(message)),
+            ("error", Some(json!({ "name": name, "code": code }))),
+        ]);
+        let mut event = SessionEvent::new(TOOL_RESULT, seq, time, data);
+        event.surface_op = Some(SurfaceOp::Append);
+        event.source_event_seqs = self.call_seq.map(|call| vec![call]);
+        event
+    }
+}
+
+/// A JSON object from `(key, value)` pairs in order; an absent value (`None`, a JS
+/// `undefined`) leaves its key out, as `JSON.stringify` does.
+fn object<const N: usize>(members: [(&str, Option<Value>); N]) -> Value {
+    let map: Map<String, Value> = members
+        .into_iter()
+        .filter_map(|(key, value)| Some((key.to_owned(), value?)))
+        .collect();
+    Value::Object(map)
+}
+
+/// dsh's "is a turn (or step) open" for a stored value: `null` means none; an absent key is
+/// `undefined`, which counts as open (`Some(None)`).
+fn js_present(value: Option<&Value>) -> Option<Option<Value>> {
+    match value {
+        Some(Value::Null) => None,
+        other => Some(other.cloned()),
+    }
+}
+
+/// A call id as a key of a JavaScript `Map` (SameValueZero): `1` and `1.0` are one key, `"1"`
+/// and `1` are two, and objects or arrays never equal anything.
+#[derive(Debug, PartialEq)]
+enum CallKey {
+    Undefined,
+    Null,
+    Bool(bool),
+    Number(f64),
+    String(String),
+    Object,
+}
+
+impl CallKey {
+    /// Whether two keys name the same entry. Objects are compared by identity in dsh: two
+    /// stored objects are never one key.
+    fn same(&self, other: &CallKey) -> bool {
+        !matches!(self, CallKey::Object) && self == other
+    }
+
+    fn of(value: Option<&Value>) -> CallKey {
+        match value {
+            None => CallKey::Undefined,
+            Some(Value::Null) => CallKey::Null,
+            Some(Value::Bool(b)) => CallKey::Bool(*b),
+            Some(Value::Number(n)) => n.as_f64().map_or(CallKey::Object, CallKey::Number),
+            Some(Value::String(s)) => CallKey::String(s.clone()),
+            Some(Value::Array(_) | Value::Object(_)) => CallKey::Object,
+        }
+    }
+}
+
+/// `String(value)` in JavaScript, for the values a call id can hold.
+fn js_string(value: Option<&Value>) -> String {
+    match value {
+        None => "undefined".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::Null => String::new(),
+                other => js_string(Some(other)),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Some(Value::Object(_)) => "[object Object]".into(),
+        Some(other) => other.to_string(),
+    }
+}

@@ -1,0 +1,441 @@
+//! Preparing a stored log for restore, as dsh's persistence coordinator does before it hands a
+//! log to the session (reference sections 1.2 to 1.4; the oracle's upgrade step is the
+//! authority).
+//!
+//! A log read from a file may hold event shapes of the RFC era or vocabulary dsh has retired,
+//! and event types of a newer harness. [`prepare_stored_events`] refuses retired vocabulary,
+//! rewrites the older shapes into the current ones, checks the shape of every message event and
+//! refuses an unknown event type that is not marked `ignorable: true`. The result is what the
+//! folds see; the file itself is never rewritten by a read.
+//!
+//! Upgrades, in the order they apply to each event:
+//! - `turn/start {turn, trigger}` becomes `turn/start {turn}`;
+//! - every `turn/end` must be exactly `{turn, reason}` with a string `reason.kind`; the older
+//!   reasons become current ones: `aborted` without a cause gets the cause `{kind: "legacy"}`,
+//!   `disposed` becomes `aborted` with the cause `{kind: "disposed"}`, and `error {step,
+//!   message, code?}` or `error {step, failure}` becomes `error {error: {message, code, …}}`;
+//! - `steering/message {turn, message}` becomes a `user/message` holding `message`, and
+//!   `steering/message {turn, content, source}` a `user/message` with a minted id;
+//! - a `user/message {content, source}` without id gets a minted id and role `user`;
+//!   `assistant/message {content, provenance, …}` gets a `message` whose source is the
+//!   provenance of kind `model`; `tool/result {callId, content, isError, …}` gets a `message`
+//!   with one `tool-result` block (a `replace` rewrite reuses the id of the message it
+//!   rewrites).
+//!
+//! Minted ids are `legacy-message:<session id>:<seq>`, as dsh mints them.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+use thiserror::Error;
+
+use crate::event::{
+    is_known_type, is_surface_type, SessionEvent, SurfaceOp, ASSISTANT_MESSAGE, REQUEST_HEADER,
+    TOOL_RESULT, TURN_END, TURN_START, USER_MESSAGE,
+};
+use crate::fold::MAX_SAFE_INTEGER;
+use crate::header::SessionId;
+use crate::validate::message_shape_problem;
+
+/// The RFC-era user-side message that the current vocabulary folds into `user/message`.
+const STEERING_MESSAGE: &str = "steering/message";
+
+/// Why a stored log cannot be restored (reference sections 1.2 and 1.3).
+///
+/// Every variant names the session and the seq of the offending event.
+/// [`StoredLogError::code`] is stable.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum StoredLogError {
+    /// Vocabulary dsh no longer reads: a `request/header-delta` or `mode/set` event, or a
+    /// `request/header` with reason `fallback`.
+    #[error(
+        "stored session \"{id}\" holds retired {what} at seq {seq}, which dsh no longer reads"
+    )]
+    Retired {
+        /// The session.
+        id: SessionId,
+        /// The seq of the first such event.
+        seq: u64,
+        /// Which retired form, e.g. `request/header-delta event`.
+        what: String,
+    },
+    /// An event of an older shape that does not match any shape the upgrade knows (including
+    /// a `turn/end` whose `data` is not exactly `{turn, reason}`).
+    #[error("stored session \"{id}\" holds a malformed pre-react-loop {kind} at seq {seq}")]
+    Malformed {
+        /// The session.
+        id: SessionId,
+        /// The seq of the event.
+        seq: u64,
+        /// Its type as stored.
+        kind: String,
+    },
+    /// A message event (after upgrading) whose message is malformed (reference section 3.3,
+    /// step 5).
+    #[error("stored session \"{id}\": the {kind} at seq {seq} {reason}")]
+    MessageShape {
+        /// The session.
+        id: SessionId,
+        /// The seq of the event.
+        seq: u64,
+        /// Its type.
+        kind: String,
+        /// What is wrong, e.g. `lacks an identified message`.
+        reason: String,
+    },
+    /// An event type dsh rc.8 does not know, not marked `ignorable: true`: the log was
+    /// probably written by a newer harness and cannot be interpreted safely.
+    #[error(
+        "stored session \"{id}\" holds event type \"{kind}\" at seq {seq}, unknown to this build \
+         and not marked ignorable: refusing the log (a newer harness probably wrote it)"
+    )]
+    UnknownType {
+        /// The session.
+        id: SessionId,
+        /// The seq of the first such event.
+        seq: u64,
+        /// The unknown type.
+        kind: String,
+    },
+}
+
+impl StoredLogError {
+    /// The stable code: `EVENT_TYPE_UNSUPPORTED` for [`StoredLogError::UnknownType`],
+    /// `SEED_INVALID` for the others (the log fails validation).
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoredLogError::UnknownType { .. } => "EVENT_TYPE_UNSUPPORTED",
+            StoredLogError::Retired { .. }
+            | StoredLogError::Malformed { .. }
+            | StoredLogError::MessageShape { .. } => "SEED_INVALID",
+        }
+    }
+
+    /// The seq of the offending event.
+    pub fn seq(&self) -> u64 {
+        match self {
+            StoredLogError::Retired { seq, .. }
+            | StoredLogError::Malformed { seq, .. }
+            | StoredLogError::MessageShape { seq, .. }
+            | StoredLogError::UnknownType { seq, .. } => *seq,
+        }
+    }
+}
+
+/// Prepares the events of stored session `id`, as read from persistence, for restore: refuses
+/// retired vocabulary anywhere in the log, upgrades older shapes event by event (see the module
+/// documentation), checks each message event's shape, then refuses the first event of an
+/// unknown type that is not `ignorable: true`. An ignorable unknown event stays as stored.
+///
+/// The result has the same length and seqs; validate it with
+/// [`crate::validate::validate_restored`] before building a session from it.
+///
+/// # Errors
+///
+/// The first problem, in dsh's order: [`StoredLogError::Retired`] (a whole-log scan), then per
+/// event [`StoredLogError::Malformed`] or [`StoredLogError::MessageShape`], and last
+/// [`StoredLogError::UnknownType`].
+pub fn prepare_stored_events(
+    id: &SessionId,
+    events: Vec<SessionEvent>,
+) -> Result<Vec<SessionEvent>, StoredLogError> {
+    refuse_retired(id, &events)?;
+    let mut message_ids: HashMap<u64, String> = HashMap::new();
+    let mut prepared = Vec::with_capacity(events.len());
+    for event in events {
+        let event = upgrade_turn_start(id, event)?;
+        let event = upgrade_turn_end(id, event)?;
+        let event = upgrade_steering(id, event)?;
+        let event = upgrade_message(id, event, &message_ids);
+        if is_surface_type(&event.kind) {
+            if let Some(reason) = message_shape_problem(&event) {
+                return Err(StoredLogError::MessageShape {
+                    id: id.clone(),
+                    seq: event.seq,
+                    kind: event.kind,
+                    reason,
+                });
+            }
+        }
+        if let Some(message_id) = message_id(&event) {
+            message_ids.insert(event.seq, message_id.to_owned());
+        }
+        prepared.push(event);
+    }
+    if let Some(unknown) = prepared
+        .iter()
+        .find(|event| !is_known_type(&event.kind) && event.ignorable != Some(true))
+    {
+        return Err(StoredLogError::UnknownType {
+            id: id.clone(),
+            seq: unknown.seq,
+            kind: unknown.kind.clone(),
+        });
+    }
+    Ok(prepared)
+}
+
+/// Whether an event is of one retired form.
+type RetiredTest = fn(&SessionEvent) -> bool;
+
+/// Refuses the retired vocabulary, each form looked for over the whole log in dsh's order.
+fn refuse_retired(id: &SessionId, events: &[SessionEvent]) -> Result<(), StoredLogError> {
+    let checks: [(&str, RetiredTest); 3] = [
+        ("request/header-delta event", |e| {
+            e.kind == "request/header-delta"
+        }),
+        ("mode/set event", |e| e.kind == "mode/set"),
+        ("request/header reason \"fallback\"", |e| {
+            e.kind == REQUEST_HEADER
+                && e.data.get("reason").and_then(Value::as_str) == Some("fallback")
+        }),
+    ];
+    for (what, retired) in checks {
+        if let Some(event) = events.iter().find(|e| retired(e)) {
+            return Err(StoredLogError::Retired {
+                id: id.clone(),
+                seq: event.seq,
+                what: what.into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `value` as an integer when it is a JSON number holding a safe integer (`1.0` included).
+fn safe_integer(value: Option<&Value>) -> Option<f64> {
+    let number = value?.as_f64()?;
+    (number.fract() == 0.0 && number.abs() <= MAX_SAFE_INTEGER as f64).then_some(number)
+}
+
+/// Whether `map` has every key of `required` and no key outside `required` and `optional`.
+fn only_keys(map: &Map<String, Value>, required: &[&str], optional: &[&str]) -> bool {
+    required.iter().all(|key| map.contains_key(*key))
+        && map
+            .keys()
+            .all(|key| required.contains(&key.as_str()) || optional.contains(&key.as_str()))
+}
+
+fn malformed(id: &SessionId, event: &SessionEvent) -> StoredLogError {
+    StoredLogError::Malformed {
+        id: id.clone(),
+        seq: event.seq,
+        kind: event.kind.clone(),
+    }
+}
+
+fn legacy_message_id(id: &SessionId, event: &SessionEvent) -> Value {
+    Value::String(format!("legacy-message:{id}:{}", event.seq))
+}
+
+/// `turn/start {turn, trigger}` (RFC era) becomes `turn/start {turn}`.
+fn upgrade_turn_start(
+    id: &SessionId,
+    mut event: SessionEvent,
+) -> Result<SessionEvent, StoredLogError> {
+    let Some(data) = event.data.as_object() else {
+        return Ok(event);
+    };
+    if event.kind != TURN_START || !data.contains_key("trigger") {
+        return Ok(event);
+    }
+    let trigger_kind = data
+        .get("trigger")
+        .and_then(|trigger| trigger.get("kind"))
+        .and_then(Value::as_str);
+    let turn = data.get("turn");
+    if !safe_integer(turn).is_some_and(|turn| turn >= 1.0)
+        || !only_keys(data, &["turn", "trigger"], &[])
+        || trigger_kind.is_none_or(str::is_empty)
+    {
+        return Err(malformed(id, &event));
+    }
+    event.data = json!({ "turn": turn });
+    Ok(event)
+}
+
+/// Every `turn/end` passes this gate: `data` exactly `{turn, reason}` with a string
+/// `reason.kind`; the RFC-era reasons are rewritten (module documentation).
+fn upgrade_turn_end(
+    id: &SessionId,
+    mut event: SessionEvent,
+) -> Result<SessionEvent, StoredLogError> {
+    if event.kind != TURN_END {
+        return Ok(event);
+    }
+    let Some(data) = event.data.as_object() else {
+        return Ok(event);
+    };
+    let reason = data.get("reason").and_then(Value::as_object);
+    let kind = reason.and_then(|r| r.get("kind")).and_then(Value::as_str);
+    let (Some(reason), Some(kind)) = (reason, kind) else {
+        return Err(malformed(id, &event));
+    };
+    if !safe_integer(data.get("turn")).is_some_and(|turn| turn >= 1.0)
+        || !only_keys(data, &["turn", "reason"], &[])
+    {
+        return Err(malformed(id, &event));
+    }
+    let only_kind = only_keys(reason, &["kind"], &[]);
+    let upgraded = match kind {
+        "completed" | "blocked" | "max-tokens" | "interrupted" if only_kind => None,
+        "aborted" if reason.contains_key("reason") => None,
+        "aborted" if only_kind => Some(json!({"kind": "aborted", "reason": {"kind": "legacy"}})),
+        "disposed" if only_kind => Some(json!({"kind": "aborted", "reason": {"kind": "disposed"}})),
+        "error" if reason.contains_key("error") => None,
+        "error" => Some(legacy_error_reason(reason).ok_or_else(|| malformed(id, &event))?),
+        "completed" | "blocked" | "max-tokens" | "interrupted" | "aborted" | "disposed" => {
+            return Err(malformed(id, &event));
+        }
+        _ => None,
+    };
+    if let (Some(upgraded), Some(data)) = (upgraded, event.data.as_object_mut()) {
+        data.insert("reason".into(), upgraded);
+    }
+    Ok(event)
+}
+
+/// The current `error` reason for an RFC-era `{kind: "error", step, failure}` or
+/// `{kind: "error", step, message, code?}`; `None` when it is neither.
+fn legacy_error_reason(reason: &Map<String, Value>) -> Option<Value> {
+    safe_integer(reason.get("step")).filter(|step| *step >= 0.0)?;
+    let failure = reason.get("failure").and_then(Value::as_object);
+    if let Some(failure) = failure {
+        let optional_is = |key: &str, check: fn(&Value) -> bool| failure.get(key).is_none_or(check);
+        if only_keys(reason, &["kind", "step", "failure"], &[])
+            && only_keys(
+                failure,
+                &["message", "code"],
+                &["status", "providerRetryAfterMs", "requestId"],
+            )
+            && failure.get("message").is_some_and(Value::is_string)
+            && failure.get("code").is_some_and(Value::is_string)
+            && optional_is("status", Value::is_number)
+            && optional_is("providerRetryAfterMs", Value::is_number)
+            && optional_is("requestId", Value::is_string)
+        {
+            return Some(json!({"kind": "error", "error": failure}));
+        }
+    }
+    let code = reason.get("code");
+    let keys: &[&str] = if code.is_some() {
+        &["kind", "step", "message", "code"]
+    } else {
+        &["kind", "step", "message"]
+    };
+    let message = reason.get("message").filter(|m| m.is_string())?;
+    if !only_keys(reason, keys, &[]) || code.is_some_and(|code| !code.is_string()) {
+        return None;
+    }
+    let code = code.cloned().unwrap_or_else(|| Value::from("UNKNOWN"));
+    Some(json!({"kind": "error", "error": {"message": message, "code": code}}))
+}
+
+/// `steering/message` (RFC era) becomes a `user/message`.
+fn upgrade_steering(
+    id: &SessionId,
+    mut event: SessionEvent,
+) -> Result<SessionEvent, StoredLogError> {
+    if event.kind != STEERING_MESSAGE {
+        return Ok(event);
+    }
+    let Some(data) = event.data.as_object() else {
+        return Err(malformed(id, &event));
+    };
+    let turn_ok = safe_integer(data.get("turn")).is_some();
+    let message = if let Some(wrapped) = data
+        .get("message")
+        .filter(|m| m.is_object() && turn_ok && only_keys(data, &["turn", "message"], &[]))
+    {
+        wrapped.clone()
+    } else if turn_ok && only_keys(data, &["turn", "content", "source"], &[]) {
+        let mut message = data.clone();
+        message.shift_remove("turn");
+        message.insert("id".into(), legacy_message_id(id, &event));
+        message.insert("role".into(), Value::from("user"));
+        Value::Object(message)
+    } else {
+        return Err(malformed(id, &event));
+    };
+    event.kind = USER_MESSAGE.into();
+    event.data = message;
+    Ok(event)
+}
+
+/// Gives an RFC-era message event (flat `content` instead of an identified message) its
+/// current shape; other events pass unchanged. `message_ids` maps earlier seqs to the ids of
+/// their messages (a `tool/result` rewrite reuses the id of the node it replaces).
+fn upgrade_message(
+    id: &SessionId,
+    mut event: SessionEvent,
+    message_ids: &HashMap<u64, String>,
+) -> SessionEvent {
+    let legacy_id = legacy_message_id(id, &event);
+    let replaced = match event.surface_op {
+        Some(SurfaceOp::Replace { start, .. }) => Some(message_ids.get(&start)),
+        _ => None,
+    };
+    let kind = event.kind.clone();
+    let Some(data) = event.data.as_object_mut() else {
+        return event;
+    };
+    let has = |key: &str| data.contains_key(key);
+    match kind.as_str() {
+        USER_MESSAGE
+            if !has("id") && !has("role") && !has("message") && has("content") && has("source") =>
+        {
+            data.insert("id".into(), legacy_id);
+            data.insert("role".into(), Value::from("user"));
+        }
+        ASSISTANT_MESSAGE if !has("message") && has("content") && has("provenance") => {
+            let content = data.shift_remove("content").unwrap_or_default();
+            let provenance = data.shift_remove("provenance");
+            let mut source = provenance
+                .and_then(|p| p.as_object().cloned())
+                .unwrap_or_default();
+            source.insert("kind".into(), Value::from("model"));
+            data.insert(
+                "message".into(),
+                json!({"id": legacy_id, "role": "assistant", "content": content, "source": source}),
+            );
+        }
+        TOOL_RESULT if !has("message") && has("callId") && has("content") && has("isError") => {
+            let call_id = data.shift_remove("callId").unwrap_or_default();
+            let content = data.shift_remove("content").unwrap_or_default();
+            let is_error = data.shift_remove("isError").unwrap_or_default();
+            let mut message = Map::new();
+            match replaced {
+                None => {
+                    message.insert("id".into(), legacy_id);
+                }
+                Some(Some(original)) => {
+                    message.insert("id".into(), Value::from(original.as_str()));
+                }
+                // The rewritten node has no known id: the shape check refuses the result.
+                Some(None) => {}
+            }
+            message.insert("role".into(), Value::from("user"));
+            message.insert(
+                "content".into(),
+                json!([{"type": "tool-result", "toolCallId": call_id, "content": content,
+                        "isError": is_error}]),
+            );
+            message.insert("source".into(), json!({"kind": "tool", "callId": call_id}));
+            data.insert("message".into(), Value::Object(message));
+        }
+        _ => {}
+    }
+    event
+}
+
+/// The id of the message an event carries: `data.id` of a `user/message`, `data.message.id`
+/// of any other event.
+fn message_id(event: &SessionEvent) -> Option<&str> {
+    let message = if event.kind == USER_MESSAGE {
+        Some(&event.data)
+    } else {
+        event.data.get("message")
+    };
+    message?.get("id")?.as_str()
+}

@@ -1,0 +1,44 @@
+//! `SubagentForkError`: why a subagent child could not be spawned.
+
+use dsh_session::{SessionId, StoreError};
+
+/// Errors of [`crate::SubagentFork`], each naming the parent session. An open parent turn is
+/// not an error: the seed is clipped instead.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubagentForkError {
+    /// `SESSION_NOT_LIVE`: the parent is not the session live in the store under its id
+    /// (disposed, or replaced by another instance). A subagent delegates from a running parent.
+    #[error("parent session \"{id}\" is not live in the store")]
+    ParentNotLive {
+        /// The parent id.
+        id: SessionId,
+    },
+    /// `CAPABILITY_UNAVAILABLE`: the store went away while the caller kept the service.
+    #[error("the session store is not available to spawn a subagent of \"{id}\"")]
+    StoreUnavailable {
+        /// The parent id.
+        id: SessionId,
+    },
+    /// Creating the child failed in the store (a `created` listener vetoed it); the store's
+    /// code is kept.
+    #[error("cannot create the subagent child of session \"{id}\": {source}")]
+    Create {
+        /// The parent id.
+        id: SessionId,
+        /// The store's error.
+        #[source]
+        source: Box<StoreError>,
+    },
+}
+
+impl SubagentForkError {
+    /// The stable code: `SESSION_NOT_LIVE`, `CAPABILITY_UNAVAILABLE`, or the store's code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SubagentForkError::ParentNotLive { .. } => "SESSION_NOT_LIVE",
+            SubagentForkError::StoreUnavailable { .. } => "CAPABILITY_UNAVAILABLE",
+            SubagentForkError::Create { source, .. } => source.code(),
+        }
+    }
+}

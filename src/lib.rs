@@ -9,6 +9,8 @@
 //! | `session` | `session` | `dsh-session` | `SessionStore` |
 //! | `session-fork` | `session_fork` | `dsh-session-fork` | `SessionFork` |
 //! | `session-jsonl` | `session_jsonl` | `dsh-session-jsonl` | `dyn SessionPersistence` |
+//! | `session-sqlite` | `session_sqlite` | `dsh-session-sqlite` (disabled by default) | `dyn SessionPersistence` |
+//! | `session-postgres` (not a default feature) | `session_postgres` | `dsh-session-postgres` (disabled by default) | `dyn SessionPersistence` |
 //! | `subagent-fork` | `subagent_fork` | `dsh-subagent-fork` | `SubagentFork` |
 //!
 //! A build without a feature links no code of that plugin, so its descriptor is absent from
@@ -26,6 +28,10 @@ pub use dsh_session as session;
 pub use dsh_session_fork as session_fork;
 #[cfg(feature = "session-jsonl")]
 pub use dsh_session_jsonl as session_jsonl;
+#[cfg(feature = "session-postgres")]
+pub use dsh_session_postgres as session_postgres;
+#[cfg(feature = "session-sqlite")]
+pub use dsh_session_sqlite as session_sqlite;
 #[cfg(feature = "subagent-fork")]
 pub use dsh_subagent_fork as subagent_fork;
 
@@ -39,6 +45,10 @@ pub fn builtin_plugins() -> Vec<&'static PluginDescriptor> {
         &dsh_session::SESSION_PLUGIN,
         #[cfg(feature = "session-jsonl")]
         &dsh_session_jsonl::SESSION_JSONL_PLUGIN,
+        #[cfg(feature = "session-sqlite")]
+        &dsh_session_sqlite::SESSION_SQLITE_PLUGIN,
+        #[cfg(feature = "session-postgres")]
+        &dsh_session_postgres::SESSION_POSTGRES_PLUGIN,
         #[cfg(feature = "session-fork")]
         &dsh_session_fork::SESSION_FORK_PLUGIN,
         #[cfg(feature = "subagent-fork")]

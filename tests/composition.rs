@@ -23,6 +23,9 @@ fn the_builtin_plugins_follow_the_features_of_this_build() {
     if cfg!(feature = "subagent-fork") {
         expected.push("dsh-subagent-fork");
     }
+    if cfg!(feature = "session-sqlite") {
+        expected.push("dsh-session-sqlite");
+    }
     let mut got = names(&builtin_plugins());
     got.sort_unstable();
     expected.sort_unstable();
@@ -39,7 +42,12 @@ fn a_context_from_the_registry_activates_everything_its_config_enables() {
     );
     let ctx = Context::from_registry(&config).unwrap();
     for plugin in ctx.plugins() {
-        assert_eq!(plugin.state, PluginState::Active, "{plugin:?}");
+        // The SQLite backend is disabled by default: one backend provides SessionPersistence.
+        let expected = match plugin.name {
+            "dsh-session-sqlite" => PluginState::Disabled,
+            _ => PluginState::Active,
+        };
+        assert_eq!(plugin.state, expected, "{plugin:?}");
     }
     let services: Vec<&str> = ctx.services().iter().map(|s| s.service).collect();
     assert!(services.contains(&"SessionStore"));

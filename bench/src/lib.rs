@@ -4,8 +4,9 @@
 //! [`lifecycle`] (chains, independent plugins, pending to active, the 10,000-plugin cascade)
 //! and [`events`] (emit to 10 listeners). [`run_core`] runs them all into a
 //! [`report::Report`]. The plugins and service types come from the `dsh-bench-chain` crate,
-//! generated at compile time. `session` figures ([`session`]) and `fork` figures ([`fork`])
-//! run on logs from [`generate`], shaped like dsh turns. No randomness: every run does the
+//! generated at compile time. `session` figures ([`session`]), `fork` figures ([`fork`]) and
+//! `persist` figures ([`persist`], every persistence backend) run on logs from [`generate`],
+//! shaped like dsh turns. No randomness: every run does the
 //! same work.
 //!
 //! ```text
@@ -13,6 +14,7 @@
 //! cargo run --release -p dsh-bench -- core --json   # one JSON line
 //! cargo run --release -p dsh-bench -- session --json
 //! cargo run --release -p dsh-bench -- fork --json
+//! cargo run --release -p dsh-bench -- persist --json
 //! cargo bench -p dsh-bench                          # the criterion benches, under a minute
 //! ```
 
@@ -25,6 +27,7 @@ pub mod generate;
 pub mod lifecycle;
 pub mod lookup;
 pub mod measure;
+pub mod persist;
 pub mod report;
 pub mod session;
 

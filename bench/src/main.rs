@@ -1,8 +1,8 @@
 //! `dsh-bench`: measures dsh-core next to in-run baselines.
 //!
-//! `dsh-bench core|session|fork [--json] [--quick]`. Each subcommand is one scenario family;
+//! `dsh-bench core|session|fork|persist [--json] [--quick]`. Each subcommand is one scenario family;
 //! the measurements live in the library (`dsh_bench::run_core`, `session::run_session`,
-//! `fork::run_fork`), this file only parses the command line and prints. The binary counts
+//! `fork::run_fork`, `persist::run_persist`), this file only parses the command line and prints. The binary counts
 //! allocations (`dsh_bench::alloc::Counting`) so that `fork` can report bytes per fork.
 
 use clap::{Args, Parser, Subcommand};
@@ -34,6 +34,10 @@ enum Command {
     /// dsh-session-fork: fork of live sessions of 1,000, 10,000 and 100,000 generated events
     /// against deep-cloning the same events.
     Fork(RunOptions),
+    /// Persistence backends (JSONL, SQLite): flushes per second of 20-event turns and events
+    /// loaded per second from a 100,000-event session, against writing the same lines to a
+    /// plain file with one sync per flush and parsing them back.
+    Persist(RunOptions),
 }
 
 /// Options of a measuring subcommand.
@@ -52,7 +56,10 @@ fn main() {
     if cfg!(debug_assertions) {
         eprintln!("dsh-bench: a debug build; run with --release for meaningful figures");
     }
-    let (Command::Core(opts) | Command::Session(opts) | Command::Fork(opts)) = &cli.command;
+    let (Command::Core(opts)
+    | Command::Session(opts)
+    | Command::Fork(opts)
+    | Command::Persist(opts)) = &cli.command;
     let plan = if opts.quick { Plan::QUICK } else { Plan::FULL };
     let json = opts.json;
     let progress = |group: &str| {
@@ -84,6 +91,15 @@ fn main() {
                 json,
                 "dsh-session-fork benchmarks",
                 report.figures(),
+                report.quick,
+            )
+        }
+        Command::Persist(_) => {
+            let report = dsh_bench::persist::run_persist(plan, progress);
+            render(
+                json,
+                "dsh-session persistence benchmarks",
+                report.figures,
                 report.quick,
             )
         }

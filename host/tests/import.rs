@@ -357,8 +357,8 @@ fn a_header_lacking_created_at_is_header_invalid_naming_the_field() {
 }
 
 #[test]
-fn an_empty_file_is_header_invalid() {
-    refused("", "HEADER_INVALID");
+fn an_empty_file_is_a_corrupt_log() {
+    refused("", "LOG_CORRUPT");
 }
 
 #[test]
@@ -445,7 +445,7 @@ fn human_import_output_names_the_session_and_the_failure() {
     let run = sandbox.human(&[Path::new("import"), &good, &bad]);
     assert_eq!(run.code, 1);
     assert!(run.stdout.contains("good-id"), "{}", run.stdout);
-    assert!(run.stdout.contains("HEADER_INVALID"), "{}", run.stdout);
+    assert!(run.stdout.contains("LOG_CORRUPT"), "{}", run.stdout);
 }
 
 #[test]

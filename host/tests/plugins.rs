@@ -54,6 +54,11 @@ fn jsonl_plugin() -> Value {
     json!({"name": "dsh-session-jsonl", "state": "active", "provides": ["SessionPersistence"], "requires": [], "pendingOn": []})
 }
 
+/// The SQLite backend's entry: linked, and disabled while the store is a JSONL folder.
+fn sqlite_plugin() -> Value {
+    json!({"name": "dsh-session-sqlite", "state": "disabled", "provides": ["SessionPersistence"], "requires": [], "pendingOn": []})
+}
+
 /// The subagent fork plugin's entry in `state`.
 fn subagent_plugin(state: &str, pending_on: &[&str]) -> Value {
     json!({"name": "dsh-subagent-fork", "state": state, "provides": ["SubagentFork"], "requires": ["SessionStore"], "pendingOn": pending_on})
@@ -86,7 +91,8 @@ fn plugins_lists_the_session_fork_and_jsonl_plugins_all_active() {
             [
                 session_plugin("active"),
                 fork_plugin("active", &[]),
-                jsonl_plugin()
+                jsonl_plugin(),
+                sqlite_plugin()
             ],
             subagent_plugin("active", &[]),
             "name"
@@ -110,7 +116,8 @@ fn disabling_the_fork_plugin_lists_it_as_disabled() {
             [
                 session_plugin("active"),
                 fork_plugin("disabled", &[]),
-                jsonl_plugin()
+                jsonl_plugin(),
+                sqlite_plugin()
             ],
             subagent_plugin("active", &[]),
             "name"
@@ -129,7 +136,8 @@ fn disabling_the_session_plugin_leaves_the_fork_plugin_pending_on_session_store(
             [
                 session_plugin("disabled"),
                 fork_plugin("pending", &["SessionStore"]),
-                jsonl_plugin()
+                jsonl_plugin(),
+                sqlite_plugin()
             ],
             subagent_plugin("pending", &["SessionStore"]),
             "name"
@@ -196,7 +204,7 @@ fn a_build_without_session_fork_lists_no_fork_plugin() {
     assert_eq!(
         plugin_summary(&doc),
         with_subagent(
-            [session_plugin("active"), jsonl_plugin()],
+            [session_plugin("active"), jsonl_plugin(), sqlite_plugin()],
             subagent_plugin("active", &[]),
             "name"
         )
@@ -244,7 +252,7 @@ fn a_build_without_session_fork_accepts_disabling_it() {
     assert_eq!(
         plugin_summary(&doc),
         with_subagent(
-            [session_plugin("active"), jsonl_plugin()],
+            [session_plugin("active"), jsonl_plugin(), sqlite_plugin()],
             subagent_plugin("active", &[]),
             "name"
         )

@@ -7,10 +7,11 @@ use crate::layout::{
     compressed_session_file, cwd_folder, id_segment, is_compressed, is_cwd_folder, session_file,
     COMPRESSED_FILE_NAME, SESSION_FILE_NAME,
 };
-use crate::record::{into_event, write_event_line};
+use crate::record::{is_row_tag, write_event_line};
 use crate::scan::{read_header, scan_bytes, scan_compressed, scan_prefix, ReadError, Scanned};
 use dsh_session::{
-    PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence, StoredSession,
+    check_seqs, PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence,
+    StoredSession,
 };
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -18,6 +19,11 @@ use std::fs::{self, File};
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long an append waits for another writer's lock on the session file before failing
+/// with [`PersistenceError::Locked`]: 5 seconds.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where the next append of a session goes, as this backend last saw the file.
 #[derive(Clone, Debug)]
@@ -76,13 +82,17 @@ type Slot = Arc<Mutex<Option<Cursor>>>;
 ///
 /// Operations on one id are serialized; operations on different ids run in parallel. The
 /// backend remembers, per id, the committed length of the file and the next seq, so an append
-/// does not rescan the file unless the file's length shows that someone else changed it. One
-/// instance is meant to own its root: two writers on the same root (in this process or
-/// another) are not coordinated beyond the no-overwrite create.
+/// does not rescan the file unless the file's length shows that someone else changed it.
+/// Writers in other processes (or other instances on the same root) are coordinated per
+/// session file: a create never overwrites, and an append holds an exclusive advisory lock on
+/// the file from its length check to its sync, waiting at most the lock timeout
+/// ([`DEFAULT_LOCK_TIMEOUT`]) before failing with [`PersistenceError::Locked`]; an append
+/// whose view is stale fails with [`PersistenceError::SeqMismatch`].
 #[derive(Debug)]
 pub struct JsonlPersistence {
     root: PathBuf,
     compression: Compression,
+    lock_timeout: Duration,
     slots: Mutex<HashMap<SessionId, Slot>>,
 }
 
@@ -93,6 +103,7 @@ impl JsonlPersistence {
         JsonlPersistence {
             root: root.into(),
             compression: Compression::None,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
             slots: Mutex::new(HashMap::new()),
         }
     }
@@ -100,6 +111,14 @@ impl JsonlPersistence {
     /// The same backend writing new session files in `compression` form.
     pub fn with_compression(mut self, compression: Compression) -> JsonlPersistence {
         self.compression = compression;
+        self
+    }
+
+    /// The same backend waiting at most `timeout` (instead of [`DEFAULT_LOCK_TIMEOUT`]) for
+    /// another writer's lock on a session file before an append fails with
+    /// [`PersistenceError::Locked`].
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> JsonlPersistence {
+        self.lock_timeout = timeout;
         self
     }
 
@@ -158,6 +177,35 @@ impl JsonlPersistence {
         self.slots.lock().entry(id.clone()).or_default().clone()
     }
 
+    /// Opens the file of session `id` at `path` and takes an exclusive advisory lock on it
+    /// (released when the file drops), retrying for up to the lock timeout while another
+    /// writer holds it.
+    ///
+    /// Errors: [`PersistenceError::Locked`] when the lock stayed held; [`PersistenceError::Io`].
+    fn lock_exclusive(&self, id: &SessionId, path: &Path) -> Result<File, PersistenceError> {
+        let file = File::open(path).map_err(|e| io_error(path, e))?;
+        let deadline = Instant::now() + self.lock_timeout;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(file),
+                Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    return Err(PersistenceError::Locked {
+                        id: id.clone(),
+                        reason: format!(
+                            "another writer holds the lock of {}; waited {} ms",
+                            path.display(),
+                            self.lock_timeout.as_millis()
+                        ),
+                    })
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(io_error(path, e)),
+            }
+        }
+    }
+
     /// The file of a stored session. Errors: [`PersistenceError::NotFound`], or as
     /// [`JsonlPersistence::locate`].
     fn require(&self, id: &SessionId) -> Result<PathBuf, PersistenceError> {
@@ -193,7 +241,8 @@ impl SessionPersistence for JsonlPersistence {
     ///
     /// Errors: [`PersistenceError::Conflict`] when the id is stored anywhere under the root
     /// (the stored file is left unchanged); [`PersistenceError::SeqMismatch`] when the seed's
-    /// seqs are not `0, 1, 2, …`; [`PersistenceError::HeaderInvalid`] or
+    /// seqs are not `0, 1, 2, …`; [`PersistenceError::Unstorable`] for an event whose type is
+    /// a packed row tag; [`PersistenceError::HeaderInvalid`] or
     /// [`PersistenceError::VersionUnsupported`] when the header would not read back (relative
     /// `cwd`, `origin` other than `"subagent"`, version other than 0, retired or duplicate
     /// extra field); [`PersistenceError::Io`].
@@ -205,7 +254,7 @@ impl SessionPersistence for JsonlPersistence {
         let id = &header.id;
         let slot = self.slot(id);
         let mut cached = slot.lock();
-        check_contiguous(id, 0, seed)?;
+        check_storable(id, 0, seed)?;
         let target = match self.compression {
             Compression::None => session_file(&self.root, header.cwd.as_deref(), id.as_str()),
             Compression::Zstd => {
@@ -264,7 +313,8 @@ impl SessionPersistence for JsonlPersistence {
     ///
     /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] when the seqs
     /// are not `stored length, +1, +2, …` (`expected` is the seq due at the offending event);
-    /// the read errors of [`SessionPersistence::load`] when the file must be rescanned;
+    /// [`PersistenceError::Unstorable`] for an event whose type is a packed row tag; the read
+    /// errors of [`SessionPersistence::load`] when the file must be rescanned;
     /// [`PersistenceError::Io`] (the file is cut back to its previous length).
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
         let slot = self.slot(id);
@@ -275,9 +325,9 @@ impl SessionPersistence for JsonlPersistence {
         };
         // Another process may append to the same file: hold an exclusive advisory lock from
         // the length check to the sync, so neither cuts off what the other wrote.
-        let _locked = lock_exclusive(&path).map_err(|e| io_error(&path, e))?;
+        let _locked = self.lock_exclusive(id, &path)?;
         let cursor = self.cursor(id, &mut cached)?;
-        check_contiguous(id, cursor.next_seq, events)?;
+        check_storable(id, cursor.next_seq, events)?;
         if events.is_empty() && cursor.file_len == cursor.committed {
             return Ok(());
         }
@@ -309,10 +359,11 @@ impl SessionPersistence for JsonlPersistence {
     /// in memory and described in `dropped_tail`; the file is never written.
     ///
     /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::Conflict`] (stored under two
-    /// cwd folders); [`PersistenceError::HeaderInvalid`] (no header line, a field missing or
-    /// wrong, or a file whose header names another id or cwd than its folders);
-    /// [`PersistenceError::VersionUnsupported`]; [`PersistenceError::Corrupt`] (damage before a
-    /// committed `turn/end`, or an event that is not a valid envelope);
+    /// cwd folders); [`PersistenceError::HeaderInvalid`] (a header field missing or wrong, or a
+    /// file whose header names another id or cwd than its folders);
+    /// [`PersistenceError::VersionUnsupported`]; [`PersistenceError::Corrupt`] (no header
+    /// line, a header line cut short or not JSON, damage before a committed `turn/end`, or an
+    /// event that is not a valid envelope);
     /// [`PersistenceError::Io`].
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
         let slot = self.slot(id);
@@ -439,13 +490,6 @@ fn scan_in_memory(path: &Path, bytes: &[u8]) -> Result<Scanned, PersistenceError
     scanned.map_err(|e| read_error(path, e))
 }
 
-/// Opens `path` and takes an exclusive advisory lock on it, released when the file drops.
-fn lock_exclusive(path: &Path) -> io::Result<File> {
-    let file = File::open(path)?;
-    file.lock()?;
-    Ok(file)
-}
-
 /// Reads the whole file at `path` for session `id` and checks that it belongs there; returns
 /// the scan and the file length.
 fn scan_file(id: &SessionId, path: &Path) -> Result<(Scanned, u64), PersistenceError> {
@@ -479,11 +523,13 @@ fn into_stored(path: &Path, scanned: Scanned, len: u64) -> Result<StoredSession,
         .into_iter()
         .take(keep)
         .zip(0u64..)
-        .map(|(value, seq)| {
-            into_event(value, seq).map_err(|why| PersistenceError::Corrupt {
-                file: path.display().to_string(),
-                reason: format!("event at seq {seq}: invalid event envelope ({why})"),
-            })
+        .map(|(decoded, seq)| {
+            decoded
+                .into_event(seq)
+                .map_err(|why| PersistenceError::Corrupt {
+                    file: path.display().to_string(),
+                    reason: format!("event at seq {seq}: invalid event envelope ({why})"),
+                })
         })
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(tail) = &scanned.dropped_tail {
@@ -541,18 +587,23 @@ fn check_placement(
     }
 }
 
-/// Refuses events whose seqs are not `first, first + 1, …`.
-fn check_contiguous(
+/// Refuses events whose seqs are not `first, first + 1, …`, and events whose type is a
+/// packed row tag (they would read back as rows).
+fn check_storable(
     id: &SessionId,
     first: u64,
     events: &[Arc<SessionEvent>],
 ) -> Result<(), PersistenceError> {
-    for (expected, event) in (first..).zip(events) {
-        if event.seq != expected {
-            return Err(PersistenceError::SeqMismatch {
+    check_seqs(id, first, events)?;
+    for event in events {
+        if is_row_tag(&event.kind) {
+            return Err(PersistenceError::Unstorable {
                 id: id.clone(),
-                expected,
-                got: event.seq,
+                seq: event.seq,
+                reason: format!(
+                    "its type \"{}\" is a packed chunk row tag, which a reader unpacks",
+                    event.kind
+                ),
             });
         }
     }
@@ -569,6 +620,7 @@ fn io_error(path: &Path, source: io::Error) -> PersistenceError {
 fn header_error(path: &Path, error: HeaderError) -> PersistenceError {
     let file = path.display().to_string();
     match error {
+        HeaderError::Damaged(reason) => PersistenceError::Corrupt { file, reason },
         HeaderError::Invalid(reason) => PersistenceError::HeaderInvalid { file, reason },
         HeaderError::Version { version, message } => PersistenceError::VersionUnsupported {
             file,

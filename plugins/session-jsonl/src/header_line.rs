@@ -31,7 +31,10 @@ const RETIRED_KEYS: [&str; 2] = ["sandboxMode", "approvalPolicy"];
 /// Why a header line was refused.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum HeaderError {
-    /// Not JSON, not a header, or a field is missing or wrong; the text names it.
+    /// The header line is missing, cut short or not JSON: damaged bytes, as a torn write or
+    /// a truncation leaves them. dsh's reader refuses these as a corrupt log.
+    Damaged(String),
+    /// JSON, but not a header, or a field is missing or wrong; the text names it.
     Invalid(String),
     /// A numeric `version` other than the one this build reads.
     Version {
@@ -88,12 +91,12 @@ pub(crate) fn encode_header_line(header: &SessionHeader) -> Result<String, Heade
 
 /// Reads a header line (without its newline).
 ///
-/// Errors: [`HeaderError::Version`] for a numeric `version` other than 0, checked before the
-/// shape; [`HeaderError::Invalid`] naming the first field that is missing or wrong. Fields
+/// Errors: [`HeaderError::Damaged`] when the line is not JSON; [`HeaderError::Version`] for a
+/// numeric `version` other than 0, checked before the shape; [`HeaderError::Invalid`] naming the first field that is missing or wrong. Fields
 /// this crate does not model are kept in `extra`; `delegationDepth` is kept as stored.
 pub(crate) fn parse_header_line(text: &str) -> Result<SessionHeader, HeaderError> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|_| invalid("header line is not valid JSON"))?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|_| HeaderError::Damaged("header line is not valid JSON".into()))?;
     if let Value::Object(map) = &value {
         check_version(map)?;
     }
@@ -287,9 +290,18 @@ mod tests {
     }
 
     #[test]
+    fn a_line_that_is_not_json_is_a_damaged_header() {
+        for line in ["nope", r#"{"type":"session","version":0,"id":"s""#] {
+            assert_eq!(
+                parse_header_line(line),
+                Err(HeaderError::Damaged("header line is not valid JSON".into()))
+            );
+        }
+    }
+
+    #[test]
     fn each_wrong_field_is_named() {
         let cases = [
-            ("nope", "header line is not valid JSON"),
             ("[1]", "header line is not a JSON object"),
             (r#"{"version":0}"#, "header lacks \"type\""),
             (

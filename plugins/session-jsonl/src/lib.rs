@@ -11,6 +11,7 @@
 
 mod backend;
 mod compressed;
+mod decode;
 mod durable;
 mod header_line;
 mod json;
@@ -19,5 +20,7 @@ pub mod plugin;
 mod record;
 mod scan;
 
-pub use backend::{read_session_bytes, read_session_file, Compression, JsonlPersistence};
+pub use backend::{
+    read_session_bytes, read_session_file, Compression, JsonlPersistence, DEFAULT_LOCK_TIMEOUT,
+};
 pub use plugin::{JsonlConfig, SESSION_JSONL_PLUGIN};

@@ -14,7 +14,7 @@
 //! ms). This crate reads rows and writes every event verbatim.
 
 use crate::json::{is_integer, safe_integer, MAX_SAFE_INTEGER};
-use dsh_session::event::{ASSISTANT_CHUNK, TURN_END};
+use dsh_session::event::ASSISTANT_CHUNK;
 use dsh_session::SessionEvent;
 use serde_json::{json, Map, Value};
 
@@ -56,6 +56,12 @@ impl RowKind {
             RowKind::Text | RowKind::Reasoning => "texts",
         }
     }
+}
+
+/// Whether `kind` is the `type` of a packed row: an event of that type, written verbatim,
+/// would be read back as a (malformed) row, so it cannot be stored.
+pub(crate) fn is_row_tag(kind: &str) -> bool {
+    RowKind::from_tag(kind).is_some()
 }
 
 /// The events one parsed record stores, in order.
@@ -234,13 +240,6 @@ impl<'a> PackedRow<'a> {
             }
         }
     }
-}
-
-/// Whether any of `events` is a `turn/end`.
-pub(crate) fn holds_turn_end(events: &[Value]) -> bool {
-    events
-        .iter()
-        .any(|e| e.get("type").and_then(Value::as_str) == Some(TURN_END))
 }
 
 /// Converts a scanned record at log index `index` into a [`SessionEvent`].

@@ -10,11 +10,9 @@
 //! Event lines are numbered from 1, the header not counted.
 
 use crate::compressed::{split_frames, Frame};
+use crate::decode::{decode_line, holds_turn_end, Decoded};
 use crate::header_line::{parse_header_line, HeaderError};
-use crate::json::{is_integer, js_display};
-use crate::record::{expand_record, holds_turn_end, parse_line};
 use dsh_session::SessionHeader;
-use serde_json::Value;
 use std::io::{self, BufRead};
 
 /// Why a file could not be read.
@@ -33,8 +31,8 @@ pub(crate) enum ReadError {
 pub(crate) struct Scanned {
     /// The header.
     pub header: SessionHeader,
-    /// The committed records, packed rows expanded, as raw JSON (`seq == index`).
-    pub events: Vec<Value>,
+    /// The committed records, packed rows expanded (`seq == index`).
+    pub events: Vec<Decoded>,
     /// The byte length of the file's part to keep when appending: the header plus the committed
     /// records (for a compressed file, up to the end of the last frame committed in full).
     pub committed: u64,
@@ -58,7 +56,7 @@ struct Issue {
 /// dsh's body scanner, fed one newline-terminated line at a time.
 #[derive(Debug)]
 struct BodyScanner {
-    events: Vec<Value>,
+    events: Vec<Decoded>,
     line_no: u64,
     committed: u64,
     issue: Option<Issue>,
@@ -80,7 +78,7 @@ impl BodyScanner {
     fn feed(&mut self, line: &[u8], end: u64) -> Result<(), String> {
         self.line_no += 1;
         let line_no = self.line_no;
-        let decoded = match parse_line(line).and_then(expand_record) {
+        let decoded = match decode_line(line) {
             Ok(decoded) => decoded,
             Err(why) => {
                 self.issue.get_or_insert_with(|| Issue {
@@ -91,7 +89,7 @@ impl BodyScanner {
             }
         };
         // dsh reads `.type`/`.seq` of the record without a guard: a bare `null` stops it.
-        if decoded.iter().any(Value::is_null) {
+        if decoded.iter().any(Decoded::is_null) {
             return Err(format!(
                 "line {line_no} holds null where an event record belongs"
             ));
@@ -102,29 +100,29 @@ impl BodyScanner {
             }
             return Ok(());
         }
-        let row_start = self.events.len();
-        for event in &decoded {
-            let expected = self.events.len() as u64;
-            let seq = event.get("seq");
-            if !seq.is_some_and(|s| is_integer(s, expected)) {
-                self.events.truncate(row_start);
-                let got = js_display(seq);
-                let gap = format!(
-                    "seq gap in committed region at line {line_no} (expected {expected}, got {got})"
-                );
-                if holds_turn_end(&decoded) {
-                    return Err(gap);
-                }
-                self.issue = Some(Issue {
-                    tail: format!(
-                        "line {line_no} breaks the seq order (expected {expected}, got {got})"
-                    ),
-                    fatal: gap,
-                });
-                return Ok(());
+        // The whole record is checked before any of it is kept: a record is committed whole
+        // or not at all. Its events then move in (no copy).
+        let next = self.events.len() as u64;
+        let out_of_order = (next..)
+            .zip(&decoded)
+            .find(|(expected, event)| !event.has_seq(*expected));
+        if let Some((expected, event)) = out_of_order {
+            let got = event.seq_display();
+            let gap = format!(
+                "seq gap in committed region at line {line_no} (expected {expected}, got {got})"
+            );
+            if holds_turn_end(&decoded) {
+                return Err(gap);
             }
-            self.events.push(event.clone());
+            self.issue = Some(Issue {
+                tail: format!(
+                    "line {line_no} breaks the seq order (expected {expected}, got {got})"
+                ),
+                fatal: gap,
+            });
+            return Ok(());
         }
+        self.events.extend(decoded);
         self.committed = end;
         Ok(())
     }
@@ -172,7 +170,7 @@ fn header_of(first_line: &[u8]) -> Result<SessionHeader, ReadError> {
 }
 
 fn header_less() -> ReadError {
-    ReadError::Header(HeaderError::Invalid(
+    ReadError::Header(HeaderError::Damaged(
         "empty or header-less session log".into(),
     ))
 }
@@ -205,7 +203,7 @@ pub(crate) fn scan_bytes(bytes: &[u8]) -> Result<Scanned, ReadError> {
 /// the result are those of the compressed file: `committed` ends at a frame boundary and
 /// `carry` holds the committed text of a frame kept only in part.
 ///
-/// Errors as [`scan_bytes`]; a header frame that does not decode is a header error.
+/// Errors as [`scan_bytes`]; a header frame that does not decode is a damaged header.
 pub(crate) fn scan_compressed(bytes: &[u8]) -> Result<Scanned, ReadError> {
     let frames = split_frames(bytes);
     let mut plain: Vec<u8> = Vec::new();
@@ -234,7 +232,7 @@ pub(crate) fn scan_compressed(bytes: &[u8]) -> Result<Scanned, ReadError> {
             }
             Frame::Damaged { end, why } => {
                 if header.is_none() {
-                    return Err(ReadError::Header(HeaderError::Invalid(format!(
+                    return Err(ReadError::Header(HeaderError::Damaged(format!(
                         "the zstd frame holding the header does not decode ({why})"
                     ))));
                 }
@@ -365,7 +363,7 @@ mod tests {
         for bytes in [&b""[..], HEADER.as_bytes()] {
             assert!(matches!(
                 scan_bytes(bytes),
-                Err(ReadError::Header(HeaderError::Invalid(reason))) if reason == "empty or header-less session log"
+                Err(ReadError::Header(HeaderError::Damaged(reason))) if reason == "empty or header-less session log"
             ));
         }
     }

@@ -99,7 +99,7 @@ fn a_header_without_delegation_depth_is_refused_naming_the_field() {
 }
 
 #[test]
-fn an_empty_file_has_no_header() {
+fn an_empty_file_or_an_unterminated_header_is_a_corrupt_log() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = JsonlPersistence::new(dir.path());
     write_file(dir.path(), None, "empty", b"");
@@ -112,7 +112,7 @@ fn an_empty_file_has_no_header() {
     for id in ["empty", "unterminated"] {
         let err = load(&store, id).expect_err("refused");
         assert!(
-            matches!(&err, PersistenceError::HeaderInvalid { reason, .. } if reason == "empty or header-less session log"),
+            matches!(&err, PersistenceError::Corrupt { reason, .. } if reason == "empty or header-less session log"),
             "{err}"
         );
     }
@@ -495,4 +495,32 @@ fn list_returns_every_header_in_creation_order() {
     assert_eq!(ids, ["a-early", "b-early", "late"]);
     assert_eq!(headers[0], header("a-early", Some("/b"), 10));
     assert_eq!(headers[2].cwd.as_deref(), Some("/a"));
+}
+
+#[test]
+fn times_at_the_lowest_i64_are_refused_without_a_panic() {
+    // Found by dsh-fuzz: `-9223372036854775808` as a row's `time0`, a `dt` gap or an event's
+    // `time` overflowed the safe-integer check (`i64::MIN` has no absolute value).
+    let min = i64::MIN;
+    let row = |time0: i64, gap: i64| {
+        format!(
+            r#"{{"type":"text-chunks","seq0":1,"time0":{time0},"data":{{"turn":1,"step":1,"index":0,"dt":[{gap},1],"texts":["a","b","c"]}}}}"#
+        )
+    };
+    let turn_start = line(&event("turn/start", 0));
+    for bad in [
+        row(min, 1),
+        row(5, min),
+        format!(r#"{{"type":"step/start","seq":1,"time":{min},"data":{{"turn":1,"step":1}}}}"#),
+    ] {
+        let text = lines("s", &[turn_start.clone(), bad.clone()]);
+        let path = std::path::Path::new("session.jsonl");
+        match dsh_session_jsonl::read_session_bytes(path, text.as_bytes()) {
+            Ok(stored) => {
+                assert_eq!(stored.events.len(), 1, "{bad}");
+                assert!(stored.dropped_tail.is_some(), "{bad}");
+            }
+            Err(e) => assert_eq!(e.code(), "LOG_CORRUPT", "{bad}: {e}"),
+        }
+    }
 }

@@ -363,3 +363,33 @@ fn two_writers_extending_one_stored_session_never_lose_a_completed_append() {
         assert!(stored.events[2..].iter().all(|e| e.kind == winner_kind));
     }
 }
+
+#[test]
+fn an_event_typed_as_a_packed_row_tag_is_refused_and_nothing_is_written() {
+    // Found by dsh-fuzz: seed validation accepts any event type, but an event of type
+    // "tool-call-chunks" written verbatim reads back as a malformed packed row (a corrupt log,
+    // or a dropped tail).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let mut seed = turn(0, 3);
+    seed.push(event("tool-call-chunks", 3));
+    let err = store
+        .create(&header("rows", None, 1), &seed)
+        .expect_err("refused");
+    assert!(
+        matches!(err, PersistenceError::Unstorable { seq: 3, .. }),
+        "{err}"
+    );
+    assert_eq!(err.code(), "EVENT_UNSTORABLE");
+    assert!(!dir.path().exists() || files_under(dir.path()).is_empty());
+
+    store
+        .create(&header("rows", None, 1), &seed[..3])
+        .expect("created");
+    let err = store
+        .append(&SessionId::new("rows"), &[event("text-chunks", 3)])
+        .expect_err("refused");
+    assert_eq!(err.code(), "EVENT_UNSTORABLE");
+    let stored = store.load(&SessionId::new("rows")).expect("loads");
+    assert_eq!(stored.events.len(), 3);
+}

@@ -21,6 +21,7 @@
 //! ```
 
 mod chain;
+pub mod columns;
 pub mod event;
 pub mod fold;
 pub mod header;
@@ -36,7 +37,7 @@ pub mod validate;
 pub use event::{EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
 pub use header::{SessionHeader, SessionId, SessionMeta, SESSION_FORMAT_VERSION};
 pub use invariants::{check_invariants, InvariantViolation};
-pub use persistence::{PersistenceError, SessionPersistence, StoredSession};
+pub use persistence::{check_seqs, PersistenceError, SessionPersistence, StoredSession};
 pub use plugin::SESSION_PLUGIN;
 pub use repair::interrupted_turn_closers;
 pub use session::{AppendError, Events, Message, Session, SessionEventAppended};

@@ -83,6 +83,28 @@ pub enum PersistenceError {
         /// The first seq offered.
         got: u64,
     },
+    /// An event the backend cannot store so that it reads back as the same event (for the
+    /// JSONL backend: an event whose type is a packed chunk row tag, which a reader would
+    /// unpack instead). Nothing was written.
+    #[error("session \"{id}\": the event at seq {seq} cannot be stored: {reason}")]
+    Unstorable {
+        /// The session written.
+        id: SessionId,
+        /// The seq of the event.
+        seq: u64,
+        /// Why the backend cannot store it.
+        reason: String,
+    },
+    /// Another writer (another process, or another backend instance over the same storage)
+    /// held the session's write lock for longer than the backend waits; nothing was written.
+    /// The write may be retried once that writer is done.
+    #[error("session \"{id}\" is being written by another writer ({reason}); nothing was written")]
+    Locked {
+        /// The session whose write lock was held.
+        id: SessionId,
+        /// Which lock was held and how long the backend waited.
+        reason: String,
+    },
     /// The operating system refused a read or write.
     #[error("i/o error on {path}: {source}")]
     Io {
@@ -104,6 +126,8 @@ impl PersistenceError {
             PersistenceError::VersionUnsupported { .. } => "VERSION_UNSUPPORTED",
             PersistenceError::Corrupt { .. } => "LOG_CORRUPT",
             PersistenceError::SeqMismatch { .. } => "SEQ_MISMATCH",
+            PersistenceError::Locked { .. } => "SESSION_LOCKED",
+            PersistenceError::Unstorable { .. } => "EVENT_UNSTORABLE",
             PersistenceError::Io { .. } => "IO_ERROR",
         }
     }
@@ -137,6 +161,28 @@ pub trait SessionPersistence: Send + Sync + 'static {
 
     /// The headers of every stored session, without reading their logs.
     fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError>;
+}
+
+/// Checks that `events` carry the seqs `next_seq, next_seq + 1, …`: what every backend's
+/// append (with `next_seq` the stored length) and create (with 0) requires.
+///
+/// Errors: [`PersistenceError::SeqMismatch`] naming session `id`, with `expected` the seq
+/// due at the first offending event and `got` the seq it carries.
+pub fn check_seqs(
+    id: &SessionId,
+    next_seq: u64,
+    events: &[Arc<SessionEvent>],
+) -> Result<(), PersistenceError> {
+    for (expected, event) in (next_seq..).zip(events) {
+        if event.seq != expected {
+            return Err(PersistenceError::SeqMismatch {
+                id: id.clone(),
+                expected,
+                got: event.seq,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Registers, in the session plugin's scope, the listeners that drive the active backend:
@@ -187,7 +233,7 @@ impl Wiring {
         };
         let mut cursors = self.cursors.lock();
         let cursor = match cursors.get(session.id()) {
-            Some(&cursor) => append_from(backend.as_ref(), session, cursor)?,
+            Some(&cursor) => catch_up(backend.as_ref(), session, cursor)?,
             None => init(backend.as_ref(), session)?,
         };
         cursors.insert(session.id().clone(), cursor);
@@ -199,7 +245,7 @@ impl Wiring {
             return Ok(());
         };
         match self.backend() {
-            Some(backend) => append_from(backend.as_ref(), session, cursor).map(drop),
+            Some(backend) => catch_up(backend.as_ref(), session, cursor).map(drop),
             None => Ok(()),
         }
     }
@@ -245,6 +291,26 @@ fn init(backend: &dyn SessionPersistence, session: &Session) -> Result<usize, Pe
                 other => other,
             })
         }
+    }
+}
+
+/// Appends the session's events from `cursor` on, as [`append_from`]. When the backend says
+/// the stored log does not end at `cursor`, an earlier write reported as failed may have
+/// landed after all (a sync or commit whose answer was lost): a stored log that is a prefix
+/// of the session's is adopted as a first write adopts it ([`init`]) and gets the rest
+/// appended. Any other stored log (another writer appended other events) keeps the
+/// [`PersistenceError::SeqMismatch`]. Returns the new cursor.
+fn catch_up(
+    backend: &dyn SessionPersistence,
+    session: &Session,
+    cursor: usize,
+) -> Result<usize, PersistenceError> {
+    match append_from(backend, session, cursor) {
+        Err(mismatch @ PersistenceError::SeqMismatch { .. }) => match init(backend, session) {
+            Err(PersistenceError::Conflict { .. }) => Err(mismatch),
+            adopted => adopted,
+        },
+        done => done,
     }
 }
 

@@ -41,7 +41,9 @@ const TEXT_NOT_STARTED: &str =
 /// 3. `turn/end {turn, reason: {kind: "interrupted"}}`.
 ///
 /// Seqs continue from the last event's seq + 1; every closer has the last event's `time`.
-/// Returns an empty vector for an empty log and for a log with no open turn. `turn/start` and
+/// Returns an empty vector for an empty log, for a log with no open turn, and for a log whose
+/// last seq is so close to `u64::MAX` that the closers' seqs would overflow (no valid log: its
+/// seqs are safe integers). `turn/start` and
 /// `turn/end` forget every pending call, `step/end` forgets the calls of its step, a
 /// `tool/call` with no prior assistant block is ignored, and a `tool/result` answers the call
 /// named by its message's `source.callId`. Values are read as dsh reads them: the closers copy
@@ -129,6 +131,12 @@ pub fn interrupted_turn_closers<E: Borrow<SessionEvent>>(
     let (Some(turn), Some((last_seq, time))) = (open_turn, last) else {
         return Vec::new();
     };
+    // Seqs of a valid log are safe integers; one that leaves no room in u64 for the closers
+    // cannot be continued at all.
+    let count = pending.len() as u64 + u64::from(open_step.is_some()) + 1;
+    if last_seq.checked_add(count).is_none() {
+        return Vec::new();
+    }
     let mut seq = last_seq + 1;
     let mut closers = Vec::with_capacity(pending.len() + 2);
     for call in pending {

@@ -225,8 +225,8 @@ fn malformed(id: &SessionId, event: &SessionEvent) -> StoredLogError {
     }
 }
 
-fn legacy_message_id(id: &SessionId, event: &SessionEvent) -> Value {
-    Value::String(format!("legacy-message:{id}:{}", event.seq))
+fn legacy_message_id(id: &SessionId, seq: u64) -> Value {
+    Value::String(format!("legacy-message:{id}:{seq}"))
 }
 
 /// `turn/start {turn, trigger}` (RFC era) becomes `turn/start {turn}`.
@@ -352,7 +352,7 @@ fn upgrade_steering(
     } else if turn_ok && only_keys(data, &["turn", "content", "source"], &[]) {
         let mut message = data.clone();
         message.shift_remove("turn");
-        message.insert("id".into(), legacy_message_id(id, &event));
+        message.insert("id".into(), legacy_message_id(id, event.seq));
         message.insert("role".into(), Value::from("user"));
         Value::Object(message)
     } else {
@@ -371,21 +371,21 @@ fn upgrade_message(
     mut event: SessionEvent,
     message_ids: &HashMap<u64, String>,
 ) -> SessionEvent {
-    let legacy_id = legacy_message_id(id, &event);
+    let seq = event.seq;
+    let legacy_id = || legacy_message_id(id, seq);
     let replaced = match event.surface_op {
         Some(SurfaceOp::Replace { start, .. }) => Some(message_ids.get(&start)),
         _ => None,
     };
-    let kind = event.kind.clone();
     let Some(data) = event.data.as_object_mut() else {
         return event;
     };
     let has = |key: &str| data.contains_key(key);
-    match kind.as_str() {
+    match event.kind.as_str() {
         USER_MESSAGE
             if !has("id") && !has("role") && !has("message") && has("content") && has("source") =>
         {
-            data.insert("id".into(), legacy_id);
+            data.insert("id".into(), legacy_id());
             data.insert("role".into(), Value::from("user"));
         }
         ASSISTANT_MESSAGE if !has("message") && has("content") && has("provenance") => {
@@ -397,7 +397,7 @@ fn upgrade_message(
             source.insert("kind".into(), Value::from("model"));
             data.insert(
                 "message".into(),
-                json!({"id": legacy_id, "role": "assistant", "content": content, "source": source}),
+                json!({"id": legacy_id(), "role": "assistant", "content": content, "source": source}),
             );
         }
         TOOL_RESULT if !has("message") && has("callId") && has("content") && has("isError") => {
@@ -407,7 +407,7 @@ fn upgrade_message(
             let mut message = Map::new();
             match replaced {
                 None => {
-                    message.insert("id".into(), legacy_id);
+                    message.insert("id".into(), legacy_id());
                 }
                 Some(Some(original)) => {
                     message.insert("id".into(), Value::from(original.as_str()));

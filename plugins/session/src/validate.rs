@@ -193,16 +193,42 @@ pub fn validate_seed<E: Borrow<SessionEvent>>(events: &[E]) -> Result<Surface, V
 
 /// Validates a log read back from persistence, as dsh validates a restored session: like
 /// [`validate_seed`] but without the lossless-data step (dsh adopts the parsed events in place
-/// instead of copying them, so whatever its JSON reader produced is accepted). Run it on the
-/// events [`crate::upgrade::prepare_stored_events`] returns.
+/// instead of copying them, so whatever its JSON reader produced is accepted), and together
+/// with the closers [`crate::repair::interrupted_turn_closers`] would append (dsh validates
+/// the log it would resume, so a log whose closers break a rule is refused even by a read
+/// that does not append them). Run it on the events
+/// [`crate::upgrade::prepare_stored_events`] returns. Returns the surface of `events` alone.
 ///
 /// # Errors
 ///
-/// As [`validate_seed`], never [`ValidationError::NotLossless`].
+/// As [`validate_seed`] (for a closer, its index in the log it would extend), never
+/// [`ValidationError::NotLossless`].
 pub fn validate_restored<E: Borrow<SessionEvent>>(
     events: &[E],
 ) -> Result<Surface, ValidationError> {
-    validate_log(events, check_restored_event)
+    let surface = validate_log(events, check_restored_event)?;
+    let closers = crate::repair::interrupted_turn_closers(events.iter().map(Borrow::borrow));
+    if !closers.is_empty() {
+        let lookup = |seq: u64| {
+            let i = usize::try_from(seq).ok()?;
+            match events.get(i) {
+                Some(event) => Some(event.borrow()),
+                None => closers.get(i - events.len()),
+            }
+        };
+        let mut resumed = surface.clone();
+        for closer in &closers {
+            check_restored_event(closer, closer.seq)?;
+            let plan = resumed
+                .plan(closer, lookup)
+                .map_err(|source| ValidationError::Surface {
+                    index: closer.seq,
+                    source,
+                })?;
+            resumed.apply(plan, closer.seq);
+        }
+    }
+    Ok(surface)
 }
 
 /// The per-index loop of [`validate_seed`] and [`validate_restored`]: `check`, then
@@ -404,6 +430,34 @@ mod tests {
             .zip(drafts)
             .map(|(seq, draft)| draft.into_event(seq, 1_000))
             .collect()
+    }
+
+    #[test]
+    fn a_restored_log_whose_crash_closers_would_break_a_rule_is_refused() {
+        // An open step whose assistant message carries a tool call with a numeric id: the
+        // stored events are valid, but the closing tool result dsh would append is not.
+        let open = seed(vec![
+            EventDraft::turn_start(1),
+            EventDraft::user_text("u1", "go", "user"),
+            EventDraft::step_start(1, 1),
+            EventDraft::new(
+                ASSISTANT_MESSAGE,
+                json!({"turn": 1, "step": 1, "message": {"id": "a1", "role": "assistant",
+                    "content": [{"type": "tool-call", "id": 5, "name": "ls", "arguments": "{}"}],
+                    "source": {"kind": "model", "provider": "p", "model": "m"}}}),
+            )
+            .surface(SurfaceOp::Append),
+        ]);
+        assert!(
+            validate_seed(&open).is_ok(),
+            "the stored events alone are valid"
+        );
+        let error = validate_restored(&open).expect_err("its closers are not");
+        assert!(error.index() >= 4, "the index is a closer's: {error}");
+        assert!(
+            validate_restored(&open[..3]).is_ok(),
+            "closers of an open step without a tool call pass"
+        );
     }
 
     /// A complete turn: user message, step with a tool round trip, assistant answer.

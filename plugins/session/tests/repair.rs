@@ -55,6 +55,19 @@ fn call_id(event: &SessionEvent) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
+#[test]
+fn a_log_whose_seqs_leave_no_room_for_closers_gets_none_instead_of_overflowing() {
+    // Found by dsh-fuzz: the closers' seqs (last seq + 1, …) overflowed u64.
+    let log = [
+        SessionEvent::new(TURN_START, u64::MAX - 1, 0, json!({"turn": 1})),
+        SessionEvent::new("step/start", u64::MAX, 0, json!({"turn": 1, "step": 1})),
+    ];
+    assert!(interrupted_turn_closers(&log).is_empty());
+    let closers = interrupted_turn_closers(&log[..1]);
+    assert_eq!(kinds(&closers), [TURN_END]);
+    assert_eq!(closers[0].seq, u64::MAX);
+}
+
 /// A log with one open turn and one open step.
 fn open_step() -> Log {
     let mut log = Log::default();

@@ -1,0 +1,206 @@
+//! `--store postgres:URL`: several `dsh` processes against one PostgreSQL database share its
+//! sessions and fork each other's stored sessions (through the cold path,
+//! `SessionFork::fork_stored`). Each test uses a database of its own on the server that
+//! `DSH_TEST_POSTGRES_URL` names (`scripts/with-postgres.sh` starts a throwaway one) and
+//! skips with a printed reason without it. Built with the host's `session-postgres`
+//! feature; without it, `postgres:URL` is refused as a build that lacks the plugin.
+
+mod common;
+
+#[cfg(feature = "session-postgres")]
+mod with_the_plugin {
+    use super::common::{Run, Sandbox, EXAMPLE, EXAMPLE_ID};
+    use postgres::{Client, NoTls};
+    use serde_json::{json, Value};
+    use std::process::Stdio;
+
+    /// A database of its own on the test server, dropped at the end.
+    struct TestDatabase {
+        admin: Client,
+        name: String,
+        /// `postgres:URL` for `--store`.
+        store: String,
+    }
+
+    impl TestDatabase {
+        fn new(label: &str) -> Option<TestDatabase> {
+            let Some(url) = std::env::var("DSH_TEST_POSTGRES_URL")
+                .ok()
+                .filter(|u| !u.is_empty())
+            else {
+                eprintln!(
+                    "skipped: DSH_TEST_POSTGRES_URL is not set (run under scripts/with-postgres.sh)"
+                );
+                return None;
+            };
+            let mut admin = Client::connect(&url, NoTls).expect("connects to the test server");
+            let name = format!("dsh_host_{label}_{}", std::process::id());
+            admin
+                .batch_execute(&format!("CREATE DATABASE {name}"))
+                .expect("creates the test database");
+            let mut config: postgres::Config = url.parse().expect("a connection string");
+            config.dbname(&name);
+            let (user, hosts) = (config.get_user().unwrap_or("postgres"), config.get_hosts());
+            let host = match &hosts[0] {
+                postgres::config::Host::Tcp(host) => host.clone(),
+                other => panic!("a TCP test server, not {other:?}"),
+            };
+            let port = config.get_ports().first().copied().unwrap_or(5432);
+            Some(TestDatabase {
+                admin,
+                store: format!("postgres://{user}@{host}:{port}/{name}"),
+                name,
+            })
+        }
+    }
+
+    impl Drop for TestDatabase {
+        fn drop(&mut self) {
+            let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+            if let Err(error) = self.admin.batch_execute(&sql) {
+                eprintln!("could not drop the test database {}: {error}", self.name);
+            }
+        }
+    }
+
+    /// `dsh --store postgres:URL --json ARGS` in `host`'s sandbox (its own HOME and data
+    /// folder: the database is all two hosts share).
+    fn dsh(host: &Sandbox, db: &TestDatabase, args: &[&str]) -> Run {
+        let store = format!("postgres:{}", db.store);
+        let mut all = vec!["--store", &store, "--json"];
+        all.extend_from_slice(args);
+        host.run(&all)
+    }
+
+    fn ids(doc: &Value) -> Vec<&str> {
+        doc.as_array()
+            .expect("an array")
+            .iter()
+            .map(|s| s["id"].as_str().expect("an id"))
+            .collect()
+    }
+
+    #[test]
+    fn two_dsh_processes_on_one_database_see_and_fork_each_others_sessions() {
+        let Some(db) = TestDatabase::new("shared") else {
+            return;
+        };
+        let (one, two) = (Sandbox::new(), Sandbox::new());
+        let imported = dsh(&one, &db, &["import", EXAMPLE]).ok();
+        assert_eq!(imported[0]["ok"], json!(true), "{imported}");
+
+        // Host two sees what host one stored, and forks it: the source is only stored.
+        assert_eq!(ids(&dsh(&two, &db, &["sessions"]).ok()), [EXAMPLE_ID]);
+        let plugins = dsh(&two, &db, &["plugins"]).ok();
+        let backend = plugins
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "dsh-session-postgres")
+            .expect("the plugin is listed");
+        assert_eq!(backend["state"], "active", "{plugins}");
+        let source = dsh(&two, &db, &["show", EXAMPLE_ID]).ok();
+        let forked = dsh(&two, &db, &["fork", EXAMPLE_ID, "--id", "child-of-two"]).ok();
+        assert_eq!(forked["id"], "child-of-two", "{forked}");
+
+        // Host one sees the child with its lineage and its whole seed.
+        let listed = dsh(&one, &db, &["sessions"]).ok();
+        assert_eq!(ids(&listed), [EXAMPLE_ID, "child-of-two"], "{listed}");
+        let child = dsh(&one, &db, &["show", "child-of-two"]).ok();
+        assert_eq!(child["header"]["parentSession"], EXAMPLE_ID, "{child}");
+        assert_eq!(child["header"]["seedLength"], source["events"], "{child}");
+        assert_eq!(child["events"], source["events"], "{child}");
+        assert_eq!(
+            dsh(&one, &db, &["history", "child-of-two"]).ok(),
+            dsh(&two, &db, &["history", EXAMPLE_ID]).ok(),
+            "the child's derived history is its parent's"
+        );
+
+        // ... forks the child in turn, and host two reads the three-session lineage.
+        dsh(&one, &db, &["fork", "child-of-two", "--id", "grandchild"]).ok();
+        let lineage = dsh(&two, &db, &["lineage", "grandchild"]).ok();
+        let text = lineage.to_string();
+        for id in [EXAMPLE_ID, "child-of-two", "grandchild"] {
+            assert!(text.contains(id), "{id} in {lineage}");
+        }
+        // Nothing was written to the source by either fork.
+        assert_eq!(dsh(&one, &db, &["show", EXAMPLE_ID]).ok(), source);
+    }
+
+    #[test]
+    fn dsh_processes_forking_one_session_under_one_child_id_store_it_exactly_once() {
+        let Some(db) = TestDatabase::new("racing") else {
+            return;
+        };
+        let sandbox = Sandbox::new();
+        dsh(&sandbox, &db, &["import", EXAMPLE]).ok();
+        let store = format!("postgres:{}", db.store);
+        let racers: Vec<_> = (0..6)
+            .map(|_| {
+                sandbox
+                    .command()
+                    .args([
+                        "--store", &store, "--json", "fork", EXAMPLE_ID, "--id", "one",
+                    ])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("dsh starts")
+            })
+            .collect();
+        let runs: Vec<Run> = racers
+            .into_iter()
+            .map(|child| {
+                let output = child.wait_with_output().expect("dsh ends");
+                Run {
+                    code: output.status.code().unwrap_or(-1),
+                    stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+                    stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+                }
+            })
+            .collect();
+        let winners = runs.iter().filter(|run| run.code == 0).count();
+        assert_eq!(winners, 1, "{runs:#?}");
+        for run in runs.iter().filter(|run| run.code != 0) {
+            let code = run.doc()["error"]["code"].clone();
+            assert!(
+                code == "SESSION_ALREADY_EXISTS" || code == "SESSION_ID_CONFLICT",
+                "a losing fork gets a typed conflict: {run:?}"
+            );
+        }
+        let source = dsh(&sandbox, &db, &["show", EXAMPLE_ID]).ok();
+        let child = dsh(&sandbox, &db, &["show", "one"]).ok();
+        assert_eq!(
+            child["events"], source["events"],
+            "the child is stored once, whole"
+        );
+        assert_eq!(
+            dsh(&sandbox, &db, &["history", "one"]).ok(),
+            dsh(&sandbox, &db, &["history", EXAMPLE_ID]).ok()
+        );
+    }
+
+    #[test]
+    fn a_postgres_store_whose_server_cannot_be_reached_names_the_store_without_the_password() {
+        let sandbox = Sandbox::new();
+        let run = sandbox.run(&[
+            "--store",
+            "postgres://dsh:secret@127.0.0.1:1/none?connect_timeout=2",
+            "--json",
+            "sessions",
+        ]);
+        let message = run.error("CAPABILITY_UNAVAILABLE");
+        assert!(message.contains("dsh-session-postgres"), "{message}");
+        assert!(message.contains("127.0.0.1:1"), "{message}");
+        assert!(!message.contains("secret"), "{message}");
+    }
+}
+
+#[cfg(not(feature = "session-postgres"))]
+#[test]
+fn a_build_without_the_postgres_plugin_refuses_a_postgres_store_as_config_invalid() {
+    let sandbox = common::Sandbox::new();
+    let run = sandbox.run(&["--store", "postgres://127.0.0.1/db", "--json", "sessions"]);
+    let message = run.error("CONFIG_INVALID");
+    assert!(message.contains("session-postgres"), "{message}");
+}

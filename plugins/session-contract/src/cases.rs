@@ -1,0 +1,702 @@
+//! The contract cases, one function each. Every case takes a fresh [`Fixture`] and panics
+//! with a message naming what broke. [`crate::contract_tests!`] runs them all as tests.
+//!
+//! Cases that reach behind the backend say so; the rest use only [`SessionPersistence`] and
+//! the session store. Where a case follows reference section 9.2 "Persistence" its number is
+//! given (28-33); the `session/end-seed` parts hold without the marker (this store writes
+//! none: the header's `seedLength` is the seed boundary).
+
+use crate::support::{
+    assert_stored, context, expect_code, from, header, json_texts, load_fresh, meta, store,
+    stored_with_turns, tricky_event, turn_drafts, turns, CWD,
+};
+use crate::Fixture;
+use dsh_session::{
+    CreateOptions, EventDraft, PersistenceError, SessionEvent, SessionId, SessionPersistence,
+    SurfaceOp, TurnEndReason,
+};
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// A header with every field set (lineage, origin, depth, preset, an unmodelled field) and a
+/// two-turn seed read back identical, by the writing instance and by a fresh one.
+pub fn create_then_load_round_trips_header_and_events(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    let mut header = header("full", 1_700_000_000_123);
+    header.parent_session = Some(SessionId::from("parent"));
+    header.seed_length = Some(6);
+    header.origin = Some("subagent".into());
+    header.delegation_depth = Some(2);
+    header.agent_preset = Some("coder".into());
+    header
+        .extra
+        .insert("futureField".into(), json!([1, {"b": 2, "a": 1}]));
+    let events = turns(2);
+    backend.create(&header, &events).expect("created");
+    let stored = backend.load(&header.id).expect("loads");
+    assert_stored(&stored, &header, &events);
+    assert_eq!(stored.dropped_tail, None);
+    assert_stored(&load_fresh(fixture, "full"), &header, &events);
+}
+
+/// Payloads that stress the encoding (key order, unicode, escapes, extreme numbers, the
+/// optional envelope keys) read back as the same JSON text.
+pub fn events_read_back_as_identical_json(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    let header = header("tricky", 5);
+    let first = Arc::new(tricky_event(0));
+    let mut second = tricky_event(1);
+    second.surface_op = Some(SurfaceOp::Replace { start: 0, end: 0 });
+    second.time = 9_007_199_254_740_991;
+    let second = Arc::new(second);
+    backend
+        .create(&header, std::slice::from_ref(&first))
+        .expect("created");
+    backend
+        .append(&header.id, std::slice::from_ref(&second))
+        .expect("appended");
+    assert_stored(&load_fresh(fixture, "tricky"), &header, &[first, second]);
+}
+
+/// Batches appended to an empty session read back as one log; a fresh instance continues it
+/// from the stored next seq.
+pub fn appends_then_load_round_trip(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    let header = header("appended", 7);
+    let events = turns(3);
+    backend.create(&header, &[]).expect("created");
+    for (start, end) in [(0, 1), (1, 5), (5, 12)] {
+        backend
+            .append(&header.id, &events[start..end])
+            .expect("appended");
+    }
+    assert_stored(
+        &backend.load(&header.id).expect("loads"),
+        &header,
+        &events[..12],
+    );
+    fixture
+        .open()
+        .append(&header.id, &from(&events, 12))
+        .expect("a fresh instance appends at the stored next seq");
+    assert_stored(&load_fresh(fixture, "appended"), &header, &events);
+}
+
+/// A session created with no events is stored: it loads empty, is listed, and its prefix is
+/// empty.
+pub fn an_empty_session_is_stored_and_loads_empty(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    let header = header("empty", 1);
+    backend.create(&header, &[]).expect("created");
+    assert_stored(&load_fresh(fixture, "empty"), &header, &[]);
+    assert_stored(
+        &backend.read_prefix(&header.id, 5).expect("reads"),
+        &header,
+        &[],
+    );
+    assert_eq!(backend.list().expect("lists"), vec![header]);
+}
+
+/// Reference 9.2 #30: an append whose first seq is not the stored next seq (ahead, behind,
+/// from 0) is `SEQ_MISMATCH` naming the session and both seqs, and writes nothing.
+pub fn an_append_not_at_the_stored_next_seq_is_rejected_and_changes_nothing(fixture: &dyn Fixture) {
+    let (header, events) = stored_with_turns(fixture, "contiguous", 2);
+    let backend = fixture.open();
+    let more = turns(3);
+    for first in [13u64, 11, 0] {
+        let batch = [note(first, 9, 0), note(first + 1, 9, 1)];
+        let error = expect_code(backend.append(&header.id, &batch), "SEQ_MISMATCH");
+        match &error {
+            PersistenceError::SeqMismatch { id, expected, got } => {
+                assert_eq!((id, *expected, *got), (&header.id, 12, first));
+            }
+            other => panic!("expected SeqMismatch, got {other:?}"),
+        }
+        assert!(
+            error.to_string().contains("contiguous\""),
+            "names the session: {error}"
+        );
+        assert_stored(&load_fresh(fixture, "contiguous"), &header, &events);
+    }
+    backend
+        .append(&header.id, &from(&more, 12))
+        .expect("the right seq is accepted after the refusals");
+    assert_stored(&load_fresh(fixture, "contiguous"), &header, &more);
+}
+
+/// A batch whose first seq is right but which skips a seq later is refused whole: not even its
+/// first event is written.
+pub fn a_non_contiguous_batch_is_rejected_whole(fixture: &dyn Fixture) {
+    let (header, events) = stored_with_turns(fixture, "gappy", 1);
+    let more = turns(2);
+    let batch = vec![more[6].clone(), more[8].clone()];
+    expect_code(fixture.open().append(&header.id, &batch), "SEQ_MISMATCH");
+    assert_stored(&load_fresh(fixture, "gappy"), &header, &events);
+}
+
+/// A seed that does not start at seq 0 is refused and leaves nothing stored.
+pub fn a_seed_not_starting_at_zero_is_rejected_and_nothing_is_stored(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    let header = header("offset", 1);
+    let events = turns(1);
+    expect_code(backend.create(&header, &events[1..]), "SEQ_MISMATCH");
+    expect_code(backend.load(&header.id), "SESSION_NOT_FOUND");
+    assert_eq!(backend.list().expect("lists"), vec![]);
+}
+
+/// Reading or appending a session that was never stored is `SESSION_NOT_FOUND` naming it.
+pub fn unknown_sessions_are_not_found(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    let id = SessionId::from("nowhere");
+    let error = expect_code(backend.load(&id), "SESSION_NOT_FOUND");
+    assert!(error.to_string().contains("nowhere"), "{error}");
+    expect_code(backend.read_prefix(&id, 3), "SESSION_NOT_FOUND");
+    expect_code(backend.append(&id, &turns(1)), "SESSION_NOT_FOUND");
+    assert_eq!(backend.list().expect("lists"), vec![]);
+}
+
+/// Creating an id that is stored (same header, or another cwd; by the same instance or
+/// another) is `SESSION_ID_CONFLICT` naming the id, and the stored session is unchanged.
+pub fn an_id_collision_is_an_error_and_loses_nothing(fixture: &dyn Fixture) {
+    let (original, events) = stored_with_turns(fixture, "taken", 1);
+    let mut elsewhere = original.clone();
+    elsewhere.cwd = Some("/somewhere/else".into());
+    for backend in [fixture.open(), fixture.open()] {
+        for (header, seed) in [
+            (&original, turns(2)),
+            (&original, vec![]),
+            (&elsewhere, turns(1)),
+        ] {
+            let error = expect_code(backend.create(header, &seed), "SESSION_ID_CONFLICT");
+            assert!(error.to_string().contains("taken"), "{error}");
+        }
+    }
+    assert_stored(&load_fresh(fixture, "taken"), &original, &events);
+    assert_eq!(fixture.open().list().expect("lists"), vec![original]);
+}
+
+/// `read_prefix(id, len)` returns the header and the first `len` events (all of them when the
+/// log is shorter).
+pub fn read_prefix_returns_the_first_events(fixture: &dyn Fixture) {
+    let (header, events) = stored_with_turns(fixture, "prefixed", 2);
+    let backend = fixture.open();
+    for len in [0u64, 1, 6, 11, 12, 13, u64::MAX] {
+        let keep = events.len().min(usize::try_from(len).unwrap_or(usize::MAX));
+        let prefix = backend
+            .read_prefix(&header.id, len)
+            .expect("reads a prefix");
+        assert_stored(&prefix, &header, &events[..keep]);
+    }
+}
+
+/// Fresh storage lists no session.
+pub fn list_is_empty_for_fresh_storage(fixture: &dyn Fixture) {
+    assert_eq!(fixture.open().list().expect("lists"), vec![]);
+}
+
+/// `list` returns every header sorted by `createdAt` then id, and does not read logs: a
+/// session whose log is damaged (behind the backend's back) is still listed while its load is
+/// refused.
+pub fn list_returns_headers_sorted_without_reading_logs(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    let mut headers = Vec::new();
+    for (id, created_at) in [("c", 30), ("b", 10), ("a", 30), ("d", 20)] {
+        let header = header(id, created_at);
+        backend.create(&header, &turns(2)).expect("created");
+        headers.push(header);
+    }
+    fixture.remove_stored_event(&SessionId::from("d"), 3);
+    expect_code(fixture.open().load(&SessionId::from("d")), "LOG_CORRUPT");
+    headers.sort_by(|x, y| (x.created_at, &x.id).cmp(&(y.created_at, &y.id)));
+    let ids: Vec<&str> = headers.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, ["b", "d", "a", "c"]);
+    assert_eq!(fixture.open().list().expect("lists"), headers);
+}
+
+/// Reference 9.2 #32 (writing): a header with a newer log format version is refused with a
+/// message telling to upgrade, and nothing is stored.
+pub fn a_newer_header_version_is_refused_with_upgrade_and_not_written(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    let mut header = header("future", 1);
+    header.version = 1;
+    let error = expect_code(backend.create(&header, &turns(1)), "VERSION_UNSUPPORTED");
+    assert!(error.to_string().contains("upgrade"), "{error}");
+    expect_code(backend.load(&header.id), "SESSION_NOT_FOUND");
+}
+
+/// Reference 9.2 #32 (reading): a stored header whose version was changed to a newer one is
+/// refused on load with a message telling to upgrade; the store reports the same code.
+pub fn a_stored_newer_version_is_refused_on_load_naming_upgrade(fixture: &dyn Fixture) {
+    let (header, _) = stored_with_turns(fixture, "upgraded", 1);
+    fixture.set_stored_version(&header.id, 1);
+    let error = expect_code(fixture.open().load(&header.id), "VERSION_UNSUPPORTED");
+    assert!(error.to_string().contains("upgrade"), "{error}");
+    let ctx = context(fixture);
+    let refused = store(&ctx)
+        .load(&header.id)
+        .expect_err("the store refuses it");
+    assert_eq!(refused.code(), "VERSION_UNSUPPORTED", "{refused}");
+}
+
+/// Reference 9.2 #31 (gap): an event missing before the last `turn/end` refuses the load
+/// (`LOG_CORRUPT`), directly and through the store, and nothing is rewritten to hide it.
+pub fn a_gap_before_the_last_turn_end_refuses_the_load(fixture: &dyn Fixture) {
+    let (header, _) = stored_with_turns(fixture, "holed", 2);
+    fixture.remove_stored_event(&header.id, 3);
+    expect_code(fixture.open().load(&header.id), "LOG_CORRUPT");
+    let ctx = context(fixture);
+    let refused = store(&ctx)
+        .resume(&header.id)
+        .expect_err("resume refuses it");
+    assert_eq!(refused.code(), "LOG_CORRUPT", "{refused}");
+    expect_code(fixture.open().load(&header.id), "LOG_CORRUPT");
+}
+
+/// Reference 9.2 #31 (torn tail), where the storage can hold one: a torn final record is
+/// dropped (and reported) by every load without being cut; resuming cuts it and closes the
+/// open turn durably.
+pub fn a_torn_final_record_is_dropped_on_load_and_cut_on_resume(fixture: &dyn Fixture) {
+    let header = header("torn", 3);
+    let mut events = turns(1);
+    for draft in [
+        EventDraft::turn_start(2),
+        EventDraft::user_text("u2", "again", "user"),
+    ] {
+        let seq = events.len() as u64;
+        events.push(Arc::new(draft.into_event(seq, 2000)));
+    }
+    fixture.open().create(&header, &events).expect("created");
+    if !fixture.tear_tail(&header.id) {
+        return;
+    }
+    for _ in 0..2 {
+        let stored = load_fresh(fixture, "torn");
+        assert_eq!(stored.events.len(), events.len());
+        assert!(stored.dropped_tail.is_some(), "the torn tail is reported");
+    }
+    let ctx = context(fixture);
+    let resumed = store(&ctx).resume(&header.id).expect("resumes");
+    let kinds: Vec<&str> = resumed.appended.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["turn/end"]);
+    let stored = load_fresh(fixture, "torn");
+    assert_eq!(stored.dropped_tail, None, "resume cut the torn tail");
+    assert_eq!(
+        json_texts(&stored.events),
+        json_texts(resumed.session.events().iter().map(Arc::as_ref))
+    );
+}
+
+/// A session written through the store (create, appends, flush) loads in a new context with
+/// the same header, events and derived history.
+pub fn store_flush_round_trips_through_a_new_context(fixture: &dyn Fixture) {
+    let ctx = context(fixture);
+    let session = store(&ctx)
+        .create(Some(SessionId::from("live")), CreateOptions::meta(meta(11)))
+        .expect("created");
+    for draft in (1..=2).flat_map(turn_drafts) {
+        session.append(draft).expect("appended");
+    }
+    store(&ctx).flush(&session).expect("flushed");
+    let again = context(fixture);
+    let loaded = store(&again)
+        .load(&SessionId::from("live"))
+        .expect("loads in a new context");
+    assert_eq!(loaded.header(), session.header());
+    assert_eq!(
+        json_texts(loaded.events().iter().map(Arc::as_ref)),
+        json_texts(session.events().iter().map(Arc::as_ref))
+    );
+    let messages = |s: &dsh_session::Session| -> Vec<serde_json::Value> {
+        s.derive_messages()
+            .iter()
+            .map(|m| m.value().clone())
+            .collect()
+    };
+    assert_eq!(messages(&loaded), messages(&session));
+}
+
+/// Flushing repeatedly, between and without appends, and disposing write every event exactly
+/// once.
+pub fn store_flush_never_writes_an_event_twice(fixture: &dyn Fixture) {
+    let ctx = context(fixture);
+    let store = store(&ctx);
+    let session = store
+        .create(Some(SessionId::from("once")), CreateOptions::meta(meta(12)))
+        .expect("created");
+    store.flush(&session).expect("an empty flush");
+    for turn in 1..=2 {
+        for draft in turn_drafts(turn) {
+            session.append(draft).expect("appended");
+        }
+        store.flush(&session).expect("flushed");
+        store.flush(&session).expect("flushed again");
+        assert_eq!(load_fresh(fixture, "once").events.len(), session.len());
+    }
+    for draft in turn_drafts(3) {
+        session.append(draft).expect("appended");
+    }
+    let all = session.events();
+    assert!(store.dispose(session.id()), "disposed");
+    let stored = load_fresh(fixture, "once");
+    assert_eq!(
+        json_texts(&stored.events),
+        json_texts(all.iter().map(Arc::as_ref)),
+        "dispose drained the unflushed turn, once"
+    );
+}
+
+/// Reference 9.2 #28: a fork child (the source's snapshot as seed, lineage in its meta) is
+/// persisted by the ordinary path, once: header with `parentSession`, `seedLength` and `cwd`,
+/// the inherited prefix identical, the source's stored log untouched.
+pub fn a_fork_child_is_persisted_once_with_its_lineage(fixture: &dyn Fixture) {
+    let ctx = context(fixture);
+    let store = store(&ctx);
+    let source = store
+        .create(
+            Some(SessionId::from("source")),
+            CreateOptions::meta(meta(20)),
+        )
+        .expect("source created");
+    for draft in (1..=2).flat_map(turn_drafts) {
+        source.append(draft).expect("appended");
+    }
+    store.flush(&source).expect("source flushed");
+    let seed = source.events();
+    let child_meta = meta(21).lineage(source.id().clone(), seed.len() as u64);
+    let child = store
+        .create(
+            Some(SessionId::from("child")),
+            CreateOptions::new(seed.clone(), child_meta),
+        )
+        .expect("child created");
+    for draft in turn_drafts(3) {
+        child.append(draft).expect("child appended");
+    }
+    store.flush(&child).expect("child flushed");
+    store.flush(&child).expect("child flushed again");
+    source
+        .append(EventDraft::new("plugin/note", json!({"after": "fork"})))
+        .expect("source appended after the fork");
+
+    let stored = load_fresh(fixture, "child");
+    assert_eq!(
+        stored.header.parent_session,
+        Some(SessionId::from("source"))
+    );
+    assert_eq!(stored.header.seed_length, Some(12));
+    assert_eq!(stored.header.cwd.as_deref(), Some(CWD));
+    assert_eq!(
+        json_texts(&stored.events),
+        json_texts(child.events().iter().map(Arc::as_ref)),
+        "the child is stored once: its seed then its own turn"
+    );
+    assert_eq!(
+        json_texts(&stored.events[..12]),
+        json_texts(seed.iter().map(Arc::as_ref))
+    );
+    assert_eq!(load_fresh(fixture, "source").events.len(), 12);
+    let listed = fixture.open().list().expect("lists");
+    let lineage: Vec<(&str, Option<&str>)> = listed
+        .iter()
+        .map(|h| {
+            (
+                h.id.as_str(),
+                h.parent_session.as_ref().map(SessionId::as_str),
+            )
+        })
+        .collect();
+    assert_eq!(lineage, [("source", None), ("child", Some("source"))]);
+    let reloaded = context(fixture);
+    let loaded = crate::support::store(&reloaded)
+        .load(&SessionId::from("child"))
+        .expect("the child loads in a new context");
+    assert_eq!(loaded.header(), child.header());
+}
+
+/// Reference 9.2 #29: resuming a stored fork child keeps its `createdAt` and `seedLength`,
+/// and resuming it again and again (each time in a new context, flushing) does not grow the
+/// log.
+pub fn resume_keeps_created_at_and_seed_length_and_does_not_grow_the_log(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    let mut child = header("resumed", 42);
+    child.parent_session = Some(SessionId::from("parent"));
+    child.seed_length = Some(6);
+    let events = turns(2);
+    backend.create(&child, &events).expect("created");
+    for _ in 0..3 {
+        let ctx = context(fixture);
+        let store = store(&ctx);
+        let resumed = store.resume(&child.id).expect("resumes");
+        assert!(resumed.appended.is_empty(), "a closed log gets no closers");
+        assert_eq!(resumed.session.header(), &child);
+        store.flush(&resumed.session).expect("flushed");
+        assert!(store.dispose(&child.id));
+        assert_stored(&load_fresh(fixture, "resumed"), &child, &events);
+    }
+}
+
+/// A stored session whose last turn a crash left open is closed by resume with durable
+/// closers, once: a second resume appends nothing.
+pub fn resume_closes_an_open_turn_once(fixture: &dyn Fixture) {
+    let header = header("crashed", 9);
+    let mut events = turns(1);
+    for draft in [EventDraft::turn_start(2), EventDraft::step_start(2, 1)] {
+        let seq = events.len() as u64;
+        events.push(Arc::new(draft.into_event(seq, 3000)));
+    }
+    fixture.open().create(&header, &events).expect("created");
+    let first = store(&context(fixture))
+        .resume(&header.id)
+        .expect("resumes");
+    let kinds: Vec<&str> = first.appended.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["step/end", "turn/end"]);
+    let second = store(&context(fixture))
+        .resume(&header.id)
+        .expect("resumes again");
+    assert!(second.appended.is_empty(), "the closers were durable");
+    assert_eq!(
+        load_fresh(fixture, "crashed").events.len(),
+        events.len() + 2
+    );
+}
+
+/// Coordinator case 2 (reference 6.2): creating a live session whose seed extends a stored
+/// session with the same header adopts it and appends only the rest.
+pub fn the_store_adopts_a_stored_prefix_and_appends_only_the_rest(fixture: &dyn Fixture) {
+    let (header, _) = stored_with_turns(fixture, "adopted", 1);
+    let full: Vec<SessionEvent> = turns(2).iter().map(|e| SessionEvent::clone(e)).collect();
+    let ctx = context(fixture);
+    let store = store(&ctx);
+    let session = store
+        .create(
+            Some(header.id.clone()),
+            CreateOptions::new(full, meta(header.created_at)),
+        )
+        .expect("adopts the stored prefix");
+    store.flush(&session).expect("flushed");
+    assert_stored(&load_fresh(fixture, "adopted"), &header, &turns(2));
+}
+
+/// Reference 9.2 #33 (cwd): creating a live session over a stored one at another cwd is
+/// `SESSION_ID_CONFLICT`; nothing stays live and the stored session is unchanged.
+pub fn the_store_refuses_a_stored_session_at_another_cwd(fixture: &dyn Fixture) {
+    let (header, events) = stored_with_turns(fixture, "placed", 1);
+    let ctx = context(fixture);
+    let store = store(&ctx);
+    let mut elsewhere = meta(header.created_at);
+    elsewhere.cwd = Some("/somewhere/else".into());
+    let seed: Vec<SessionEvent> = events.iter().map(|e| SessionEvent::clone(e)).collect();
+    let error = store
+        .create(Some(header.id.clone()), CreateOptions::new(seed, elsewhere))
+        .expect_err("an id collision");
+    assert_eq!(error.code(), "SESSION_ID_CONFLICT", "{error}");
+    assert!(store.get(&header.id).is_none(), "nothing stays live");
+    assert_stored(&load_fresh(fixture, "placed"), &header, &events);
+}
+
+/// Reference 9.2 #33 (content): creating a live session whose log is not an extension of the
+/// stored one is `SESSION_ID_CONFLICT`; the stored session is unchanged.
+pub fn the_store_refuses_a_stored_log_that_is_not_a_prefix(fixture: &dyn Fixture) {
+    let (header, events) = stored_with_turns(fixture, "diverged", 1);
+    let ctx = context(fixture);
+    let store = store(&ctx);
+    let other: Vec<SessionEvent> = [
+        EventDraft::turn_start(1),
+        EventDraft::user_text("u1", "something else", "user"),
+        EventDraft::turn_end(1, TurnEndReason::Completed),
+    ]
+    .into_iter()
+    .zip(0u64..)
+    .map(|(draft, seq)| draft.into_event(seq, 1000 + seq as i64))
+    .collect();
+    let error = store
+        .create(
+            Some(header.id.clone()),
+            CreateOptions::new(other, meta(header.created_at)),
+        )
+        .expect_err("an id collision");
+    assert_eq!(error.code(), "SESSION_ID_CONFLICT", "{error}");
+    assert_stored(&load_fresh(fixture, "diverged"), &header, &events);
+}
+
+/// Reference 9.2 #32 (types): the backend stores and returns an unknown event type as it is;
+/// the store refuses to restore it (`EVENT_TYPE_UNSUPPORTED`) unless it is `ignorable: true`.
+pub fn an_unknown_event_type_is_refused_unless_ignorable(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    for (id, ignorable) in [("strict", None), ("lenient", Some(true))] {
+        let header = header(id, 1);
+        let mut events = turns(1);
+        let mut unknown = SessionEvent::new("future/thing", 6, 7, json!({"x": 1}));
+        unknown.ignorable = ignorable;
+        events.push(Arc::new(unknown));
+        backend.create(&header, &events).expect("created");
+        assert_stored(&load_fresh(fixture, id), &header, &events);
+    }
+    let ctx = context(fixture);
+    let refused = store(&ctx)
+        .load(&SessionId::from("strict"))
+        .expect_err("an unknown type without ignorable");
+    assert_eq!(refused.code(), "EVENT_TYPE_UNSUPPORTED", "{refused}");
+    store(&ctx)
+        .load(&SessionId::from("lenient"))
+        .expect("an ignorable unknown type is restored");
+}
+
+/// A note event of writer `writer`'s attempt `attempt`, at `seq`.
+fn note(seq: u64, writer: usize, attempt: usize) -> Arc<SessionEvent> {
+    Arc::new(SessionEvent::new(
+        "plugin/note",
+        seq,
+        1,
+        json!({"writer": writer, "attempt": attempt}),
+    ))
+}
+
+/// Threads racing appends: each reads the stored length, appends one note there, and keeps
+/// count of what was accepted. Each thread uses `backend_for(thread)`. Refusals must be
+/// `SEQ_MISMATCH` or `SESSION_LOCKED`. Afterwards the log is contiguous and holds each
+/// accepted note exactly once and nothing else.
+fn race_appends(
+    fixture: &dyn Fixture,
+    backend_for: &(dyn Fn(usize) -> Arc<dyn SessionPersistence> + Sync),
+) {
+    let header = header("raced", 1);
+    fixture.open().create(&header, &[]).expect("created");
+    let accepted: Vec<(usize, usize)> = std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..4)
+            .map(|writer| {
+                let backend = backend_for(writer);
+                let id = header.id.clone();
+                scope.spawn(move || {
+                    let mut mine = Vec::new();
+                    for attempt in 0..25 {
+                        let next = backend.load(&id).expect("loads").events.len() as u64;
+                        match backend.append(&id, &[note(next, writer, attempt)]) {
+                            Ok(()) => mine.push((writer, attempt)),
+                            Err(e) if matches!(e.code(), "SEQ_MISMATCH" | "SESSION_LOCKED") => {}
+                            Err(e) => panic!("unexpected append error: {e}"),
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        writers
+            .into_iter()
+            .flat_map(|w| w.join().expect("writer thread"))
+            .collect()
+    });
+    assert!(!accepted.is_empty(), "some appends were accepted");
+    let stored = load_fresh(fixture, "raced");
+    let written: Vec<(usize, usize)> = stored
+        .events
+        .iter()
+        .map(|e| {
+            let n = |key: &str| e.data[key].as_u64().expect("a note") as usize;
+            (n("writer"), n("attempt"))
+        })
+        .collect();
+    let unique: BTreeSet<&(usize, usize)> = written.iter().collect();
+    assert_eq!(unique.len(), written.len(), "no note is stored twice");
+    let expected: BTreeSet<&(usize, usize)> = accepted.iter().collect();
+    assert_eq!(unique, expected, "exactly the accepted notes are stored");
+}
+
+/// Within one instance, concurrent appends on one session are serialized: each is checked
+/// against the stored next seq at the moment it writes.
+pub fn concurrent_appends_on_one_instance_are_serialized(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    race_appends(fixture, &|_| backend.clone());
+}
+
+/// Two backend instances over the same storage (two processes) appending concurrently never
+/// interleave: the lock and the next-seq check admit one writer at a time.
+pub fn two_instances_appending_concurrently_never_interleave(fixture: &dyn Fixture) {
+    let backends = [fixture.open(), fixture.open()];
+    race_appends(fixture, &|writer| backends[writer % 2].clone());
+}
+
+/// Through the store, threads appending to one live session and flushing concurrently store
+/// every event once, in order.
+pub fn concurrent_flushes_through_the_store_are_serialized(fixture: &dyn Fixture) {
+    let ctx = context(fixture);
+    let store = store(&ctx);
+    let session = store
+        .create(Some(SessionId::from("busy")), CreateOptions::meta(meta(1)))
+        .expect("created");
+    std::thread::scope(|scope| {
+        for writer in 0..4 {
+            let (store, session) = (store.clone(), session.clone());
+            scope.spawn(move || {
+                for n in 0..20 {
+                    session
+                        .append(EventDraft::new(
+                            "plugin/note",
+                            json!({"writer": writer, "n": n}),
+                        ))
+                        .expect("appended");
+                    store.flush(&session).expect("flushed");
+                }
+            });
+        }
+    });
+    store.flush(&session).expect("flushed");
+    assert_eq!(
+        json_texts(&load_fresh(fixture, "busy").events),
+        json_texts(session.events().iter().map(Arc::as_ref))
+    );
+}
+
+/// A writer whose view is stale (another instance, or another process's store, appended since
+/// it read) is refused with `SEQ_MISMATCH` and writes nothing; the other writer's events stay.
+pub fn a_second_instance_with_a_stale_view_is_rejected_and_changes_nothing(fixture: &dyn Fixture) {
+    let (header, _) = stored_with_turns(fixture, "shared", 1);
+    let (first, second) = (fixture.open(), fixture.open());
+    assert_eq!(second.load(&header.id).expect("loads").events.len(), 6);
+    let all = turns(2);
+    first
+        .append(&header.id, &all[6..])
+        .expect("the first writer appends");
+    expect_code(second.append(&header.id, &[note(6, 1, 0)]), "SEQ_MISMATCH");
+    assert_stored(&load_fresh(fixture, "shared"), &header, &all);
+
+    // Two hosts holding the session live: the second flush is refused, the first one's
+    // events are kept.
+    let (one, two) = (context(fixture), context(fixture));
+    let a = store(&one).load(&header.id).expect("loads in host one");
+    let b = store(&two).load(&header.id).expect("loads in host two");
+    a.append(EventDraft::new("plugin/note", json!({"host": 1})))
+        .expect("appended");
+    b.append(EventDraft::new("plugin/note", json!({"host": 2})))
+        .expect("appended");
+    store(&one).flush(&a).expect("host one flushes");
+    let refused = store(&two).flush(&b).expect_err("host two is refused");
+    assert_eq!(refused.code(), "SEQ_MISMATCH", "{refused}");
+    assert_eq!(
+        json_texts(&load_fresh(fixture, "shared").events),
+        json_texts(a.events().iter().map(Arc::as_ref))
+    );
+}
+
+/// While another process holds the session's writer lock, an append fails with
+/// `SESSION_LOCKED` naming the session (after the instance's short wait), writes nothing, and
+/// reads still work; once the lock is released the same append succeeds.
+pub fn a_held_writer_lock_gives_a_locked_error_and_changes_nothing(fixture: &dyn Fixture) {
+    let (header, events) = stored_with_turns(fixture, "locked", 1);
+    let backend = fixture.open();
+    let next = [note(6, 0, 0)];
+    let guard = fixture.hold_writer_lock(&header.id);
+    let error = expect_code(backend.append(&header.id, &next), "SESSION_LOCKED");
+    assert!(error.to_string().contains("another writer"), "{error}");
+    assert_stored(
+        &backend.load(&header.id).expect("reads while locked"),
+        &header,
+        &events,
+    );
+    drop(guard);
+    backend
+        .append(&header.id, &next)
+        .expect("appends once the lock is released");
+    assert_eq!(load_fresh(fixture, "locked").events.len(), 7);
+}

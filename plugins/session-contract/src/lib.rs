@@ -1,0 +1,110 @@
+//! dsh-session-contract: the contract every [`SessionPersistence`] backend passes, written
+//! once (as dsh runs one `runPersistenceContract` against its JSONL and SQLite backends,
+//! reference section 6.1).
+//!
+//! A backend crate implements [`Fixture`] over fresh storage in its tests and expands
+//! [`contract_tests!`], which makes one `#[test]` per case of [`cases`], named after it, so a
+//! failure names the case. The cases drive the backend directly (a [`Fixture::open`] instance)
+//! and through a context of the session plugin plus the backend's plugin
+//! ([`Fixture::plugin`]), the way a host does. They know nothing of files or databases:
+//! the few that need to reach behind the backend (damage, a held lock) ask the fixture.
+//!
+//! ```ignore
+//! struct MyFixture { /* a temporary folder or database */ }
+//! impl dsh_session_contract::Fixture for MyFixture { /* ... */ }
+//! dsh_session_contract::contract_tests!(MyFixture::new());
+//! ```
+//!
+//! The fault tests of [`faults`] (an injected write failure, a writer killed with `SIGKILL`)
+//! are expanded separately, by [`fault_tests!`], with the backend's plugin.
+//!
+//! Not a published crate (`publish = false`): a dev-dependency of the backend crates.
+
+pub mod cases;
+pub mod faults;
+mod support;
+
+use dsh_core::PluginDescriptor;
+use dsh_session::{SessionId, SessionPersistence};
+use std::any::Any;
+use std::sync::Arc;
+
+/// Fresh, empty storage of one backend, as a contract case uses it. One fixture per case;
+/// dropping it removes the storage.
+pub trait Fixture: Send + Sync {
+    /// A new backend instance over this fixture's storage (the same folder or database).
+    /// Two instances stand for two processes: they share nothing but the storage. Instances
+    /// wait at most a short time (a few hundred milliseconds) for another writer's lock.
+    fn open(&self) -> Arc<dyn SessionPersistence>;
+
+    /// The backend's plugin and the config that points it at this fixture's storage: a
+    /// context of the session plugin plus this plugin persists into the same storage as
+    /// [`Fixture::open`] instances.
+    fn plugin(&self) -> (&'static PluginDescriptor, serde_json::Value);
+
+    /// Takes the cross-process writer lock of stored session `id` the way another process
+    /// writing it would, and holds it until the returned guard drops.
+    fn hold_writer_lock(&self, id: &SessionId) -> Box<dyn Any + Send>;
+
+    /// Deletes the stored event `seq` of session `id` behind the backend's back (damage: a
+    /// gap in the log), leaving the header and the other events as they are.
+    fn remove_stored_event(&self, id: &SessionId, seq: u64);
+
+    /// Rewrites the stored header version of session `id` behind the backend's back.
+    fn set_stored_version(&self, id: &SessionId, version: u64);
+
+    /// Leaves a torn final record after the stored events of session `id`, as a crash in the
+    /// middle of an append does. Returns `false` when the backend's storage cannot hold one
+    /// (a database writes a transaction whole or not at all); the torn-tail cases then check
+    /// nothing more.
+    fn tear_tail(&self, id: &SessionId) -> bool;
+}
+
+/// Expands to one `#[test]` per contract case, each running [`cases`]`::<name>` against a
+/// fresh fixture made by `$fixture` (an expression evaluated once per test, of a type
+/// implementing [`Fixture`]).
+#[macro_export]
+macro_rules! contract_tests {
+    ($fixture:expr) => {
+        $crate::contract_tests!(@cases $fixture;
+            create_then_load_round_trips_header_and_events,
+            events_read_back_as_identical_json,
+            appends_then_load_round_trip,
+            an_empty_session_is_stored_and_loads_empty,
+            an_append_not_at_the_stored_next_seq_is_rejected_and_changes_nothing,
+            a_non_contiguous_batch_is_rejected_whole,
+            a_seed_not_starting_at_zero_is_rejected_and_nothing_is_stored,
+            unknown_sessions_are_not_found,
+            an_id_collision_is_an_error_and_loses_nothing,
+            read_prefix_returns_the_first_events,
+            list_is_empty_for_fresh_storage,
+            list_returns_headers_sorted_without_reading_logs,
+            a_newer_header_version_is_refused_with_upgrade_and_not_written,
+            a_stored_newer_version_is_refused_on_load_naming_upgrade,
+            a_gap_before_the_last_turn_end_refuses_the_load,
+            a_torn_final_record_is_dropped_on_load_and_cut_on_resume,
+            store_flush_round_trips_through_a_new_context,
+            store_flush_never_writes_an_event_twice,
+            a_fork_child_is_persisted_once_with_its_lineage,
+            resume_keeps_created_at_and_seed_length_and_does_not_grow_the_log,
+            resume_closes_an_open_turn_once,
+            the_store_adopts_a_stored_prefix_and_appends_only_the_rest,
+            the_store_refuses_a_stored_session_at_another_cwd,
+            the_store_refuses_a_stored_log_that_is_not_a_prefix,
+            an_unknown_event_type_is_refused_unless_ignorable,
+            concurrent_appends_on_one_instance_are_serialized,
+            concurrent_flushes_through_the_store_are_serialized,
+            a_second_instance_with_a_stale_view_is_rejected_and_changes_nothing,
+            two_instances_appending_concurrently_never_interleave,
+            a_held_writer_lock_gives_a_locked_error_and_changes_nothing,
+        );
+    };
+    (@cases $fixture:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::cases::$case(&$fixture);
+            }
+        )*
+    };
+}

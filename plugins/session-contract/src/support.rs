@@ -1,0 +1,157 @@
+//! Shared pieces of the contract cases: contexts over a fixture, sample headers and logs.
+
+use crate::Fixture;
+use dsh_core::{Context, ContextConfig};
+use dsh_session::{
+    EventDraft, PersistenceError, SessionEvent, SessionHeader, SessionId, SessionMeta,
+    SessionStore, StoredSession, TurnEndReason, SESSION_PLUGIN,
+};
+use serde_json::json;
+use std::sync::Arc;
+
+/// The cwd of the sample sessions.
+pub(crate) const CWD: &str = "/home/dev/project";
+
+/// A root context of the session plugin plus the fixture's backend plugin (a host run).
+pub(crate) fn context(fixture: &dyn Fixture) -> Context {
+    let (plugin, config) = fixture.plugin();
+    let mut settings = ContextConfig::default();
+    settings.set_enabled(plugin.name(), true);
+    settings.set_config(plugin.name(), config);
+    let ctx = Context::builder()
+        .plugin(&SESSION_PLUGIN)
+        .plugin(plugin)
+        .config(settings)
+        .build()
+        .expect("the context builds");
+    assert!(
+        ctx.get::<dyn dsh_session::SessionPersistence>().is_some(),
+        "the backend plugin {} is active: {:?}",
+        plugin.name(),
+        ctx.plugins()
+    );
+    ctx
+}
+
+/// The store of `ctx`.
+pub(crate) fn store(ctx: &Context) -> Arc<SessionStore> {
+    ctx.expect::<SessionStore>()
+}
+
+/// Meta with the sample cwd and a fixed creation time.
+pub(crate) fn meta(created_at: u64) -> SessionMeta {
+    let mut meta = SessionMeta::default().cwd(CWD);
+    meta.created_at = Some(created_at);
+    meta
+}
+
+/// A header for `id` with the sample cwd, created at `created_at`.
+pub(crate) fn header(id: &str, created_at: u64) -> SessionHeader {
+    SessionHeader::new(SessionId::from(id), created_at, meta(created_at))
+}
+
+/// The drafts of one completed turn `turn`: start, user message, a step with an assistant
+/// message, end.
+pub(crate) fn turn_drafts(turn: u64) -> Vec<EventDraft> {
+    vec![
+        EventDraft::turn_start(turn),
+        EventDraft::user_text(&format!("u{turn}"), "hello", "user"),
+        EventDraft::step_start(turn, 1),
+        EventDraft::assistant_text(turn, 1, &format!("a{turn}"), "hi there", "p", "m"),
+        EventDraft::step_end(turn, 1),
+        EventDraft::turn_end(turn, TurnEndReason::Completed),
+    ]
+}
+
+/// `turns` completed turns as stored events from seq 0 (time = 1000 + seq).
+pub(crate) fn turns(turns: u64) -> Vec<Arc<SessionEvent>> {
+    (1..=turns)
+        .flat_map(turn_drafts)
+        .zip(0u64..)
+        .map(|(draft, seq)| Arc::new(draft.into_event(seq, 1000 + seq as i64)))
+        .collect()
+}
+
+/// The events of `events` from index `from` (their seqs unchanged).
+pub(crate) fn from(events: &[Arc<SessionEvent>], from: usize) -> Vec<Arc<SessionEvent>> {
+    events[from..].to_vec()
+}
+
+/// Each event as its JSON text: equal texts mean identical JSON values, keys in order.
+pub(crate) fn json_texts<'a>(events: impl IntoIterator<Item = &'a SessionEvent>) -> Vec<String> {
+    events
+        .into_iter()
+        .map(|e| serde_json::to_string(e).expect("an event serializes"))
+        .collect()
+}
+
+/// Asserts that `stored` holds exactly `header` and `events`, compared as JSON text.
+pub(crate) fn assert_stored(
+    stored: &StoredSession,
+    header: &SessionHeader,
+    events: &[Arc<SessionEvent>],
+) {
+    assert_eq!(&stored.header, header, "the stored header");
+    assert_eq!(
+        json_texts(&stored.events),
+        json_texts(events.iter().map(Arc::as_ref)),
+        "the stored events"
+    );
+}
+
+/// Loads session `id` with a fresh backend instance (another process).
+pub(crate) fn load_fresh(fixture: &dyn Fixture, id: &str) -> StoredSession {
+    fixture
+        .open()
+        .load(&SessionId::from(id))
+        .unwrap_or_else(|e| panic!("session {id} loads: {e}"))
+}
+
+/// Asserts that `result` failed with `code`; returns the error.
+pub(crate) fn expect_code<T: std::fmt::Debug>(
+    result: Result<T, PersistenceError>,
+    code: &str,
+) -> PersistenceError {
+    match result {
+        Ok(value) => panic!("expected {code}, got Ok({value:?})"),
+        Err(error) => {
+            assert_eq!(error.code(), code, "{error}");
+            error
+        }
+    }
+}
+
+/// An event of a JSON shape that exercises the encoding: nested objects with keys out of
+/// alphabetical order, unicode, escapes, big and negative integers, floats, nulls.
+pub(crate) fn tricky_event(seq: u64) -> SessionEvent {
+    let mut event = SessionEvent::new(
+        "plugin/tricky",
+        seq,
+        -5,
+        json!({
+            "zeta": 1, "alpha": {"y": [1, 2.5, -3], "b": null, "a": true},
+            "text": "tab\t quote\" backslash\\ newline\n unicode é 漢字 🎉 \u{0001}",
+            "big": 9_007_199_254_740_991_u64, "neg": -9_007_199_254_740_991_i64,
+            "float": 0.1, "exp": 1.5e300, "empty": {}, "list": [],
+        }),
+    );
+    event.ignorable = Some(true);
+    event.source_event_seqs = Some(vec![0]);
+    event
+}
+
+/// A stored session named `id` with `turns` completed turns, written through `fixture`'s
+/// backend directly; returns its header and events.
+pub(crate) fn stored_with_turns(
+    fixture: &dyn Fixture,
+    id: &str,
+    turn_count: u64,
+) -> (SessionHeader, Vec<Arc<SessionEvent>>) {
+    let header = header(id, 1_700_000_000_000);
+    let events = turns(turn_count);
+    fixture
+        .open()
+        .create(&header, &events)
+        .expect("the sample session is created");
+    (header, events)
+}

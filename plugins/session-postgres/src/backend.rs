@@ -1,0 +1,507 @@
+//! [`PostgresPersistence`]: the [`SessionPersistence`] backend over one PostgreSQL schema.
+
+use crate::error::{is_duplicate_key, sql_error, write_error, OpenError, Place};
+use crate::schema::{set_up, DEFAULT_SCHEMA};
+use dsh_session::columns::{events_from_rows, EventColumns, HeaderColumns};
+use dsh_session::{
+    check_seqs, PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence,
+    StoredSession,
+};
+use parking_lot::{Mutex, MutexGuard};
+use postgres::{Client, IsolationLevel, NoTls, Row, Transaction};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a write waits for another connection (another process) that holds the session's
+/// row lock before failing with [`PersistenceError::Locked`]: 5 seconds.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long opening a connection waits for the server when the connection string sets no
+/// `connect_timeout`: 10 seconds.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The header columns as selected (JSON read back as its stored text).
+const HEADER_SELECT: &str = "id, version, created_at, cwd, parent_session, seed_length, origin, \
+    delegation_depth, agent_preset, extra::text";
+
+/// The event columns as selected (JSON read back as its stored text).
+const EVENT_SELECT: &str =
+    "seq, type, time, data::text, surface_op::text, source_event_seqs::text, ignorable";
+
+/// Session persistence in one PostgreSQL schema (tables in [`crate::schema`]), shared by every
+/// process that connects to it: each sees the sessions the others stored and can fork them.
+///
+/// Every write is one transaction, committed with `synchronous_commit = on`, so it is durable
+/// when the call returns and a crash leaves all of it or none. An append first takes the
+/// session's row lock (`FOR NO KEY UPDATE`), so writers of one session (in this process or
+/// another) go one at a time: each checks the stored next seq under the lock, and a writer
+/// whose view is stale gets [`PersistenceError::SeqMismatch`]. A writer that cannot take the
+/// lock within the lock timeout gets [`PersistenceError::Locked`]; the `(session_id, seq)`
+/// primary key refuses any row a writer that bypassed the lock stored first, again as
+/// [`PersistenceError::SeqMismatch`]. Nothing is written in every one of these cases. Reads
+/// take no lock and see one committed state.
+///
+/// One connection per instance, guarded by a mutex; a connection the server closed is opened
+/// again on the next call.
+pub struct PostgresPersistence {
+    config: postgres::Config,
+    place: Place,
+    lock_timeout: Duration,
+    sql: Statements,
+    client: Mutex<Client>,
+}
+
+impl std::fmt::Debug for PostgresPersistence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresPersistence")
+            .field("store", &self.place.to_string())
+            .field("lock_timeout", &self.lock_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The statements, with the schema name in them.
+struct Statements {
+    insert_session: String,
+    insert_events: String,
+    lock_session: String,
+    next_seq: String,
+    select_header: String,
+    select_events: String,
+    list: String,
+}
+
+impl Statements {
+    fn new(s: &str) -> Statements {
+        Statements {
+            insert_session: format!(
+                "INSERT INTO {s}.sessions ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+                 $10::text::json) ON CONFLICT (id) DO NOTHING",
+                HeaderColumns::NAMES
+            ),
+            insert_events: format!(
+                "INSERT INTO {s}.events (session_id, {}) \
+                 SELECT $1, r.seq, r.type, r.time, r.data::json, r.surface_op::json, \
+                 r.source_event_seqs::json, r.ignorable \
+                 FROM UNNEST($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], \
+                 $7::text[], $8::boolean[]) \
+                 AS r (seq, type, time, data, surface_op, source_event_seqs, ignorable)",
+                EventColumns::NAMES
+            ),
+            lock_session: format!("SELECT 1 FROM {s}.sessions WHERE id = $1 FOR NO KEY UPDATE"),
+            next_seq: format!(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM {s}.events WHERE session_id = $1"
+            ),
+            select_header: format!("SELECT {HEADER_SELECT} FROM {s}.sessions WHERE id = $1"),
+            select_events: format!(
+                "SELECT {EVENT_SELECT} FROM {s}.events WHERE session_id = $1 \
+                 ORDER BY seq LIMIT $2"
+            ),
+            list: format!(
+                "SELECT {HEADER_SELECT} FROM {s}.sessions ORDER BY created_at, id COLLATE \"C\""
+            ),
+        }
+    }
+}
+
+impl PostgresPersistence {
+    /// Connects to the database `url` names (a `postgres://` URL or libpq-style
+    /// `key=value` pairs, as the `postgres` crate reads them; no TLS) and opens the store in
+    /// namespace `schema` (`None`: [`DEFAULT_SCHEMA`]), creating the namespace and its tables
+    /// when absent. Writes wait up to [`DEFAULT_LOCK_TIMEOUT`] for another writer's lock.
+    ///
+    /// Errors: [`OpenError::InvalidUrl`], [`OpenError::InvalidSchema`];
+    /// [`OpenError::Store`] with [`PersistenceError::Io`] when the server cannot be reached or
+    /// refuses the set-up, or [`PersistenceError::VersionUnsupported`] for a store of another
+    /// schema version.
+    pub fn open(url: &str, schema: Option<&str>) -> Result<PostgresPersistence, OpenError> {
+        PostgresPersistence::open_with_lock_timeout(url, schema, DEFAULT_LOCK_TIMEOUT)
+    }
+
+    /// Opens the store like [`PostgresPersistence::open`], with writes waiting up to
+    /// `lock_timeout` (at least 1 ms) for another writer's lock.
+    pub fn open_with_lock_timeout(
+        url: &str,
+        schema: Option<&str>,
+        lock_timeout: Duration,
+    ) -> Result<PostgresPersistence, OpenError> {
+        let mut config = postgres::Config::from_str(url).map_err(|e| OpenError::InvalidUrl {
+            reason: e.to_string(),
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("dsh");
+        }
+        let schema = schema.unwrap_or(DEFAULT_SCHEMA);
+        check_schema_name(schema)?;
+        let place = Place::new(&config, schema);
+        let mut client = connect(&config, &place)?;
+        set_up(&mut client, &place)?;
+        Ok(PostgresPersistence {
+            sql: Statements::new(&place.schema),
+            config,
+            place,
+            lock_timeout: lock_timeout.max(Duration::from_millis(1)),
+            client: Mutex::new(client),
+        })
+    }
+
+    /// The store as errors name it: server, database and schema, without the password.
+    pub fn describe(&self) -> String {
+        self.place.to_string()
+    }
+
+    /// The connection, opened again when the server closed it.
+    fn client(&self) -> Result<MutexGuard<'_, Client>, PersistenceError> {
+        let mut client = self.client.lock();
+        if client.is_closed() {
+            *client = connect(&self.config, &self.place)?;
+        }
+        Ok(client)
+    }
+
+    fn failed(&self) -> impl Fn(postgres::Error) -> PersistenceError + '_ {
+        |error| sql_error(&self.place, error)
+    }
+
+    /// Runs `write` in one transaction on session `id` (lock timeout set, durable commit),
+    /// committed when it returns `Ok`, rolled back otherwise.
+    fn write<T>(
+        &self,
+        client: &mut Client,
+        id: &SessionId,
+        write: impl FnOnce(&mut Transaction) -> Result<T, postgres::Error>,
+    ) -> Result<T, postgres::Error> {
+        let mut tx = client.transaction()?;
+        tx.batch_execute(&format!(
+            "SET LOCAL lock_timeout = {}; SET LOCAL synchronous_commit = on",
+            self.lock_timeout.as_millis()
+        ))?;
+        let value = write(&mut tx)?;
+        tx.commit()?;
+        tracing::debug!(session = %id, store = %self.place, "committed");
+        Ok(value)
+    }
+
+    fn write_error(&self, id: &SessionId, error: postgres::Error) -> PersistenceError {
+        write_error(&self.place, id, self.lock_timeout.as_millis(), error)
+    }
+
+    /// Reads session `id` (its header and its first `len` events) in one read-only repeatable
+    /// read transaction, so that header and events are of one committed state.
+    fn read(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
+        let not_found = || PersistenceError::NotFound { id: id.clone() };
+        if id.as_str().contains('\0') {
+            return Err(not_found());
+        }
+        let store = self.place.to_string();
+        let mut client = self.client()?;
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(self.failed())?;
+        let header = tx
+            .query_opt(&self.sql.select_header, &[&id.as_str()])
+            .map_err(self.failed())?
+            .ok_or_else(not_found)?;
+        let header = header_columns(&header)
+            .map_err(self.failed())?
+            .read_header(&store)?;
+        let limit = i64::try_from(len).unwrap_or(i64::MAX);
+        let rows = tx
+            .query(&self.sql.select_events, &[&id.as_str(), &limit])
+            .map_err(self.failed())?;
+        let rows = rows
+            .iter()
+            .map(event_columns)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(self.failed())?;
+        let events = events_from_rows(&store, id, rows)?;
+        tx.commit().map_err(self.failed())?;
+        Ok(StoredSession {
+            header,
+            events,
+            dropped_tail: None,
+        })
+    }
+
+    /// Refuses, before anything is sent, an event type PostgreSQL text cannot hold (a NUL
+    /// character); JSON columns escape NUL and are never refused.
+    fn check_storable(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        match events.iter().find(|e| e.kind.contains('\0')) {
+            Some(event) => Err(PersistenceError::Unstorable {
+                id: id.clone(),
+                seq: event.seq,
+                reason: "its type holds a NUL character, which PostgreSQL text cannot store".into(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl SessionPersistence for PostgresPersistence {
+    /// Inserts the header row and the seed's event rows in one transaction.
+    ///
+    /// Errors: [`PersistenceError::Conflict`] when the id is stored (the stored session is
+    /// left unchanged); [`PersistenceError::SeqMismatch`] when the seed's seqs are not
+    /// `0, 1, 2, …`; [`PersistenceError::VersionUnsupported`] for a header version other than
+    /// 0; [`PersistenceError::HeaderInvalid`] for an empty id or a header text field holding a
+    /// NUL character; [`PersistenceError::Unstorable`] for an event type holding one;
+    /// [`PersistenceError::Locked`]; [`PersistenceError::Io`].
+    fn create(
+        &self,
+        header: &SessionHeader,
+        seed: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        let id = &header.id;
+        let store = self.place.to_string();
+        check_seqs(id, 0, seed)?;
+        dsh_session::columns::check_stored_version(&store, header)?;
+        let row = HeaderColumns::of(header);
+        let texts = [
+            ("id", Some(&row.id)),
+            ("cwd", row.cwd.as_ref()),
+            ("parentSession", row.parent_session.as_ref()),
+            ("origin", row.origin.as_ref()),
+            ("agentPreset", row.agent_preset.as_ref()),
+        ];
+        let invalid = |reason: String| PersistenceError::HeaderInvalid {
+            file: store.clone(),
+            reason,
+        };
+        if row.id.is_empty() {
+            return Err(invalid("the session id is empty".into()));
+        }
+        if let Some((field, _)) = texts
+            .iter()
+            .find(|(_, text)| text.is_some_and(|t| t.contains('\0')))
+        {
+            return Err(invalid(format!(
+                "session \"{id}\": header {field} holds a NUL character, which PostgreSQL \
+                 text cannot store"
+            )));
+        }
+        self.check_storable(id, seed)?;
+        let mut client = self.client()?;
+        let created = self
+            .write(&mut client, id, |tx| {
+                let inserted = tx.execute(
+                    &self.sql.insert_session,
+                    &[
+                        &row.id,
+                        &row.version,
+                        &row.created_at,
+                        &row.cwd,
+                        &row.parent_session,
+                        &row.seed_length,
+                        &row.origin,
+                        &row.delegation_depth,
+                        &row.agent_preset,
+                        &row.extra,
+                    ],
+                )?;
+                if inserted == 1 {
+                    insert_events(tx, &self.sql.insert_events, id, seed)?;
+                }
+                Ok(inserted == 1)
+            })
+            .map_err(|e| self.write_error(id, e))?;
+        if !created {
+            return Err(PersistenceError::Conflict {
+                id: id.clone(),
+                reason: format!("a session with this id is stored in {store}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Takes the session's row lock, checks that the first seq is the stored next seq and
+    /// inserts `events`, in one transaction. An empty `events` writes nothing.
+    ///
+    /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] when the
+    /// first seq is not the stored next seq, the batch is not contiguous, or another writer
+    /// stored one of these seqs first (nothing is written); [`PersistenceError::Unstorable`]
+    /// for an event type holding a NUL character; [`PersistenceError::Locked`];
+    /// [`PersistenceError::Io`].
+    fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
+        if id.as_str().contains('\0') {
+            return Err(PersistenceError::NotFound { id: id.clone() });
+        }
+        self.check_storable(id, events)?;
+        let mut client = self.client()?;
+        let mut refused = None;
+        let written = self.write(&mut client, id, |tx| {
+            if tx
+                .query_opt(&self.sql.lock_session, &[&id.as_str()])?
+                .is_none()
+            {
+                refused = Some(PersistenceError::NotFound { id: id.clone() });
+                return Ok(());
+            }
+            let next: i64 = tx.query_one(&self.sql.next_seq, &[&id.as_str()])?.get(0);
+            match check_seqs(id, u64::try_from(next).unwrap_or(0), events) {
+                Ok(()) => insert_events(tx, &self.sql.insert_events, id, events),
+                Err(mismatch) => {
+                    refused = Some(mismatch);
+                    Ok(())
+                }
+            }
+        });
+        match (written, refused) {
+            // The transaction committed nothing (a refused append inserts no row).
+            (Ok(()), Some(refusal)) => Err(refusal),
+            (Ok(()), None) => Ok(()),
+            (Err(error), _) if is_duplicate_key(&error) => {
+                // A writer that did not take the row lock stored one of these seqs first.
+                let next: i64 = client
+                    .query_one(&self.sql.next_seq, &[&id.as_str()])
+                    .map_err(self.failed())?
+                    .get(0);
+                Err(PersistenceError::SeqMismatch {
+                    id: id.clone(),
+                    expected: u64::try_from(next).unwrap_or(0),
+                    got: events.first().map_or(0, |e| e.seq),
+                })
+            }
+            (Err(error), _) => Err(self.write_error(id, error)),
+        }
+    }
+
+    /// Reads the header and every event. Never writes; `dropped_tail` is always `None` (a
+    /// transaction is never stored in part).
+    ///
+    /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::VersionUnsupported`];
+    /// [`PersistenceError::HeaderInvalid`] (a column the header cannot take);
+    /// [`PersistenceError::Corrupt`] (a gap in the seqs, or a column that is not the JSON it
+    /// should be); [`PersistenceError::Io`].
+    fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        self.read(id, u64::MAX)
+    }
+
+    /// Reads the header and the first `len` events (fewer when the log is shorter), reading
+    /// no row past them (`LIMIT`). Never writes. Errors as [`SessionPersistence::load`].
+    fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
+        self.read(id, len)
+    }
+
+    /// The headers of every stored session, sorted by `createdAt` then id (byte order), from
+    /// the `sessions` table alone. Rows whose header is refused (a foreign version, a bad
+    /// column) are skipped with a warning in the log.
+    ///
+    /// Errors: [`PersistenceError::Io`] when the table cannot be read.
+    fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
+        let store = self.place.to_string();
+        let rows = self
+            .client()?
+            .query(&self.sql.list, &[])
+            .map_err(self.failed())?;
+        let mut headers = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let read = header_columns(row)
+                .map_err(self.failed())
+                .and_then(|columns| columns.read_header(&store));
+            match read {
+                Ok(header) => headers.push(header),
+                Err(error) => tracing::warn!(%error, "skipping an unreadable session header"),
+            }
+        }
+        Ok(headers)
+    }
+}
+
+/// Opens a connection to the store's server.
+fn connect(config: &postgres::Config, place: &Place) -> Result<Client, PersistenceError> {
+    config.connect(NoTls).map_err(|e| sql_error(place, e))
+}
+
+/// Refuses a schema name PostgreSQL would refuse or silently cut.
+fn check_schema_name(schema: &str) -> Result<(), OpenError> {
+    let reason = if schema.is_empty() {
+        "it is empty"
+    } else if schema.len() > 63 {
+        "it is longer than 63 bytes"
+    } else if schema.contains('\0') {
+        "it holds a NUL character"
+    } else {
+        return Ok(());
+    };
+    Err(OpenError::InvalidSchema {
+        schema: schema.to_owned(),
+        reason: reason.into(),
+    })
+}
+
+/// Inserts the `events` rows of `events` for session `id` in one statement.
+fn insert_events(
+    tx: &mut Transaction,
+    statement: &str,
+    id: &SessionId,
+    events: &[Arc<SessionEvent>],
+) -> Result<(), postgres::Error> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<EventColumns> = events.iter().map(|e| EventColumns::of(e)).collect();
+    let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+    let kinds: Vec<&str> = rows.iter().map(|r| r.kind.as_str()).collect();
+    let times: Vec<i64> = rows.iter().map(|r| r.time).collect();
+    let data: Vec<&str> = rows.iter().map(|r| r.data.as_str()).collect();
+    let surface_ops: Vec<Option<&str>> = rows.iter().map(|r| r.surface_op.as_deref()).collect();
+    let sources: Vec<Option<&str>> = rows
+        .iter()
+        .map(|r| r.source_event_seqs.as_deref())
+        .collect();
+    let ignorable: Vec<Option<bool>> = rows.iter().map(|r| r.ignorable).collect();
+    tx.execute(
+        statement,
+        &[
+            &id.as_str(),
+            &seqs,
+            &kinds,
+            &times,
+            &data,
+            &surface_ops,
+            &sources,
+            &ignorable,
+        ],
+    )?;
+    Ok(())
+}
+
+/// A `sessions` row selected with [`HEADER_SELECT`].
+fn header_columns(row: &Row) -> Result<HeaderColumns, postgres::Error> {
+    Ok(HeaderColumns {
+        id: row.try_get(0)?,
+        version: row.try_get(1)?,
+        created_at: row.try_get(2)?,
+        cwd: row.try_get(3)?,
+        parent_session: row.try_get(4)?,
+        seed_length: row.try_get(5)?,
+        origin: row.try_get(6)?,
+        delegation_depth: row.try_get(7)?,
+        agent_preset: row.try_get(8)?,
+        extra: row.try_get(9)?,
+    })
+}
+
+/// An `events` row selected with [`EVENT_SELECT`].
+fn event_columns(row: &Row) -> Result<EventColumns, postgres::Error> {
+    Ok(EventColumns {
+        seq: row.try_get(0)?,
+        kind: row.try_get(1)?,
+        time: row.try_get(2)?,
+        data: row.try_get(3)?,
+        surface_op: row.try_get(4)?,
+        source_event_seqs: row.try_get(5)?,
+        ignorable: row.try_get(6)?,
+    })
+}

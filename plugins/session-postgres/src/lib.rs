@@ -1,0 +1,38 @@
+//! dsh-session-postgres: session persistence in a PostgreSQL database that several hosts
+//! share, in the same table shape as the SQLite backend (dsh's SQLite shape, reference
+//! section 6.4): a `sessions` table with the header's columns and an `events` table keyed by
+//! `(session_id, seq)`, in a schema (namespace) of the config's choosing.
+//!
+//! Owns the tables ([`schema`]), [`PostgresPersistence`], which implements
+//! [`dsh_session::SessionPersistence`] over them with the synchronous `postgres` client, and
+//! the `dsh-session-postgres` plugin ([`SESSION_POSTGRES_PLUGIN`]). The row encoding is the
+//! session crate's [`dsh_session::columns`], shared with the SQLite backend. It knows the
+//! session crate's events, header and persistence seam, and nothing else: not fork (a fork
+//! child is persisted like any session, header with lineage plus its seed), not the other
+//! backends, not the store's internals.
+//!
+//! Two writers of one session never interleave: an append takes the session's row lock and
+//! checks the stored next seq under it, and the `(session_id, seq)` key refuses a row stored
+//! twice; the loser gets `SEQ_MISMATCH` (or `SESSION_LOCKED` after the lock timeout).
+//!
+//! ```no_run
+//! use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta, SessionPersistence};
+//! use dsh_session_postgres::PostgresPersistence;
+//! use std::sync::Arc;
+//!
+//! let db = PostgresPersistence::open("postgres://dsh@127.0.0.1:5432/dsh", Some("sessions"))?;
+//! let header = SessionHeader::new(SessionId::from("s1"), 1, SessionMeta::default());
+//! let turn = SessionEvent::new("turn/start", 0, 5, serde_json::json!({"turn": 1}));
+//! db.create(&header, &[Arc::new(turn)])?;
+//! assert_eq!(db.load(&header.id)?.events.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod backend;
+mod error;
+pub mod plugin;
+pub mod schema;
+
+pub use backend::{PostgresPersistence, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT};
+pub use error::OpenError;
+pub use plugin::{PostgresConfig, SESSION_POSTGRES_PLUGIN};

@@ -1,0 +1,128 @@
+//! The tables of a PostgreSQL session store, and the connection set-up every
+//! [`crate::PostgresPersistence`] runs when it opens.
+//!
+//! The shape is the one the SQLite backend uses (dsh's SQLite schema shape, reference section
+//! 6.4; columns from [`dsh_session::columns`]): `sessions` with the header's fields as columns
+//! plus `extra` (a JSON object of unmodelled header fields), `events` keyed by
+//! `(session_id, seq)`. JSON columns have the type `json`, which keeps the text as written
+//! (key order included) and checks that it parses. The tables live in one PostgreSQL schema
+//! (namespace), `public` unless the config names another, so several stores can share a
+//! database.
+
+use crate::error::{sql_error, Place};
+use dsh_session::PersistenceError;
+use postgres::Client;
+
+/// The schema version this build reads and writes, kept in the table `dsh_schema`. A store
+/// with another version is refused with [`PersistenceError::VersionUnsupported`].
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// The namespace used when the config names none.
+pub const DEFAULT_SCHEMA: &str = "public";
+
+/// The key of the transaction-scoped advisory lock that serializes the creation of the tables
+/// across processes opening a fresh store at the same time (`"dsh-session"` in ASCII).
+const SETUP_LOCK: i64 = 0x6473_682d_7365_7373;
+
+/// `name` as a quoted SQL identifier (`"na""me"`).
+pub(crate) fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Creates, in one transaction, the namespace `schema` (already quoted) and its tables when
+/// absent, and checks the schema version of an existing store.
+///
+/// Errors: [`PersistenceError::VersionUnsupported`] for a store of another schema version;
+/// [`PersistenceError::Io`] when a statement is refused (no right to create the namespace,
+/// the server went away).
+pub(crate) fn set_up(client: &mut Client, place: &Place) -> Result<(), PersistenceError> {
+    let failed = |e| sql_error(place, e);
+    let s = &place.schema;
+    let mut tx = client.transaction().map_err(failed)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SETUP_LOCK])
+        .map_err(failed)?;
+    let exists: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+            &[&place.schema_name],
+        )
+        .map_err(failed)?
+        .get(0);
+    if !exists {
+        tx.batch_execute(&format!("CREATE SCHEMA {s}"))
+            .map_err(failed)?;
+    }
+    tx.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {s}.dsh_schema (version INTEGER NOT NULL)"
+    ))
+    .map_err(failed)?;
+    let stored: Option<i32> = tx
+        .query_opt(&format!("SELECT version FROM {s}.dsh_schema"), &[])
+        .map_err(failed)?
+        .map(|row| row.get(0));
+    match stored {
+        None => {
+            tx.batch_execute(&tables(s)).map_err(failed)?;
+            tx.execute(
+                &format!("INSERT INTO {s}.dsh_schema (version) VALUES ($1)"),
+                &[&SCHEMA_VERSION],
+            )
+            .map_err(failed)?;
+        }
+        Some(SCHEMA_VERSION) => {}
+        Some(other) => {
+            return Err(PersistenceError::VersionUnsupported {
+                file: place.to_string(),
+                version: other.to_string(),
+                message: format!(
+                    "the session store {place} has schema version {other}, but this build \
+                     reads only schema version {SCHEMA_VERSION}"
+                ),
+            })
+        }
+    }
+    tx.commit().map_err(failed)
+}
+
+/// The tables in namespace `s` (quoted). `created_at` and `time` are epoch milliseconds;
+/// optional header fields and envelope keys are NULL when absent.
+fn tables(s: &str) -> String {
+    format!(
+        "
+CREATE TABLE {s}.sessions (
+    id TEXT PRIMARY KEY,
+    version BIGINT NOT NULL,
+    created_at BIGINT NOT NULL,
+    cwd TEXT,
+    parent_session TEXT,
+    seed_length BIGINT,
+    origin TEXT,
+    delegation_depth BIGINT,
+    agent_preset TEXT,
+    extra JSON NOT NULL
+);
+CREATE TABLE {s}.events (
+    session_id TEXT NOT NULL REFERENCES {s}.sessions (id),
+    seq BIGINT NOT NULL,
+    type TEXT NOT NULL,
+    time BIGINT NOT NULL,
+    data JSON NOT NULL,
+    surface_op JSON,
+    source_event_seqs JSON,
+    ignorable BOOLEAN,
+    PRIMARY KEY (session_id, seq)
+);
+"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quote;
+
+    #[test]
+    fn identifiers_are_quoted_with_inner_quotes_doubled() {
+        assert_eq!(quote("public"), "\"public\"");
+        assert_eq!(quote("a\"b"), "\"a\"\"b\"");
+    }
+}

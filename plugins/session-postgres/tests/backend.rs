@@ -1,0 +1,169 @@
+//! What the PostgreSQL backend adds to the contract: the `(session_id, seq)` key as the last
+//! guard against a conflicting append, its configuration errors, NUL characters, schema
+//! versions and lost connections. Tests that need a server skip with a printed reason
+//! without `DSH_TEST_POSTGRES_URL`.
+
+mod support;
+
+use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta, SessionPersistence};
+use dsh_session_postgres::PostgresPersistence;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+use support::TestSchema;
+
+fn note(seq: u64, from: &str) -> Arc<SessionEvent> {
+    Arc::new(SessionEvent::new(
+        "plugin/note",
+        seq,
+        1,
+        json!({ "from": from }),
+    ))
+}
+
+fn stored(schema: &TestSchema, id: &str, len: u64) -> (PostgresPersistence, SessionHeader) {
+    let backend = schema.open();
+    let header = SessionHeader::new(SessionId::from(id), 1, SessionMeta::default().cwd("/w"));
+    let events: Vec<_> = (0..len).map(|seq| note(seq, "seed")).collect();
+    backend.create(&header, &events).expect("created");
+    (backend, header)
+}
+
+#[test]
+fn an_append_racing_a_writer_that_skips_the_row_lock_loses_on_the_key_with_seq_mismatch() {
+    let Some(schema) = TestSchema::new("race") else {
+        return;
+    };
+    let (backend, header) = stored(&schema, "raced", 2);
+    // Another writer inserts seq 2 without taking the row lock and keeps its transaction open.
+    let mut rogue = schema.connect();
+    rogue.batch_execute("BEGIN").unwrap();
+    rogue
+        .execute(
+            &format!(
+                "INSERT INTO \"{}\".events (session_id, seq, type, time, data) \
+                 VALUES ($1, 2, 'plugin/note', 1, '{{\"from\":\"rogue\"}}')",
+                schema.name
+            ),
+            &[&"raced"],
+        )
+        .unwrap();
+    let error = std::thread::scope(|scope| {
+        let append = scope.spawn(|| backend.append(&header.id, &[note(2, "backend")]));
+        // The append cannot see the uncommitted row: it waits on the key until the rogue
+        // writer commits.
+        std::thread::sleep(Duration::from_millis(100));
+        rogue.batch_execute("COMMIT").unwrap();
+        append
+            .join()
+            .unwrap()
+            .expect_err("the second writer of seq 2 loses")
+    });
+    assert_eq!(error.code(), "SEQ_MISMATCH", "{error}");
+    assert!(error.to_string().contains("\"raced\""), "{error}");
+    assert!(
+        error.to_string().contains("starts at seq 2, but 3 events"),
+        "{error}"
+    );
+    let log = schema.open().load(&header.id).unwrap();
+    assert_eq!(log.events.len(), 3);
+    assert_eq!(
+        log.events[2].data["from"], "rogue",
+        "the first writer's row stays"
+    );
+}
+
+#[test]
+fn a_nul_character_in_text_columns_is_refused_before_anything_is_written() {
+    let Some(schema) = TestSchema::new("nul") else {
+        return;
+    };
+    let (backend, header) = stored(&schema, "clean", 1);
+    let mut bad = SessionEvent::new("plugin/\0note", 1, 1, json!({"text": "a\u{0}b"}));
+    let error = backend
+        .append(&header.id, &[Arc::new(bad.clone())])
+        .unwrap_err();
+    assert_eq!(error.code(), "EVENT_UNSTORABLE", "{error}");
+    assert_eq!(backend.load(&header.id).unwrap().events.len(), 1);
+    // NUL inside JSON is escaped and stored like any character.
+    bad.kind = "plugin/note".into();
+    backend
+        .append(&header.id, &[Arc::new(bad.clone())])
+        .unwrap();
+    assert_eq!(backend.load(&header.id).unwrap().events[1], bad);
+
+    let odd = SessionHeader::new(SessionId::from("odd"), 1, SessionMeta::default().cwd("/\0"));
+    let error = backend.create(&odd, &[]).unwrap_err();
+    assert_eq!(error.code(), "HEADER_INVALID", "{error}");
+    assert!(error.to_string().contains("cwd"), "{error}");
+    let missing = SessionId::from("no\0where");
+    assert_eq!(
+        backend.load(&missing).unwrap_err().code(),
+        "SESSION_NOT_FOUND"
+    );
+    assert_eq!(backend.list().unwrap(), vec![header]);
+}
+
+#[test]
+fn a_store_of_another_schema_version_is_refused_and_left_unchanged() {
+    let Some(schema) = TestSchema::new("version") else {
+        return;
+    };
+    let (_, header) = stored(&schema, "kept", 2);
+    schema.execute("UPDATE {s}.dsh_schema SET version = 9", &[]);
+    let error = PostgresPersistence::open(&schema.url, Some(&schema.name)).unwrap_err();
+    assert_eq!(error.code(), "VERSION_UNSUPPORTED", "{error}");
+    assert!(error.to_string().contains("schema version 9"), "{error}");
+    schema.execute("UPDATE {s}.dsh_schema SET version = 1", &[]);
+    assert_eq!(schema.open().load(&header.id).unwrap().events.len(), 2);
+}
+
+#[test]
+fn a_connection_the_server_closed_is_opened_again() {
+    let Some(schema) = TestSchema::new("reconnect") else {
+        return;
+    };
+    let separator = if schema.url.contains('?') { '&' } else { '?' };
+    let url = format!("{}{separator}application_name={}", schema.url, schema.name);
+    let backend = PostgresPersistence::open(&url, Some(&schema.name)).unwrap();
+    let header = SessionHeader::new(SessionId::from("durable"), 1, SessionMeta::default());
+    backend.create(&header, &[note(0, "seed")]).unwrap();
+    let killed = schema.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+        &[&schema.name],
+    );
+    assert_eq!(killed, 1);
+    // The client notices the closed connection at the latest on the call that fails on it.
+    let loaded = (0..50).find_map(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        backend.load(&header.id).ok()
+    });
+    assert_eq!(loaded.expect("loads again").events.len(), 1);
+}
+
+#[test]
+fn bad_connection_strings_and_schema_names_are_config_errors() {
+    let error = PostgresPersistence::open("postgres://host:notaport/db", None).unwrap_err();
+    assert_eq!(error.code(), "CONFIG_INVALID", "{error}");
+    for schema in ["", &"x".repeat(64), "a\0b"] {
+        let error = PostgresPersistence::open("postgres://127.0.0.1/db", Some(schema)).unwrap_err();
+        assert_eq!(error.code(), "CONFIG_INVALID", "{error}");
+        assert!(error.to_string().contains("schema name"), "{error}");
+    }
+}
+
+#[test]
+fn an_unreachable_server_is_an_io_error_naming_the_store_but_not_the_password() {
+    let error = PostgresPersistence::open(
+        "postgres://dsh:secret@127.0.0.1:1/sessions?connect_timeout=2",
+        Some("mine"),
+    )
+    .unwrap_err();
+    assert_eq!(error.code(), "IO_ERROR", "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("postgres://dsh@127.0.0.1:1/sessions (schema \"mine\")"),
+        "{message}"
+    );
+    assert!(!message.contains("secret"), "{message}");
+}

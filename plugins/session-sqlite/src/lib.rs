@@ -1,0 +1,32 @@
+//! dsh-session-sqlite: session persistence in one SQLite database, in the shape of dsh's
+//! SQLite backend (reference section 6.4): a `sessions` table with the header's columns and
+//! an `events` table keyed by `(session_id, seq)`.
+//!
+//! Owns the schema ([`schema`]), the row encoding of headers and events, and
+//! [`SqlitePersistence`], which implements [`dsh_session::SessionPersistence`] over them, plus
+//! the `dsh-session-sqlite` plugin ([`SESSION_SQLITE_PLUGIN`]). It knows the session crate's
+//! events, header and persistence seam, and nothing else: not fork (a fork child is persisted
+//! like any session, header with lineage plus its seed), not the JSONL backend, not the store's
+//! internals.
+//!
+//! ```
+//! use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta, SessionPersistence};
+//! use dsh_session_sqlite::SqlitePersistence;
+//! use std::sync::Arc;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let db = SqlitePersistence::open(dir.path().join("sessions.db"))?;
+//! let header = SessionHeader::new(SessionId::from("s1"), 1, SessionMeta::default());
+//! let turn = SessionEvent::new("turn/start", 0, 5, serde_json::json!({"turn": 1}));
+//! db.create(&header, &[Arc::new(turn)])?;
+//! assert_eq!(db.load(&header.id)?.events.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod backend;
+pub mod plugin;
+mod rows;
+pub mod schema;
+
+pub use backend::{SqlitePersistence, DEFAULT_LOCK_TIMEOUT};
+pub use plugin::{SqliteConfig, SESSION_SQLITE_PLUGIN};

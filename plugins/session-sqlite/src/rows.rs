@@ -1,0 +1,88 @@
+//! Rows of the `sessions` and `events` tables ([`crate::schema`]) to and from the session
+//! crate's [`SessionHeader`] and [`SessionEvent`], through the row encoding the table backends
+//! share ([`dsh_session::columns`]): this module only moves those columns in and out of SQLite.
+
+use dsh_session::columns::{EventColumns, HeaderColumns};
+use dsh_session::{SessionEvent, SessionHeader, SessionId};
+use rusqlite::{params, Row, Transaction};
+
+/// The header columns, in the order [`header_from_row`] reads them.
+pub(crate) const HEADER_COLUMNS: &str = HeaderColumns::NAMES;
+
+/// The event columns, in the order [`event_from_row`] reads them.
+pub(crate) const EVENT_COLUMNS: &str = EventColumns::NAMES;
+
+/// Inserts the `sessions` row of `header`.
+pub(crate) fn insert_header(tx: &Transaction, header: &SessionHeader) -> rusqlite::Result<()> {
+    let row = HeaderColumns::of(header);
+    tx.execute(
+        &format!("INSERT INTO sessions ({HEADER_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+        params![
+            row.id,
+            row.version,
+            row.created_at,
+            row.cwd,
+            row.parent_session,
+            row.seed_length,
+            row.origin,
+            row.delegation_depth,
+            row.agent_preset,
+            row.extra,
+        ],
+    )?;
+    Ok(())
+}
+
+/// Inserts the `events` rows of `events` for session `id`.
+pub(crate) fn insert_events<'a>(
+    tx: &Transaction,
+    id: &SessionId,
+    events: impl IntoIterator<Item = &'a SessionEvent>,
+) -> rusqlite::Result<()> {
+    let mut insert = tx.prepare_cached(&format!(
+        "INSERT INTO events (session_id, {EVENT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+    ))?;
+    for event in events {
+        let row = EventColumns::of(event);
+        insert.execute(params![
+            id.as_str(),
+            row.seq,
+            row.kind,
+            row.time,
+            row.data,
+            row.surface_op,
+            row.source_event_seqs,
+            row.ignorable,
+        ])?;
+    }
+    Ok(())
+}
+
+/// Reads a `sessions` row selected with [`HEADER_COLUMNS`].
+pub(crate) fn header_from_row(row: &Row) -> rusqlite::Result<HeaderColumns> {
+    Ok(HeaderColumns {
+        id: row.get(0)?,
+        version: row.get(1)?,
+        created_at: row.get(2)?,
+        cwd: row.get(3)?,
+        parent_session: row.get(4)?,
+        seed_length: row.get(5)?,
+        origin: row.get(6)?,
+        delegation_depth: row.get(7)?,
+        agent_preset: row.get(8)?,
+        extra: row.get(9)?,
+    })
+}
+
+/// Reads an `events` row selected with [`EVENT_COLUMNS`].
+pub(crate) fn event_from_row(row: &Row) -> rusqlite::Result<EventColumns> {
+    Ok(EventColumns {
+        seq: row.get(0)?,
+        kind: row.get(1)?,
+        time: row.get(2)?,
+        data: row.get(3)?,
+        surface_op: row.get(4)?,
+        source_event_seqs: row.get(5)?,
+        ignorable: row.get(6)?,
+    })
+}

@@ -1,0 +1,152 @@
+//! The database schema and the connection settings every [`crate::SqlitePersistence`] uses.
+//!
+//! The shape follows dsh's SQLite backend (reference section 6.4) without claiming its schema
+//! number: dsh's databases (schema 17) are not read here, and this crate's schema is
+//! [`SCHEMA_VERSION`], kept in SQLite's `user_version`.
+
+use dsh_session::PersistenceError;
+use rusqlite::{Connection, TransactionBehavior};
+use std::path::Path;
+use std::time::Duration;
+
+/// The schema version this build reads and writes, stored as `PRAGMA user_version`. A database
+/// with another non-zero version is refused with [`PersistenceError::VersionUnsupported`].
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The tables. `sessions` holds one row per session: the header's modelled fields as columns
+/// (`created_at` in epoch milliseconds, `delegation_depth` NULL when the header has none)
+/// and `extra`, a JSON object of the header fields the session crate does not model.
+/// `events` holds one row per event: `type`, `time` (epoch ms), `data` as JSON text, and the
+/// optional envelope keys (`surface_op` and `source_event_seqs` as JSON text, `ignorable`
+/// as 0/1), NULL when absent.
+const TABLES: &str = "
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY NOT NULL,
+    version INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    cwd TEXT,
+    parent_session TEXT,
+    seed_length INTEGER,
+    origin TEXT,
+    delegation_depth INTEGER,
+    agent_preset TEXT,
+    extra TEXT NOT NULL
+);
+CREATE TABLE events (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    surface_op TEXT,
+    source_event_seqs TEXT,
+    ignorable INTEGER,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+";
+
+/// Opens (creating it and its parent folders when absent) the database at `path` with the
+/// settings of this backend: WAL journal, `synchronous=FULL` (a committed transaction survives
+/// a power loss), foreign keys on, and `lock_timeout` as SQLite's busy timeout (how long a
+/// writer waits for another connection's write lock). Creates the tables in a fresh database.
+///
+/// Errors: [`PersistenceError::VersionUnsupported`] for a database of another schema version;
+/// [`PersistenceError::Io`] when the folder, the file or a statement is refused.
+pub fn open_database(path: &Path, lock_timeout: Duration) -> Result<Connection, PersistenceError> {
+    let failed = |e: rusqlite::Error| storage_error(path, e);
+    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder).map_err(|source| PersistenceError::Io {
+            path: folder.display().to_string(),
+            source,
+        })?;
+    }
+    let mut conn = Connection::open(path).map_err(failed)?;
+    conn.busy_timeout(lock_timeout).map_err(failed)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+        .map_err(failed)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(path = %path.display(), mode, "SQLite refused WAL; using its journal mode");
+    }
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(failed)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(failed)?;
+    if schema_version(&conn).map_err(failed)? != SCHEMA_VERSION {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(failed)?;
+        match schema_version(&tx).map_err(failed)? {
+            0 => {
+                tx.execute_batch(TABLES).map_err(failed)?;
+                tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                    .map_err(failed)?;
+            }
+            SCHEMA_VERSION => {}
+            other => {
+                return Err(PersistenceError::VersionUnsupported {
+                    file: path.display().to_string(),
+                    version: other.to_string(),
+                    message: format!(
+                        "the session database {} has schema version {other}, but this build \
+                         reads only schema version {SCHEMA_VERSION}",
+                        path.display()
+                    ),
+                })
+            }
+        }
+        tx.commit().map_err(failed)?;
+    }
+    Ok(conn)
+}
+
+fn schema_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+}
+
+/// A statement the database refused, as [`PersistenceError::Io`] on the database `path`.
+pub(crate) fn storage_error(path: &Path, error: rusqlite::Error) -> PersistenceError {
+    PersistenceError::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::other(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fresh_database_gets_the_tables_wal_and_full_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/sessions.db");
+        let conn = open_database(&path, Duration::from_millis(50)).unwrap();
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        let sync: i64 = conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        assert_eq!(sync, 2, "synchronous=FULL");
+        assert_eq!(schema_version(&conn).unwrap(), SCHEMA_VERSION);
+        drop(conn);
+        // Opening again keeps what is there.
+        open_database(&path, Duration::from_millis(50)).unwrap();
+    }
+
+    #[test]
+    fn a_database_of_another_schema_version_is_refused_and_left_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", 17)
+            .unwrap();
+        let error = open_database(&path, Duration::from_millis(50)).unwrap_err();
+        assert_eq!(error.code(), "VERSION_UNSUPPORTED");
+        assert!(error.to_string().contains("schema version 17"), "{error}");
+        let conn = Connection::open(&path).unwrap();
+        assert_eq!(schema_version(&conn).unwrap(), 17);
+    }
+}

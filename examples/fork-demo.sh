@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet --release -p dsh-host
-dsh=target/release/dsh
+dsh="${CARGO_TARGET_DIR:-target}/release/dsh"
 source_id=0193f3a0-6c1e-7d2a-9b4f-5e8d1c2a3b4c
 "$dsh" "$@" import examples/session.jsonl
 "$dsh" "$@" show "$source_id"

@@ -26,11 +26,7 @@ pub fn run(app: &App) -> Result<Output, CliError> {
     for h in &headers {
         let _ = write!(human, "{}  {}", h.id, h.cwd.as_deref().unwrap_or("-"));
         if let Some(parent) = &h.parent_session {
-            let _ = write!(
-                human,
-                "  forked from {parent} at {}",
-                h.seed_length.unwrap_or(0)
-            );
+            let _ = write!(human, "  {}", super::forked_from(parent, h.seed_length));
         }
         human.push('\n');
     }

@@ -85,12 +85,10 @@ pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
         },
     );
     if let Some(parent) = &header.parent_session {
-        match header.seed_length {
-            Some(len) => human.push_str(&format!("  forked from {parent} (seed length {len})\n")),
-            None => human.push_str(&format!(
-                "  forked from {parent} (seed length not recorded)\n"
-            )),
-        }
+        human.push_str(&format!(
+            "  {}\n",
+            super::forked_from(parent, header.seed_length)
+        ));
     }
     Ok(Output::ok(json, human))
 }

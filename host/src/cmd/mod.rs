@@ -13,7 +13,7 @@ pub mod show;
 
 /// The human line part naming a fork's parent: `forked from P (seed length N)`, or `(seed
 /// length not recorded)` for a header without `seedLength`.
-pub(crate) fn forked_from(parent: &str, seed_length: Option<u64>) -> String {
+pub(crate) fn forked_from(parent: &impl std::fmt::Display, seed_length: Option<u64>) -> String {
     match seed_length {
         Some(len) => format!("forked from {parent} (seed length {len})"),
         None => format!("forked from {parent} (seed length not recorded)"),

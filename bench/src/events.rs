@@ -62,21 +62,11 @@ impl Emitters {
     /// # Panics
     /// When an emit fails or a listener call is missing.
     pub fn emits_per_s(&self, emits: u64) -> f64 {
-        let before = self.ctx_calls.load(Ordering::Relaxed);
-        let elapsed = time(|| {
-            for i in 0..emits {
-                black_box(&self.ctx)
-                    .emit(&Ping(i))
-                    .expect("no listener fails");
-            }
-        });
-        let calls = self.ctx_calls.load(Ordering::Relaxed) - before;
-        assert_eq!(
-            calls,
-            emits * self.baseline.len() as u64,
-            "every listener ran"
-        );
-        emits as f64 / elapsed.as_secs_f64()
+        self.rate(&self.ctx_calls, emits, |i| {
+            black_box(&self.ctx)
+                .emit(&Ping(i))
+                .expect("no listener fails");
+        })
     }
 
     /// Emits per second of `emits` baseline emits: each listener called in order, errors
@@ -85,16 +75,20 @@ impl Emitters {
     /// # Panics
     /// When a listener fails or a listener call is missing.
     pub fn baseline_emits_per_s(&self, emits: u64) -> f64 {
-        let before = self.baseline_calls.load(Ordering::Relaxed);
-        let elapsed = time(|| {
-            for i in 0..emits {
-                let errors = baseline_emit(black_box(&self.baseline), &Ping(i));
-                assert!(errors.is_empty(), "no listener fails");
-            }
-        });
-        let calls = self.baseline_calls.load(Ordering::Relaxed) - before;
+        self.rate(&self.baseline_calls, emits, |i| {
+            let errors = baseline_emit(black_box(&self.baseline), &Ping(i));
+            assert!(errors.is_empty(), "no listener fails");
+        })
+    }
+
+    /// Emits per second of `emits` calls of `emit` (given the emit number), checking through
+    /// `calls` that every listener heard every emit.
+    fn rate(&self, calls: &AtomicU64, emits: u64, mut emit: impl FnMut(u64)) -> f64 {
+        let before = calls.load(Ordering::Relaxed);
+        let elapsed = time(|| (0..emits).for_each(&mut emit));
+        let heard = calls.load(Ordering::Relaxed) - before;
         assert_eq!(
-            calls,
+            heard,
             emits * self.baseline.len() as u64,
             "every listener ran"
         );

@@ -5,7 +5,7 @@
 //!
 //! | feature | crate | plugin | service |
 //! | --- | --- | --- | --- |
-//! | (always) | [`core`] | | `Context`, registry, lifecycle |
+//! | (always) | [`core`] | | `Context`, `Plugin`, `Dep`, registry, lifecycle |
 //! | `session` | `session` | `dsh-session` | `SessionStore` |
 //! | `session-fork` | `session_fork` | `dsh-session-fork` | `SessionFork` |
 //! | `session-jsonl` | `session_jsonl` | `dsh-session-jsonl` | `dyn SessionPersistence` |
@@ -13,13 +13,14 @@
 //! | `session-postgres` (not a default feature) | `session_postgres` | `dsh-session-postgres` (disabled by default) | `dyn SessionPersistence` |
 //! | `subagent-fork` | `subagent_fork` | `dsh-subagent-fork` | `SubagentFork` |
 //!
-//! A build without a feature links no code of that plugin, so its descriptor is absent from
+//! A build without a feature links no code of that plugin, so it is absent from
 //! [`builtin_plugins`] and from [`Context::from_registry`].
 
 pub use dsh_core as core;
 pub use dsh_core::{
-    registered, BoxError, Context, ContextBuilder, ContextConfig, CoreError, PluginDescriptor,
-    PluginInfo, PluginSettings, PluginState, ServiceInfo, ServiceKey,
+    plugin_fn, registered, AnyPlugin, BoxError, Context, ContextBuilder, ContextConfig, CoreError,
+    Dep, LoadOptions, NoConfig, Optional, Plugin, PluginError, PluginHandle, PluginInfo,
+    PluginSettings, PluginState, Scope, ServiceInfo, ServiceKey, Unavailable,
 };
 
 #[cfg(feature = "session")]
@@ -35,23 +36,25 @@ pub use dsh_session_sqlite as session_sqlite;
 #[cfg(feature = "subagent-fork")]
 pub use dsh_subagent_fork as subagent_fork;
 
-/// The descriptors of the plugins this build of the facade contains, in dependency order.
+/// The plugins this build of the facade contains: the explicit registration path, beside
+/// the link-time registry of [`registered`] (a host that cannot rely on `inventory`, or a test
+/// that wants exactly these, builds from this list).
 ///
-/// Referencing them here also guarantees that each plugin crate is linked, so its
+/// Referencing the plugin types here also guarantees that each plugin crate is linked, so its
 /// `inventory` submission reaches [`registered`].
-pub fn builtin_plugins() -> Vec<&'static PluginDescriptor> {
+pub fn builtin_plugins() -> Vec<AnyPlugin> {
     vec![
         #[cfg(feature = "session")]
-        &dsh_session::SESSION_PLUGIN,
+        dsh_session::SessionPlugin.into(),
         #[cfg(feature = "session-jsonl")]
-        &dsh_session_jsonl::SESSION_JSONL_PLUGIN,
+        dsh_session_jsonl::SessionJsonlPlugin.into(),
         #[cfg(feature = "session-sqlite")]
-        &dsh_session_sqlite::SESSION_SQLITE_PLUGIN,
+        dsh_session_sqlite::SessionSqlitePlugin.into(),
         #[cfg(feature = "session-postgres")]
-        &dsh_session_postgres::SESSION_POSTGRES_PLUGIN,
+        dsh_session_postgres::SessionPostgresPlugin.into(),
         #[cfg(feature = "session-fork")]
-        &dsh_session_fork::SESSION_FORK_PLUGIN,
+        dsh_session_fork::SessionForkPlugin.into(),
         #[cfg(feature = "subagent-fork")]
-        &dsh_subagent_fork::SUBAGENT_FORK_PLUGIN,
+        dsh_subagent_fork::SubagentForkPlugin.into(),
     ]
 }

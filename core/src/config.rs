@@ -4,13 +4,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Configuration of a root context, keyed by plugin name.
+/// Configuration of a root context, keyed by instance name (the plugin name, or
+/// `name:label` for a further instance of a plugin that may be loaded several times).
 ///
 /// JSON shape: `{"plugins": {"dsh-session-fork": {"enabled": false, "config": {}}}}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextConfig {
-    /// Per-plugin settings; plugins not named keep their descriptor's defaults.
+    /// Per-instance settings; instances not named keep their plugin's defaults.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginSettings>,
 }
@@ -19,10 +20,11 @@ pub struct ContextConfig {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSettings {
-    /// Overrides the descriptor's enabled-by-default switch when set.
+    /// Overrides the plugin's enabled-by-default switch when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    /// The plugin's own configuration, read in `apply` with [`crate::Context::config`].
+    /// The plugin's own configuration, deserialized into its `Config` type and handed to
+    /// `apply`.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub config: Value,
 }

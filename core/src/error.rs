@@ -1,47 +1,64 @@
-//! Typed errors of the core. Every error has a stable [`CoreError::code`] and names the plugin
-//! or service it concerns.
+//! Typed errors of the core. Every error has a stable `code()` and names the plugin or
+//! service it concerns.
+//!
+//! | type | code(s) | returned by |
+//! | --- | --- | --- |
+//! | [`CoreError`] | `SERVICE_CONFLICT`, `UNDECLARED_SERVICE`, `STALE_SCOPE`, `UNKNOWN_PLUGIN`, `DUPLICATE_PLUGIN`, `DUPLICATE_PROVIDER`, `DEPENDENCY_CYCLE`, `INVALID_CONFIG`, `MISSING_PLUGINS` | building, loading, registering, lifecycle calls |
+//! | [`Unavailable`] | `CAPABILITY_UNAVAILABLE` | a `Dep` whose provider has gone, `Context::require` |
+//! | [`PluginError`] | the apply error's own code, else `APPLY_FAILED` / `APPLY_PANICKED` | the last error of a failed instance |
+//! | [`WaitError`] | `WAIT_TIMED_OUT`, `PLUGIN_FAILED`, `PLUGIN_STOPPED`, `WAIT_REENTRANT` | waiting on a handle or a ticket |
+//! | [`EmitError`] | `LISTENER_FAILED` | `emit` |
+
+use crate::state::PluginState;
+use std::error::Error;
+use std::fmt;
+use std::sync::Arc;
 
 /// The error a plugin's `apply` or a listener returns: any error type, boxed.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
 
 /// Errors of context, registry and lifecycle operations.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CoreError {
     /// A second provider tried to register a service that is already provided.
+    ///
+    /// ### Handling
+    /// Disable one of the two providers (only one plugin may provide a service type).
     #[error("service {service} is already provided by plugin \"{existing}\"; plugin \"{plugin}\" cannot provide it too")]
     ServiceConflict {
         /// Short type name of the service.
         service: &'static str,
-        /// The plugin that provides it now (`<root>` for the root scope).
+        /// The instance that provides it now (`<root>` for the root scope).
         existing: String,
-        /// The plugin that tried to provide it.
+        /// The instance that tried to provide it.
         plugin: String,
     },
-    /// A plugin provided a service its descriptor does not declare in `provides`.
-    #[error("plugin \"{plugin}\" provides {service}, which its descriptor does not declare")]
+    /// A plugin provided a service its `PROVIDES` list does not declare.
+    #[error("plugin \"{plugin}\" provides {service}, which it does not declare")]
     UndeclaredService {
-        /// The plugin.
+        /// The instance.
         plugin: String,
         /// Short type name of the service.
         service: &'static str,
     },
-    /// A registration went through the scope of an instance that has since been disposed or
-    /// restarted (its generation moved on).
+    /// A registration went through the scope of an instance that has since been torn down,
+    /// restarted or disposed (its generation moved on), or whose context is gone.
     #[error("scope of plugin \"{plugin}\" (generation {generation}) is no longer active")]
     StaleScope {
-        /// The plugin whose scope was used.
+        /// The instance whose scope was used.
         plugin: String,
         /// The generation the scope belongs to.
         generation: u64,
     },
-    /// No plugin of this name is known to the context (or to the registry).
+    /// No instance of this name is known to the context (or to the registry).
     #[error("unknown plugin \"{plugin}\"")]
     UnknownPlugin {
         /// The name asked for.
         plugin: String,
     },
-    /// Two descriptors with one name were given to one context.
+    /// A plugin that may be loaded once was loaded twice at the root, or two instances were
+    /// given one name.
     #[error("plugin \"{plugin}\" is listed twice")]
     DuplicatePlugin {
         /// The repeated name.
@@ -66,10 +83,21 @@ pub enum CoreError {
     /// The configuration of a plugin does not deserialize into its config type.
     #[error("invalid config for plugin \"{plugin}\": {message}")]
     InvalidConfig {
-        /// The plugin.
+        /// The instance.
         plugin: String,
         /// What serde reported (names the field).
         message: String,
+    },
+    /// [`crate::Context::expect_plugins`] found plugins that the binary does not contain.
+    ///
+    /// ### Handling
+    /// A plugin crate that only `Cargo.toml` names is not linked: reference it from the host
+    /// (`use the_plugin_crate as _;`). A plugin built against another copy of `dsh-core`
+    /// cannot be linked at all: Cargo refuses two copies (the `links` key).
+    #[error("plugins not in this build: {}; reference each plugin crate from the host (`use the_crate as _;`) so the linker keeps it", missing.join(", "))]
+    MissingPlugins {
+        /// The names that are missing.
+        missing: Vec<String>,
     },
 }
 
@@ -85,28 +113,254 @@ impl CoreError {
             CoreError::InvalidConfig { .. } => "INVALID_CONFIG",
             CoreError::DuplicateProvider { .. } => "DUPLICATE_PROVIDER",
             CoreError::DependencyCycle { .. } => "DEPENDENCY_CYCLE",
+            CoreError::MissingPlugins { .. } => "MISSING_PLUGINS",
         }
     }
 }
 
-/// One listener that failed (returned an error or panicked) during [`crate::Context::emit`].
+/// A service cannot be read: no plugin provides it, its provider is not active, or the
+/// provider a [`crate::Dep`] was resolved from has gone. The one "unavailable" error of every
+/// crate of dsh-rs: code `CAPABILITY_UNAVAILABLE`.
+///
+/// ### Handling
+/// The capability is switched off or still starting: report it (the message says which plugin
+/// and its state) or wait on the provider's [`crate::PluginHandle`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("service {service} is not available: {}", reason(provider, state))]
+#[non_exhaustive]
+pub struct Unavailable {
+    /// Short type name of the service.
+    pub service: &'static str,
+    /// The plugin instance that provides (or provided) it, if the context knows one.
+    pub provider: Option<String>,
+    /// That provider's state now, `None` when it is gone.
+    pub state: Option<PluginState>,
+}
+
+fn reason(provider: &Option<String>, state: &Option<PluginState>) -> String {
+    match (provider, state) {
+        (Some(plugin), Some(state)) => format!("its provider plugin \"{plugin}\" is {state}"),
+        (Some(plugin), None) => format!("its provider plugin \"{plugin}\" has gone"),
+        (None, _) => "no plugin in this context provides it".to_owned(),
+    }
+}
+
+impl Unavailable {
+    /// The stable code `CAPABILITY_UNAVAILABLE`.
+    pub fn code(&self) -> &'static str {
+        "CAPABILITY_UNAVAILABLE"
+    }
+}
+
+/// Why a plugin instance failed: the error its `apply` returned (or its panic, or its refused
+/// config), with a stable code and the instance's name. Cheap to clone.
+///
+/// The code is the apply error's own when it is a `PluginError` (made with
+/// [`PluginError::new`]), a [`CoreError`] or an [`Unavailable`]; `APPLY_PANICKED` for a panic;
+/// `APPLY_FAILED` for any other error. [`PluginError::downcast_ref`] reaches the original
+/// error.
+///
+/// ```
+/// # use dsh_core::PluginError;
+/// let io = std::io::Error::other("connection refused");
+/// let error = PluginError::new("BACKEND_UNREACHABLE", io);
+/// assert_eq!(error.code(), "BACKEND_UNREACHABLE");
+/// assert!(error.downcast_ref::<std::io::Error>().is_some());
+/// ```
+#[derive(Clone)]
+pub struct PluginError {
+    plugin: String,
+    code: &'static str,
+    message: String,
+    source: Arc<dyn Error + Send + Sync>,
+}
+
+impl PluginError {
+    /// An apply error with `code`: return it (boxed, `Err(error.into())`) from `apply` so the
+    /// instance's last error carries that code. The plugin name is filled in by the context.
+    pub fn new(code: &'static str, source: impl Into<BoxError>) -> PluginError {
+        let source: Arc<dyn Error + Send + Sync> = Arc::from(source.into());
+        PluginError {
+            plugin: String::new(),
+            code,
+            message: source.to_string(),
+            source,
+        }
+    }
+
+    /// What the runtime records for instance `plugin` whose apply returned `error`.
+    pub(crate) fn from_apply(plugin: &str, error: BoxError) -> PluginError {
+        let error = match error.downcast::<PluginError>() {
+            Ok(own) => {
+                return PluginError {
+                    plugin: plugin.to_owned(),
+                    ..*own
+                }
+            }
+            Err(other) => other,
+        };
+        let code = if let Some(core) = error.downcast_ref::<CoreError>() {
+            core.code()
+        } else if let Some(unavailable) = error.downcast_ref::<Unavailable>() {
+            unavailable.code()
+        } else {
+            "APPLY_FAILED"
+        };
+        let mut failure = PluginError::new(code, error);
+        failure.plugin = plugin.to_owned();
+        failure
+    }
+
+    /// What the runtime records for instance `plugin` whose apply panicked with `message`.
+    pub(crate) fn panicked(plugin: &str, message: String) -> PluginError {
+        let mut failure = PluginError::new("APPLY_PANICKED", Panicked(message));
+        failure.plugin = plugin.to_owned();
+        failure
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    /// The instance that failed (empty for an error not yet recorded by a context).
+    pub fn plugin(&self) -> &str {
+        &self.plugin
+    }
+
+    /// The apply error's own message (e.g. `invalid config for plugin "x": root: missing
+    /// field`), without the plugin prefix of `Display`.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The original error, if it is an `E`.
+    pub fn downcast_ref<E: Error + 'static>(&self) -> Option<&E> {
+        self.source.downcast_ref::<E>()
+    }
+}
+
+impl fmt::Display for PluginError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.plugin.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "plugin \"{}\" failed: {}", self.plugin, self.message)
+        }
+    }
+}
+
+impl fmt::Debug for PluginError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginError")
+            .field("plugin", &self.plugin)
+            .field("code", &self.code)
+            .field("message", &self.message)
+            .finish()
+    }
+}
+
+impl Error for PluginError {
+    /// The cause of the apply error (the apply error's own text is part of `Display`).
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.source.source()
+    }
+}
+
+impl PartialEq for PluginError {
+    fn eq(&self, other: &PluginError) -> bool {
+        (self.code, &self.plugin, &self.message) == (other.code, &other.plugin, &other.message)
+    }
+}
+
+impl Eq for PluginError {}
+
+impl serde::Serialize for PluginError {
+    /// `{"code": "...", "message": "..."}`.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("PluginError", 2)?;
+        s.serialize_field("code", self.code)?;
+        s.serialize_field("message", &self.message)?;
+        s.end()
+    }
+}
+
+/// The error recorded for an apply, a listener or a disposer that panicked: the panic message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Panicked(pub String);
+
+/// Errors of waiting on a [`crate::PluginHandle`] or a [`crate::Ticket`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WaitError {
+    /// The deadline passed before the instance (or the context) settled as asked.
+    #[error("timed out waiting for {}", what(plugin, state, pending_on))]
+    TimedOut {
+        /// The instance waited for, `None` for a ticket.
+        plugin: Option<String>,
+        /// Its state when the wait gave up.
+        state: Option<PluginState>,
+        /// The required services it was still waiting for.
+        pending_on: Vec<&'static str>,
+    },
+    /// The instance failed.
+    #[error("{0}")]
+    Failed(PluginError),
+    /// The instance was disabled or disposed (or its context dropped) instead.
+    #[error("plugin \"{plugin}\" is {state}")]
+    Stopped {
+        /// The instance.
+        plugin: String,
+        /// Its state.
+        state: PluginState,
+    },
+    /// The wait was called from code the settling thread runs (an apply, a disposer, a
+    /// listener): the change it waits for can only happen after that code returns.
+    #[error("cannot wait for a lifecycle change from inside apply, a disposer or a listener of the same context")]
+    Reentrant,
+}
+
+fn what(plugin: &Option<String>, state: &Option<PluginState>, pending_on: &[&str]) -> String {
+    match (plugin, state) {
+        (Some(plugin), Some(state)) if pending_on.is_empty() => {
+            format!("plugin \"{plugin}\" (it is {state})")
+        }
+        (Some(plugin), Some(state)) => format!(
+            "plugin \"{plugin}\" (it is {state}, waiting for {})",
+            pending_on.join(", ")
+        ),
+        (Some(plugin), None) => format!("plugin \"{plugin}\""),
+        (None, _) => "the context to settle".to_owned(),
+    }
+}
+
+impl WaitError {
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            WaitError::TimedOut { .. } => "WAIT_TIMED_OUT",
+            WaitError::Failed(_) => "PLUGIN_FAILED",
+            WaitError::Stopped { .. } => "PLUGIN_STOPPED",
+            WaitError::Reentrant => "WAIT_REENTRANT",
+        }
+    }
+}
+
+/// One listener that failed (returned an error or panicked) during an emit.
 #[derive(Debug, Clone)]
 pub struct ListenerFailure {
-    /// The plugin that registered the listener (`<root>` for the root scope).
+    /// The instance that registered the listener (`<root>` for the root scope).
     pub plugin: String,
     /// The error's message, or the panic message.
     pub message: String,
-    /// The error the listener returned (a [`ListenerPanic`] for a panic), so an emitter can
+    /// The error the listener returned (a [`Panicked`] for a panic), so an emitter can
     /// downcast it to a typed error and keep its code.
-    pub error: std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>,
+    pub error: Arc<dyn Error + Send + Sync + 'static>,
 }
 
-/// The error recorded for a listener that panicked.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ListenerPanic(pub String);
-
-/// The failures of one [`crate::Context::emit`]: every listener still ran.
+/// The failures of one emit: every listener still ran.
 #[derive(Debug, thiserror::Error, Clone)]
 #[error("{} listener(s) of {event} failed: {}", failures.len(), render(failures))]
 pub struct EmitError {

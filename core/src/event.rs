@@ -1,28 +1,29 @@
-//! Typed events keyed by `TypeId`: listener records and dispatch.
+//! Typed events keyed by `TypeId`: listener records, `emit` dispatch and `ask` (the first
+//! answer wins).
 //!
 //! Listeners run outside every lock, in registration order; a failing or panicking listener
 //! is reported and the others still run.
 
-use crate::error::{panic_message, BoxError, EmitError, ListenerFailure, ListenerPanic};
-use crate::plugin::short_type_name;
+use crate::error::{panic_message, BoxError, EmitError, ListenerFailure, Panicked};
+use crate::key::short_type_name;
 use std::any::{Any, TypeId};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-/// A listener's handler, type-erased: a `Box<EmitFn<E>>` or a `Box<BailFn<E, R>>`.
+/// A listener's handler, type-erased: a `Box<EmitFn<E>>` or a `Box<AskFn<E, R>>`.
 pub(crate) type Handler = Arc<dyn Any + Send + Sync>;
 
 /// The handler of an `emit` listener of `E`.
 pub(crate) type EmitFn<E> = dyn Fn(&E) -> Result<(), BoxError> + Send + Sync;
 
-/// The handler of a `bail` listener of `E` answering `R`.
-pub(crate) type BailFn<E, R> = dyn Fn(&E) -> Option<R> + Send + Sync;
+/// The handler of an `ask` listener of `E` answering `R`.
+pub(crate) type AskFn<E, R> = dyn Fn(&E) -> Option<R> + Send + Sync;
 
 #[derive(Clone)]
 pub(crate) struct Listener {
     pub(crate) id: u64,
-    /// The owner's plugin name (`<root>` for the root), for failure reports.
-    pub(crate) plugin: &'static str,
+    /// The owner's instance name (`<root>` for the root), for failure reports.
+    pub(crate) plugin: Arc<str>,
     pub(crate) handler: Handler,
 }
 
@@ -34,27 +35,27 @@ pub(crate) fn emit_listener<E: 'static>(
     (TypeId::of::<E>(), Arc::new(handler))
 }
 
-/// The registry key and erased handler of a `bail` listener: keyed by event and answer type.
-pub(crate) fn bail_listener<E: 'static, R: 'static>(
+/// The registry key and erased handler of an `ask` listener: keyed by event and answer type.
+pub(crate) fn ask_listener<E: 'static, R: 'static>(
     handler: impl Fn(&E) -> Option<R> + Send + Sync + 'static,
 ) -> (TypeId, Handler) {
-    let handler: Box<BailFn<E, R>> = Box::new(handler);
-    (bail_listener_key::<E, R>(), Arc::new(handler))
+    let handler: Box<AskFn<E, R>> = Box::new(handler);
+    (ask_key::<E, R>(), Arc::new(handler))
 }
 
-/// The registry key of the `bail` listeners of event `E` answering `R`.
-pub(crate) fn bail_listener_key<E: 'static, R: 'static>() -> TypeId {
-    TypeId::of::<Box<BailFn<E, R>>>()
+/// The registry key of the `ask` listeners of event `E` answering `R`.
+pub(crate) fn ask_key<E: 'static, R: 'static>() -> TypeId {
+    TypeId::of::<Box<AskFn<E, R>>>()
 }
 
-/// Calls the `bail` listeners of `(E, R)` in order until one answers; a panicking listener is
+/// Calls the `ask` listeners of `(E, R)` in order until one answers; a panicking listener is
 /// reported in the log and skipped.
-pub(crate) fn bail<E: 'static, R: 'static>(event: &E, listeners: &[Listener]) -> Option<R> {
+pub(crate) fn first_answer<E: 'static, R: 'static>(event: &E, listeners: &[Listener]) -> Option<R> {
     for Listener {
         plugin, handler, ..
     } in listeners
     {
-        let Some(handler) = handler.downcast_ref::<Box<BailFn<E, R>>>() else {
+        let Some(handler) = handler.downcast_ref::<Box<AskFn<E, R>>>() else {
             continue;
         };
         match catch_unwind(AssertUnwindSafe(|| handler(event))) {
@@ -62,7 +63,7 @@ pub(crate) fn bail<E: 'static, R: 'static>(event: &E, listeners: &[Listener]) ->
             Ok(None) => {}
             Err(payload) => {
                 let message = panic_message(payload.as_ref());
-                tracing::warn!(event = short_type_name(std::any::type_name::<E>()), %plugin, %message, "bail listener failed");
+                tracing::warn!(event = short_type_name(std::any::type_name::<E>()), plugin = %plugin, %message, "ask listener failed");
             }
         }
     }
@@ -83,15 +84,9 @@ pub(crate) fn dispatch<E: 'static>(event: &E, listeners: &[Listener]) -> Result<
         let error: Arc<dyn std::error::Error + Send + Sync> = match outcome {
             Ok(Ok(())) => continue,
             Ok(Err(error)) => Arc::from(error),
-            Err(payload) => Arc::new(ListenerPanic(panic_message(payload.as_ref()))),
+            Err(payload) => Arc::new(Panicked(panic_message(payload.as_ref()))),
         };
-        let message = error.to_string();
-        tracing::warn!(event = short_type_name(std::any::type_name::<E>()), %plugin, %message, "listener failed");
-        failures.push(ListenerFailure {
-            plugin: (*plugin).to_owned(),
-            message,
-            error,
-        });
+        failures.push(failure::<E>(plugin, error));
     }
     if failures.is_empty() {
         Ok(())
@@ -103,6 +98,17 @@ pub(crate) fn dispatch<E: 'static>(event: &E, listeners: &[Listener]) -> Result<
     }
 }
 
+#[cold]
+fn failure<E>(plugin: &str, error: Arc<dyn std::error::Error + Send + Sync>) -> ListenerFailure {
+    let message = error.to_string();
+    tracing::warn!(event = short_type_name(std::any::type_name::<E>()), %plugin, %message, "listener failed");
+    ListenerFailure {
+        plugin: plugin.to_owned(),
+        message,
+        error,
+    }
+}
+
 /// A registered listener. It lives until its scope is torn down or [`ListenerHandle::remove`]
 /// is called; dropping the handle keeps the listener.
 pub struct ListenerHandle {
@@ -110,7 +116,7 @@ pub struct ListenerHandle {
 }
 
 impl ListenerHandle {
-    /// Removes the listener now.
+    /// Removes the listener now (an emit already running may still call it once).
     pub fn remove(mut self) {
         if let Some(remove) = self.remove.take() {
             remove();

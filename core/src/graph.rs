@@ -1,34 +1,36 @@
-//! The static dependency graph of a set of plugin descriptors: computed before anything is
-//! applied, from what each descriptor declares.
+//! The static dependency graph of a set of plugins: computed before anything is applied,
+//! from what each plugin's manifest declares.
 
 use crate::error::CoreError;
-use crate::plugin::{PluginDescriptor, ServiceKey};
-use crate::registry::TypeMap;
+use crate::key::ServiceKey;
+use crate::manifest::Manifest;
+use crate::runtime::plugin::AnyPlugin;
+use crate::runtime::state::TypeMap;
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// A requirement that no enabled plugin of the graph provides.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MissingService {
-    /// The plugin that requires it.
-    pub plugin: &'static str,
+    /// The instance that requires it.
+    pub plugin: String,
     /// Short type name of the service.
     pub service: &'static str,
 }
 
 struct Node {
-    descriptor: &'static PluginDescriptor,
+    name: Arc<str>,
+    manifest: Arc<Manifest>,
     enabled: bool,
 }
 
-/// Plugins (enabled or not) and the edges "requires a service provided by".
+/// Plugin instances (enabled or not) and the edges "requires a service provided by".
 ///
 /// ```
-/// use dsh_core::{graph::DependencyGraph, PluginDescriptor, ServiceKey, BoxError, Context};
+/// use dsh_core::{plugin_fn, DependencyGraph, Dep};
 /// struct A;
-/// fn noop(_: &Context) -> Result<(), BoxError> { Ok(()) }
-/// static USER: PluginDescriptor = PluginDescriptor::new("user", noop)
-///     .requires(&[ServiceKey::of::<A>()]);
-/// let graph = DependencyGraph::new([(&USER, true)]);
+/// let user = plugin_fn("user", |_, _: Dep<A>| Ok(()));
+/// let graph = DependencyGraph::new([(user.into(), true)]);
 /// assert_eq!(graph.missing()[0].service, "A");
 /// assert!(graph.check().is_ok()); // missing services are reported, not refused
 /// ```
@@ -37,15 +39,26 @@ pub struct DependencyGraph {
 }
 
 impl DependencyGraph {
-    /// The graph of `plugins`, each with whether it is enabled. Only enabled plugins provide.
-    pub fn new(
-        plugins: impl IntoIterator<Item = (&'static PluginDescriptor, bool)>,
+    /// The graph of `plugins` (each under its plugin name), each with whether it is enabled.
+    /// Only enabled plugins provide.
+    pub fn new(plugins: impl IntoIterator<Item = (AnyPlugin, bool)>) -> DependencyGraph {
+        DependencyGraph::of_instances(
+            plugins.into_iter().map(|(plugin, enabled)| {
+                (Arc::from(plugin.name()), plugin.manifest.clone(), enabled)
+            }),
+        )
+    }
+
+    /// The graph of named instances.
+    pub(crate) fn of_instances(
+        instances: impl IntoIterator<Item = (Arc<str>, Arc<Manifest>, bool)>,
     ) -> DependencyGraph {
         DependencyGraph {
-            nodes: plugins
+            nodes: instances
                 .into_iter()
-                .map(|(descriptor, enabled)| Node {
-                    descriptor,
+                .map(|(name, manifest, enabled)| Node {
+                    name,
+                    manifest,
                     enabled,
                 })
                 .collect(),
@@ -57,7 +70,7 @@ impl DependencyGraph {
         let mut providers: TypeMap<Vec<usize>> = TypeMap::default();
         for (i, node) in self.nodes.iter().enumerate() {
             if node.enabled || include_disabled {
-                for key in node.descriptor.provided() {
+                for key in node.manifest.provides() {
                     providers.entry(key.id()).or_default().push(i);
                 }
             }
@@ -73,12 +86,12 @@ impl DependencyGraph {
             .iter()
             .filter(|n| n.enabled)
             .flat_map(|n| {
-                n.descriptor
-                    .required()
+                n.manifest
+                    .requires()
                     .iter()
                     .filter(|key| !providers.contains_key(&key.id()))
                     .map(|key| MissingService {
-                        plugin: n.descriptor.name(),
+                        plugin: n.name.to_string(),
                         service: key.name(),
                     })
             })
@@ -94,7 +107,7 @@ impl DependencyGraph {
             .nodes
             .iter()
             .filter(|n| n.enabled)
-            .flat_map(|n| n.descriptor.provided())
+            .flat_map(|n| n.manifest.provides())
             .find_map(|key| match providers[&key.id()].as_slice() {
                 [first, second, ..] => Some((key, *first, *second)),
                 _ => None,
@@ -102,14 +115,12 @@ impl DependencyGraph {
         if let Some((key, first, second)) = duplicate {
             return Err(CoreError::DuplicateProvider {
                 service: key.name(),
-                first: self.nodes[first].descriptor.name().to_owned(),
-                second: self.nodes[second].descriptor.name().to_owned(),
+                first: self.nodes[first].name.to_string(),
+                second: self.nodes[second].name.to_string(),
             });
         }
         match self.cycle() {
-            Some(path) => Err(CoreError::DependencyCycle {
-                path: path.into_iter().map(str::to_owned).collect(),
-            }),
+            Some(path) => Err(CoreError::DependencyCycle { path }),
             None => Ok(()),
         }
     }
@@ -117,8 +128,8 @@ impl DependencyGraph {
     /// Edges of enabled node `i`: the enabled providers of its required services.
     fn edges(&self, providers: &TypeMap<Vec<usize>>, i: usize) -> Vec<usize> {
         self.nodes[i]
-            .descriptor
-            .required()
+            .manifest
+            .requires()
             .iter()
             .flat_map(|key| providers.get(&key.id()).into_iter().flatten().copied())
             .collect()
@@ -126,7 +137,7 @@ impl DependencyGraph {
 
     /// A cycle of requirements among enabled plugins, as the path of plugin names that
     /// starts and ends with the same plugin; iterative, so deep graphs are fine.
-    pub fn cycle(&self) -> Option<Vec<&'static str>> {
+    pub fn cycle(&self) -> Option<Vec<String>> {
         #[derive(Clone, Copy, PartialEq)]
         enum Mark {
             New,
@@ -152,11 +163,11 @@ impl DependencyGraph {
                         }
                         Mark::OnPath => {
                             let from = stack.iter().position(|(n, _, _)| *n == to)?;
-                            let mut path: Vec<&'static str> = stack[from..]
+                            let mut path: Vec<String> = stack[from..]
                                 .iter()
-                                .map(|(n, _, _)| self.nodes[*n].descriptor.name())
+                                .map(|(n, _, _)| self.nodes[*n].name.to_string())
                                 .collect();
-                            path.push(self.nodes[to].descriptor.name());
+                            path.push(self.nodes[to].name.to_string());
                             return Some(path);
                         }
                         Mark::Done => {}
@@ -178,7 +189,7 @@ impl DependencyGraph {
         let mut out = String::from("digraph plugins {\n  rankdir=LR;\n  node [shape=box];\n");
         for node in &self.nodes {
             let style = if node.enabled { "solid" } else { "dashed" };
-            let _ = writeln!(out, "  \"{}\" [style={style}];", node.descriptor.name());
+            let _ = writeln!(out, "  \"{}\" [style={style}];", node.name);
         }
         let edge = |out: &mut String, from: &str, key: &ServiceKey, optional: bool| {
             let style = if optional { ", style=dashed" } else { "" };
@@ -188,7 +199,7 @@ impl DependencyGraph {
                         let _ = writeln!(
                             out,
                             "  \"{from}\" -> \"{}\" [label=\"{}\"{style}];",
-                            self.nodes[p].descriptor.name(),
+                            self.nodes[p].name,
                             key.name()
                         );
                     }
@@ -203,11 +214,11 @@ impl DependencyGraph {
             }
         };
         for node in &self.nodes {
-            let name = node.descriptor.name();
-            for key in node.descriptor.required() {
+            let name = &node.name;
+            for key in node.manifest.requires() {
                 edge(&mut out, name, key, false);
             }
-            for key in node.descriptor.optional_services() {
+            for (key, _) in node.manifest.optional() {
                 edge(&mut out, name, key, true);
             }
         }

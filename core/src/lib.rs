@@ -1,60 +1,84 @@
 //! dsh-core: the capability-plugin core of dsh-rs, in the style of cordis.
 //!
-//! Owns the [`Context`] handle, the service registry keyed by `TypeId`, plugin descriptors and
-//! their link-time registration through `inventory`, the instance lifecycle (pending, active,
-//! failed, disposed) with scoped disposal, and typed events. It knows nothing of sessions,
-//! files or any particular plugin.
+//! Owns the [`Context`] (the host's handle), the service registry keyed by `TypeId`, the
+//! [`Plugin`] trait and closure plugins, their link-time registration through `inventory`,
+//! typed dependency handles ([`Dep`], [`Optional`]), the instance lifecycle (pending, loading,
+//! active, failed, disabled, disposed) with consumer-first teardown and scoped disposal,
+//! [`PluginHandle`]s, and typed events. It knows nothing of sessions, files or any particular
+//! plugin.
 //!
 //! ```
-//! use dsh_core::{Context, PluginDescriptor, ServiceKey, BoxError};
+//! use dsh_core::{plugin_fn, Context, Dep, PluginState};
 //! use std::sync::Arc;
 //!
 //! pub struct Clock(u64);
 //! pub struct Greeter(String);
 //!
-//! fn clock(ctx: &Context) -> Result<(), BoxError> {
-//!     ctx.provide(Arc::new(Clock(42)))?;
-//!     Ok(())
-//! }
-//! fn greeter(ctx: &Context) -> Result<(), BoxError> {
-//!     let now = ctx.expect::<Clock>().0;
-//!     ctx.provide(Arc::new(Greeter(format!("hello at {now}"))))?;
-//!     Ok(())
-//! }
-//! static CLOCK: PluginDescriptor =
-//!     PluginDescriptor::new("clock", clock).provides(&[ServiceKey::of::<Clock>()]);
-//! static GREETER: PluginDescriptor = PluginDescriptor::new("greeter", greeter)
-//!     .requires(&[ServiceKey::of::<Clock>()])
-//!     .provides(&[ServiceKey::of::<Greeter>()]);
+//! let clock = plugin_fn("clock", |scope, ()| Ok(scope.provide(Arc::new(Clock(42)))?))
+//!     .provides::<Clock>();
+//! let greeter = plugin_fn("greeter", |scope, clock: Dep<Clock>| {
+//!     let greeting = format!("hello at {}", clock.get()?.0);
+//!     Ok(scope.provide(Arc::new(Greeter(greeting)))?)
+//! })
+//! .provides::<Greeter>();
 //!
 //! // The greeter is listed first but waits, pending, until the clock is active.
-//! let ctx = Context::builder().plugin(&GREETER).plugin(&CLOCK).build()?;
+//! let ctx = Context::builder().add_plugin(greeter).add_plugin(clock).build()?;
 //! assert_eq!(ctx.expect::<Greeter>().0, "hello at 42");
 //! ctx.disable("clock")?; // the greeter is torn down first and waits again
 //! assert!(ctx.get::<Greeter>().is_none());
+//! assert_eq!(ctx.plugin_state("greeter"), Some(PluginState::Pending));
 //! # Ok::<(), dsh_core::CoreError>(())
 //! ```
+//!
+//! Layout: `runtime` holds the tables and the transitions and imports nothing above it;
+//! [`Context`] (`context.rs`) is the host's handle, [`Scope`] (`scope.rs`) what `apply` gets,
+//! `plugin.rs` the trait and the registration macro, `dep.rs` the typed handles, `state.rs`,
+//! `info.rs` and `error.rs` the public vocabulary.
+//!
+//! Only one copy of this crate may be in a build (its `links` key makes Cargo refuse a
+//! second), so every plugin registers with the registry the host reads.
 
-pub mod config;
-pub mod context;
-pub mod error;
-pub mod event;
-pub mod graph;
-pub mod lifecycle;
-pub mod plugin;
+#![warn(missing_docs)]
+
+mod config;
+mod context;
+mod dep;
+mod error;
+mod event;
+mod graph;
+mod handle;
+mod info;
+mod key;
+mod manifest;
+mod plugin;
 mod registry;
+mod runtime;
+mod scope;
+mod state;
 
 pub use config::{ContextConfig, PluginSettings};
-pub use context::{Context, ContextBuilder, WeakContext};
-pub use error::{BoxError, CoreError, EmitError, ListenerFailure, ListenerPanic};
+pub use context::{Context, ContextBuilder};
+pub use dep::{Dep, Deps, Optional};
+pub use error::{
+    BoxError, CoreError, EmitError, ListenerFailure, Panicked, PluginError, Unavailable, WaitError,
+};
 pub use event::ListenerHandle;
 pub use graph::{DependencyGraph, MissingService};
-pub use lifecycle::{
-    PluginInfo, PluginState, PluginTransition, ServiceChanged, ServiceInfo, TransitionCause,
-};
-pub use plugin::{registered, OptionalMode, PluginDescriptor, ServiceKey};
+pub use handle::{LoadOptions, PluginHandle, Ticket};
+pub use info::{PluginInfo, PluginTransition, ServiceChanged, ServiceInfo, TransitionCause};
+pub use key::ServiceKey;
+pub use manifest::{Manifest, OptionalMode};
+pub use plugin::{plugin_fn, FnPlugin, NoConfig, Plugin};
+pub use registry::registered;
+pub use runtime::plugin::AnyPlugin;
+pub use scope::{Emitter, Scope};
+pub use state::{InstanceId, PluginState};
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::dep::DepsCx;
+    pub use crate::plugin::make_default;
+    pub use crate::registry::Registration;
     pub use inventory;
 }

@@ -1,284 +1,292 @@
-//! Plugin descriptors, service keys and self-registration through `inventory`.
+//! The [`Plugin`] trait (plugins are values), closure plugins ([`plugin_fn`]), the config
+//! type of plugins without one ([`NoConfig`]), and link-time registration
+//! ([`crate::submit_plugin!`]).
 
-use crate::context::Context;
+use crate::config::parse;
+use crate::dep::{Deps, DepsCx};
 use crate::error::BoxError;
-use std::any::TypeId;
-use std::fmt;
+use crate::key::ServiceKey;
+use crate::manifest::Manifest;
+use crate::runtime::plugin::{AnyPlugin, ErasedPlugin, ReadyApply};
+use crate::scope::Scope;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::marker::PhantomData;
+use std::sync::Arc;
 
-/// Identifies a service by the `TypeId` of its type, which may be a concrete type or a
-/// `dyn Trait`. Built in const context with [`ServiceKey::of`], so descriptors can be statics.
-#[derive(Clone, Copy)]
-pub struct ServiceKey {
-    type_id: fn() -> TypeId,
-    type_name: fn() -> &'static str,
-}
-
-impl ServiceKey {
-    /// The key of service type `T`.
-    pub const fn of<T: ?Sized + 'static>() -> ServiceKey {
-        ServiceKey {
-            type_id: TypeId::of::<T>,
-            type_name: std::any::type_name::<T>,
-        }
-    }
-
-    /// The `TypeId` the registry stores the service under. (Named `id`, not `type_id`, so that
-    /// it is never shadowed by `Any::type_id` on a reference to a key.)
-    pub fn id(&self) -> TypeId {
-        (self.type_id)()
-    }
-
-    /// The short type name, e.g. `SessionStore` or `SessionPersistence` (module paths and
-    /// `dyn` stripped): the name hosts print.
-    pub fn name(&self) -> &'static str {
-        short_type_name((self.type_name)())
-    }
-}
-
-impl PartialEq for ServiceKey {
-    fn eq(&self, other: &ServiceKey) -> bool {
-        self.id() == other.id()
-    }
-}
-
-impl Eq for ServiceKey {}
-
-impl fmt::Debug for ServiceKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// `a::b::Foo<c::Bar>` -> `Foo<c::Bar>`; `dyn a::Trait` -> `Trait`.
-pub(crate) fn short_type_name(full: &'static str) -> &'static str {
-    let full = full.strip_prefix("dyn ").unwrap_or(full);
-    let head_end = full.find('<').unwrap_or(full.len());
-    match full[..head_end].rfind("::") {
-        Some(i) => &full[i + 2..],
-        None => full,
-    }
-}
-
-/// The function that brings a plugin instance up: it receives a context carrying the
-/// instance's scope, registers services, listeners and disposers through it, and returns an
-/// error (or panics) to fail the instance.
-pub type ApplyFn = fn(&Context) -> Result<(), BoxError>;
-
-/// The static description of a plugin: its name, what it requires and provides, whether it is
-/// enabled by default and how it is applied.
+/// A plugin: a value whose `apply` brings one instance up, with its declarations on the type.
 ///
-/// Built with const methods so a crate can declare it as a `static` and submit it with
-/// [`crate::submit_plugin!`]:
+/// One method is required, [`Plugin::apply`]; the declarations are associated items, with
+/// defaults where one makes sense (in the way `bevy_app::Plugin` reads):
+///
+/// - `NAME` (required): unique among the root instances of a context unless `UNIQUE` is
+///   `false`; hosts enable and disable the plugin by it.
+/// - `Config`: the plugin's config type, parsed once from the host's JSON (null read as `{}`)
+///   before the instance loads, and handed to `apply`; [`NoConfig`] for none.
+/// - `Deps`: what the plugin requires and optionally uses, as the handles `apply` receives
+///   (see [`Deps`]).
+/// - `PROVIDES`: the services `apply` may provide.
+/// - `VERSION`, `UNIQUE` (`true`: one root instance per context), `ENABLED_BY_DEFAULT`.
+///
+/// The plugin value carries its own state (a test's fake backend, a handle to shared
+/// storage); every generation of an instance is applied with the same value.
 ///
 /// ```
-/// use dsh_core::{Context, PluginDescriptor, ServiceKey};
-/// pub struct Greeter;
-/// fn apply(ctx: &Context) -> Result<(), dsh_core::BoxError> {
-///     ctx.provide(std::sync::Arc::new(Greeter))?;
-///     Ok(())
+/// use dsh_core::{BoxError, Context, Dep, NoConfig, Plugin, Scope, ServiceKey};
+/// use std::sync::Arc;
+///
+/// pub struct Clock(u64);
+/// pub struct Greeter(String);
+///
+/// struct ClockPlugin { now: u64 }
+/// impl Plugin for ClockPlugin {
+///     const NAME: &'static str = "clock";
+///     const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<Clock>()];
+///     type Config = NoConfig;
+///     type Deps = ();
+///     fn apply(&self, scope: &Scope, _: NoConfig, (): ()) -> Result<(), BoxError> {
+///         scope.provide(Arc::new(Clock(self.now)))?;
+///         Ok(())
+///     }
 /// }
-/// pub static GREETER: PluginDescriptor = PluginDescriptor::new("greeter", apply)
-///     .provides(&[ServiceKey::of::<Greeter>()]);
-/// dsh_core::submit_plugin!(GREETER);
+///
+/// struct GreeterPlugin;
+/// impl Plugin for GreeterPlugin {
+///     const NAME: &'static str = "greeter";
+///     const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<Greeter>()];
+///     type Config = NoConfig;
+///     type Deps = Dep<Clock>;
+///     fn apply(&self, scope: &Scope, _: NoConfig, clock: Dep<Clock>) -> Result<(), BoxError> {
+///         let now = clock.get()?.0;
+///         scope.provide(Arc::new(Greeter(format!("hello at {now}"))))?;
+///         Ok(())
+///     }
+/// }
+///
+/// // The greeter is listed first but waits, pending, until the clock is active.
+/// let ctx = Context::builder().add_plugin(GreeterPlugin).add_plugin(ClockPlugin { now: 42 }).build()?;
+/// assert_eq!(ctx.expect::<Greeter>().0, "hello at 42");
+/// # Ok::<(), dsh_core::CoreError>(())
 /// ```
-pub struct PluginDescriptor {
-    name: &'static str,
-    version: &'static str,
-    requires: &'static [ServiceKey],
-    optional: &'static [ServiceKey],
-    optional_mode: OptionalMode,
-    provides: &'static [ServiceKey],
-    enabled_by_default: bool,
-    config_check: Option<ConfigCheck>,
-    apply: ApplyFn,
+pub trait Plugin: Send + Sync + 'static {
+    /// The plugin name.
+    const NAME: &'static str;
+    /// The version string (usually `env!("CARGO_PKG_VERSION")`).
+    const VERSION: &'static str = "0.0.0";
+    /// The services `apply` may provide; providing another is
+    /// [`crate::CoreError::UndeclaredService`].
+    const PROVIDES: &'static [ServiceKey] = &[];
+    /// Whether a context may hold only one root instance (`false`: it may be loaded several
+    /// times, each instance with its own config, named `NAME`, `NAME:2`, ... or
+    /// `NAME:label`).
+    const UNIQUE: bool = true;
+    /// Whether [`crate::Context::from_registry`] enables the plugin when the config is silent.
+    const ENABLED_BY_DEFAULT: bool = true;
+
+    /// The config type, parsed once per apply from the instance's JSON config; an invalid
+    /// config fails the instance with [`crate::CoreError::InvalidConfig`] naming the field,
+    /// before anything loads.
+    type Config: DeserializeOwned + Send + 'static;
+
+    /// The dependency handles `apply` receives: the plugin's requirements and optional
+    /// services.
+    type Deps: Deps;
+
+    /// Brings one generation of an instance up: registers services, listeners, disposers and
+    /// child instances through `scope`. Returning an error (or panicking) fails the instance:
+    /// what it registered is undone and its error (with its code, see
+    /// [`crate::PluginError`]) is recorded.
+    ///
+    /// # Errors
+    /// Any error; return a [`crate::PluginError`] made with a code to give the failure that
+    /// code.
+    fn apply(&self, scope: &Scope, config: Self::Config, deps: Self::Deps) -> Result<(), BoxError>;
 }
 
-/// Checks a plugin's JSON config against its declared type; the error names the field.
-pub type ConfigCheck = fn(&serde_json::Value) -> Result<(), String>;
+/// The config of a plugin that takes none: accepts any value (an absent config, `{}`, or
+/// anything a host wrote) and carries nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoConfig;
 
-/// How a plugin learns that one of its optional services appeared or went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum OptionalMode {
-    /// The instance is restarted (torn down and applied again), so `apply` sees the change.
-    #[default]
-    Restart,
-    /// The instance stays up and listens to [`crate::ServiceChanged`] events.
-    Callback,
+impl<'de> serde::Deserialize<'de> for NoConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<NoConfig, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer)?;
+        Ok(NoConfig)
+    }
 }
 
-/// Deserializes `value` (null read as `{}`) into `T`; the error names the field path.
-fn check_config<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<(), String> {
-    crate::config::parse::<T>(value).map(drop)
+fn manifest_of<P: Plugin>() -> Manifest {
+    let mut manifest = Manifest::new(P::NAME);
+    manifest.version = P::VERSION;
+    manifest.provides = P::PROVIDES.to_vec();
+    manifest.unique = P::UNIQUE;
+    manifest.enabled_by_default = P::ENABLED_BY_DEFAULT;
+    P::Deps::declare(&mut manifest);
+    manifest
 }
 
-impl PluginDescriptor {
-    /// A descriptor named `name` (unique within a context) applied by `apply`; version
-    /// `0.0.0`, no requirements, provides nothing, enabled by default.
-    pub const fn new(name: &'static str, apply: ApplyFn) -> PluginDescriptor {
-        PluginDescriptor {
-            name,
-            version: "0.0.0",
-            requires: &[],
-            optional: &[],
-            optional_mode: OptionalMode::Restart,
-            provides: &[],
-            enabled_by_default: true,
-            config_check: None,
-            apply,
+/// A `Plugin` value as the runtime drives it.
+struct Typed<P>(P);
+
+impl<P: Plugin> ErasedPlugin for Typed<P> {
+    fn check_config(&self, config: &Value) -> Result<(), String> {
+        parse::<P::Config>(config).map(drop)
+    }
+
+    fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, String> {
+        let config = parse::<P::Config>(config)?;
+        Ok(Box::new(move |applying| {
+            let deps = P::Deps::resolve(&DepsCx { applying })?;
+            self.0.apply(&Scope::new(applying), config, deps)
+        }))
+    }
+}
+
+impl<P: Plugin> From<P> for AnyPlugin {
+    fn from(plugin: P) -> AnyPlugin {
+        AnyPlugin {
+            plugin: Arc::new(Typed(plugin)),
+            manifest: Arc::new(manifest_of::<P>()),
         }
     }
-
-    /// Sets the version string (usually `env!("CARGO_PKG_VERSION")`).
-    pub const fn version(mut self, version: &'static str) -> PluginDescriptor {
-        self.version = version;
-        self
-    }
-
-    /// Services that must be active before the plugin is applied; while one is missing the
-    /// instance is `Pending`.
-    pub const fn requires(mut self, keys: &'static [ServiceKey]) -> PluginDescriptor {
-        self.requires = keys;
-        self
-    }
-
-    /// Services the plugin uses when present: it starts without them and is told when one
-    /// appears or goes, as `mode` says.
-    pub const fn optional(
-        mut self,
-        keys: &'static [ServiceKey],
-        mode: OptionalMode,
-    ) -> PluginDescriptor {
-        self.optional = keys;
-        self.optional_mode = mode;
-        self
-    }
-
-    /// Declares the plugin's config type: the host's JSON config for the plugin is checked
-    /// against `T` before `apply` (and before a config update is accepted); an invalid config
-    /// fails the instance with an error naming the plugin and the field.
-    pub const fn config<T: serde::de::DeserializeOwned>(mut self) -> PluginDescriptor {
-        self.config_check = Some(check_config::<T>);
-        self
-    }
-
-    /// Services the plugin registers; providing an undeclared service is an error.
-    pub const fn provides(mut self, keys: &'static [ServiceKey]) -> PluginDescriptor {
-        self.provides = keys;
-        self
-    }
-
-    /// Whether [`Context::from_registry`] enables the plugin when the config is silent.
-    pub const fn enabled_by_default(mut self, enabled: bool) -> PluginDescriptor {
-        self.enabled_by_default = enabled;
-        self
-    }
-
-    /// The plugin name.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// The version string.
-    pub fn version_str(&self) -> &'static str {
-        self.version
-    }
-
-    /// Declared requirements.
-    pub fn required(&self) -> &'static [ServiceKey] {
-        self.requires
-    }
-
-    /// Declared services.
-    pub fn provided(&self) -> &'static [ServiceKey] {
-        self.provides
-    }
-
-    /// Declared optional services.
-    pub fn optional_services(&self) -> &'static [ServiceKey] {
-        self.optional
-    }
-
-    /// How the plugin learns of optional services.
-    pub fn optional_mode(&self) -> OptionalMode {
-        self.optional_mode
-    }
-
-    /// Checks `config` against the declared config type (always `Ok` without one).
-    ///
-    /// Errors: the deserialization error, naming the field path.
-    pub fn check_config(&self, config: &serde_json::Value) -> Result<(), String> {
-        self.config_check.map_or(Ok(()), |check| check(config))
-    }
-
-    /// The default of the enabled switch.
-    pub fn is_enabled_by_default(&self) -> bool {
-        self.enabled_by_default
-    }
-
-    pub(crate) fn apply_fn(&self) -> ApplyFn {
-        self.apply
-    }
 }
 
-impl fmt::Debug for PluginDescriptor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PluginDescriptor")
-            .field("name", &self.name)
-            .field("version", &self.version)
-            .field("requires", &self.requires)
-            .field("optional", &self.optional)
-            .field("provides", &self.provides)
-            .field("enabled_by_default", &self.enabled_by_default)
-            .finish()
-    }
+/// A closure plugin, made by [`plugin_fn`]: the closure is its apply, and its declarations
+/// are set with the builder methods. It takes no config ([`NoConfig`]).
+pub struct FnPlugin<D, F> {
+    manifest: Manifest,
+    apply: F,
+    _deps: PhantomData<fn() -> D>,
 }
 
-/// An entry of the link-time plugin registry; created by [`crate::submit_plugin!`].
-#[doc(hidden)]
-pub struct Registration(pub &'static PluginDescriptor);
-
-inventory::collect!(Registration);
-
-/// Every descriptor submitted by a crate linked into this binary, sorted by name.
+/// A plugin named `name` whose apply is `apply`: the closure receives the scope and the
+/// dependency handles its second parameter's type declares (see [`crate::Deps`]), so a test
+/// writes an inline plugin that captures its own state.
 ///
-/// A plugin crate that nothing references is not linked, so its descriptor is absent: a host
-/// references each plugin crate it ships (`use dsh_session_fork as _;`).
-pub fn registered() -> Vec<&'static PluginDescriptor> {
-    let mut all: Vec<&'static PluginDescriptor> = inventory::iter::<Registration>
-        .into_iter()
-        .map(|r| r.0)
-        .collect();
-    all.sort_by_key(|d| d.name);
-    all
+/// ```
+/// use dsh_core::{plugin_fn, Context, Dep};
+/// use std::sync::{Arc, Mutex};
+///
+/// struct Clock(u64);
+/// let seen = Arc::new(Mutex::new(None));
+/// let probe = {
+///     let seen = seen.clone();
+///     plugin_fn("probe", move |_, clock: Dep<Clock>| {
+///         *seen.lock().unwrap() = Some(clock.get()?.0);
+///         Ok(())
+///     })
+/// };
+/// let clock = plugin_fn("clock", |scope, ()| Ok(scope.provide(Arc::new(Clock(7)))?))
+///     .provides::<Clock>();
+/// let ctx = Context::builder().add_plugin(probe).add_plugin(clock).build()?;
+/// assert_eq!(*seen.lock().unwrap(), Some(7));
+/// # Ok::<(), dsh_core::CoreError>(())
+/// ```
+pub fn plugin_fn<D, F>(name: &'static str, apply: F) -> FnPlugin<D, F>
+where
+    D: Deps,
+    F: Fn(&Scope, D) -> Result<(), BoxError> + Send + Sync + 'static,
+{
+    let mut manifest = Manifest::new(name);
+    D::declare(&mut manifest);
+    FnPlugin {
+        manifest,
+        apply,
+        _deps: PhantomData,
+    }
 }
 
-/// Submits a `static` [`PluginDescriptor`] to the link-time registry read by
-/// [`Context::from_registry`].
+impl<D, F> FnPlugin<D, F> {
+    /// Declares that the plugin provides service `T`.
+    pub fn provides<T: ?Sized + 'static>(mut self) -> FnPlugin<D, F> {
+        self.manifest.provides.push(ServiceKey::of::<T>());
+        self
+    }
+
+    /// Sets the version string.
+    pub fn version(mut self, version: &'static str) -> FnPlugin<D, F> {
+        self.manifest.version = version;
+        self
+    }
+
+    /// Sets whether a context may hold only one root instance (default `true`).
+    pub fn unique(mut self, unique: bool) -> FnPlugin<D, F> {
+        self.manifest.unique = unique;
+        self
+    }
+
+    /// Sets whether the plugin is enabled when a config is silent (default `true`).
+    pub fn enabled_by_default(mut self, enabled: bool) -> FnPlugin<D, F> {
+        self.manifest.enabled_by_default = enabled;
+        self
+    }
+}
+
+impl<D, F> ErasedPlugin for FnPlugin<D, F>
+where
+    D: Deps,
+    F: Fn(&Scope, D) -> Result<(), BoxError> + Send + Sync + 'static,
+{
+    fn check_config(&self, _: &Value) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn prepare<'a>(&'a self, _: &Value) -> Result<ReadyApply<'a>, String> {
+        Ok(Box::new(move |applying| {
+            let deps = D::resolve(&DepsCx { applying })?;
+            (self.apply)(&Scope::new(applying), deps)
+        }))
+    }
+}
+
+impl<D, F> From<FnPlugin<D, F>> for AnyPlugin
+where
+    D: Deps,
+    F: Fn(&Scope, D) -> Result<(), BoxError> + Send + Sync + 'static,
+{
+    fn from(plugin: FnPlugin<D, F>) -> AnyPlugin {
+        let manifest = Arc::new(plugin.manifest.clone());
+        AnyPlugin {
+            plugin: Arc::new(plugin),
+            manifest,
+        }
+    }
+}
+
+/// The value [`crate::submit_plugin!`] registers: a `Default` plugin of type `P`.
+#[doc(hidden)]
+pub fn make_default<P: Plugin + Default>() -> AnyPlugin {
+    P::default().into()
+}
+
+/// Submits plugin type `P` (a [`Plugin`] that implements `Default`) to the link-time registry
+/// read by [`crate::Context::from_registry`] and [`crate::registered`]: the registry makes a
+/// `P::default()` value for each context.
+///
+/// ```
+/// use dsh_core::{BoxError, NoConfig, Plugin, Scope};
+/// #[derive(Default)]
+/// pub struct Hello;
+/// impl Plugin for Hello {
+///     const NAME: &'static str = "hello";
+///     type Config = NoConfig;
+///     type Deps = ();
+///     fn apply(&self, _: &Scope, _: NoConfig, (): ()) -> Result<(), BoxError> { Ok(()) }
+/// }
+/// dsh_core::submit_plugin!(Hello);
+/// assert!(dsh_core::registered().iter().any(|p| p.name() == "hello"));
+/// ```
+///
+/// A plugin crate that nothing references is not linked, so its registration is absent: a
+/// host references each plugin crate it ships (`use the_crate as _;`) and can check with
+/// [`crate::Context::expect_plugins`].
 #[macro_export]
 macro_rules! submit_plugin {
-    ($descriptor:path) => {
+    ($plugin:ty) => {
         $crate::__private::inventory::submit! {
-            $crate::plugin::Registration(&$descriptor)
+            $crate::__private::Registration {
+                make: $crate::__private::make_default::<$plugin>,
+            }
         }
     };
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn short_names_drop_paths_and_dyn() {
-        assert_eq!(short_type_name("a::b::Store"), "Store");
-        assert_eq!(short_type_name("dyn a::Persist"), "Persist");
-        assert_eq!(short_type_name("a::Wrap<b::C>"), "Wrap<b::C>");
-        assert_eq!(short_type_name("u8"), "u8");
-    }
-
-    #[test]
-    fn service_keys_compare_by_type() {
-        assert_eq!(ServiceKey::of::<u8>(), ServiceKey::of::<u8>());
-        assert_ne!(ServiceKey::of::<u8>(), ServiceKey::of::<u16>());
-        assert_eq!(ServiceKey::of::<dyn fmt::Debug>().name(), "Debug");
-    }
 }

@@ -1,6 +1,7 @@
 //! `SessionForkError`: the RFC's error taxonomy, plus `INVALID_BOUNDARY` (dsh's store fork,
 //! reference section 7.3) and the failures of forking a stored session.
 
+use dsh_core::Unavailable;
 use dsh_session::{PersistenceError, SessionId, StoreError};
 use std::fmt;
 
@@ -99,18 +100,16 @@ pub enum SessionForkError {
         #[source]
         source: PersistenceError,
     },
-    /// A session that is not live was to be read from persistence, but no backend is active.
-    #[error("session \"{id}\" is not live and no persistence backend is active to read it")]
-    PersistenceUnavailable {
+    /// A capability the fork needs is not available: the session store (the session plugin
+    /// went away while the caller kept the fork service), or the persistence backend a
+    /// session that is not live is read from (code `CAPABILITY_UNAVAILABLE`).
+    #[error("cannot fork session \"{id}\": {source}")]
+    Unavailable {
         /// The source id.
         id: SessionId,
-    },
-    /// The store is no longer available (the session plugin went away while the caller kept
-    /// the fork service).
-    #[error("the session store is not available to fork session \"{id}\"")]
-    StoreUnavailable {
-        /// The source id.
-        id: SessionId,
+        /// Which service, and its provider's state.
+        #[source]
+        source: Unavailable,
     },
     /// Creating the child failed in the store (a `created` listener vetoed it, e.g. the
     /// persistence backend refused the id).
@@ -137,8 +136,7 @@ impl SessionForkError {
             SessionForkError::OpenTurn { .. } | SessionForkError::OpenTurnAt { .. } => "OPEN_TURN",
             SessionForkError::InvalidBoundary { .. } => "INVALID_BOUNDARY",
             SessionForkError::Persistence { source, .. } => source.code(),
-            SessionForkError::PersistenceUnavailable { .. }
-            | SessionForkError::StoreUnavailable { .. } => "CAPABILITY_UNAVAILABLE",
+            SessionForkError::Unavailable { source, .. } => source.code(),
             SessionForkError::Create { source, .. } => source.code(),
         }
     }

@@ -3,7 +3,7 @@
 //! are not live (`fork_stored`), and lineage queries (in [`crate::lineage`]).
 
 use crate::error::{BoundaryProblem, SessionForkError};
-use dsh_core::WeakContext;
+use dsh_core::Dep;
 use dsh_session::event::TURN_END;
 use dsh_session::{
     CreateOptions, Events, PersistenceError, Seed, Session, SessionEvent, SessionHeader, SessionId,
@@ -124,7 +124,7 @@ impl ForkSessionOptions {
 /// The session fork service (`ctx.get::<SessionFork>()`), provided by the `dsh-session-fork`
 /// plugin over the `SessionStore` of `dsh-session` (RFC "Session fork service").
 pub struct SessionFork {
-    ctx: WeakContext,
+    store: Dep<SessionStore>,
 }
 
 impl std::fmt::Debug for SessionFork {
@@ -134,15 +134,17 @@ impl std::fmt::Debug for SessionFork {
 }
 
 impl SessionFork {
-    pub(crate) fn new(ctx: WeakContext) -> SessionFork {
-        SessionFork { ctx }
+    pub(crate) fn new(store: Dep<SessionStore>) -> SessionFork {
+        SessionFork { store }
     }
 
     pub(crate) fn store(&self, id: &SessionId) -> Result<Arc<SessionStore>, SessionForkError> {
-        self.ctx
-            .upgrade()
-            .and_then(|ctx| ctx.get::<SessionStore>())
-            .ok_or_else(|| SessionForkError::StoreUnavailable { id: id.clone() })
+        self.store
+            .arc()
+            .map_err(|source| SessionForkError::Unavailable {
+                id: id.clone(),
+                source,
+            })
     }
 
     /// Resolves a live source, checks the boundary rule (the log is empty or its last event is
@@ -217,7 +219,10 @@ impl SessionFork {
         check_child_free(&store, session_id.as_ref())?;
         let backend = store
             .persistence()
-            .ok_or_else(|| SessionForkError::PersistenceUnavailable { id: id.clone() })?;
+            .map_err(|source| SessionForkError::Unavailable {
+                id: id.clone(),
+                source,
+            })?;
         let (header, mut events) = read_stored(backend.as_ref(), &id, boundary)?;
         let len = seed_len(&id, boundary, events.len(), |i| events.get(i))?;
         events.truncate(len);

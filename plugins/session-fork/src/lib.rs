@@ -10,10 +10,10 @@
 //!
 //! ```
 //! use dsh_core::Context;
-//! use dsh_session::{EventDraft, SessionStore, TurnEndReason, SESSION_PLUGIN};
-//! use dsh_session_fork::{ForkSessionOptions, SessionFork, SESSION_FORK_PLUGIN};
+//! use dsh_session::{EventDraft, SessionPlugin, SessionStore, TurnEndReason};
+//! use dsh_session_fork::{ForkSessionOptions, SessionFork, SessionForkPlugin};
 //!
-//! let ctx = Context::builder().plugin(&SESSION_PLUGIN).plugin(&SESSION_FORK_PLUGIN).build()?;
+//! let ctx = Context::builder().add_plugin(SessionPlugin).add_plugin(SessionForkPlugin).build()?;
 //! let source = ctx.expect::<SessionStore>().create(None, Default::default())?;
 //! source.append(EventDraft::turn_start(1))?;
 //! source.append(EventDraft::turn_end(1, TurnEndReason::Completed))?;
@@ -31,4 +31,4 @@ pub mod plugin;
 pub use error::{BoundaryProblem, SessionForkError};
 pub use fork::{ForkSessionOptions, SessionFork, SessionForkSeed, SessionForkSource};
 pub use lineage::LineageNode;
-pub use plugin::SESSION_FORK_PLUGIN;
+pub use plugin::SessionForkPlugin;

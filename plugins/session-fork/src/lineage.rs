@@ -165,7 +165,7 @@ impl SessionFork {
 
     fn known(&self, id: &SessionId) -> Result<Known, SessionForkError> {
         let store = self.store(id)?;
-        let backend = store.persistence();
+        let backend = store.persistence().ok();
         let mut headers = HashMap::new();
         if let Some(backend) = &backend {
             let stored = backend.list().map_err(|source| persistence(id, source))?;

@@ -1,23 +1,26 @@
-//! The `dsh-session-fork` plugin descriptor.
+//! The `dsh-session-fork` plugin.
 
 use crate::fork::SessionFork;
-use dsh_core::{BoxError, Context, PluginDescriptor, ServiceKey};
+use dsh_core::{BoxError, Dep, NoConfig, Plugin, Scope, ServiceKey};
 use dsh_session::SessionStore;
 use std::sync::Arc;
 
-/// The plugin name hosts enable and disable: `dsh-session-fork`.
-pub const NAME: &str = "dsh-session-fork";
-
 /// The `dsh-session-fork` plugin: requires `SessionStore`, provides [`SessionFork`]. With the
 /// session plugin disabled it stays pending and `ctx.get::<SessionFork>()` is `None`.
-pub static SESSION_FORK_PLUGIN: PluginDescriptor = PluginDescriptor::new(NAME, apply)
-    .version(env!("CARGO_PKG_VERSION"))
-    .requires(&[ServiceKey::of::<SessionStore>()])
-    .provides(&[ServiceKey::of::<SessionFork>()]);
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SessionForkPlugin;
 
-dsh_core::submit_plugin!(SESSION_FORK_PLUGIN);
+impl Plugin for SessionForkPlugin {
+    const NAME: &'static str = "dsh-session-fork";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<SessionFork>()];
+    type Config = NoConfig;
+    type Deps = Dep<SessionStore>;
 
-fn apply(ctx: &Context) -> Result<(), BoxError> {
-    ctx.provide(Arc::new(SessionFork::new(ctx.downgrade())))?;
-    Ok(())
+    fn apply(&self, scope: &Scope, _: NoConfig, store: Dep<SessionStore>) -> Result<(), BoxError> {
+        scope.provide(Arc::new(SessionFork::new(store)))?;
+        Ok(())
+    }
 }
+
+dsh_core::submit_plugin!(SessionForkPlugin);

@@ -23,4 +23,4 @@ mod scan;
 pub use backend::{
     read_session_bytes, read_session_file, Compression, JsonlPersistence, DEFAULT_LOCK_TIMEOUT,
 };
-pub use plugin::{JsonlConfig, SESSION_JSONL_PLUGIN};
+pub use plugin::{JsonlConfig, SessionJsonlPlugin};

@@ -1,14 +1,11 @@
-//! The `dsh-session-jsonl` plugin descriptor and its configuration.
+//! The `dsh-session-jsonl` plugin and its configuration.
 
 use crate::backend::{Compression, JsonlPersistence};
-use dsh_core::{BoxError, Context, PluginDescriptor, ServiceKey};
+use dsh_core::{BoxError, Plugin, Scope, ServiceKey};
 use dsh_session::SessionPersistence;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-/// The plugin name hosts enable and disable: `dsh-session-jsonl`.
-pub const NAME: &str = "dsh-session-jsonl";
 
 /// The plugin's configuration: `{"root": "DIR", "compression": "none" | "zstd"}`: the folder
 /// sessions are stored in (created on the first write; an empty path is refused) and the form
@@ -36,18 +33,23 @@ fn non_empty_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::
 
 /// The `dsh-session-jsonl` plugin: provides `dyn SessionPersistence` over
 /// [`JsonlPersistence`] rooted at its config's `root` (a missing `root` fails the plugin with
-/// an error naming the field). The session plugin's wiring drives it.
-pub static SESSION_JSONL_PLUGIN: PluginDescriptor = PluginDescriptor::new(NAME, apply)
-    .version(env!("CARGO_PKG_VERSION"))
-    .config::<JsonlConfig>()
-    .provides(&[ServiceKey::of::<dyn SessionPersistence>()]);
+/// an error naming the field). The session plugin drives it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SessionJsonlPlugin;
 
-dsh_core::submit_plugin!(SESSION_JSONL_PLUGIN);
+impl Plugin for SessionJsonlPlugin {
+    const NAME: &'static str = "dsh-session-jsonl";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<dyn SessionPersistence>()];
+    type Config = JsonlConfig;
+    type Deps = ();
 
-fn apply(ctx: &Context) -> Result<(), BoxError> {
-    let config: JsonlConfig = ctx.config()?;
-    let backend: Arc<dyn SessionPersistence> =
-        Arc::new(JsonlPersistence::new(config.root).with_compression(config.compression));
-    ctx.provide(backend)?;
-    Ok(())
+    fn apply(&self, scope: &Scope, config: JsonlConfig, (): ()) -> Result<(), BoxError> {
+        let backend: Arc<dyn SessionPersistence> =
+            Arc::new(JsonlPersistence::new(config.root).with_compression(config.compression));
+        scope.provide(backend)?;
+        Ok(())
+    }
 }
+
+dsh_core::submit_plugin!(SessionJsonlPlugin);

@@ -5,7 +5,7 @@
 //!
 //! Owns the tables ([`schema`]), [`PostgresPersistence`], which implements
 //! [`dsh_session::SessionPersistence`] over them with the synchronous `postgres` client, and
-//! the `dsh-session-postgres` plugin ([`SESSION_POSTGRES_PLUGIN`]). The row encoding is the
+//! the `dsh-session-postgres` plugin ([`SessionPostgresPlugin`]). The row encoding is the
 //! session crate's [`dsh_session::columns`], shared with the SQLite backend. It knows the
 //! session crate's events, header and persistence seam, and nothing else: not fork (a fork
 //! child is persisted like any session, header with lineage plus its seed), not the other
@@ -35,4 +35,4 @@ pub mod schema;
 
 pub use backend::{PostgresPersistence, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT};
 pub use error::OpenError;
-pub use plugin::{PostgresConfig, SESSION_POSTGRES_PLUGIN};
+pub use plugin::{PostgresConfig, SessionPostgresPlugin};

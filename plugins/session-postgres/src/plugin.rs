@@ -1,13 +1,10 @@
-//! The `dsh-session-postgres` plugin descriptor and its configuration.
+//! The `dsh-session-postgres` plugin and its configuration.
 
 use crate::backend::PostgresPersistence;
-use dsh_core::{BoxError, Context, PluginDescriptor, ServiceKey};
+use dsh_core::{BoxError, Plugin, PluginError, Scope, ServiceKey};
 use dsh_session::SessionPersistence;
 use serde::Deserialize;
 use std::sync::Arc;
-
-/// The plugin name hosts enable and disable: `dsh-session-postgres`.
-pub const NAME: &str = "dsh-session-postgres";
 
 /// The plugin's configuration: `{"url": "postgres://USER@HOST:PORT/DB", "schema": "NAME"}`.
 ///
@@ -27,21 +24,27 @@ pub struct PostgresConfig {
 /// The `dsh-session-postgres` plugin: provides `dyn SessionPersistence` over a
 /// [`PostgresPersistence`] connected to its config's `url` (a missing `url`, a refused
 /// connection string or schema name, an unreachable server or a store of another schema
-/// version fails the plugin with an error naming it). Disabled by default: a host enables it
-/// (and disables the other backends, since only one plugin may provide
-/// `dyn SessionPersistence`) when the user asks for PostgreSQL.
-pub static SESSION_POSTGRES_PLUGIN: PluginDescriptor = PluginDescriptor::new(NAME, apply)
-    .version(env!("CARGO_PKG_VERSION"))
-    .config::<PostgresConfig>()
-    .provides(&[ServiceKey::of::<dyn SessionPersistence>()])
-    .enabled_by_default(false);
+/// version fails the plugin with an error naming it, with the [`crate::OpenError`]'s code).
+/// Disabled by default: a host enables it (and disables the other backends, since only one
+/// plugin may provide `dyn SessionPersistence`) when the user asks for PostgreSQL.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SessionPostgresPlugin;
 
-dsh_core::submit_plugin!(SESSION_POSTGRES_PLUGIN);
+impl Plugin for SessionPostgresPlugin {
+    const NAME: &'static str = "dsh-session-postgres";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<dyn SessionPersistence>()];
+    const ENABLED_BY_DEFAULT: bool = false;
+    type Config = PostgresConfig;
+    type Deps = ();
 
-fn apply(ctx: &Context) -> Result<(), BoxError> {
-    let config: PostgresConfig = ctx.config()?;
-    let backend = PostgresPersistence::open(&config.url, config.schema.as_deref())?;
-    let backend: Arc<dyn SessionPersistence> = Arc::new(backend);
-    ctx.provide(backend)?;
-    Ok(())
+    fn apply(&self, scope: &Scope, config: PostgresConfig, (): ()) -> Result<(), BoxError> {
+        let backend = PostgresPersistence::open(&config.url, config.schema.as_deref())
+            .map_err(|error| PluginError::new(error.code(), error))?;
+        let backend: Arc<dyn SessionPersistence> = Arc::new(backend);
+        scope.provide(backend)?;
+        Ok(())
+    }
 }
+
+dsh_core::submit_plugin!(SessionPostgresPlugin);

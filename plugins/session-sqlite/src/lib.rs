@@ -4,7 +4,7 @@
 //!
 //! Owns the schema ([`schema`]), the row encoding of headers and events, and
 //! [`SqlitePersistence`], which implements [`dsh_session::SessionPersistence`] over them, plus
-//! the `dsh-session-sqlite` plugin ([`SESSION_SQLITE_PLUGIN`]). It knows the session crate's
+//! the `dsh-session-sqlite` plugin ([`SessionSqlitePlugin`]). It knows the session crate's
 //! events, header and persistence seam, and nothing else: not fork (a fork child is persisted
 //! like any session, header with lineage plus its seed), not the JSONL backend, not the store's
 //! internals.
@@ -29,4 +29,4 @@ mod rows;
 pub mod schema;
 
 pub use backend::{SqlitePersistence, DEFAULT_LOCK_TIMEOUT};
-pub use plugin::{SqliteConfig, SESSION_SQLITE_PLUGIN};
+pub use plugin::{SessionSqlitePlugin, SqliteConfig};

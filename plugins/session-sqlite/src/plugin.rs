@@ -1,14 +1,11 @@
-//! The `dsh-session-sqlite` plugin descriptor and its configuration.
+//! The `dsh-session-sqlite` plugin and its configuration.
 
 use crate::backend::SqlitePersistence;
-use dsh_core::{BoxError, Context, PluginDescriptor, ServiceKey};
+use dsh_core::{BoxError, Plugin, PluginError, Scope, ServiceKey};
 use dsh_session::SessionPersistence;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-/// The plugin name hosts enable and disable: `dsh-session-sqlite`.
-pub const NAME: &str = "dsh-session-sqlite";
 
 /// The plugin's configuration: `{"path": "FILE"}`, the database file (created with its parent
 /// folders when absent; an empty path is refused).
@@ -32,20 +29,27 @@ fn non_empty_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::
 
 /// The `dsh-session-sqlite` plugin: provides `dyn SessionPersistence` over a
 /// [`SqlitePersistence`] opened at its config's `path` (a missing or empty `path`, or a
-/// database that cannot be opened, fails the plugin with an error naming it). Disabled by
-/// default: a host enables it (and disables the other backends, since only one plugin may
-/// provide `dyn SessionPersistence`) when the user asks for SQLite.
-pub static SESSION_SQLITE_PLUGIN: PluginDescriptor = PluginDescriptor::new(NAME, apply)
-    .version(env!("CARGO_PKG_VERSION"))
-    .config::<SqliteConfig>()
-    .provides(&[ServiceKey::of::<dyn SessionPersistence>()])
-    .enabled_by_default(false);
+/// database that cannot be opened, fails the plugin with an error naming it and the backend's
+/// code). Disabled by default: a host enables it (and disables the other backends, since only
+/// one plugin may provide `dyn SessionPersistence`) when the user asks for SQLite.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SessionSqlitePlugin;
 
-dsh_core::submit_plugin!(SESSION_SQLITE_PLUGIN);
+impl Plugin for SessionSqlitePlugin {
+    const NAME: &'static str = "dsh-session-sqlite";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<dyn SessionPersistence>()];
+    const ENABLED_BY_DEFAULT: bool = false;
+    type Config = SqliteConfig;
+    type Deps = ();
 
-fn apply(ctx: &Context) -> Result<(), BoxError> {
-    let config: SqliteConfig = ctx.config()?;
-    let backend: Arc<dyn SessionPersistence> = Arc::new(SqlitePersistence::open(config.path)?);
-    ctx.provide(backend)?;
-    Ok(())
+    fn apply(&self, scope: &Scope, config: SqliteConfig, (): ()) -> Result<(), BoxError> {
+        let backend = SqlitePersistence::open(config.path)
+            .map_err(|error| PluginError::new(error.code(), error))?;
+        let backend: Arc<dyn SessionPersistence> = Arc::new(backend);
+        scope.provide(backend)?;
+        Ok(())
+    }
 }
+
+dsh_core::submit_plugin!(SessionSqlitePlugin);

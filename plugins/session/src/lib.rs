@@ -7,9 +7,9 @@
 //!
 //! ```
 //! use dsh_core::Context;
-//! use dsh_session::{EventDraft, SessionStore, TurnEndReason, SESSION_PLUGIN};
+//! use dsh_session::{EventDraft, SessionPlugin, SessionStore, TurnEndReason};
 //!
-//! let ctx = Context::builder().plugin(&SESSION_PLUGIN).build()?;
+//! let ctx = Context::builder().add_plugin(SessionPlugin).build()?;
 //! let store = ctx.expect::<SessionStore>();
 //! let session = store.create(None, Default::default())?;
 //! session.append(EventDraft::turn_start(1))?;
@@ -38,7 +38,7 @@ pub use event::{EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
 pub use header::{SessionHeader, SessionId, SessionMeta, SESSION_FORMAT_VERSION};
 pub use invariants::{check_invariants, InvariantViolation};
 pub use persistence::{check_seqs, PersistenceError, SessionPersistence, StoredSession};
-pub use plugin::SESSION_PLUGIN;
+pub use plugin::SessionPlugin;
 pub use repair::interrupted_turn_closers;
 pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
 pub use store::{

@@ -11,7 +11,7 @@ use crate::event::SessionEvent;
 use crate::header::{SessionHeader, SessionId};
 use crate::session::Session;
 use crate::store::{SessionCreated, SessionDisposed, SessionFlush};
-use dsh_core::{Context, WeakContext};
+use dsh_core::{Optional, Scope};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -189,21 +189,24 @@ pub fn check_seqs(
 /// `created` writes header and seed once (or adopts a stored artifact whose log is a prefix
 /// of the session's, appending the rest), `flush` appends what is new, `disposed` drains
 /// the rest and forgets the session. With no backend active they do nothing.
-pub(crate) fn wire(ctx: &Context) -> Result<(), dsh_core::CoreError> {
+pub(crate) fn wire(
+    scope: &Scope,
+    backend: Optional<dyn SessionPersistence>,
+) -> Result<(), dsh_core::CoreError> {
     let wiring = Arc::new(Wiring {
-        ctx: ctx.downgrade(),
+        backend,
         cursors: Mutex::new(HashMap::new()),
     });
     let on_created = wiring.clone();
-    ctx.on::<SessionCreated>(move |e| Ok(on_created.created(&e.session)?))?;
+    scope.on::<SessionCreated>(move |e| Ok(on_created.created(&e.session)?))?;
     let on_flush = wiring.clone();
-    ctx.on::<SessionFlush>(move |e| Ok(on_flush.flush(&e.session)?))?;
-    ctx.on::<SessionDisposed>(move |e| Ok(wiring.disposed(&e.session)?))?;
+    scope.on::<SessionFlush>(move |e| Ok(on_flush.flush(&e.session)?))?;
+    scope.on::<SessionDisposed>(move |e| Ok(wiring.disposed(&e.session)?))?;
     Ok(())
 }
 
 struct Wiring {
-    ctx: WeakContext,
+    backend: Optional<dyn SessionPersistence>,
     /// Per live session: how many of its events are durable in the backend. Held across a
     /// backend call, so the writes of the store are serialized.
     cursors: Mutex<HashMap<SessionId, usize>>,
@@ -211,7 +214,7 @@ struct Wiring {
 
 impl Wiring {
     fn backend(&self) -> Option<Arc<dyn SessionPersistence>> {
-        self.ctx.upgrade()?.get::<dyn SessionPersistence>()
+        self.backend.get()
     }
 
     fn created(&self, session: &Session) -> Result<(), PersistenceError> {

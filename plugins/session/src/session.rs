@@ -12,7 +12,7 @@ use crate::event::{EventDraft, SessionEvent};
 use crate::fold::{project, Surface, SurfacePlan};
 use crate::header::{SessionHeader, SessionId};
 use crate::validate::{validate_append, ValidationError};
-use dsh_core::WeakContext;
+use dsh_core::Emitter;
 use parking_lot::{Mutex, ReentrantMutex, RwLock};
 use serde_json::Value;
 use std::cell::Cell;
@@ -178,8 +178,8 @@ pub struct Session {
     log: RwLock<Log>,
     /// Serializes appends; the flag detects a re-entrant append from a listener.
     appending: ReentrantMutex<Cell<bool>>,
-    /// The store's context while the session is live in it (publishes appends).
-    link: Mutex<Option<WeakContext>>,
+    /// The store's emitter while the session is live in it (publishes appends).
+    link: Mutex<Option<Emitter>>,
     /// How many leading events are already durable in the active backend (set when the
     /// session was loaded from it), so the persistence wiring does not write them again.
     persisted: Option<usize>,
@@ -226,8 +226,8 @@ impl Session {
         }
     }
 
-    pub(crate) fn attach(&self, ctx: WeakContext) {
-        *self.link.lock() = Some(ctx);
+    pub(crate) fn attach(&self, emitter: Emitter) {
+        *self.link.lock() = Some(emitter);
     }
 
     pub(crate) fn detach(&self) {
@@ -307,10 +307,10 @@ impl Session {
             log.surface.apply(plan, seq);
             event
         };
-        let ctx = self.link.lock().as_ref().and_then(WeakContext::upgrade);
-        if let Some(ctx) = ctx {
+        let emitter = self.link.lock().clone();
+        if let Some(emitter) = emitter {
             guard.set(true);
-            let published = ctx.emit(&SessionEventAppended {
+            let published = emitter.emit(&SessionEventAppended {
                 session: self.clone(),
                 event: event.clone(),
             });

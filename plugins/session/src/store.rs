@@ -8,7 +8,7 @@ use crate::repair::interrupted_turn_closers;
 use crate::session::{admit_seed, fold_trusted, now_ms, Events, Session};
 use crate::upgrade::{prepare_stored_events, StoredLogError};
 use crate::validate::ValidationError;
-use dsh_core::{EmitError, WeakContext};
+use dsh_core::{EmitError, Emitter, Optional, Unavailable};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -158,11 +158,15 @@ pub enum StoreError {
         #[source]
         source: StoredLogError,
     },
-    /// `load` was asked for a session that is not live while no backend is active.
-    #[error("session \"{id}\" is not live and no persistence backend is active")]
-    NoPersistence {
+    /// `load` or `resume` was asked for a session that is not live while no persistence
+    /// backend is active (code `CAPABILITY_UNAVAILABLE`).
+    #[error("session \"{id}\" is not live and no persistence backend is active: {source}")]
+    Unavailable {
         /// The id.
         id: SessionId,
+        /// Why no backend can be read (the backend plugin and its state).
+        #[source]
+        source: Unavailable,
     },
 }
 
@@ -182,7 +186,7 @@ impl StoreError {
                 .find_map(|f| f.error.downcast_ref::<PersistenceError>())
                 .map_or(source.code(), PersistenceError::code),
             StoreError::Persistence { source, .. } => source.code(),
-            StoreError::NoPersistence { .. } => "CAPABILITY_UNAVAILABLE",
+            StoreError::Unavailable { source, .. } => source.code(),
         }
     }
 }
@@ -197,7 +201,8 @@ struct Live {
 /// plugin. Holds live sessions until [`SessionStore::dispose`] or until the plugin is
 /// disposed.
 pub struct SessionStore {
-    ctx: WeakContext,
+    events: Emitter,
+    backend: Optional<dyn SessionPersistence>,
     live: Mutex<Live>,
 }
 
@@ -210,9 +215,10 @@ impl std::fmt::Debug for SessionStore {
 }
 
 impl SessionStore {
-    pub(crate) fn new(ctx: WeakContext) -> SessionStore {
+    pub(crate) fn new(events: Emitter, backend: Optional<dyn SessionPersistence>) -> SessionStore {
         SessionStore {
-            ctx,
+            events,
+            backend,
             live: Mutex::new(Live::default()),
         }
     }
@@ -276,11 +282,8 @@ impl SessionStore {
             live.by_id.insert(id.clone(), session.clone());
             live.order.push(id.clone());
         }
-        session.attach(self.ctx.clone());
-        let Some(ctx) = self.ctx.upgrade() else {
-            return Ok(session);
-        };
-        if let Err(source) = ctx.emit(&SessionCreated {
+        session.attach(self.events.clone());
+        if let Err(source) = self.events.emit(&SessionCreated {
             session: session.clone(),
         }) {
             self.remove(&id);
@@ -341,17 +344,15 @@ impl SessionStore {
                 id: session.id().clone(),
             });
         }
-        let Some(ctx) = self.ctx.upgrade() else {
-            return Ok(());
-        };
-        ctx.emit(&SessionFlush {
-            session: session.clone(),
-        })
-        .map_err(|source| StoreError::Listener {
-            id: session.id().clone(),
-            stage: "flush",
-            source,
-        })
+        self.events
+            .emit(&SessionFlush {
+                session: session.clone(),
+            })
+            .map_err(|source| StoreError::Listener {
+                id: session.id().clone(),
+                stage: "flush",
+                source,
+            })
     }
 
     /// Removes the live session `id`, detaches it and publishes [`SessionDisposed`].
@@ -378,10 +379,8 @@ impl SessionStore {
             return false;
         };
         session.detach();
-        if let Some(ctx) = self.ctx.upgrade() {
-            if let Err(error) = ctx.emit(&SessionDisposed { session }) {
-                tracing::warn!(session = %id, %error, "session disposed listener failed");
-            }
+        if let Err(error) = self.events.emit(&SessionDisposed { session }) {
+            tracing::warn!(session = %id, %error, "session disposed listener failed");
         }
         true
     }
@@ -393,7 +392,7 @@ impl SessionStore {
     /// [`SessionStore::resume`] instead.
     ///
     /// Errors: [`StoreError::NotFound`] when neither live nor stored,
-    /// [`StoreError::NoPersistence`] without a backend, [`StoreError::Persistence`] when the
+    /// [`StoreError::Unavailable`] without a backend, [`StoreError::Persistence`] when the
     /// stored file is refused, [`StoreError::InvalidSeed`] when its log breaks a rule.
     pub fn load(&self, id: &SessionId) -> Result<Arc<Session>, StoreError> {
         if let Some(live) = self.get(id) {
@@ -484,13 +483,20 @@ impl SessionStore {
         Ok((backend, stored))
     }
 
-    /// The active persistence backend, if any.
-    pub fn persistence(&self) -> Option<Arc<dyn SessionPersistence>> {
-        self.ctx.upgrade()?.get::<dyn SessionPersistence>()
+    /// The active persistence backend.
+    ///
+    /// # Errors
+    /// [`Unavailable`] (code `CAPABILITY_UNAVAILABLE`) naming the backend plugin and its
+    /// state, when no backend is active.
+    pub fn persistence(&self) -> Result<Arc<dyn SessionPersistence>, Unavailable> {
+        self.backend.require()
     }
 
     fn backend(&self, id: &SessionId) -> Result<Arc<dyn SessionPersistence>, StoreError> {
         self.persistence()
-            .ok_or_else(|| StoreError::NoPersistence { id: id.clone() })
+            .map_err(|source| StoreError::Unavailable {
+                id: id.clone(),
+                source,
+            })
     }
 }

@@ -1,5 +1,6 @@
 //! `SubagentForkError`: why a subagent child could not be spawned.
 
+use dsh_core::Unavailable;
 use dsh_session::{SessionId, StoreError};
 
 /// Errors of [`crate::SubagentFork`], each naming the parent session. An open parent turn is
@@ -15,10 +16,13 @@ pub enum SubagentForkError {
         id: SessionId,
     },
     /// `CAPABILITY_UNAVAILABLE`: the store went away while the caller kept the service.
-    #[error("the session store is not available to spawn a subagent of \"{id}\"")]
-    StoreUnavailable {
+    #[error("cannot spawn a subagent of \"{id}\": {source}")]
+    Unavailable {
         /// The parent id.
         id: SessionId,
+        /// The store's absence, with its provider's state.
+        #[source]
+        source: Unavailable,
     },
     /// Creating the child failed in the store (a `created` listener vetoed it); the store's
     /// code is kept.
@@ -37,7 +41,7 @@ impl SubagentForkError {
     pub fn code(&self) -> &'static str {
         match self {
             SubagentForkError::ParentNotLive { .. } => "SESSION_NOT_LIVE",
-            SubagentForkError::StoreUnavailable { .. } => "CAPABILITY_UNAVAILABLE",
+            SubagentForkError::Unavailable { source, .. } => source.code(),
             SubagentForkError::Create { source, .. } => source.code(),
         }
     }

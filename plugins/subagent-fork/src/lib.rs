@@ -10,10 +10,10 @@
 //!
 //! ```
 //! use dsh_core::Context;
-//! use dsh_session::{EventDraft, SessionStore, TurnEndReason, SESSION_PLUGIN};
-//! use dsh_subagent_fork::{SubagentFork, SUBAGENT_FORK_PLUGIN};
+//! use dsh_session::{EventDraft, SessionPlugin, SessionStore, TurnEndReason};
+//! use dsh_subagent_fork::{SubagentFork, SubagentForkPlugin};
 //!
-//! let ctx = Context::builder().plugin(&SESSION_PLUGIN).plugin(&SUBAGENT_FORK_PLUGIN).build()?;
+//! let ctx = Context::builder().add_plugin(SessionPlugin).add_plugin(SubagentForkPlugin).build()?;
 //! let parent = ctx.expect::<SessionStore>().create(None, Default::default())?;
 //! parent.append(EventDraft::turn_start(1))?;
 //! parent.append(EventDraft::turn_end(1, TurnEndReason::Completed))?;
@@ -30,5 +30,5 @@ pub mod plugin;
 pub mod subagent;
 
 pub use error::SubagentForkError;
-pub use plugin::SUBAGENT_FORK_PLUGIN;
+pub use plugin::SubagentForkPlugin;
 pub use subagent::{completed_turn_prefix, SubagentFork, SubagentSeed};

@@ -1,23 +1,26 @@
-//! The `dsh-subagent-fork` plugin descriptor.
+//! The `dsh-subagent-fork` plugin.
 
 use crate::subagent::SubagentFork;
-use dsh_core::{BoxError, Context, PluginDescriptor, ServiceKey};
+use dsh_core::{BoxError, Dep, NoConfig, Plugin, Scope, ServiceKey};
 use dsh_session::SessionStore;
 use std::sync::Arc;
 
-/// The plugin name hosts enable and disable: `dsh-subagent-fork`.
-pub const NAME: &str = "dsh-subagent-fork";
-
 /// The `dsh-subagent-fork` plugin: requires `SessionStore`, provides [`SubagentFork`]. With
 /// the session plugin disabled it stays pending and `ctx.get::<SubagentFork>()` is `None`.
-pub static SUBAGENT_FORK_PLUGIN: PluginDescriptor = PluginDescriptor::new(NAME, apply)
-    .version(env!("CARGO_PKG_VERSION"))
-    .requires(&[ServiceKey::of::<SessionStore>()])
-    .provides(&[ServiceKey::of::<SubagentFork>()]);
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SubagentForkPlugin;
 
-dsh_core::submit_plugin!(SUBAGENT_FORK_PLUGIN);
+impl Plugin for SubagentForkPlugin {
+    const NAME: &'static str = "dsh-subagent-fork";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<SubagentFork>()];
+    type Config = NoConfig;
+    type Deps = Dep<SessionStore>;
 
-fn apply(ctx: &Context) -> Result<(), BoxError> {
-    ctx.provide(Arc::new(SubagentFork::new(ctx.downgrade())))?;
-    Ok(())
+    fn apply(&self, scope: &Scope, _: NoConfig, store: Dep<SessionStore>) -> Result<(), BoxError> {
+        scope.provide(Arc::new(SubagentFork::new(store)))?;
+        Ok(())
+    }
 }
+
+dsh_core::submit_plugin!(SubagentForkPlugin);

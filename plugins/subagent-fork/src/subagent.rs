@@ -2,7 +2,7 @@
 //! (reference section 7.5).
 
 use crate::error::SubagentForkError;
-use dsh_core::WeakContext;
+use dsh_core::Dep;
 use dsh_session::event::TURN_END;
 use dsh_session::{CreateOptions, Events, Seed, Session, SessionMeta, SessionStore};
 use std::sync::Arc;
@@ -33,7 +33,7 @@ pub struct SubagentSeed {
 /// The subagent fork service (`ctx.get::<SubagentFork>()`), provided by the
 /// `dsh-subagent-fork` plugin over the `SessionStore` of `dsh-session`.
 pub struct SubagentFork {
-    ctx: WeakContext,
+    store: Dep<SessionStore>,
 }
 
 impl std::fmt::Debug for SubagentFork {
@@ -43,8 +43,8 @@ impl std::fmt::Debug for SubagentFork {
 }
 
 impl SubagentFork {
-    pub(crate) fn new(ctx: WeakContext) -> SubagentFork {
-        SubagentFork { ctx }
+    pub(crate) fn new(store: Dep<SessionStore>) -> SubagentFork {
+        SubagentFork { store }
     }
 
     /// The seed and meta a subagent of `parent` starts from, captured once: the parent's
@@ -70,15 +70,17 @@ impl SubagentFork {
     /// [`SubagentFork::seed`]. The seed shares the parent's events (no copy, no validation);
     /// the child persists through the ordinary `created`/`flush` path of the active backend.
     ///
-    /// Errors: [`SubagentForkError::ParentNotLive`], [`SubagentForkError::StoreUnavailable`],
+    /// Errors: [`SubagentForkError::ParentNotLive`], [`SubagentForkError::Unavailable`],
     /// [`SubagentForkError::Create`]; nothing is created on error.
     pub fn spawn(&self, parent: &Arc<Session>) -> Result<Arc<Session>, SubagentForkError> {
         let id = parent.id().clone();
         let store = self
-            .ctx
-            .upgrade()
-            .and_then(|ctx| ctx.get::<SessionStore>())
-            .ok_or_else(|| SubagentForkError::StoreUnavailable { id: id.clone() })?;
+            .store
+            .get()
+            .map_err(|source| SubagentForkError::Unavailable {
+                id: id.clone(),
+                source,
+            })?;
         if !store.is_live_instance(parent) {
             return Err(SubagentForkError::ParentNotLive { id });
         }

@@ -1,0 +1,278 @@
+//! Typed dependency handles, injected into `apply`: [`Dep<T>`] for a required service,
+//! `Option<Dep<T>>` for an optional one the plugin restarts on, [`Optional<T>`] for an optional
+//! one it follows live, and the [`Deps`] sets (tuples of them) a plugin declares as its
+//! `Deps` type. What a plugin requires is exactly what its `apply` receives: there is no list
+//! to keep in step with the body and no way to ask for an undeclared service.
+
+use crate::error::Unavailable;
+use crate::key::ServiceKey;
+use crate::manifest::{Manifest, OptionalMode};
+use crate::runtime::cells::ServiceCell;
+use crate::runtime::plugin::Applying;
+use crate::runtime::Runtime;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, Weak};
+
+/// A required service, resolved once when the instance is applied.
+///
+/// Clonable and cheap to keep in a service. Reading it ([`Dep::get`]) is one atomic load and
+/// a compare (no hash, no lock, no reference count): the handle checks that its provider is
+/// still the one it was resolved from. The consumer is torn down before its provider goes, so
+/// inside the consumer's life the read always succeeds; a handle kept beyond it (a service value
+/// someone still holds after its plugin was torn down) reads `Err(Unavailable)` once the
+/// provider has gone, even if another provider has taken its place. Like an `Arc`, it keeps the
+/// service value alive while it exists.
+pub struct Dep<T: ?Sized> {
+    value: Arc<T>,
+    cell: Arc<ServiceCell>,
+    epoch: u64,
+    rt: Weak<Runtime>,
+}
+
+impl<T: ?Sized + Send + Sync + 'static> Dep<T> {
+    /// The service, while its provider is the one this handle was resolved from.
+    ///
+    /// # Errors
+    /// [`Unavailable`] (code `CAPABILITY_UNAVAILABLE`) naming the service and its provider's
+    /// state, once that provider has gone.
+    #[inline]
+    pub fn get(&self) -> Result<&T, Unavailable> {
+        if self.cell.epoch() == self.epoch {
+            Ok(&self.value)
+        } else {
+            Err(self.unavailable())
+        }
+    }
+
+    /// The service as an `Arc` (one reference count more), like [`Dep::get`].
+    ///
+    /// # Errors
+    /// As [`Dep::get`].
+    pub fn arc(&self) -> Result<Arc<T>, Unavailable> {
+        self.get().map(|_| self.value.clone())
+    }
+
+    /// Whether [`Dep::get`] succeeds now.
+    pub fn is_available(&self) -> bool {
+        self.cell.epoch() == self.epoch
+    }
+
+    #[cold]
+    fn unavailable(&self) -> Unavailable {
+        unavailable(&self.rt, &self.cell.key)
+    }
+
+    fn resolve(cx: &DepsCx<'_>) -> Option<Dep<T>> {
+        let key = ServiceKey::of::<T>();
+        let resolved = cx.applying.rt.resolve(&key)?;
+        let value = resolved.value.downcast_ref::<Arc<T>>()?.clone();
+        Some(Dep {
+            value,
+            cell: resolved.cell,
+            epoch: resolved.epoch,
+            rt: Arc::downgrade(&cx.applying.rt),
+        })
+    }
+}
+
+impl<T: ?Sized> Clone for Dep<T> {
+    fn clone(&self) -> Dep<T> {
+        Dep {
+            value: self.value.clone(),
+            cell: self.cell.clone(),
+            epoch: self.epoch,
+            rt: self.rt.clone(),
+        }
+    }
+}
+
+impl<T: ?Sized> fmt::Debug for Dep<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dep")
+            .field("service", &self.cell.key)
+            .field("available", &(self.cell.epoch() == self.epoch))
+            .finish()
+    }
+}
+
+/// An optional service the instance follows without restarting: reads see whichever provider
+/// is active now (or nothing). Declared as `Optional<T>` in a plugin's `Deps`; the plugin can
+/// hear before the service goes with [`crate::Scope::before_leave`], while it is still
+/// readable.
+///
+/// A read goes through the service's cell with a hazard pointer: a few atomic operations, no
+/// lock and no shared write, so it scales across threads.
+pub struct Optional<T: ?Sized> {
+    cell: Arc<ServiceCell>,
+    rt: Weak<Runtime>,
+    _service: PhantomData<fn() -> Arc<T>>,
+}
+
+impl<T: ?Sized + Send + Sync + 'static> Optional<T> {
+    /// Calls `f` with a borrow of the service if it is readable now; `None` otherwise.
+    pub fn with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.read(|service| f(service))
+    }
+
+    /// The service if it is readable now (one reference count more).
+    pub fn get(&self) -> Option<Arc<T>> {
+        self.read(Arc::clone)
+    }
+
+    /// The service if it is readable now, or why not.
+    ///
+    /// # Errors
+    /// [`Unavailable`] naming the service, its provider and that provider's state.
+    pub fn require(&self) -> Result<Arc<T>, Unavailable> {
+        self.get()
+            .ok_or_else(|| unavailable(&self.rt, &self.cell.key))
+    }
+
+    fn read<R>(&self, f: impl FnOnce(&Arc<T>) -> R) -> Option<R> {
+        self.cell
+            .with(f, || self.rt.upgrade()?.published(self.cell.key.id()))
+    }
+
+    /// Whether a provider is active now.
+    pub fn is_available(&self) -> bool {
+        self.with(|_| ()).is_some()
+    }
+
+    /// The key of the service.
+    pub fn key(&self) -> ServiceKey {
+        self.cell.key
+    }
+}
+
+impl<T: ?Sized> Clone for Optional<T> {
+    fn clone(&self) -> Optional<T> {
+        Optional {
+            cell: self.cell.clone(),
+            rt: self.rt.clone(),
+            _service: PhantomData,
+        }
+    }
+}
+
+impl<T: ?Sized> fmt::Debug for Optional<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Optional")
+            .field("service", &self.cell.key)
+            .finish()
+    }
+}
+
+/// Why service `key` of the context behind `rt` cannot be read (provider gone with it, when
+/// the context is gone).
+fn unavailable(rt: &Weak<Runtime>, key: &ServiceKey) -> Unavailable {
+    match rt.upgrade() {
+        Some(rt) => rt.unavailable(key),
+        None => Unavailable {
+            service: key.name(),
+            provider: None,
+            state: None,
+        },
+    }
+}
+
+/// What `Deps::resolve` reads from: the apply in progress. Not constructible outside the core.
+#[doc(hidden)]
+pub struct DepsCx<'a> {
+    pub(crate) applying: &'a Applying,
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A set of dependency handles a plugin declares as its `Deps` type and receives in `apply`:
+/// `()`, a [`Dep<T>`] (required), an `Option<Dep<T>>` (optional; the instance restarts when the
+/// service appears or goes, so apply sees it), an [`Optional<T>`] (optional, followed live), or
+/// a tuple of up to eight of these.
+///
+/// ```
+/// use dsh_core::{Dep, Optional};
+/// # struct Store; struct Clock; trait Metrics {}
+/// type Deps = (Dep<Store>, Option<Dep<Clock>>, Optional<dyn Metrics>);
+/// ```
+///
+/// Sealed: the core resolves only the handles it knows.
+pub trait Deps: sealed::Sealed + Sized + Send + 'static {
+    /// Adds the declarations of the set to `manifest`.
+    #[doc(hidden)]
+    fn declare(manifest: &mut Manifest);
+
+    /// Resolves the set for the apply in progress.
+    #[doc(hidden)]
+    fn resolve(cx: &DepsCx<'_>) -> Result<Self, Unavailable>;
+}
+
+impl sealed::Sealed for () {}
+impl Deps for () {
+    fn declare(_: &mut Manifest) {}
+    fn resolve(_: &DepsCx<'_>) -> Result<(), Unavailable> {
+        Ok(())
+    }
+}
+
+impl<T: ?Sized + Send + Sync + 'static> sealed::Sealed for Dep<T> {}
+impl<T: ?Sized + Send + Sync + 'static> Deps for Dep<T> {
+    fn declare(manifest: &mut Manifest) {
+        manifest.requires.push(ServiceKey::of::<T>());
+    }
+    fn resolve(cx: &DepsCx<'_>) -> Result<Dep<T>, Unavailable> {
+        Dep::resolve(cx).ok_or_else(|| cx.applying.rt.unavailable(&ServiceKey::of::<T>()))
+    }
+}
+
+impl<T: ?Sized + Send + Sync + 'static> sealed::Sealed for Option<Dep<T>> {}
+impl<T: ?Sized + Send + Sync + 'static> Deps for Option<Dep<T>> {
+    fn declare(manifest: &mut Manifest) {
+        manifest
+            .optional
+            .push((ServiceKey::of::<T>(), OptionalMode::Restart));
+    }
+    fn resolve(cx: &DepsCx<'_>) -> Result<Option<Dep<T>>, Unavailable> {
+        Ok(Dep::resolve(cx))
+    }
+}
+
+impl<T: ?Sized + Send + Sync + 'static> sealed::Sealed for Optional<T> {}
+impl<T: ?Sized + Send + Sync + 'static> Deps for Optional<T> {
+    fn declare(manifest: &mut Manifest) {
+        manifest
+            .optional
+            .push((ServiceKey::of::<T>(), OptionalMode::Live));
+    }
+    fn resolve(cx: &DepsCx<'_>) -> Result<Optional<T>, Unavailable> {
+        Ok(Optional {
+            cell: cx.applying.rt.cell(&ServiceKey::of::<T>()),
+            rt: Arc::downgrade(&cx.applying.rt),
+            _service: PhantomData,
+        })
+    }
+}
+
+macro_rules! tuple_deps {
+    ($($name:ident),+) => {
+        impl<$($name: Deps),+> sealed::Sealed for ($($name,)+) {}
+        impl<$($name: Deps),+> Deps for ($($name,)+) {
+            fn declare(manifest: &mut Manifest) {
+                $($name::declare(manifest);)+
+            }
+            fn resolve(cx: &DepsCx<'_>) -> Result<Self, Unavailable> {
+                Ok(($($name::resolve(cx)?,)+))
+            }
+        }
+    };
+}
+
+tuple_deps!(A);
+tuple_deps!(A, B);
+tuple_deps!(A, B, C);
+tuple_deps!(A, B, C, D);
+tuple_deps!(A, B, C, D, E);
+tuple_deps!(A, B, C, D, E, F);
+tuple_deps!(A, B, C, D, E, F, G);
+tuple_deps!(A, B, C, D, E, F, G, H);

@@ -1,0 +1,336 @@
+//! [`HazardCell`]: one `Arc<T>` (or none) that any thread reads without a lock, a reference
+//! count or a write to shared memory, while another thread may replace or withdraw it.
+//!
+//! The scheme is hazard pointers. A reader announces the pointer it is about to use in a slot
+//! of its own thread, fences, and checks that the cell still holds that pointer; the value then
+//! stays alive until the reader clears its slot. A writer that replaces a value fences and scans
+//! every thread's slots: if no slot holds the old pointer, the cell's reference is released at
+//! once; otherwise it goes to a list of retired values, released by the next scan that finds it
+//! free (the reader that held it runs that scan when it clears its slot). Readers never wait and
+//! writers never wait for readers, so no lifecycle change ever waits on user code that borrows a
+//! service.
+//!
+//! Each thread has [`SLOTS`] slots, one per nesting level of reads (a listener that emits, a
+//! `with` inside a `with`); a read nested deeper gets `Err` back and the caller takes its locked
+//! path. A read from a thread whose thread-locals are being destroyed does the same.
+//!
+//! This module holds all of the core's `unsafe` code; each block says why it is sound.
+
+use parking_lot::Mutex;
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::ptr;
+use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Hazard slots per thread: how deeply reads may nest before taking the locked path.
+pub(crate) const SLOTS: usize = 8;
+
+/// The slots of one thread. Blocks are leaked (a few hundred bytes per thread that ever read
+/// at the same time as others) and handed to the next new thread when their thread ends.
+struct Block {
+    slots: [AtomicPtr<()>; SLOTS],
+    taken: AtomicBool,
+}
+
+/// Every block ever made.
+static BLOCKS: Mutex<Vec<&'static Block>> = Mutex::new(Vec::new());
+
+/// A value withdrawn from a cell while a reader may still hold it.
+struct Retired {
+    ptr: *const (),
+    release: unsafe fn(*const ()),
+}
+
+// SAFETY: `ptr` comes from `Arc::<T>::into_raw` for a `T: Send + Sync` (the bound of
+// `HazardCell`), so releasing it on another thread is what dropping an `Arc<T>` there is.
+unsafe impl Send for Retired {}
+
+static RETIRED: Mutex<Vec<Retired>> = Mutex::new(Vec::new());
+/// How many values wait in [`RETIRED`]: readers look at it (a plain load) when they clear a
+/// slot, and scan only when it is not zero.
+static PENDING: AtomicUsize = AtomicUsize::new(0);
+
+/// This thread's block and how many of its slots are in use.
+struct Local {
+    block: &'static Block,
+    depth: Cell<usize>,
+}
+
+impl Local {
+    fn acquire() -> Local {
+        let mut blocks = BLOCKS.lock();
+        let free = blocks.iter().copied().find(|block| {
+            block
+                .taken
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        });
+        let block = free.unwrap_or_else(|| {
+            let block: &'static Block = Box::leak(Box::new(Block {
+                slots: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+                taken: AtomicBool::new(true),
+            }));
+            blocks.push(block);
+            block
+        });
+        Local {
+            block,
+            depth: Cell::new(0),
+        }
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        for slot in &self.block.slots {
+            slot.store(ptr::null_mut(), Ordering::Release);
+        }
+        self.block.taken.store(false, Ordering::Release);
+    }
+}
+
+thread_local! {
+    static LOCAL: Local = Local::acquire();
+}
+
+/// Clears a slot when a read ends (also when the reader panics).
+struct SlotGuard<'a> {
+    local: &'a Local,
+    depth: usize,
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        self.local.block.slots[self.depth].store(ptr::null_mut(), Ordering::Release);
+        self.local.depth.set(self.depth);
+        if PENDING.load(Ordering::Relaxed) != 0 {
+            reclaim();
+        }
+    }
+}
+
+/// An optional `Arc<T>` readable by any thread without a lock (see the module docs).
+pub(crate) struct HazardCell<T: Send + Sync + 'static> {
+    /// From `Arc::into_raw`; the cell owns that reference. Null when empty.
+    ptr: AtomicPtr<T>,
+}
+
+/// The reference a replaced cell gave up: released (possibly dropping the value, which is user
+/// code) when this is dropped, so callers drop it after releasing their own locks.
+#[must_use = "dropping it releases the old value; drop it outside every lock"]
+pub(crate) struct Withdrawn(Option<Retired>);
+
+impl Drop for Withdrawn {
+    fn drop(&mut self) {
+        if let Some(retired) = self.0.take() {
+            retire(retired);
+        }
+    }
+}
+
+unsafe fn release<T>(ptr: *const ()) {
+    // SAFETY: the caller passes a pointer made by `Arc::<T>::into_raw` whose reference nobody
+    // else will release, and no reader holds it any more.
+    unsafe { drop(Arc::from_raw(ptr.cast::<T>())) }
+}
+
+impl<T: Send + Sync + 'static> HazardCell<T> {
+    /// An empty cell.
+    pub(crate) fn new() -> HazardCell<T> {
+        HazardCell {
+            ptr: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Replaces the value. The old one is released when the returned [`Withdrawn`] is dropped
+    /// and no reader holds it; callers serialize their stores (the runtime stores only under
+    /// its state lock).
+    pub(crate) fn store(&self, value: Option<Arc<T>>) -> Withdrawn {
+        let new = value.map_or(ptr::null_mut(), |v| Arc::into_raw(v).cast_mut());
+        let old = self.ptr.swap(new, Ordering::SeqCst);
+        Withdrawn((!old.is_null()).then(|| Retired {
+            ptr: old.cast_const().cast(),
+            release: release::<T>,
+        }))
+    }
+
+    /// Calls `f` with a borrow of the value (`None` when empty), the value kept alive by a
+    /// hazard slot of this thread until `f` returns. `Err(f)` when no slot is free (reads
+    /// nested [`SLOTS`] deep, or this thread's locals are being destroyed): the caller reads
+    /// its locked copy instead.
+    pub(crate) fn read<R, F: FnOnce(Option<&T>) -> R>(&self, f: F) -> Result<R, F> {
+        let mut f = Some(f);
+        let done = LOCAL.try_with(|local| {
+            let depth = local.depth.get();
+            if depth == SLOTS {
+                return None;
+            }
+            let slot = &local.block.slots[depth];
+            let mut p = self.ptr.load(Ordering::Acquire);
+            while !p.is_null() {
+                slot.store(p.cast(), Ordering::Relaxed);
+                // Orders the announcement before the check below; pairs with the fence in
+                // `retire` (a writer either sees the announcement or this check sees its swap).
+                fence(Ordering::SeqCst);
+                let q = self.ptr.load(Ordering::Acquire);
+                if q == p {
+                    break;
+                }
+                p = q;
+            }
+            local.depth.set(depth + 1);
+            let _guard = SlotGuard { local, depth };
+            let f = f.take().expect("taken once");
+            // SAFETY: `p` is null or was in the cell after this thread's slot announced it, so
+            // a writer that swapped it out afterwards sees the slot and keeps the `Arc` alive
+            // until the guard clears it at the end of this call.
+            Some(f(unsafe { p.as_ref() }))
+        });
+        match done {
+            Ok(Some(out)) => Ok(out),
+            _ => Err(f.take().expect("not taken when no slot was used")),
+        }
+    }
+}
+
+impl<T: Send + Sync + 'static> Drop for HazardCell<T> {
+    fn drop(&mut self) {
+        let p = *self.ptr.get_mut();
+        if !p.is_null() {
+            // SAFETY: the cell owns this reference; `&mut self` means no read of this cell is
+            // in progress (reads borrow the cell), so no slot can hold it for this cell.
+            unsafe { release::<T>(p.cast_const().cast()) }
+        }
+    }
+}
+
+/// The pointers announced in every slot now.
+fn hazards() -> HashSet<*const ()> {
+    BLOCKS
+        .lock()
+        .iter()
+        .flat_map(|block| block.slots.iter())
+        .map(|slot| slot.load(Ordering::Acquire).cast_const())
+        .filter(|p| !p.is_null())
+        .collect()
+}
+
+/// Releases `retired` if no reader holds it, else keeps it for a later scan; then tries the
+/// values retired before.
+fn retire(retired: Retired) {
+    PENDING.fetch_add(1, Ordering::SeqCst);
+    RETIRED.lock().push(retired);
+    reclaim();
+}
+
+/// Releases every retired value no reader holds, outside the lock of the list.
+fn reclaim() {
+    let candidates = std::mem::take(&mut *RETIRED.lock());
+    if candidates.is_empty() {
+        return;
+    }
+    // Pairs with the fence of `HazardCell::read`.
+    fence(Ordering::SeqCst);
+    let held = hazards();
+    let (kept, free): (Vec<Retired>, Vec<Retired>) =
+        candidates.into_iter().partition(|r| held.contains(&r.ptr));
+    if !kept.is_empty() {
+        RETIRED.lock().extend(kept);
+    }
+    PENDING.fetch_sub(free.len(), Ordering::SeqCst);
+    for retired in free {
+        // SAFETY: made by `HazardCell::store` from `Arc::into_raw`, owned by the retired list
+        // (taken out of it above, so released once) and announced in no slot after the fence:
+        // a reader that loads the pointer later finds the cell changed and does not use it.
+        unsafe { (retired.release)(retired.ptr) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    struct Counted(Arc<AtomicU32>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_replaced_value_is_released_at_once_when_nobody_reads_it() {
+        let drops = Arc::new(AtomicU32::new(0));
+        let cell = HazardCell::new();
+        drop(cell.store(Some(Arc::new(Counted(drops.clone())))));
+        drop(cell.store(None));
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_value_replaced_during_a_read_lives_until_the_read_ends() {
+        let drops = Arc::new(AtomicU32::new(0));
+        let cell = HazardCell::new();
+        drop(cell.store(Some(Arc::new(Counted(drops.clone())))));
+        let seen = cell
+            .read(|value| {
+                assert!(value.is_some());
+                drop(cell.store(None));
+                assert_eq!(drops.load(Ordering::SeqCst), 0, "still borrowed");
+                value.map(|v| Arc::strong_count(&v.0))
+            })
+            .ok()
+            .flatten();
+        assert!(seen.is_some());
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "released when the read ended"
+        );
+    }
+
+    #[test]
+    fn reads_nested_deeper_than_the_slots_are_refused() {
+        fn nest(cell: &HazardCell<u32>, depth: usize) -> usize {
+            match cell.read(|_| nest(cell, depth + 1)) {
+                Ok(deepest) => deepest,
+                Err(_) => depth,
+            }
+        }
+        let cell = HazardCell::new();
+        drop(cell.store(Some(Arc::new(7))));
+        assert_eq!(nest(&cell, 0), SLOTS);
+    }
+
+    #[test]
+    fn two_threads_reading_while_a_third_replaces_never_see_a_released_value() {
+        let cell = Arc::new(HazardCell::<Vec<u64>>::new());
+        drop(cell.store(Some(Arc::new(vec![0; 16]))));
+        let stop = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (cell, stop) = (cell.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut reads = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = cell.read(|v| {
+                            let v = v.expect("always full");
+                            let first = v[0];
+                            assert!(v.iter().all(|x| *x == first), "a torn or freed value");
+                        });
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+            .collect();
+        for round in 1..2_000u64 {
+            drop(cell.store(Some(Arc::new(vec![round; 16]))));
+        }
+        stop.store(true, Ordering::Relaxed);
+        for reader in readers {
+            assert!(reader.join().expect("reader") > 0);
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! The runtime of a context: its tables ([`state`]), the lock-free cells readers use
+//! ([`cells`], [`hazard`]), and the engine that settles them ([`settle`]). It imports nothing
+//! above it: `Context`, `Scope`, the `Plugin` trait and the dependency handles are built on
+//! the operations here.
+//!
+//! One thread at a time settles a context (the "settler"): it applies ready instances, tears
+//! instances down and carries out lifecycle commands, running user code outside every lock.
+//! Any other thread that asks for a change while a settle runs (or code the settler itself is
+//! running, such as an apply) queues it and returns at once with a ticket number; the settler
+//! carries it out before it goes idle. Registrations (services, listeners, disposers, child
+//! instances) take effect at once under the state lock, whoever makes them, so a helper thread
+//! of a running apply never waits for the settler.
+
+pub(crate) mod cells;
+pub(crate) mod hazard;
+pub(crate) mod plugin;
+mod settle;
+pub(crate) mod state;
+
+use crate::error::{CoreError, EmitError, Unavailable, WaitError};
+use crate::event::{ask_key, dispatch, first_answer, Handler, Listener, ListenerHandle};
+use crate::key::ServiceKey;
+use crate::state::InstanceId;
+use cells::{Index, ListenerCell, ServiceCell, ServiceValue};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use plugin::AnyPlugin;
+use serde_json::Value;
+use state::{Command, LeaveFn, LeaveHook, Owned, Owner, State};
+use std::any::TypeId;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub(crate) struct Runtime {
+    state: Mutex<State>,
+    /// Notified after every published batch of transitions and when a settle ends.
+    changed: Condvar,
+    services: Arc<Index<ServiceCell>>,
+    listeners: Arc<Index<ListenerCell>>,
+}
+
+/// A service as a dependency handle takes it: the value, its cell and the epoch it was
+/// published at.
+pub(crate) struct Resolved {
+    pub(crate) value: Arc<ServiceValue>,
+    pub(crate) cell: Arc<ServiceCell>,
+    pub(crate) epoch: u64,
+}
+
+impl Runtime {
+    pub(crate) fn new() -> Arc<Runtime> {
+        let services = Arc::new(Index::new());
+        let listeners = Arc::new(Index::new());
+        Arc::new(Runtime {
+            state: Mutex::new(State::new(services.clone(), listeners.clone())),
+            changed: Condvar::new(),
+            services,
+            listeners,
+        })
+    }
+
+    /// The tables. Hold the guard briefly and call no user code while holding it.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock()
+    }
+
+    /// Submits `command` (or only asks for a settle, with `None`) and settles on this thread
+    /// when no other settle runs. Returns the ticket number of the change: done once a settle
+    /// that started after it has ended (at once, when this thread settled).
+    pub(crate) fn submit(self: &Arc<Self>, command: Option<Command>) -> u64 {
+        let mut state = self.state.lock();
+        if let Some(command) = command {
+            state.queue.push_back(command);
+        }
+        state.submitted += 1;
+        let ticket = state.submitted;
+        if state.settler.is_some() {
+            return ticket;
+        }
+        state.settler = Some(std::thread::current().id());
+        drop(state);
+        self.settle();
+        ticket
+    }
+
+    /// Whether the calling thread is the one settling (so it runs inside apply, a disposer, a
+    /// hook or a listener the settle called).
+    pub(crate) fn settling_here(state: &State) -> bool {
+        state.settler == Some(std::thread::current().id())
+    }
+
+    /// Adds an instance of `plugin` owned by `owner` (a root instance for the root, a child of
+    /// the instance otherwise) and settles. Returns the instance and the ticket.
+    ///
+    /// Errors: [`CoreError::DuplicatePlugin`] for a root name that is taken,
+    /// [`CoreError::StaleScope`] when `owner` has moved on.
+    pub(crate) fn load(
+        self: &Arc<Self>,
+        owner: Owner,
+        plugin: AnyPlugin,
+        label: Option<&str>,
+        config: Value,
+        enabled: bool,
+    ) -> Result<(InstanceId, u64), CoreError> {
+        let id = {
+            let mut state = self.state.lock();
+            let parent = state.owner(owner)?;
+            let name = match parent {
+                None => state.root_name(&plugin, label)?,
+                Some(_) => Arc::from(match label {
+                    Some(label) => format!("{}:{label}", plugin.name()),
+                    None => plugin.name().to_owned(),
+                }),
+            };
+            let initial = if enabled {
+                crate::state::PluginState::Pending
+            } else {
+                crate::state::PluginState::Disabled
+            };
+            let id = state.add_instance(plugin, name, parent, config, initial);
+            if parent.is_some() {
+                state.own(parent, Owned::Child(id));
+            }
+            id
+        };
+        Ok((id, self.submit(None)))
+    }
+
+    /// Registers `value` as service `key` of `owner` and settles (its dependants wake).
+    ///
+    /// Errors: [`CoreError::ServiceConflict`], [`CoreError::UndeclaredService`],
+    /// [`CoreError::StaleScope`].
+    pub(crate) fn provide(
+        self: &Arc<Self>,
+        owner: Owner,
+        key: ServiceKey,
+        value: ServiceValue,
+    ) -> Result<u64, CoreError> {
+        let value = Arc::new(value);
+        // A second handle, released after the lock: a rejected value's destructor (user code)
+        // then runs outside it.
+        let _release_after_unlock = value.clone();
+        {
+            let mut state = self.state.lock();
+            let owner = state.owner(owner)?;
+            state.insert_service(owner, key, value)?;
+        }
+        Ok(self.submit(None))
+    }
+
+    /// Registers a listener of `key` owned by `owner`.
+    ///
+    /// Errors: [`CoreError::StaleScope`].
+    pub(crate) fn listen(
+        self: &Arc<Self>,
+        owner: Owner,
+        key: TypeId,
+        handler: Handler,
+    ) -> Result<ListenerHandle, CoreError> {
+        let (id, withdrawn) = {
+            let mut state = self.state.lock();
+            let owner = state.owner(owner)?;
+            let id = state.next_registration();
+            let plugin = state.name_of(owner);
+            let withdrawn = state.add_listener(
+                key,
+                Listener {
+                    id,
+                    plugin,
+                    handler,
+                },
+            );
+            state.own(owner, Owned::Listener(key, id));
+            (id, withdrawn)
+        };
+        drop(withdrawn);
+        let rt = Arc::downgrade(self);
+        Ok(ListenerHandle {
+            remove: Some(Box::new(move || {
+                if let Some(rt) = rt.upgrade() {
+                    let removed = rt.state.lock().remove_listener(key, id);
+                    drop(removed); // the handler (user code) is dropped after the lock
+                }
+            })),
+        })
+    }
+
+    /// Registers `disposer` to run when `owner` is torn down.
+    ///
+    /// Errors: [`CoreError::StaleScope`].
+    pub(crate) fn on_dispose(
+        &self,
+        owner: Owner,
+        disposer: Box<dyn FnOnce() + Send>,
+    ) -> Result<(), CoreError> {
+        let mut state = self.state.lock();
+        let owner = state.owner(owner)?;
+        state.own(owner, Owned::Disposer(disposer));
+        Ok(())
+    }
+
+    /// Registers `hook` to be called with the value of service `key` before it goes, while it
+    /// is still readable, for as long as `owner` lives.
+    ///
+    /// Errors: [`CoreError::StaleScope`].
+    pub(crate) fn before_leave(
+        &self,
+        owner: Owner,
+        key: ServiceKey,
+        hook: Arc<LeaveFn>,
+    ) -> Result<(), CoreError> {
+        let mut state = self.state.lock();
+        let owner = state.owner(owner)?;
+        let id = state.next_registration();
+        let plugin = state.name_of(owner);
+        state.add_leave_hook(key.id(), LeaveHook { id, plugin, hook });
+        state.own(owner, Owned::LeaveHook(key.id(), id));
+        Ok(())
+    }
+
+    /// Calls `f` with service `T` while it is readable. Lock-free: an index lookup and a
+    /// hazard-protected read of the cell; reads nested too deeply take the lock.
+    #[inline]
+    pub(crate) fn with_service<T: ?Sized + 'static, R>(
+        &self,
+        f: impl FnOnce(&Arc<T>) -> R,
+    ) -> Option<R> {
+        let type_id = TypeId::of::<T>();
+        self.services
+            .get(&type_id)?
+            .with(f, || self.published(type_id))
+    }
+
+    /// The published value of service `type_id`, read under the lock.
+    #[cold]
+    pub(crate) fn published(&self, type_id: TypeId) -> Option<Arc<ServiceValue>> {
+        self.state
+            .lock()
+            .services
+            .get(&type_id)
+            .filter(|slot| slot.published)
+            .map(|slot| slot.value.clone())
+    }
+
+    /// Service `key` as a dependency handle takes it, while it is readable.
+    pub(crate) fn resolve(&self, key: &ServiceKey) -> Option<Resolved> {
+        let state = self.state.lock();
+        let slot = state
+            .services
+            .get(&key.id())
+            .filter(|slot| slot.published)?;
+        Some(Resolved {
+            value: slot.value.clone(),
+            cell: slot.cell.clone(),
+            epoch: slot.cell.epoch(),
+        })
+    }
+
+    /// The cell of service `key` (made when the type was never provided), for a live handle.
+    pub(crate) fn cell(&self, key: &ServiceKey) -> Arc<ServiceCell> {
+        let state = self.state.lock();
+        state
+            .service_cells
+            .get_or_insert(key.id(), || ServiceCell::new(*key))
+            .clone()
+    }
+
+    /// Why service `key` cannot be read: its declared provider and that provider's state.
+    pub(crate) fn unavailable(&self, key: &ServiceKey) -> Unavailable {
+        let (provider, state) = self.state.lock().declared_provider(key).unzip();
+        Unavailable {
+            service: key.name(),
+            provider,
+            state,
+        }
+    }
+
+    /// Calls every listener of `E` in registration order, outside every lock.
+    ///
+    /// Errors: an [`EmitError`] listing each listener that failed (all listeners ran).
+    pub(crate) fn emit<E: 'static>(&self, event: &E) -> Result<(), EmitError> {
+        self.with_listeners(TypeId::of::<E>(), |list| {
+            list.map_or(Ok(()), |list| dispatch(event, list))
+        })
+    }
+
+    /// Asks the `ask` listeners of `(E, R)` in order; the first answer wins.
+    pub(crate) fn ask<E: 'static, R: 'static>(&self, event: &E) -> Option<R> {
+        self.with_listeners(ask_key::<E, R>(), |list| {
+            list.and_then(|list| first_answer(event, list))
+        })
+    }
+
+    #[inline]
+    fn with_listeners<R>(&self, key: TypeId, f: impl FnOnce(Option<&Vec<Listener>>) -> R) -> R {
+        let Some(cell) = self.listeners.get(&key) else {
+            return f(None);
+        };
+        match cell.read(f) {
+            Ok(out) => out,
+            Err(f) => {
+                let list = self.state.lock().listeners(key);
+                f(list.as_deref())
+            }
+        }
+    }
+
+    /// Waits until `check` (called under the lock after every change) gives an answer, or
+    /// until `deadline`.
+    ///
+    /// Errors: `Err(None)` when the deadline passed first; `Err(Some(WaitError::Reentrant))`
+    /// when the calling thread is the settler and `check` does not hold yet (it could not
+    /// change before the caller returns).
+    pub(crate) fn wait_for<R>(
+        &self,
+        deadline: Option<Instant>,
+        mut check: impl FnMut(&State) -> Option<R>,
+    ) -> Result<R, Option<WaitError>> {
+        let mut state = self.state.lock();
+        loop {
+            if let Some(answer) = check(&state) {
+                return Ok(answer);
+            }
+            if Runtime::settling_here(&state) {
+                return Err(Some(WaitError::Reentrant));
+            }
+            match deadline {
+                Some(deadline) => {
+                    if self.changed.wait_until(&mut state, deadline).timed_out() {
+                        return check(&state).ok_or(None);
+                    }
+                }
+                None => self.changed.wait(&mut state),
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! The runtime's view of a plugin: [`AnyPlugin`] (a plugin value with its manifest, as a
+//! context holds it) over the object-safe [`ErasedPlugin`], and [`Applying`], what one apply
+//! of one instance gets from the runtime. `crate::plugin` implements `ErasedPlugin` for
+//! `Plugin` types and closure plugins.
+
+use super::Runtime;
+use crate::error::BoxError;
+use crate::manifest::Manifest;
+use crate::state::InstanceId;
+use serde_json::Value;
+use std::fmt;
+use std::sync::Arc;
+
+/// An apply whose config has been parsed, ready to run once.
+pub(crate) type ReadyApply<'a> = Box<dyn FnOnce(&Applying) -> Result<(), BoxError> + 'a>;
+
+/// A plugin as the runtime drives it.
+pub(crate) trait ErasedPlugin: Send + Sync + 'static {
+    /// Parses `config` (null read as `{}`) into the plugin's config type.
+    ///
+    /// Errors: serde's message, naming the field path.
+    fn check_config(&self, config: &Value) -> Result<(), String>;
+
+    /// Parses `config` once and returns the apply that uses it.
+    ///
+    /// Errors: as [`ErasedPlugin::check_config`].
+    fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, String>;
+}
+
+/// A plugin ready to be loaded into a context: a value of a [`crate::Plugin`] type or a
+/// closure plugin ([`crate::plugin_fn`]), with its [`Manifest`]. Made with `.into()` (every
+/// method that takes a plugin takes `impl Into<AnyPlugin>`). Cheap to clone: the value is
+/// shared, so every instance loaded from one `AnyPlugin` uses the same plugin value.
+#[derive(Clone)]
+pub struct AnyPlugin {
+    pub(crate) plugin: Arc<dyn ErasedPlugin>,
+    pub(crate) manifest: Arc<Manifest>,
+}
+
+impl AnyPlugin {
+    /// What the plugin declares.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The plugin name.
+    pub fn name(&self) -> &'static str {
+        self.manifest.name()
+    }
+}
+
+impl fmt::Debug for AnyPlugin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("AnyPlugin").field(&self.manifest).finish()
+    }
+}
+
+/// One apply of one instance: the runtime and the instance at the generation being applied.
+/// Scopes and dependency handles are made from it.
+pub(crate) struct Applying {
+    pub(crate) rt: Arc<Runtime>,
+    pub(crate) id: InstanceId,
+    pub(crate) generation: u64,
+    pub(crate) name: Arc<str>,
+}

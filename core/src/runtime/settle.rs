@@ -1,0 +1,395 @@
+//! The engine: the settle loop (commands, restarts, applies, until nothing is left), the
+//! apply of one instance, teardown consumers first, the undoing of registrations in reverse
+//! order, and the publication of every change as a typed event. It runs no user code while the
+//! state lock is held and uses no recursion that grows with a dependency chain.
+
+use super::plugin::Applying;
+use super::state::{Command, Notice, Owned, State};
+use super::Runtime;
+use crate::error::{panic_message, CoreError, PluginError};
+use crate::info::TransitionCause;
+use crate::state::{InstanceId, PluginState};
+use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+/// What the settler does next.
+enum Step {
+    Command(Command),
+    Restart(InstanceId),
+    Apply(InstanceId),
+}
+
+fn next_step(state: &mut State) -> Option<Step> {
+    if let Some(command) = state.queue.pop_front() {
+        return Some(Step::Command(command));
+    }
+    if let Some(id) = state.restarts.pop_first() {
+        return Some(Step::Restart(id));
+    }
+    state.take_ready().map(Step::Apply)
+}
+
+/// Ends the settler role when the loop returns or unwinds.
+struct SettlerRole<'a>(&'a Runtime);
+
+impl Drop for SettlerRole<'_> {
+    fn drop(&mut self) {
+        let mut state = self.0.state.lock();
+        state.settler = None;
+        state.settled = state.submitted;
+        drop(state);
+        self.0.changed.notify_all();
+    }
+}
+
+/// Runs `f`, containing a panic (logged with `what`): user code the engine calls.
+fn contained(what: &str, f: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+        tracing::warn!(message = %panic_message(payload.as_ref()), "{what} panicked");
+    }
+}
+
+impl Runtime {
+    /// Runs the settle loop on this thread, which holds the settler role, until there is
+    /// nothing left to do.
+    pub(super) fn settle(self: &Arc<Self>) {
+        let _role = SettlerRole(self);
+        loop {
+            self.publish();
+            let step = {
+                let mut state = self.state.lock();
+                match next_step(&mut state) {
+                    Some(step) => step,
+                    None if state.notices.is_empty() => return,
+                    None => continue,
+                }
+            };
+            match step {
+                Step::Command(command) => self.command(command),
+                Step::Restart(id) => {
+                    let active = self.state.lock().state_of(id) == Some(PluginState::Active);
+                    if active {
+                        self.teardown(id, PluginState::Pending, TransitionCause::OptionalChanged);
+                    }
+                }
+                Step::Apply(id) => self.apply(id),
+            }
+        }
+    }
+
+    fn command(self: &Arc<Self>, command: Command) {
+        match command {
+            Command::Enable(id) => {
+                let mut state = self.state.lock();
+                if matches!(
+                    state.state_of(id),
+                    Some(PluginState::Disabled | PluginState::Failed)
+                ) {
+                    state.transition(id, PluginState::Pending, TransitionCause::Enabled);
+                }
+            }
+            Command::Disable(id) => {
+                if self.state.lock().state_of(id) != Some(PluginState::Disabled) {
+                    self.teardown(id, PluginState::Disabled, TransitionCause::Disabled);
+                }
+            }
+            Command::Dispose(id) => {
+                self.teardown(id, PluginState::Disposed, TransitionCause::Disposed)
+            }
+            Command::Restart(id) => self.restart(id, None, TransitionCause::Restarted),
+            Command::Update(id, config) => {
+                self.restart(id, Some(config), TransitionCause::ConfigUpdated)
+            }
+            Command::DisposeAll => self.dispose_all(),
+        }
+    }
+
+    /// Restarts `id` for `cause` (with a new config when given): a loading or active instance
+    /// is torn down to `Pending` (and applied again once its requirements are met), a failed
+    /// one is tried again; a pending or disabled one only takes the new config.
+    fn restart(
+        self: &Arc<Self>,
+        id: InstanceId,
+        config: Option<serde_json::Value>,
+        cause: TransitionCause,
+    ) {
+        let current = {
+            let mut state = self.state.lock();
+            let Some(inst) = state.instances.get_mut(&id) else {
+                return;
+            };
+            if let Some(config) = config {
+                inst.config = config;
+            }
+            let current = inst.state;
+            if current == PluginState::Failed {
+                state.transition(id, PluginState::Pending, cause.clone());
+            }
+            current
+        };
+        if matches!(current, PluginState::Active | PluginState::Loading) {
+            self.teardown(id, PluginState::Pending, cause);
+        }
+    }
+
+    /// Disposes every root instance in reverse order (each after the instances that use it),
+    /// then what the root scope registered, in reverse order.
+    fn dispose_all(self: &Arc<Self>) {
+        let roots: Vec<InstanceId> = {
+            let state = self.state.lock();
+            state
+                .instances
+                .iter()
+                .filter(|(_, inst)| inst.parent.is_none())
+                .map(|(&id, _)| id)
+                .collect()
+        };
+        for id in roots.into_iter().rev() {
+            self.teardown(id, PluginState::Disposed, TransitionCause::Disposed);
+        }
+        self.hear_leaving(None);
+        let owned = std::mem::take(&mut self.state.lock().root_owned);
+        self.undo(owned);
+    }
+
+    /// Applies ready instance `id`: parses its config (a refused config fails it without
+    /// loading), moves it to `Loading`, runs apply outside every lock, and records the outcome
+    /// only if the instance is still at that generation and loading, on failure as on success.
+    fn apply(self: &Arc<Self>, id: InstanceId) {
+        let Some((plugin, config, name)) = self
+            .state
+            .lock()
+            .instance(id)
+            .map(|inst| (inst.plugin.clone(), inst.config.clone(), inst.name.clone()))
+        else {
+            return;
+        };
+        let ready = match plugin.plugin.prepare(&config) {
+            Ok(ready) => ready,
+            Err(message) => {
+                let error = CoreError::InvalidConfig {
+                    plugin: name.to_string(),
+                    message,
+                };
+                let error = PluginError::from_apply(&name, Box::new(error));
+                tracing::warn!(plugin = %name, %error, "plugin config refused");
+                let mut state = self.state.lock();
+                let cause = failed(&error);
+                state.set_error(id, error);
+                state.transition(id, PluginState::Failed, cause);
+                return;
+            }
+        };
+        let generation = {
+            let mut state = self.state.lock();
+            state.transition(id, PluginState::Loading, TransitionCause::RequirementsMet);
+            state.instance(id).map_or(0, |inst| inst.generation)
+        };
+        self.publish();
+        let applying = Applying {
+            rt: self.clone(),
+            id,
+            generation,
+            name: name.clone(),
+        };
+        let failure = match catch_unwind(AssertUnwindSafe(|| ready(&applying))) {
+            Ok(Ok(())) => None,
+            Ok(Err(error)) => Some(PluginError::from_apply(&name, error)),
+            Err(payload) => Some(PluginError::panicked(
+                &name,
+                panic_message(payload.as_ref()),
+            )),
+        };
+        drop(applying);
+        let mut state = self.state.lock();
+        let current = state.instance(id).is_some_and(|inst| {
+            inst.generation == generation && inst.state == PluginState::Loading
+        });
+        match failure {
+            None if current => state.transition(id, PluginState::Active, TransitionCause::Applied),
+            None => {}
+            Some(error) if current => {
+                tracing::warn!(plugin = %name, %error, "plugin failed to apply");
+                let cause = failed(&error);
+                state.set_error(id, error);
+                drop(state);
+                self.teardown(id, PluginState::Failed, cause);
+            }
+            Some(error) => {
+                tracing::debug!(plugin = %name, generation, %error, "failure of a stale apply ignored");
+            }
+        }
+    }
+
+    /// Tears `target` down: every instance that uses one of its services (transitively) first,
+    /// consumers before providers, each hearing its optional users leave, undoing its
+    /// registrations in reverse order and returning to `Pending`; then `target` itself, which
+    /// ends in `final_state` (a disposed instance's record is removed). Failed instances that
+    /// require one of its services go back to `Pending`, to be tried again.
+    pub(super) fn teardown(
+        self: &Arc<Self>,
+        target: InstanceId,
+        final_state: PluginState,
+        cause: TransitionCause,
+    ) {
+        let (order, retry, target_plugin) = {
+            let mut state = self.state.lock();
+            let Some(inst) = state.instance(target) else {
+                return;
+            };
+            let target_plugin = inst.plugin.name();
+            let order = teardown_order(&state, target);
+            for &id in &order {
+                if matches!(
+                    state.state_of(id),
+                    Some(PluginState::Active | PluginState::Loading)
+                ) {
+                    let why = if id == target {
+                        cause.clone()
+                    } else {
+                        TransitionCause::ProviderLeaving {
+                            plugin: target_plugin,
+                        }
+                    };
+                    state.transition(id, PluginState::Unloading, why);
+                }
+            }
+            (order, state.failed_requirers(target), target_plugin)
+        };
+        self.publish();
+        for id in order {
+            self.hear_leaving(Some(id));
+            let owned = self
+                .state
+                .lock()
+                .instances
+                .get_mut(&id)
+                .map(|inst| std::mem::take(&mut inst.owned))
+                .unwrap_or_default();
+            self.undo(owned);
+            let collected = {
+                let mut state = self.state.lock();
+                if id == target {
+                    let why = match &cause {
+                        TransitionCause::Failed { .. } => cause.clone(),
+                        _ if state.state_of(id) == Some(PluginState::Unloading) => {
+                            TransitionCause::TornDown
+                        }
+                        _ => cause.clone(),
+                    };
+                    state.transition(id, final_state, why);
+                    (final_state == PluginState::Disposed)
+                        .then(|| state.collect(id))
+                        .flatten()
+                } else {
+                    if state.state_of(id) == Some(PluginState::Unloading) {
+                        state.transition(id, PluginState::Pending, TransitionCause::TornDown);
+                    }
+                    None
+                }
+            };
+            contained("dropping a disposed plugin", || drop(collected));
+            self.publish();
+        }
+        let mut state = self.state.lock();
+        for id in retry {
+            if state.state_of(id) == Some(PluginState::Failed) {
+                state.transition(
+                    id,
+                    PluginState::Pending,
+                    TransitionCause::ProviderLeaving {
+                        plugin: target_plugin,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Calls the leave hooks of the readable services of `owner` (the root for `None`),
+    /// outside the lock, each contained.
+    fn hear_leaving(&self, owner: Option<InstanceId>) {
+        let leaving = self.state.lock().leave_hooks_of(owner);
+        for (value, hooks) in leaving {
+            for hook in hooks {
+                contained(&format!("leave hook of plugin \"{}\"", hook.plugin), || {
+                    (hook.hook)(&value)
+                });
+            }
+        }
+    }
+
+    /// Undoes registrations in reverse order. Service values, listener handlers and hooks are
+    /// dropped outside the lock; a panicking disposer or destructor is contained.
+    fn undo(self: &Arc<Self>, owned: Vec<Owned>) {
+        for item in owned.into_iter().rev() {
+            match item {
+                Owned::Service(type_id) => {
+                    let removed = self.state.lock().remove_service(type_id);
+                    contained("dropping a service value", || drop(removed));
+                }
+                Owned::Listener(type_id, id) => {
+                    let removed = self.state.lock().remove_listener(type_id, id);
+                    contained("dropping a listener", || drop(removed));
+                }
+                Owned::LeaveHook(type_id, id) => {
+                    let removed = self.state.lock().remove_leave_hook(type_id, id);
+                    contained("dropping a leave hook", || drop(removed));
+                }
+                Owned::Child(child) => {
+                    self.teardown(child, PluginState::Disposed, TransitionCause::Disposed);
+                }
+                Owned::Disposer(disposer) => contained("disposer", disposer),
+            }
+        }
+    }
+
+    /// Emits the queued transitions and service changes, in order, outside the lock, then
+    /// wakes waiters.
+    pub(super) fn publish(&self) {
+        loop {
+            let notices = std::mem::take(&mut self.state.lock().notices);
+            if notices.is_empty() {
+                return;
+            }
+            self.changed.notify_all();
+            for notice in notices {
+                let published = match &notice {
+                    Notice::Transition(t) => self.emit(t),
+                    Notice::Service(s) => self.emit(s),
+                };
+                if let Err(error) = published {
+                    tracing::warn!(%error, "lifecycle listener failed");
+                }
+            }
+        }
+    }
+}
+
+fn failed(error: &PluginError) -> TransitionCause {
+    TransitionCause::Failed {
+        code: error.code(),
+        message: error.message().to_owned(),
+    }
+}
+
+/// Post-order of the consumer graph below `target`: every consumer comes before the
+/// instances it uses, `target` last. Iterative depth-first walk.
+fn teardown_order(state: &State, target: InstanceId) -> Vec<InstanceId> {
+    let mut order = Vec::new();
+    let mut seen = HashSet::from([target]);
+    let mut stack = vec![(target, state.consumers(target), 0usize)];
+    while let Some((node, consumers, next)) = stack.last_mut() {
+        if let Some(&consumer) = consumers.get(*next) {
+            *next += 1;
+            if seen.insert(consumer) {
+                let below = state.consumers(consumer);
+                stack.push((consumer, below, 0));
+            }
+        } else {
+            order.push(*node);
+            stack.pop();
+        }
+    }
+    order
+}

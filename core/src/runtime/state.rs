@@ -1,0 +1,738 @@
+//! The tables behind a context (instances, services, listeners, hooks, wake-up indexes, the
+//! command queue) and the one transition function. Everything here runs under the state lock
+//! and never calls user code: values that may run user code when dropped are handed back to
+//! the caller to drop after the lock.
+
+use super::cells::{Index, ListenerCell, ServiceCell, ServiceValue};
+use super::hazard::Withdrawn;
+use super::plugin::AnyPlugin;
+use crate::error::{CoreError, PluginError};
+use crate::event::Listener;
+use crate::info::{PluginInfo, PluginTransition, ServiceChanged, ServiceInfo, TransitionCause};
+use crate::key::ServiceKey;
+use crate::manifest::OptionalMode;
+use crate::state::{InstanceId, PluginState};
+use serde_json::Value;
+use std::any::TypeId;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use std::thread::ThreadId;
+
+/// A map keyed by `TypeId`, hashed with `FxHasher` (a `TypeId` is already a hash).
+pub(crate) type TypeMap<V> = rustc_hash::FxHashMap<TypeId, V>;
+
+/// Who registers something: the root, or an instance at one generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Root,
+    Instance(InstanceId, u64),
+}
+
+/// A registration owned by an instance (or the root), undone when it is torn down.
+pub(crate) enum Owned {
+    Service(TypeId),
+    Listener(TypeId, u64),
+    Child(InstanceId),
+    Disposer(Box<dyn FnOnce() + Send>),
+    LeaveHook(TypeId, u64),
+}
+
+pub(crate) struct Instance {
+    pub(crate) plugin: AnyPlugin,
+    pub(crate) name: Arc<str>,
+    pub(crate) parent: Option<InstanceId>,
+    pub(crate) config: Value,
+    pub(crate) state: PluginState,
+    pub(crate) generation: u64,
+    pub(crate) error: Option<PluginError>,
+    pub(crate) owned: Vec<Owned>,
+}
+
+pub(crate) struct ServiceSlot {
+    pub(crate) value: Arc<ServiceValue>,
+    pub(crate) key: ServiceKey,
+    pub(crate) provider: Option<InstanceId>,
+    pub(crate) cell: Arc<ServiceCell>,
+    /// Whether the value is in the cell (readers see it).
+    pub(crate) published: bool,
+}
+
+/// A hook an instance registered to hear before an optional service goes.
+pub(crate) type LeaveFn = dyn Fn(&ServiceValue) + Send + Sync;
+
+#[derive(Clone)]
+pub(crate) struct LeaveHook {
+    pub(crate) id: u64,
+    pub(crate) plugin: Arc<str>,
+    pub(crate) hook: Arc<LeaveFn>,
+}
+
+/// Something that happened under the lock and is published (as a typed event) after it.
+pub(crate) enum Notice {
+    Transition(PluginTransition),
+    Service(ServiceChanged),
+}
+
+/// A lifecycle change asked for by a caller, carried out by the settling thread in order.
+pub(crate) enum Command {
+    Enable(InstanceId),
+    Disable(InstanceId),
+    Dispose(InstanceId),
+    Restart(InstanceId),
+    /// A config already checked against the plugin's type.
+    Update(InstanceId, Value),
+    DisposeAll,
+}
+
+/// The name the root scope goes by in errors and failure reports.
+pub(crate) const ROOT: &str = "<root>";
+
+pub(crate) struct State {
+    pub(crate) instances: BTreeMap<InstanceId, Instance>,
+    /// Root instances by name.
+    roots: rustc_hash::FxHashMap<Arc<str>, InstanceId>,
+    /// How many root instances each plugin has.
+    root_plugins: rustc_hash::FxHashMap<&'static str, usize>,
+    next_instance: u64,
+    pub(crate) services: TypeMap<ServiceSlot>,
+    pub(crate) service_cells: Arc<Index<ServiceCell>>,
+    /// Listeners of each event key in registration order; the same lists are published in
+    /// `listener_cells` for emits.
+    listeners: TypeMap<Arc<Vec<Listener>>>,
+    pub(crate) listener_cells: Arc<Index<ListenerCell>>,
+    leave_hooks: TypeMap<Vec<LeaveHook>>,
+    next_registration: u64,
+    /// Registrations made through the root scope, undone when the root is disposed.
+    pub(crate) root_owned: Vec<Owned>,
+    /// Instances requiring each service (any state), for O(degree) wake-ups and teardowns.
+    requirers: TypeMap<Vec<InstanceId>>,
+    /// Instances listing each service as optional.
+    optional_users: TypeMap<Vec<InstanceId>>,
+    /// Candidates for applying, re-checked when taken (pending with nothing missing).
+    ready: BTreeSet<InstanceId>,
+    /// Active restart-mode instances whose optional service appeared.
+    pub(crate) restarts: BTreeSet<InstanceId>,
+    pub(crate) queue: VecDeque<Command>,
+    /// Transitions and service changes to publish once the lock is released.
+    pub(crate) notices: Vec<Notice>,
+    /// The thread running the settle loop, if one is.
+    pub(crate) settler: Option<ThreadId>,
+    /// Changes submitted so far, and how many of them a finished settle covered: a ticket for
+    /// change `n` is done once `settled >= n`.
+    pub(crate) submitted: u64,
+    pub(crate) settled: u64,
+}
+
+impl State {
+    pub(crate) fn new(
+        service_cells: Arc<Index<ServiceCell>>,
+        listener_cells: Arc<Index<ListenerCell>>,
+    ) -> State {
+        State {
+            instances: BTreeMap::new(),
+            roots: Default::default(),
+            root_plugins: Default::default(),
+            next_instance: 0,
+            services: TypeMap::default(),
+            service_cells,
+            listeners: TypeMap::default(),
+            listener_cells,
+            leave_hooks: TypeMap::default(),
+            next_registration: 0,
+            root_owned: Vec::new(),
+            requirers: TypeMap::default(),
+            optional_users: TypeMap::default(),
+            ready: BTreeSet::new(),
+            restarts: BTreeSet::new(),
+            queue: VecDeque::new(),
+            notices: Vec::new(),
+            settler: None,
+            submitted: 0,
+            settled: 0,
+        }
+    }
+
+    pub(crate) fn instance(&self, id: InstanceId) -> Option<&Instance> {
+        self.instances.get(&id)
+    }
+
+    pub(crate) fn state_of(&self, id: InstanceId) -> Option<PluginState> {
+        self.instances.get(&id).map(|inst| inst.state)
+    }
+
+    pub(crate) fn name_of(&self, owner: Option<InstanceId>) -> Arc<str> {
+        owner
+            .and_then(|id| self.instances.get(&id))
+            .map_or_else(|| Arc::from(ROOT), |inst| inst.name.clone())
+    }
+
+    fn plugin_name(&self, id: InstanceId) -> &'static str {
+        self.instances
+            .get(&id)
+            .map_or(ROOT, |inst| inst.plugin.manifest().name())
+    }
+
+    /// The instance owning registrations made by `owner`, or `StaleScope` when that instance
+    /// has moved on (torn down, restarted, disposed). Registrations are accepted while the
+    /// instance is loading or active.
+    pub(crate) fn owner(&self, owner: Owner) -> Result<Option<InstanceId>, CoreError> {
+        match owner {
+            Owner::Root => Ok(None),
+            Owner::Instance(id, generation) => match self.instances.get(&id) {
+                Some(inst)
+                    if inst.generation == generation
+                        && matches!(inst.state, PluginState::Loading | PluginState::Active) =>
+                {
+                    Ok(Some(id))
+                }
+                other => Err(CoreError::StaleScope {
+                    plugin: other.map_or_else(|| id.to_string(), |inst| inst.name.to_string()),
+                    generation,
+                }),
+            },
+        }
+    }
+
+    pub(crate) fn own(&mut self, owner: Option<InstanceId>, item: Owned) {
+        match owner.and_then(|id| self.instances.get_mut(&id)) {
+            Some(inst) => inst.owned.push(item),
+            None => self.root_owned.push(item),
+        }
+    }
+
+    pub(crate) fn next_registration(&mut self) -> u64 {
+        self.next_registration += 1;
+        self.next_registration
+    }
+
+    /// A name for a new root instance of `plugin`: its plugin name (or `name:label`), or for a
+    /// plugin that may be loaded several times the first free `name:N` (N from 2).
+    ///
+    /// Errors: [`CoreError::DuplicatePlugin`] when the name is taken, or when `plugin` may be
+    /// loaded only once and the context has a root instance of it.
+    pub(crate) fn root_name(
+        &self,
+        plugin: &AnyPlugin,
+        label: Option<&str>,
+    ) -> Result<Arc<str>, CoreError> {
+        let manifest = plugin.manifest();
+        let base = manifest.name();
+        let taken = |name: &str| self.roots.contains_key(name);
+        if manifest.is_unique() && self.root_plugins.get(base).is_some_and(|&n| n > 0) {
+            return Err(CoreError::DuplicatePlugin {
+                plugin: base.to_owned(),
+            });
+        }
+        let name = match label {
+            Some(label) => format!("{base}:{label}"),
+            None if !taken(base) => base.to_owned(),
+            None => (2..)
+                .map(|n| format!("{base}:{n}"))
+                .find(|name| !taken(name))
+                .expect("a free number"),
+        };
+        if taken(&name) {
+            return Err(CoreError::DuplicatePlugin { plugin: name });
+        }
+        Ok(Arc::from(name))
+    }
+
+    pub(crate) fn find_root(&self, name: &str) -> Result<InstanceId, CoreError> {
+        self.roots
+            .get(name)
+            .copied()
+            .ok_or_else(|| CoreError::UnknownPlugin {
+                plugin: name.to_owned(),
+            })
+    }
+
+    /// Adds an instance and indexes its requirements; a pending one becomes a candidate for
+    /// applying. Queues its `Added` transition.
+    pub(crate) fn add_instance(
+        &mut self,
+        plugin: AnyPlugin,
+        name: Arc<str>,
+        parent: Option<InstanceId>,
+        config: Value,
+        state: PluginState,
+    ) -> InstanceId {
+        self.next_instance += 1;
+        let id = InstanceId(self.next_instance);
+        let manifest = plugin.manifest();
+        let required: Vec<TypeId> = manifest.requires().iter().map(ServiceKey::id).collect();
+        let optional: Vec<TypeId> = manifest.optional().iter().map(|(k, _)| k.id()).collect();
+        let plugin_name = manifest.name();
+        self.notices.push(Notice::Transition(PluginTransition {
+            plugin: plugin_name,
+            instance: id,
+            generation: 0,
+            from: None,
+            to: state,
+            cause: TransitionCause::Added,
+        }));
+        if parent.is_none() {
+            self.roots.insert(name.clone(), id);
+            *self.root_plugins.entry(plugin_name).or_default() += 1;
+        }
+        self.instances.insert(
+            id,
+            Instance {
+                plugin,
+                name,
+                parent,
+                config,
+                state,
+                generation: 0,
+                error: None,
+                owned: Vec::new(),
+            },
+        );
+        for type_id in required {
+            self.requirers.entry(type_id).or_default().push(id);
+        }
+        for type_id in optional {
+            self.optional_users.entry(type_id).or_default().push(id);
+        }
+        if state == PluginState::Pending {
+            self.ready.insert(id);
+        }
+        id
+    }
+
+    /// Removes the record of a disposed instance and its entries in the wake-up indexes. The
+    /// record is returned so that its plugin value is dropped after the lock.
+    pub(crate) fn collect(&mut self, id: InstanceId) -> Option<Instance> {
+        let inst = self.instances.remove(&id)?;
+        let manifest = inst.plugin.manifest();
+        if inst.parent.is_none() && self.roots.get(&inst.name) == Some(&id) {
+            self.roots.remove(&inst.name);
+            if let Some(n) = self.root_plugins.get_mut(manifest.name()) {
+                *n -= 1;
+            }
+        }
+        for key in manifest.requires() {
+            unindex(&mut self.requirers, key.id(), id);
+        }
+        for (key, _) in manifest.optional() {
+            unindex(&mut self.optional_users, key.id(), id);
+        }
+        self.ready.remove(&id);
+        self.restarts.remove(&id);
+        Some(inst)
+    }
+
+    /// The one transition function: moves `id` to `to` for `cause`, bumps the generation on
+    /// entering `Loading`, keeps the wake-up indexes and queues the typed notices.
+    pub(crate) fn transition(&mut self, id: InstanceId, to: PluginState, cause: TransitionCause) {
+        let Some(inst) = self.instances.get_mut(&id) else {
+            return;
+        };
+        let from = inst.state;
+        if from == to {
+            return;
+        }
+        inst.state = to;
+        if to == PluginState::Loading {
+            inst.generation += 1;
+            inst.error = None;
+        }
+        self.notices.push(Notice::Transition(PluginTransition {
+            plugin: inst.plugin.manifest().name(),
+            instance: id,
+            generation: inst.generation,
+            from: Some(from),
+            to,
+            cause,
+        }));
+        match to {
+            PluginState::Pending => {
+                self.ready.insert(id);
+            }
+            PluginState::Active => {
+                for type_id in self.services_of(id) {
+                    self.publish(type_id);
+                    self.service_appeared(type_id, Some(id));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Records `error` as the last error of `id` (its `Failed` transition follows).
+    pub(crate) fn set_error(&mut self, id: InstanceId, error: PluginError) {
+        if let Some(inst) = self.instances.get_mut(&id) {
+            inst.error = Some(error);
+        }
+    }
+
+    /// Publishes the slot of `type_id` in its cell, so readers see it. A slot is published
+    /// once (when it is registered readable, or when its provider becomes active) and its cell
+    /// is empty until then (the previous slot of the type emptied it on removal), so this
+    /// releases nothing and may run under the lock.
+    fn publish(&mut self, type_id: TypeId) {
+        if let Some(slot) = self.services.get_mut(&type_id) {
+            slot.published = true;
+            drop(slot.cell.set(Some(slot.value.clone())));
+        }
+    }
+
+    /// A service became readable: wake its pending requirers, schedule restarts of its
+    /// restart-mode optional users, and queue the notice.
+    fn service_appeared(&mut self, type_id: TypeId, provider: Option<InstanceId>) {
+        let Some(slot) = self.services.get(&type_id) else {
+            return;
+        };
+        self.notices.push(Notice::Service(ServiceChanged {
+            service: slot.key.name(),
+            provider: provider.map(|id| self.plugin_name(id)),
+            available: true,
+        }));
+        let key = slot.key;
+        if let Some(requirers) = self.requirers.get(&type_id) {
+            self.ready.extend(requirers.iter().copied());
+        }
+        let users: Vec<InstanceId> = self
+            .optional_users
+            .get(&type_id)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&user| {
+                Some(user) != provider
+                    && self.restart_mode_user(user, &key, PluginState::Active)
+                    && !provider.is_some_and(|p| self.depends_on(p, user))
+            })
+            .collect();
+        self.restarts.extend(users);
+    }
+
+    /// Whether `user` is in `state` and follows `key` by restarting.
+    fn restart_mode_user(&self, user: InstanceId, key: &ServiceKey, state: PluginState) -> bool {
+        self.instances.get(&user).is_some_and(|inst| {
+            inst.state == state
+                && inst.plugin.manifest().optional_mode(key) == Some(OptionalMode::Restart)
+        })
+    }
+
+    /// Registers `value` as service `key` of `owner`; it is readable at once for the root or
+    /// an active instance, else when the instance becomes active.
+    pub(crate) fn insert_service(
+        &mut self,
+        owner: Option<InstanceId>,
+        key: ServiceKey,
+        value: Arc<ServiceValue>,
+    ) -> Result<(), CoreError> {
+        let type_id = key.id();
+        if let Some(inst) = owner.and_then(|id| self.instances.get(&id)) {
+            if !inst.plugin.manifest().provides().contains(&key) {
+                return Err(CoreError::UndeclaredService {
+                    plugin: inst.name.to_string(),
+                    service: key.name(),
+                });
+            }
+        }
+        if let Some(existing) = self.services.get(&type_id) {
+            return Err(CoreError::ServiceConflict {
+                service: key.name(),
+                existing: self.name_of(existing.provider).to_string(),
+                plugin: self.name_of(owner).to_string(),
+            });
+        }
+        let cell = self
+            .service_cells
+            .get_or_insert(type_id, || ServiceCell::new(key))
+            .clone();
+        self.services.insert(
+            type_id,
+            ServiceSlot {
+                value,
+                key,
+                provider: owner,
+                cell,
+                published: false,
+            },
+        );
+        self.own(owner, Owned::Service(type_id));
+        let visible_now = owner.is_none_or(|id| self.state_of(id) == Some(PluginState::Active));
+        if visible_now {
+            self.publish(type_id);
+            self.service_appeared(type_id, owner);
+        }
+        Ok(())
+    }
+
+    /// Removes a service slot and withdraws its value from readers; if it had been announced,
+    /// queues the notice that it went. Both are returned, to be dropped outside the lock.
+    pub(crate) fn remove_service(&mut self, type_id: TypeId) -> Option<(ServiceSlot, Withdrawn)> {
+        let slot = self.services.remove(&type_id)?;
+        let withdrawn = slot.cell.set(None);
+        // A service provided by an apply that then failed was never readable, so it does not
+        // go either.
+        if slot.published {
+            self.notices.push(Notice::Service(ServiceChanged {
+                service: slot.key.name(),
+                provider: slot.provider.map(|id| self.plugin_name(id)),
+                available: false,
+            }));
+        }
+        Some((slot, withdrawn))
+    }
+
+    /// Whether a service is readable: registered by the root or by an active instance.
+    pub(crate) fn service_visible(&self, type_id: TypeId) -> bool {
+        self.services.get(&type_id).is_some_and(|slot| {
+            slot.provider
+                .is_none_or(|id| self.state_of(id) == Some(PluginState::Active))
+        })
+    }
+
+    /// Required services of `id` that are not readable now.
+    pub(crate) fn missing(&self, id: InstanceId) -> Vec<&'static str> {
+        self.instances.get(&id).map_or_else(Vec::new, |inst| {
+            inst.plugin
+                .manifest()
+                .requires()
+                .iter()
+                .filter(|key| !self.service_visible(key.id()))
+                .map(ServiceKey::name)
+                .collect()
+        })
+    }
+
+    /// Takes the next instance to apply: the lowest-numbered candidate that is pending with
+    /// nothing missing. Stale candidates are dropped on the way.
+    pub(crate) fn take_ready(&mut self) -> Option<InstanceId> {
+        while let Some(id) = self.ready.pop_first() {
+            if self.state_of(id) == Some(PluginState::Pending) && self.missing(id).is_empty() {
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// Services registered by `id` (in registration order).
+    pub(crate) fn services_of(&self, id: InstanceId) -> Vec<TypeId> {
+        let owned = self.instances.get(&id).map_or(&[][..], |inst| &inst.owned);
+        owned
+            .iter()
+            .filter_map(|item| match item {
+                Owned::Service(type_id) => Some(*type_id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Instances that must go before `id` when it is torn down: loading or active instances
+    /// requiring a service it registered, and active restart-mode instances using one as
+    /// optional.
+    pub(crate) fn consumers(&self, id: InstanceId) -> Vec<InstanceId> {
+        let mut out = Vec::new();
+        for type_id in self.services_of(id) {
+            for &other in self.requirers.get(&type_id).into_iter().flatten() {
+                if matches!(
+                    self.state_of(other),
+                    Some(PluginState::Active | PluginState::Loading)
+                ) {
+                    out.push(other);
+                }
+            }
+            let Some(key) = self.services.get(&type_id).map(|slot| slot.key) else {
+                continue;
+            };
+            for &other in self.optional_users.get(&type_id).into_iter().flatten() {
+                if other != id
+                    && self.restart_mode_user(other, &key, PluginState::Active)
+                    && !self.depends_on(id, other)
+                {
+                    out.push(other);
+                }
+            }
+        }
+        out
+    }
+
+    /// Failed instances requiring one of the services `id` registered: they are tried again
+    /// once the service is back (cordis retries a failed fiber when a dependency changes; here
+    /// the retry is a visible transition).
+    pub(crate) fn failed_requirers(&self, id: InstanceId) -> Vec<InstanceId> {
+        self.services_of(id)
+            .iter()
+            .flat_map(|type_id| self.requirers.get(type_id).into_iter().flatten().copied())
+            .filter(|&other| self.state_of(other) == Some(PluginState::Failed))
+            .collect()
+    }
+
+    /// Whether `id` lives off `on`: it is a child of `on` (at any depth), or requires a service
+    /// registered by `on` or by something that lives off `on`. A restart-mode optional user
+    /// that its optional provider lives off is neither restarted when that service appears
+    /// (restarting it would take the provider down with it, forever) nor torn down before that
+    /// provider (it must outlive it).
+    fn depends_on(&self, id: InstanceId, on: InstanceId) -> bool {
+        let mut seen = std::collections::HashSet::from([id]);
+        let mut stack = vec![id];
+        while let Some(next) = stack.pop() {
+            let Some(inst) = self.instances.get(&next) else {
+                continue;
+            };
+            let providers = inst
+                .plugin
+                .manifest()
+                .requires()
+                .iter()
+                .filter_map(|key| self.services.get(&key.id()).and_then(|slot| slot.provider));
+            for up in inst.parent.into_iter().chain(providers) {
+                if up == on {
+                    return true;
+                }
+                if seen.insert(up) {
+                    stack.push(up);
+                }
+            }
+        }
+        false
+    }
+
+    /// The listeners of `key`, for an emit that could not read the published list.
+    pub(crate) fn listeners(&self, key: TypeId) -> Option<Arc<Vec<Listener>>> {
+        self.listeners.get(&key).cloned()
+    }
+
+    /// Appends a listener of `key` and publishes the new list; drop the result after the lock.
+    pub(crate) fn add_listener(&mut self, key: TypeId, listener: Listener) -> Withdrawn {
+        let list = self.listeners.entry(key).or_default();
+        let mut next = Vec::with_capacity(list.len() + 1);
+        next.extend(list.iter().cloned());
+        next.push(listener);
+        *list = Arc::new(next);
+        self.listener_cells
+            .get_or_insert(key, ListenerCell::new)
+            .set(Some(list.clone()))
+    }
+
+    /// Removes a listener and publishes the list without it; the removed listener (whose
+    /// handler is user code) and the old list are returned, to be dropped after the lock.
+    pub(crate) fn remove_listener(
+        &mut self,
+        key: TypeId,
+        id: u64,
+    ) -> Option<(Listener, Withdrawn)> {
+        let list = self.listeners.get_mut(&key)?;
+        let removed = list.iter().find(|l| l.id == id)?.clone();
+        *list = Arc::new(list.iter().filter(|l| l.id != id).cloned().collect());
+        let withdrawn = self
+            .listener_cells
+            .get_or_insert(key, ListenerCell::new)
+            .set(Some(list.clone()));
+        Some((removed, withdrawn))
+    }
+
+    pub(crate) fn add_leave_hook(&mut self, key: TypeId, hook: LeaveHook) {
+        self.leave_hooks.entry(key).or_default().push(hook);
+    }
+
+    pub(crate) fn remove_leave_hook(&mut self, key: TypeId, id: u64) -> Option<LeaveHook> {
+        let hooks = self.leave_hooks.get_mut(&key)?;
+        let at = hooks.iter().position(|h| h.id == id)?;
+        Some(hooks.remove(at))
+    }
+
+    /// What must hear that the readable services of `id` (or of the root, for `None`) are
+    /// about to go: each service value with the leave hooks registered for it.
+    pub(crate) fn leave_hooks_of(
+        &self,
+        owner: Option<InstanceId>,
+    ) -> Vec<(Arc<ServiceValue>, Vec<LeaveHook>)> {
+        let services = match owner {
+            Some(id) => self.services_of(id),
+            None => self
+                .root_owned
+                .iter()
+                .filter_map(|item| match item {
+                    Owned::Service(type_id) => Some(*type_id),
+                    _ => None,
+                })
+                .collect(),
+        };
+        services
+            .into_iter()
+            .filter_map(|type_id| {
+                let slot = self.services.get(&type_id)?;
+                let hooks = self.leave_hooks.get(&type_id).filter(|h| !h.is_empty())?;
+                slot.published.then(|| (slot.value.clone(), hooks.clone()))
+            })
+            .collect()
+    }
+
+    pub(crate) fn plugin_info(&self, id: InstanceId) -> Option<PluginInfo> {
+        let inst = self.instances.get(&id)?;
+        let manifest = inst.plugin.manifest();
+        Some(PluginInfo {
+            id,
+            name: inst.name.to_string(),
+            plugin: manifest.name(),
+            version: manifest.version(),
+            state: inst.state,
+            generation: inst.generation,
+            requires: manifest.requires().iter().map(ServiceKey::name).collect(),
+            optional: manifest.optional().iter().map(|(k, _)| k.name()).collect(),
+            provides: manifest.provides().iter().map(ServiceKey::name).collect(),
+            pending_on: if inst.state == PluginState::Pending {
+                self.missing(id)
+            } else {
+                Vec::new()
+            },
+            error: inst
+                .error
+                .clone()
+                .filter(|_| inst.state == PluginState::Failed),
+            parent: inst.parent.map(|p| self.name_of(Some(p)).to_string()),
+        })
+    }
+
+    pub(crate) fn plugin_infos(&self) -> Vec<PluginInfo> {
+        self.instances
+            .keys()
+            .filter_map(|&id| self.plugin_info(id))
+            .collect()
+    }
+
+    pub(crate) fn service_infos(&self) -> Vec<ServiceInfo> {
+        let mut infos: Vec<ServiceInfo> = self
+            .services
+            .values()
+            .map(|slot| ServiceInfo {
+                service: slot.key.name(),
+                provider: slot.provider.map(|id| self.plugin_name(id)),
+                state: slot.provider.map_or(PluginState::Active, |id| {
+                    self.state_of(id).unwrap_or(PluginState::Disposed)
+                }),
+            })
+            .collect();
+        infos.sort_by_key(|info| info.service);
+        infos
+    }
+
+    /// The provider of `key` (among the instances that declare it) and its state, for an
+    /// [`crate::Unavailable`] that says why.
+    pub(crate) fn declared_provider(&self, key: &ServiceKey) -> Option<(String, PluginState)> {
+        if let Some(slot) = self.services.get(&key.id()) {
+            if let Some(id) = slot.provider {
+                let inst = self.instances.get(&id)?;
+                return Some((inst.name.to_string(), inst.state));
+            }
+        }
+        self.instances
+            .values()
+            .find(|inst| inst.plugin.manifest().provides().contains(key))
+            .map(|inst| (inst.name.to_string(), inst.state))
+    }
+}
+
+fn unindex(index: &mut TypeMap<Vec<InstanceId>>, key: TypeId, id: InstanceId) {
+    if let Some(list) = index.get_mut(&key) {
+        list.retain(|&x| x != id);
+        if list.is_empty() {
+            index.remove(&key);
+        }
+    }
+}

@@ -1,9 +1,9 @@
 //! Contexts composed from the facade's plugins, with and without each of them.
 
-use dsh::{builtin_plugins, registered, Context, ContextConfig, PluginState};
+use dsh::{builtin_plugins, registered, AnyPlugin, Context, ContextConfig, PluginState};
 
-fn names(list: &[&'static dsh::PluginDescriptor]) -> Vec<&'static str> {
-    list.iter().map(|d| d.name()).collect()
+fn names(list: &[AnyPlugin]) -> Vec<&'static str> {
+    list.iter().map(AnyPlugin::name).collect()
 }
 
 #[test]
@@ -43,7 +43,7 @@ fn a_context_from_the_registry_activates_everything_its_config_enables() {
     let ctx = Context::from_registry(&config).unwrap();
     for plugin in ctx.plugins() {
         // The SQLite backend is disabled by default: one backend provides SessionPersistence.
-        let expected = match plugin.name {
+        let expected = match plugin.name.as_str() {
             "dsh-session-sqlite" => PluginState::Disabled,
             _ => PluginState::Active,
         };
@@ -67,7 +67,7 @@ fn the_jsonl_plugin_without_a_root_fails_and_names_the_field() {
         .find(|p| p.name == "dsh-session-jsonl")
         .unwrap();
     assert_eq!(jsonl.state, PluginState::Failed);
-    assert!(jsonl.error.unwrap().contains("root"));
+    assert!(jsonl.error.unwrap().message().contains("root"));
     // The store works without a backend; it just does not persist.
     assert_eq!(ctx.plugin_state("dsh-session"), Some(PluginState::Active));
 }

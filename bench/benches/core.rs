@@ -1,14 +1,14 @@
 //! Criterion benches of the `dsh-bench core` scenarios: service lookup against the baseline
-//! map, a 1000-plugin chain's activation and disposal, emit to 10 listeners against a plain
-//! listener `Vec`. Kept short (10 samples, 2 s each) so a full `cargo bench -p dsh-bench`
+//! map and a `Dep` read against an `Arc` deref, a 1000-plugin chain's activation (at once and
+//! one load at a time) and disposal, emit to 10 listeners against a plain listener `Vec`. Kept short (10 samples, 2 s each) so a full `cargo bench -p dsh-bench`
 //! takes well under a minute; `dsh-bench core` gives the published figures.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode};
 use dsh_bench::events::{baseline_emit, Emitters, Ping};
-use dsh_bench::lifecycle::chain;
+use dsh_bench::lifecycle::{chain, load_one_by_one};
 use dsh_bench::lookup::{baseline_get, baseline_with, Lookup};
 use dsh_bench_chain::LookupTarget;
-use dsh_core::Context;
+use dsh_core::{AnyPlugin, Context};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -35,22 +35,39 @@ fn lookup(c: &mut Criterion) {
             })
         })
     });
+    group.bench_function("dep", |b| b.iter(|| black_box(&l.dep).get().is_ok()));
+    group.bench_function("baseline_arc", |b| {
+        b.iter(|| {
+            let service: &LookupTarget = black_box(&l.arc);
+            black_box(service);
+        })
+    });
     group.finish();
 }
 
-fn build_chain() -> Context {
+fn build_chain(plugins: &[AnyPlugin]) -> Context {
     Context::builder()
-        .plugins(chain(1000).iter().copied())
+        .add_plugins(plugins.iter().cloned())
         .build()
         .expect("chain builds")
 }
 
 fn chain_1000(c: &mut Criterion) {
+    let plugins = chain(1000);
     let mut group = c.benchmark_group("chain_1000");
     group.sampling_mode(SamplingMode::Flat);
-    group.bench_function("activate", |b| b.iter_with_large_drop(build_chain));
+    group.bench_function("activate", |b| {
+        b.iter_with_large_drop(|| build_chain(&plugins))
+    });
+    group.bench_function("activate_one_load_at_a_time", |b| {
+        b.iter(|| load_one_by_one(&plugins))
+    });
     group.bench_function("dispose", |b| {
-        b.iter_batched(build_chain, |ctx| ctx.dispose(), BatchSize::PerIteration)
+        b.iter_batched(
+            || build_chain(&plugins),
+            |ctx| ctx.dispose(),
+            BatchSize::PerIteration,
+        )
     });
     group.finish();
 }

@@ -7,9 +7,9 @@ use crate::alloc::allocated;
 use crate::generate;
 use crate::measure::{median, time, us, Plan};
 use dsh::session::{
-    CreateOptions, Session, SessionEvent, SessionMeta, SessionStore, SESSION_PLUGIN,
+    CreateOptions, Session, SessionEvent, SessionMeta, SessionPlugin, SessionStore,
 };
-use dsh::session_fork::{ForkSessionOptions, SessionFork, SESSION_FORK_PLUGIN};
+use dsh::session_fork::{ForkSessionOptions, SessionFork, SessionForkPlugin};
 use dsh::Context;
 use std::hint::black_box;
 use std::sync::Arc;
@@ -24,7 +24,8 @@ pub const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 /// When the context does not build or the store refuses the generated log.
 pub fn source(len: usize) -> (Context, Arc<Session>, Vec<SessionEvent>) {
     let ctx = Context::builder()
-        .plugins([&SESSION_PLUGIN, &SESSION_FORK_PLUGIN])
+        .add_plugin(SessionPlugin)
+        .add_plugin(SessionForkPlugin)
         .build()
         .expect("session + fork context builds");
     let events = generate::events(len);

@@ -60,6 +60,8 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
         Resolver::BaselineGet,
         Resolver::With,
         Resolver::BaselineWith,
+        Resolver::Dep,
+        Resolver::BaselineArc,
     ] {
         lookup.run(resolver, plan.iters); // warm-up
     }
@@ -75,29 +77,43 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
         || lookup.ns_per_lookup(Resolver::BaselineWith, plan.iters),
     );
     report.with_ratio = report.with_ns / report.baseline_with_ns;
+    (report.dep_ns, report.baseline_arc_ns) = paired_medians(
+        plan.reps,
+        || lookup.ns_per_lookup(Resolver::Dep, plan.iters),
+        || lookup.ns_per_lookup(Resolver::BaselineArc, plan.iters),
+    );
+    report.dep_ratio = report.dep_ns / report.baseline_arc_ns;
 
     progress("lookup on two threads");
     let get = lookup.scaling(Resolver::Get, plan.reps, plan.iters);
     report.get_1thread_per_s = get.one_thread_per_s;
     report.get_2threads_per_s = get.two_threads_per_s;
-    report.arc_get_2threads_scaling = get.ratio;
+    report.get_2threads_scaling = get.ratio;
     report.baseline_get_2threads_scaling = lookup
         .scaling(Resolver::BaselineGet, plan.reps, plan.iters)
         .ratio;
-    report.get_2threads_scaling = lookup.scaling(Resolver::With, plan.reps, plan.iters).ratio;
+    report.with_2threads_scaling = lookup.scaling(Resolver::With, plan.reps, plan.iters).ratio;
     report.baseline_with_2threads_scaling = lookup
         .scaling(Resolver::BaselineWith, plan.reps, plan.iters)
         .ratio;
+    report.dep_2threads_scaling = lookup.scaling(Resolver::Dep, plan.reps, plan.iters).ratio;
     report.spin_2threads_scaling = lookup::scaling(plan.reps, plan.iters, lookup::spin).ratio;
     drop(lookup);
 
     progress("chain and independent plugins");
-    lifecycle::up_down(lifecycle::chain(CHAIN_1000)); // warm-up
-    let chain = lifecycle::up_down_median(lifecycle::chain(CHAIN_1000), plan.lifecycle_reps);
+    let chain_1000 = lifecycle::chain(CHAIN_1000);
+    lifecycle::up_down(&chain_1000); // warm-up
+    let chain = lifecycle::up_down_median(&chain_1000, plan.lifecycle_reps);
     report.activate_chain_1000_ms = chain.activate_ms;
     report.dispose_chain_1000_ms = chain.dispose_ms;
-    let independent =
-        lifecycle::up_down_median(lifecycle::independent(CHAIN_1000), plan.lifecycle_reps);
+    report.activate_chain_1000_incremental_ms =
+        lifecycle::load_one_by_one_median(&chain_1000, plan.lifecycle_reps);
+    report.chain_incremental_ratio =
+        report.activate_chain_1000_incremental_ms / report.activate_chain_1000_ms;
+    let independent = lifecycle::up_down_median(
+        &lifecycle::independent(CHAIN_1000),
+        plan.lifecycle_reps,
+    );
     report.activate_independent_1000_ms = independent.activate_ms;
     report.dispose_independent_1000_ms = independent.dispose_ms;
 

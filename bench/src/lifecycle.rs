@@ -1,13 +1,14 @@
-//! Lifecycle: a dependency chain of plugins from nothing to all active and back, as many
-//! independent plugins likewise, the time from providing a service to its dependant being
-//! active, and the leaf-first chain that activates in one cascade when its root appears.
+//! Lifecycle: a dependency chain of plugins from nothing to all active and back (built at once,
+//! and loaded one call at a time), as many independent plugins likewise, the time from
+//! providing a service to its dependant being active, and the leaf-first chain that activates
+//! in one cascade when its root appears.
 //!
 //! Every scenario checks the states it produced (all active, all torn down) outside the
 //! timed part, so a figure never comes from a run that did not do the work.
 
 use crate::measure::{median, ms, time, us};
-use dsh_bench_chain::{CHAIN, INDEPENDENT, S0};
-use dsh_core::{Context, ContextConfig, PluginDescriptor, PluginState};
+use dsh_bench_chain::{make, CHAIN, INDEPENDENT, S0};
+use dsh_core::{AnyPlugin, Context, ContextConfig, PluginState};
 use std::sync::Arc;
 
 /// The first `n` plugins of the generated chain, root first (`c0` provides `S0`; `ci`
@@ -15,16 +16,16 @@ use std::sync::Arc;
 ///
 /// # Panics
 /// When `n` exceeds the generated chain length.
-pub fn chain(n: usize) -> &'static [&'static PluginDescriptor] {
-    &CHAIN[..n]
+pub fn chain(n: usize) -> Vec<AnyPlugin> {
+    CHAIN[..n].iter().map(make).collect()
 }
 
 /// The first `n` independent plugins (`ii` provides `S{i}`, requires nothing).
 ///
 /// # Panics
 /// When `n` exceeds the number of generated independent plugins.
-pub fn independent(n: usize) -> &'static [&'static PluginDescriptor] {
-    &INDEPENDENT[..n]
+pub fn independent(n: usize) -> Vec<AnyPlugin> {
+    INDEPENDENT[..n].iter().map(make).collect()
 }
 
 /// How many plugins of `ctx` are in `state`.
@@ -47,25 +48,27 @@ pub struct UpDown {
 }
 
 /// Builds a context from `plugins` (timed until every plugin is active), then disposes it
-/// (timed until every plugin is disposed).
+/// (timed until every plugin is disposed and its record gone).
 ///
 /// # Panics
 /// When a plugin is not active after the build, or not disposed after `dispose`.
-pub fn up_down(plugins: &'static [&'static PluginDescriptor]) -> UpDown {
+pub fn up_down(plugins: &[AnyPlugin]) -> UpDown {
     let n = plugins.len();
     let mut ctx = None;
     let activate = time(|| {
         ctx = Some(
             Context::builder()
-                .plugins(plugins.iter().copied())
+                .add_plugins(plugins.iter().cloned())
                 .build()
                 .expect("context builds"),
         );
     });
     let ctx = ctx.expect("built");
     expect_all(&ctx, n, PluginState::Active, "after build");
-    let dispose = time(|| ctx.dispose());
-    expect_all(&ctx, n, PluginState::Disposed, "after dispose");
+    let dispose = time(|| {
+        ctx.dispose();
+    });
+    assert!(ctx.plugins().is_empty(), "after dispose every record is gone");
     drop(ctx);
     UpDown {
         activate_ms: ms(activate),
@@ -74,12 +77,35 @@ pub fn up_down(plugins: &'static [&'static PluginDescriptor]) -> UpDown {
 }
 
 /// Medians of [`up_down`] over `reps` repetitions.
-pub fn up_down_median(plugins: &'static [&'static PluginDescriptor], reps: usize) -> UpDown {
+pub fn up_down_median(plugins: &[AnyPlugin], reps: usize) -> UpDown {
     let runs: Vec<UpDown> = (0..reps).map(|_| up_down(plugins)).collect();
     UpDown {
         activate_ms: median(runs.iter().map(|r| r.activate_ms).collect()),
         dispose_ms: median(runs.iter().map(|r| r.dispose_ms).collect()),
     }
+}
+
+/// Loads `plugins` into an empty context one `load` call at a time, each settling before the
+/// next (timed until every plugin is active), in milliseconds: what a host that adds plugins
+/// as it goes pays, against [`up_down`]'s build at once.
+///
+/// # Panics
+/// When a plugin is not active after its load.
+pub fn load_one_by_one(plugins: &[AnyPlugin]) -> f64 {
+    let ctx = Context::builder().build().expect("empty context builds");
+    let elapsed = time(|| {
+        for plugin in plugins {
+            ctx.load(plugin.clone()).expect("plugin loads");
+        }
+    });
+    expect_all(&ctx, plugins.len(), PluginState::Active, "after loading");
+    drop(ctx);
+    ms(elapsed)
+}
+
+/// Median of [`load_one_by_one`] over `reps` repetitions.
+pub fn load_one_by_one_median(plugins: &[AnyPlugin], reps: usize) -> f64 {
+    median((0..reps).map(|_| load_one_by_one(plugins)).collect())
 }
 
 /// The two halves of a cascade and the build before them, in milliseconds.
@@ -116,17 +142,21 @@ pub fn cascade(n: usize) -> Cascade {
     let build = time(|| {
         ctx = Some(
             Context::builder()
-                .plugins(chain(n).iter().rev().copied())
-                .config(config)
+                .add_plugins(chain(n).into_iter().rev())
+                .with_config(config)
                 .build()
                 .expect("cascade context builds"),
         );
     });
     let ctx = ctx.expect("built");
     expect_all(&ctx, n - 1, PluginState::Pending, "before the root appears");
-    let activate = time(|| ctx.enable("c0").expect("enable the root"));
+    let activate = time(|| {
+        ctx.enable("c0").expect("enable the root");
+    });
     expect_all(&ctx, n, PluginState::Active, "after the root appeared");
-    let teardown = time(|| ctx.disable("c0").expect("disable the root"));
+    let teardown = time(|| {
+        ctx.disable("c0").expect("disable the root");
+    });
     expect_all(&ctx, n - 1, PluginState::Pending, "after the root went");
     assert_eq!(ctx.plugin_state("c0"), Some(PluginState::Disabled));
     drop(ctx);
@@ -156,12 +186,14 @@ pub fn cascade_median(n: usize, reps: usize) -> (Cascade, f64) {
 /// When `c1` is not pending before or not active after.
 pub fn pending_to_active_provide() -> f64 {
     let ctx = Context::builder()
-        .plugin(CHAIN[1])
+        .add_plugin(make(&CHAIN[1]))
         .build()
         .expect("context builds");
     assert_eq!(ctx.plugin_state("c1"), Some(PluginState::Pending));
     let value = Arc::new(S0);
-    let elapsed = time(|| ctx.provide(value).expect("root provides S0"));
+    let elapsed = time(|| {
+        ctx.provide(value).expect("root provides S0");
+    });
     assert_eq!(ctx.plugin_state("c1"), Some(PluginState::Active));
     us(elapsed)
 }
@@ -181,14 +213,16 @@ pub fn pending_to_active_enable_median(reps: usize) -> f64 {
     let mut config = ContextConfig::default();
     config.set_enabled("c0", false);
     let ctx = Context::builder()
-        .plugins([CHAIN[1], CHAIN[0]])
-        .config(config)
+        .add_plugins([make(&CHAIN[1]), make(&CHAIN[0])])
+        .with_config(config)
         .build()
         .expect("context builds");
     let samples = (0..reps)
         .map(|_| {
             assert_eq!(ctx.plugin_state("c1"), Some(PluginState::Pending));
-            let elapsed = time(|| ctx.enable("c0").expect("enable c0"));
+            let elapsed = time(|| {
+                ctx.enable("c0").expect("enable c0");
+            });
             assert_eq!(ctx.plugin_state("c1"), Some(PluginState::Active));
             ctx.disable("c0").expect("disable c0");
             us(elapsed)

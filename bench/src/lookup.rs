@@ -1,30 +1,40 @@
 //! Service lookup: `ctx.get::<T>()` (and the borrowing `ctx.with::<T>(..)`) with 32 services
-//! registered, against a plain `HashMap<TypeId, Box<dyn Any + Send + Sync>>` holding the same
-//! 32 entries (lookup, downcast to `Arc<T>`, `Arc` clone); and the throughput of two threads
-//! resolving the same service relative to one thread.
+//! registered, against a plain `FxHashMap<TypeId, Arc<dyn Any + Send + Sync>>` holding the same
+//! 32 entries (lookup and downcast, plus an `Arc` clone for `get`); a `Dep<T>` read against a
+//! bare `Arc<T>` deref; and the throughput of two threads resolving the same service relative
+//! to one thread.
 
 use crate::measure::{median, time};
 use dsh_bench_chain::{
-    BaselineEntry, LookupTarget, BASELINE_ENTRIES, INDEPENDENT, LOOKUP_SERVICES,
+    make, BaselineEntry, LookupTarget, BASELINE_ENTRIES, INDEPENDENT, LOOKUP_SERVICES,
 };
-use dsh_core::{Context, PluginState};
+use dsh_core::{plugin_fn, Context, Dep, PluginState};
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// The baseline registry: what `get` is compared with.
-pub type BaselineMap = HashMap<TypeId, Box<dyn Any + Send + Sync>>;
+/// The baseline registry: what `get` and `with` are compared with.
+pub type BaselineMap = rustc_hash::FxHashMap<TypeId, Arc<dyn Any + Send + Sync>>;
 
-/// A context with [`LOOKUP_SERVICES`] (32) active plugins, each providing one service.
+/// A context with [`LOOKUP_SERVICES`] (32) active plugins, each providing one service, and a
+/// probe plugin requiring [`LookupTarget`], whose `Dep` it hands back.
 ///
 /// # Panics
 /// When a plugin is not active after the build (the figures would be meaningless).
-pub fn lookup_context() -> Context {
+pub fn lookup_context() -> (Context, Dep<LookupTarget>) {
+    let slot: Arc<Mutex<Option<Dep<LookupTarget>>>> = Arc::default();
+    let probe = {
+        let slot = slot.clone();
+        plugin_fn("probe", move |_, target: Dep<LookupTarget>| {
+            *slot.lock().expect("probe slot") = Some(target);
+            Ok(())
+        })
+    };
     let ctx = Context::builder()
-        .plugins(INDEPENDENT[..LOOKUP_SERVICES].iter().copied())
+        .add_plugins(INDEPENDENT[..LOOKUP_SERVICES].iter().map(make))
+        .add_plugin(probe)
         .build()
         .expect("lookup context builds");
     let active = ctx
@@ -32,8 +42,9 @@ pub fn lookup_context() -> Context {
         .iter()
         .filter(|p| p.state == PluginState::Active)
         .count();
-    assert_eq!(active, LOOKUP_SERVICES, "every lookup plugin is active");
-    ctx
+    assert_eq!(active, LOOKUP_SERVICES + 1, "every lookup plugin is active");
+    let dep = slot.lock().expect("probe slot").take().expect("the probe ran");
+    (ctx, dep)
 }
 
 /// The baseline map with the same 32 service types as [`lookup_context`].
@@ -44,12 +55,10 @@ pub fn baseline_map() -> BaselineMap {
         .collect()
 }
 
-/// The baseline lookup: hash lookup, downcast to `Arc<T>`, `Arc` clone.
+/// The baseline lookup: hash lookup, `Arc` clone, downcast to `Arc<T>`.
 #[inline]
 pub fn baseline_get<T: Send + Sync + 'static>(map: &BaselineMap) -> Option<Arc<T>> {
-    map.get(&TypeId::of::<T>())?
-        .downcast_ref::<Arc<T>>()
-        .cloned()
+    map.get(&TypeId::of::<T>())?.clone().downcast::<T>().ok()
 }
 
 /// The baseline borrow: hash lookup and downcast, no reference count touched (what a
@@ -59,7 +68,7 @@ pub fn baseline_with<T: Send + Sync + 'static, R>(
     map: &BaselineMap,
     f: impl FnOnce(&T) -> R,
 ) -> Option<R> {
-    let service = map.get(&TypeId::of::<T>())?.downcast_ref::<Arc<T>>()?;
+    let service = map.get(&TypeId::of::<T>())?.downcast_ref::<T>()?;
     Some(f(service))
 }
 
@@ -74,22 +83,33 @@ pub enum Resolver {
     BaselineGet,
     /// [`baseline_with`] on the baseline map.
     BaselineWith,
+    /// `dep.get()` on a `Dep<T>` resolved once (a borrow).
+    Dep,
+    /// A bare `Arc<T>` deref: what a `Dep` read is compared with.
+    BaselineArc,
 }
 
-/// The two registries a lookup measurement reads.
+/// The registries a lookup measurement reads.
 pub struct Lookup {
     /// The dsh-core context with 32 active services.
     pub ctx: Context,
+    /// A handle on the lookup target, resolved once by a plugin of `ctx`.
+    pub dep: Dep<LookupTarget>,
     /// The baseline map with the same 32 types.
     pub map: BaselineMap,
+    /// The lookup target as a bare `Arc`.
+    pub arc: Arc<LookupTarget>,
 }
 
 impl Lookup {
-    /// Both registries, ready.
+    /// Every registry, ready.
     pub fn new() -> Lookup {
+        let (ctx, dep) = lookup_context();
         Lookup {
-            ctx: lookup_context(),
+            ctx,
+            dep,
             map: baseline_map(),
+            arc: Arc::new(LookupTarget::default()),
         }
     }
 
@@ -123,6 +143,14 @@ impl Lookup {
                     })
                     .is_some(),
                 )
+            }),
+            Resolver::Dep => (0..iters).fold(0u64, |n, _| {
+                n + u64::from(black_box(black_box(&self.dep).get()).is_ok())
+            }),
+            Resolver::BaselineArc => (0..iters).fold(0u64, |n, _| {
+                let service: &LookupTarget = black_box(&self.arc);
+                black_box(service);
+                n + 1
             }),
         };
         assert_eq!(found, iters, "the lookup target resolves every time");

@@ -12,11 +12,10 @@
 
 use crate::generate;
 use crate::measure::{median, time, Plan};
-use dsh::session::{CreateOptions, Session, SessionId, SessionMeta, SessionStore, SESSION_PLUGIN};
-use dsh::session_jsonl::SESSION_JSONL_PLUGIN;
-use dsh::session_sqlite::SESSION_SQLITE_PLUGIN;
-use dsh::{Context, ContextConfig};
-use dsh_core::PluginDescriptor;
+use dsh::session::{CreateOptions, Session, SessionId, SessionMeta, SessionPlugin, SessionStore};
+use dsh::session_jsonl::SessionJsonlPlugin;
+use dsh::session_sqlite::SessionSqlitePlugin;
+use dsh::{AnyPlugin, Context, ContextConfig};
 use serde_json::{json, Value};
 use std::fs::{self, File};
 use std::io::Write as _;
@@ -38,7 +37,7 @@ pub struct Backend {
     /// `jsonl`, `sqlite` or `postgres`.
     pub name: &'static str,
     /// The backend's plugin.
-    pub plugin: &'static PluginDescriptor,
+    pub plugin: AnyPlugin,
     /// The config pointing the plugin at its storage.
     pub config: Value,
 }
@@ -49,12 +48,12 @@ impl Backend {
         vec![
             Backend {
                 name: "jsonl",
-                plugin: &SESSION_JSONL_PLUGIN,
+                plugin: SessionJsonlPlugin.into(),
                 config: json!({ "root": dir.join("jsonl") }),
             },
             Backend {
                 name: "sqlite",
-                plugin: &SESSION_SQLITE_PLUGIN,
+                plugin: SessionSqlitePlugin.into(),
                 config: json!({ "path": dir.join("sqlite").join("sessions.db") }),
             },
         ]
@@ -70,26 +69,29 @@ impl Backend {
     /// When the context does not build.
     pub fn context(&self) -> Context {
         let mut config = ContextConfig::default();
-        for other in BACKEND_PLUGINS {
+        let backends = backend_plugins();
+        for other in &backends {
             config.set_enabled(other.name(), other.name() == self.plugin.name());
         }
         config.set_config(self.plugin.name(), self.config.clone());
         Context::builder()
-            .plugin(&SESSION_PLUGIN)
-            .plugins(BACKEND_PLUGINS.iter().copied())
-            .config(config)
+            .add_plugin(SessionPlugin)
+            .add_plugins(backends)
+            .with_config(config)
             .build()
             .expect("the session context builds")
     }
 }
 
 /// The backend plugins linked into this build.
-const BACKEND_PLUGINS: &[&PluginDescriptor] = &[
-    &SESSION_JSONL_PLUGIN,
-    &SESSION_SQLITE_PLUGIN,
-    #[cfg(feature = "postgres")]
-    &dsh::session_postgres::SESSION_POSTGRES_PLUGIN,
-];
+fn backend_plugins() -> Vec<AnyPlugin> {
+    vec![
+        SessionJsonlPlugin.into(),
+        SessionSqlitePlugin.into(),
+        #[cfg(feature = "postgres")]
+        dsh::session_postgres::SessionPostgresPlugin.into(),
+    ]
+}
 
 /// The PostgreSQL backend when this build has it and `DSH_TEST_POSTGRES_URL` names a server:
 /// a schema named after this process, so runs never see each other's sessions.
@@ -100,7 +102,7 @@ fn postgres() -> Option<Backend> {
         let schema = format!("dsh_bench_{}", std::process::id());
         return Some(Backend {
             name: "postgres",
-            plugin: &dsh::session_postgres::SESSION_POSTGRES_PLUGIN,
+            plugin: dsh::session_postgres::SessionPostgresPlugin.into(),
             config: json!({ "url": url, "schema": schema }),
         });
     }

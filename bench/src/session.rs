@@ -5,10 +5,10 @@
 use crate::generate;
 use crate::measure::{median, paired_medians, time, Plan};
 use dsh::session::{
-    CreateOptions, EventDraft, SessionId, SessionMeta, SessionStore, SESSION_PLUGIN,
+    CreateOptions, EventDraft, SessionId, SessionMeta, SessionPlugin, SessionStore,
 };
-use dsh::session_jsonl::{JsonlPersistence, SESSION_JSONL_PLUGIN};
-use dsh::{Context, ContextConfig};
+use dsh::session_jsonl::{JsonlPersistence, SessionJsonlPlugin};
+use dsh::{Context, ContextConfig, Plugin};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -22,12 +22,13 @@ pub const LOAD_EVENTS: usize = 100_000;
 pub fn jsonl_context(root: &Path) -> Context {
     let mut config = ContextConfig::default();
     config.set_config(
-        SESSION_JSONL_PLUGIN.name(),
+        SessionJsonlPlugin::NAME,
         serde_json::json!({ "root": root }),
     );
     Context::builder()
-        .plugins([&SESSION_PLUGIN, &SESSION_JSONL_PLUGIN])
-        .config(config)
+        .add_plugin(SessionPlugin)
+        .add_plugin(SessionJsonlPlugin)
+        .with_config(config)
         .build()
         .expect("session + JSONL context builds")
 }
@@ -187,7 +188,7 @@ pub fn run_session(plan: Plan, mut progress: impl FnMut(&str)) -> SessionReport 
 
     progress("appends");
     let mem = Context::builder()
-        .plugin(&SESSION_PLUGIN)
+        .add_plugin(SessionPlugin)
         .build()
         .expect("session context builds");
     let mem_store = mem.expect::<SessionStore>();

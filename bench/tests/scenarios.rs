@@ -1,27 +1,34 @@
 //! The scenarios do the work they measure, on small sizes (no test looks at a time).
 
-use dsh::session::{check_invariants, SessionStore, SESSION_PLUGIN};
+use dsh::session::{check_invariants, SessionPlugin, SessionStore};
 use dsh::Context;
 use dsh_bench::events::Emitters;
 use dsh_bench::lifecycle::{
-    cascade, chain, independent, pending_to_active_enable_median, pending_to_active_provide,
-    up_down,
+    cascade, chain, independent, load_one_by_one, pending_to_active_enable_median,
+    pending_to_active_provide, up_down,
 };
 use dsh_bench::lookup::{baseline_map, scaling, spin, Lookup, Resolver};
 use dsh_bench::{fork, generate, persist, session};
-use dsh_bench_chain::{CHAIN, CHAIN_LEN, INDEPENDENT, INDEPENDENT_LEN, LOOKUP_SERVICES};
+use dsh_bench_chain::{CHAIN_LEN, INDEPENDENT_LEN, LOOKUP_SERVICES};
 use std::collections::HashSet;
 
 #[test]
 fn the_generated_chain_links_each_plugin_to_the_previous_service() {
-    assert_eq!(CHAIN.len(), CHAIN_LEN);
+    let plugins = chain(CHAIN_LEN);
     assert_eq!(CHAIN_LEN, 10_000);
-    assert!(CHAIN[0].required().is_empty());
+    assert!(plugins[0].manifest().requires().is_empty());
     for i in 1..CHAIN_LEN {
-        assert_eq!(CHAIN[i].required(), CHAIN[i - 1].provided(), "c{i}");
-        assert_eq!(CHAIN[i].name(), format!("c{i}"));
+        assert_eq!(
+            plugins[i].manifest().requires(),
+            plugins[i - 1].manifest().provides(),
+            "c{i}"
+        );
+        assert_eq!(plugins[i].name(), format!("c{i}"));
     }
-    let provided: HashSet<_> = CHAIN.iter().map(|d| d.provided()[0].id()).collect();
+    let provided: HashSet<_> = plugins
+        .iter()
+        .map(|p| p.manifest().provides()[0].id())
+        .collect();
     assert_eq!(
         provided.len(),
         CHAIN_LEN,
@@ -31,19 +38,24 @@ fn the_generated_chain_links_each_plugin_to_the_previous_service() {
 
 #[test]
 fn the_independent_plugins_require_nothing() {
-    assert_eq!(INDEPENDENT.len(), INDEPENDENT_LEN);
-    assert!(INDEPENDENT.iter().all(|d| d.required().is_empty()));
+    let plugins = independent(INDEPENDENT_LEN);
+    assert!(plugins.iter().all(|p| p.manifest().requires().is_empty()));
 }
 
 #[test]
 fn a_chain_activates_and_disposes_completely() {
-    let times = up_down(chain(50));
+    let times = up_down(&chain(50));
     assert!(times.activate_ms >= 0.0 && times.dispose_ms >= 0.0);
 }
 
 #[test]
+fn a_chain_loaded_one_plugin_at_a_time_ends_all_active() {
+    assert!(load_one_by_one(&chain(50)) >= 0.0);
+}
+
+#[test]
 fn independent_plugins_activate_and_dispose_completely() {
-    up_down(independent(50));
+    up_down(&independent(50));
 }
 
 #[test]
@@ -78,6 +90,8 @@ fn every_resolver_finds_the_lookup_target() {
         Resolver::With,
         Resolver::BaselineGet,
         Resolver::BaselineWith,
+        Resolver::Dep,
+        Resolver::BaselineArc,
     ] {
         lookup.run(resolver, 100);
         let s = lookup.scaling(resolver, 1, 100);
@@ -120,7 +134,7 @@ fn a_generated_session_written_through_the_store_loads_every_event() {
 
 #[test]
 fn appends_in_memory_and_with_a_flush_at_every_turn_end_complete() {
-    let mem = Context::builder().plugin(&SESSION_PLUGIN).build().unwrap();
+    let mem = Context::builder().add_plugin(SessionPlugin).build().unwrap();
     assert!(
         session::appends_per_s(&mem.expect::<SessionStore>(), generate::drafts(100), false) > 0.0
     );

@@ -185,20 +185,23 @@ impl Context {
         let enabled = options
             .enabled
             .unwrap_or(plugin.manifest().is_enabled_by_default());
-        let (id, _) = self.rt.load(
+        let (id, name, _) = self.rt.load(
             Owner::Root,
             plugin,
             options.label.as_deref(),
             options.config,
             enabled,
         )?;
-        Ok(PluginHandle::new(&self.rt, id))
+        Ok(PluginHandle::new(&self.rt, id, name))
     }
 
     /// The root instance named `name`.
     pub fn plugin(&self, name: &str) -> Option<PluginHandle> {
-        let id = self.rt.lock().find_root(name).ok()?;
-        Some(PluginHandle::new(&self.rt, id))
+        let state = self.rt.lock();
+        let id = state.find_root(name).ok()?;
+        let name = state.instance(id)?.name.clone();
+        drop(state);
+        Some(PluginHandle::new(&self.rt, id, name))
     }
 
     fn root(&self, name: &str) -> Result<PluginHandle, CoreError> {
@@ -400,8 +403,7 @@ impl Context {
         &self,
         handler: impl Fn(&E) -> Result<(), BoxError> + Send + Sync + 'static,
     ) -> Result<ListenerHandle, CoreError> {
-        let (key, handler) = emit_listener(handler);
-        self.rt.listen(Owner::Root, key, handler)
+        self.rt.listen(Owner::Root, emit_listener(handler))
     }
 
     /// Answers [`Context::ask`] for event `E` with a value of type `R` (`None` passes to the
@@ -413,8 +415,7 @@ impl Context {
         &self,
         handler: impl Fn(&E) -> Option<R> + Send + Sync + 'static,
     ) -> Result<ListenerHandle, CoreError> {
-        let (key, handler) = ask_listener(handler);
-        self.rt.listen(Owner::Root, key, handler)
+        self.rt.listen(Owner::Root, ask_listener(handler))
     }
 
     /// Registers `disposer` to run when the root is disposed, in reverse order of

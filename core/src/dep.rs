@@ -198,6 +198,11 @@ mod sealed {
 /// ```
 ///
 /// Sealed: the core resolves only the handles it knows.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a set of dependency handles",
+    label = "not `()`, `Dep<T>`, `Option<Dep<T>>`, `Optional<T>` or a tuple of them",
+    note = "a plugin receives its dependencies as handles: `Dep<T>` (required), `Option<Dep<T>>` (optional, restarts), `Optional<T>` (optional, live), `()` for none, or a tuple of up to eight"
+)]
 pub trait Deps: sealed::Sealed + Sized + Send + 'static {
     /// Adds the declarations of the set to `manifest`.
     #[doc(hidden)]

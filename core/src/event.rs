@@ -10,8 +10,43 @@ use std::any::{Any, TypeId};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-/// A listener's handler, type-erased: a `Box<EmitFn<E>>` or a `Box<AskFn<E, R>>`.
+/// A listener's handler, type-erased: an `Arc<EmitFn<E>>` or an `Arc<AskFn<E, R>>`.
 pub(crate) type Handler = Arc<dyn Any + Send + Sync>;
+
+/// The listeners of one key as emits read them: an [`EmitList<E>`] or an [`AskList<E, R>`],
+/// built from the records whenever one is added or removed.
+pub(crate) type PublishedList = Box<dyn Any + Send + Sync>;
+
+/// Builds the typed list of a key from its records.
+pub(crate) type Publish = fn(&[Listener]) -> PublishedList;
+
+/// What an emit of `E` calls: each handler with its owner's name, in order. Typed once per
+/// list, so an emit downcasts once, not once per listener.
+pub(crate) struct EmitList<E: 'static>(Vec<(Arc<str>, Arc<EmitFn<E>>)>);
+
+/// What an ask of `(E, R)` calls, in order.
+pub(crate) struct AskList<E: 'static, R: 'static>(Vec<(Arc<str>, Arc<AskFn<E, R>>)>);
+
+fn typed<H: ?Sized + 'static>(listeners: &[Listener]) -> Vec<(Arc<str>, Arc<H>)>
+where
+    Arc<H>: Send + Sync,
+{
+    listeners
+        .iter()
+        .filter_map(|l| {
+            let handler = l.handler.downcast_ref::<Arc<H>>()?;
+            Some((l.plugin.clone(), handler.clone()))
+        })
+        .collect()
+}
+
+fn publish_emit<E: 'static>(listeners: &[Listener]) -> PublishedList {
+    Box::new(EmitList::<E>(typed::<EmitFn<E>>(listeners)))
+}
+
+fn publish_ask<E: 'static, R: 'static>(listeners: &[Listener]) -> PublishedList {
+    Box::new(AskList::<E, R>(typed::<AskFn<E, R>>(listeners)))
+}
 
 /// The handler of an `emit` listener of `E`.
 pub(crate) type EmitFn<E> = dyn Fn(&E) -> Result<(), BoxError> + Send + Sync;
@@ -27,37 +62,35 @@ pub(crate) struct Listener {
     pub(crate) handler: Handler,
 }
 
-/// The registry key and erased handler of an `emit` listener.
+/// The registry key, erased handler and list builder of an `emit` listener.
 pub(crate) fn emit_listener<E: 'static>(
     handler: impl Fn(&E) -> Result<(), BoxError> + Send + Sync + 'static,
-) -> (TypeId, Handler) {
-    let handler: Box<EmitFn<E>> = Box::new(handler);
-    (TypeId::of::<E>(), Arc::new(handler))
+) -> (TypeId, Handler, Publish) {
+    let handler: Arc<EmitFn<E>> = Arc::new(handler);
+    (TypeId::of::<E>(), Arc::new(handler), publish_emit::<E>)
 }
 
-/// The registry key and erased handler of an `ask` listener: keyed by event and answer type.
+/// The registry key, erased handler and list builder of an `ask` listener: keyed by event
+/// and answer type.
 pub(crate) fn ask_listener<E: 'static, R: 'static>(
     handler: impl Fn(&E) -> Option<R> + Send + Sync + 'static,
-) -> (TypeId, Handler) {
-    let handler: Box<AskFn<E, R>> = Box::new(handler);
-    (ask_key::<E, R>(), Arc::new(handler))
+) -> (TypeId, Handler, Publish) {
+    let handler: Arc<AskFn<E, R>> = Arc::new(handler);
+    (ask_key::<E, R>(), Arc::new(handler), publish_ask::<E, R>)
 }
 
 /// The registry key of the `ask` listeners of event `E` answering `R`.
 pub(crate) fn ask_key<E: 'static, R: 'static>() -> TypeId {
-    TypeId::of::<Box<AskFn<E, R>>>()
+    TypeId::of::<AskList<E, R>>()
 }
 
 /// Calls the `ask` listeners of `(E, R)` in order until one answers; a panicking listener is
 /// reported in the log and skipped.
-pub(crate) fn first_answer<E: 'static, R: 'static>(event: &E, listeners: &[Listener]) -> Option<R> {
-    for Listener {
-        plugin, handler, ..
-    } in listeners
-    {
-        let Some(handler) = handler.downcast_ref::<Box<AskFn<E, R>>>() else {
-            continue;
-        };
+pub(crate) fn first_answer<E: 'static, R: 'static>(
+    event: &E,
+    listeners: &AskList<E, R>,
+) -> Option<R> {
+    for (plugin, handler) in &listeners.0 {
         match catch_unwind(AssertUnwindSafe(|| handler(event))) {
             Ok(Some(answer)) => return Some(answer),
             Ok(None) => {}
@@ -71,15 +104,9 @@ pub(crate) fn first_answer<E: 'static, R: 'static>(event: &E, listeners: &[Liste
 }
 
 /// Calls `listeners` with `event`, collecting failures.
-pub(crate) fn dispatch<E: 'static>(event: &E, listeners: &[Listener]) -> Result<(), EmitError> {
+pub(crate) fn dispatch<E: 'static>(event: &E, listeners: &EmitList<E>) -> Result<(), EmitError> {
     let mut failures = Vec::new();
-    for Listener {
-        plugin, handler, ..
-    } in listeners
-    {
-        let Some(handler) = handler.downcast_ref::<Box<EmitFn<E>>>() else {
-            continue;
-        };
+    for (plugin, handler) in &listeners.0 {
         let outcome = catch_unwind(AssertUnwindSafe(|| handler(event)));
         let error: Arc<dyn std::error::Error + Send + Sync> = match outcome {
             Ok(Ok(())) => continue,

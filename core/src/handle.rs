@@ -109,11 +109,8 @@ pub struct PluginHandle {
 }
 
 impl PluginHandle {
-    pub(crate) fn new(rt: &Arc<Runtime>, id: InstanceId) -> PluginHandle {
-        let name = rt
-            .lock()
-            .instance(id)
-            .map_or_else(|| Arc::from(""), |inst| inst.name.clone());
+    /// A handle on instance `id`, named `name` (read under the lock that found the id).
+    pub(crate) fn new(rt: &Arc<Runtime>, id: InstanceId, name: Arc<str>) -> PluginHandle {
         PluginHandle {
             rt: Arc::downgrade(rt),
             id,

@@ -68,6 +68,10 @@ use std::sync::Arc;
 /// assert_eq!(ctx.expect::<Greeter>().0, "hello at 42");
 /// # Ok::<(), dsh_core::CoreError>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a dsh plugin",
+    note = "implement `dsh_core::Plugin` for it (NAME, Config, Deps and apply), or make a closure plugin with `dsh_core::plugin_fn`"
+)]
 pub trait Plugin: Send + Sync + 'static {
     /// The plugin name.
     const NAME: &'static str;
@@ -255,9 +259,19 @@ where
 
 /// The value [`crate::submit_plugin!`] registers: a `Default` plugin of type `P`.
 #[doc(hidden)]
-pub fn make_default<P: Plugin + Default>() -> AnyPlugin {
+pub fn make_default<P: Plugin + Registrable>() -> AnyPlugin {
     P::default().into()
 }
+
+/// A plugin type the registry can make a value of: every `Plugin + Default`.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be submitted to the plugin registry: it does not implement `Default`",
+    note = "the registry makes each plugin with `Default::default()`; derive or implement `Default`, or load the value explicitly with `Context::builder().add_plugin(value)`"
+)]
+pub trait Registrable: Default {}
+
+impl<P: Plugin + Default> Registrable for P {}
 
 /// Submits plugin type `P` (a [`Plugin`] that implements `Default`) to the link-time registry
 /// read by [`crate::Context::from_registry`] and [`crate::registered`]: the registry makes a

@@ -98,8 +98,7 @@ impl Scope {
         &self,
         handler: impl Fn(&E) -> Result<(), BoxError> + Send + Sync + 'static,
     ) -> Result<ListenerHandle, CoreError> {
-        let (key, handler) = emit_listener(handler);
-        self.runtime()?.listen(self.owner(), key, handler)
+        self.runtime()?.listen(self.owner(), emit_listener(handler))
     }
 
     /// Answers [`Context::ask`] for event `E` with a value of type `R` (`None` passes to the
@@ -111,8 +110,7 @@ impl Scope {
         &self,
         handler: impl Fn(&E) -> Option<R> + Send + Sync + 'static,
     ) -> Result<ListenerHandle, CoreError> {
-        let (key, handler) = ask_listener(handler);
-        self.runtime()?.listen(self.owner(), key, handler)
+        self.runtime()?.listen(self.owner(), ask_listener(handler))
     }
 
     /// Registers `disposer` to run when this generation is torn down (after everything
@@ -126,8 +124,7 @@ impl Scope {
     }
 
     /// Calls `hook` with the service `optional` follows each time its provider is about to go
-    /// (disabled, restarted, disposed, or the root disposed), before anything of the provider
-    /// is undone, so the service is still fully usable: a store drains to a backend that is
+    /// (disabled, restarted, disposed), before anything of the provider is undone, so the service is still fully usable: a store drains to a backend that is
     /// leaving. The hook belongs to this generation. A panicking hook is contained.
     ///
     /// # Errors
@@ -170,14 +167,14 @@ impl Scope {
         let enabled = options
             .enabled
             .unwrap_or(plugin.manifest().is_enabled_by_default());
-        let (id, _) = rt.load(
+        let (id, name, _) = rt.load(
             self.owner(),
             plugin,
             options.label.as_deref(),
             options.config,
             enabled,
         )?;
-        Ok(PluginHandle::new(&rt, id))
+        Ok(PluginHandle::new(&rt, id, name))
     }
 
     /// The handle a service keeps to publish events of this context.

@@ -7,7 +7,7 @@
 //! cell holds changes under the state lock and is read through a [`HazardCell`].
 
 use super::hazard::HazardCell;
-use crate::event::Listener;
+use crate::event::PublishedList;
 use crate::key::ServiceKey;
 use std::any::{Any, TypeId};
 use std::hash::{BuildHasher, BuildHasherDefault};
@@ -21,10 +21,10 @@ pub(crate) type ServiceValue = Box<dyn Any + Send + Sync>;
 /// of one or two nodes, small enough that a context costs a few kilobytes.
 const BUCKETS: usize = 256;
 
-/// An insert-only map from `TypeId` to `Arc<C>`, read without locks: fixed buckets of chains
-/// whose links are set once.
+/// An insert-only map from `TypeId` to `Arc<C>`, read without locks: fixed buckets (held
+/// inline, so a lookup starts one load from the runtime) of chains whose links are set once.
 pub(crate) struct Index<C> {
-    buckets: Box<[OnceLock<Box<Node<C>>>]>,
+    buckets: [OnceLock<Box<Node<C>>>; BUCKETS],
 }
 
 struct Node<C> {
@@ -33,6 +33,7 @@ struct Node<C> {
     next: OnceLock<Box<Node<C>>>,
 }
 
+#[inline]
 fn bucket(key: &TypeId) -> usize {
     let hash = BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(key);
     (hash as usize) & (BUCKETS - 1)
@@ -41,7 +42,7 @@ fn bucket(key: &TypeId) -> usize {
 impl<C> Index<C> {
     pub(crate) fn new() -> Index<C> {
         Index {
-            buckets: (0..BUCKETS).map(|_| OnceLock::new()).collect(),
+            buckets: std::array::from_fn(|_| OnceLock::new()),
         }
     }
 
@@ -128,10 +129,10 @@ impl ServiceCell {
     }
 }
 
-/// The listeners of one event key, in registration order: replaced whole (copy on write) when
-/// one is added or removed, read by emits without a lock.
+/// The listeners of one event key, typed and in registration order: replaced whole (copy on
+/// write) when one is added or removed, read by emits without a lock.
 pub(crate) struct ListenerCell {
-    list: HazardCell<Vec<Listener>>,
+    list: HazardCell<PublishedList>,
 }
 
 impl ListenerCell {
@@ -142,13 +143,13 @@ impl ListenerCell {
     }
 
     /// Publishes a new list. Called under the state lock; drop the result after releasing it.
-    pub(crate) fn set(&self, list: Option<Arc<Vec<Listener>>>) -> super::hazard::Withdrawn {
+    pub(crate) fn set(&self, list: Option<Arc<PublishedList>>) -> super::hazard::Withdrawn {
         self.list.store(list)
     }
 
     /// Calls `f` with the listeners (see [`HazardCell::read`]).
     #[inline]
-    pub(crate) fn read<R, F: FnOnce(Option<&Vec<Listener>>) -> R>(&self, f: F) -> Result<R, F> {
+    pub(crate) fn read<R, F: FnOnce(Option<&PublishedList>) -> R>(&self, f: F) -> Result<R, F> {
         self.list.read(f)
     }
 }

@@ -101,6 +101,7 @@ struct SlotGuard<'a> {
 }
 
 impl Drop for SlotGuard<'_> {
+    #[inline]
     fn drop(&mut self) {
         self.local.block.slots[self.depth].store(ptr::null_mut(), Ordering::Release);
         self.local.depth.set(self.depth);
@@ -159,6 +160,7 @@ impl<T: Send + Sync + 'static> HazardCell<T> {
     /// hazard slot of this thread until `f` returns. `Err(f)` when no slot is free (reads
     /// nested [`SLOTS`] deep, or this thread's locals are being destroyed): the caller reads
     /// its locked copy instead.
+    #[inline]
     pub(crate) fn read<R, F: FnOnce(Option<&T>) -> R>(&self, f: F) -> Result<R, F> {
         let mut f = Some(f);
         let done = LOCAL.try_with(|local| {
@@ -225,6 +227,7 @@ fn retire(retired: Retired) {
 }
 
 /// Releases every retired value no reader holds, outside the lock of the list.
+#[cold]
 fn reclaim() {
     let candidates = std::mem::take(&mut *RETIRED.lock());
     if candidates.is_empty() {

@@ -18,7 +18,10 @@ mod settle;
 pub(crate) mod state;
 
 use crate::error::{CoreError, EmitError, Unavailable, WaitError};
-use crate::event::{ask_key, dispatch, first_answer, Handler, Listener, ListenerHandle};
+use crate::event::{
+    ask_key, dispatch, first_answer, AskList, EmitList, Handler, Listener, ListenerHandle, Publish,
+    PublishedList,
+};
 use crate::key::ServiceKey;
 use crate::state::InstanceId;
 use cells::{Index, ListenerCell, ServiceCell, ServiceValue};
@@ -34,8 +37,8 @@ pub(crate) struct Runtime {
     state: Mutex<State>,
     /// Notified after every published batch of transitions and when a settle ends.
     changed: Condvar,
-    services: Arc<Index<ServiceCell>>,
-    listeners: Arc<Index<ListenerCell>>,
+    services: Index<ServiceCell>,
+    listeners: Index<ListenerCell>,
 }
 
 /// A service as a dependency handle takes it: the value, its cell and the epoch it was
@@ -48,13 +51,11 @@ pub(crate) struct Resolved {
 
 impl Runtime {
     pub(crate) fn new() -> Arc<Runtime> {
-        let services = Arc::new(Index::new());
-        let listeners = Arc::new(Index::new());
         Arc::new(Runtime {
-            state: Mutex::new(State::new(services.clone(), listeners.clone())),
+            state: Mutex::new(State::new()),
             changed: Condvar::new(),
-            services,
-            listeners,
+            services: Index::new(),
+            listeners: Index::new(),
         })
     }
 
@@ -89,7 +90,7 @@ impl Runtime {
     }
 
     /// Adds an instance of `plugin` owned by `owner` (a root instance for the root, a child of
-    /// the instance otherwise) and settles. Returns the instance and the ticket.
+    /// the instance otherwise) and settles. Returns the instance, its name and the ticket.
     ///
     /// Errors: [`CoreError::DuplicatePlugin`] for a root name that is taken,
     /// [`CoreError::StaleScope`] when `owner` has moved on.
@@ -100,8 +101,8 @@ impl Runtime {
         label: Option<&str>,
         config: Value,
         enabled: bool,
-    ) -> Result<(InstanceId, u64), CoreError> {
-        let id = {
+    ) -> Result<(InstanceId, Arc<str>, u64), CoreError> {
+        let (id, name) = {
             let mut state = self.state.lock();
             let parent = state.owner(owner)?;
             let name = match parent {
@@ -116,13 +117,13 @@ impl Runtime {
             } else {
                 crate::state::PluginState::Disabled
             };
-            let id = state.add_instance(plugin, name, parent, config, initial);
+            let id = state.add_instance(plugin, name.clone(), parent, config, initial);
             if parent.is_some() {
                 state.own(parent, Owned::Child(id));
             }
-            id
+            (id, name)
         };
-        Ok((id, self.submit(None)))
+        Ok((id, name, self.submit(None)))
     }
 
     /// Registers `value` as service `key` of `owner` and settles (its dependants wake).
@@ -142,7 +143,7 @@ impl Runtime {
         {
             let mut state = self.state.lock();
             let owner = state.owner(owner)?;
-            state.insert_service(owner, key, value)?;
+            state.insert_service(&self.services, owner, key, value)?;
         }
         Ok(self.submit(None))
     }
@@ -153,22 +154,19 @@ impl Runtime {
     pub(crate) fn listen(
         self: &Arc<Self>,
         owner: Owner,
-        key: TypeId,
-        handler: Handler,
+        (key, handler, publish): (TypeId, Handler, Publish),
     ) -> Result<ListenerHandle, CoreError> {
         let (id, withdrawn) = {
             let mut state = self.state.lock();
             let owner = state.owner(owner)?;
             let id = state.next_registration();
             let plugin = state.name_of(owner);
-            let withdrawn = state.add_listener(
-                key,
-                Listener {
-                    id,
-                    plugin,
-                    handler,
-                },
-            );
+            let listener = Listener {
+                id,
+                plugin,
+                handler,
+            };
+            let withdrawn = state.add_listener(&self.listeners, key, listener, publish);
             state.own(owner, Owned::Listener(key, id));
             (id, withdrawn)
         };
@@ -177,7 +175,7 @@ impl Runtime {
         Ok(ListenerHandle {
             remove: Some(Box::new(move || {
                 if let Some(rt) = rt.upgrade() {
-                    let removed = rt.state.lock().remove_listener(key, id);
+                    let removed = rt.state.lock().remove_listener(&rt.listeners, key, id);
                     drop(removed); // the handler (user code) is dropped after the lock
                 }
             })),
@@ -257,9 +255,8 @@ impl Runtime {
 
     /// The cell of service `key` (made when the type was never provided), for a live handle.
     pub(crate) fn cell(&self, key: &ServiceKey) -> Arc<ServiceCell> {
-        let state = self.state.lock();
-        state
-            .service_cells
+        let _inserts_are_serialized = self.state.lock();
+        self.services
             .get_or_insert(key.id(), || ServiceCell::new(*key))
             .clone()
     }
@@ -279,19 +276,22 @@ impl Runtime {
     /// Errors: an [`EmitError`] listing each listener that failed (all listeners ran).
     pub(crate) fn emit<E: 'static>(&self, event: &E) -> Result<(), EmitError> {
         self.with_listeners(TypeId::of::<E>(), |list| {
-            list.map_or(Ok(()), |list| dispatch(event, list))
+            match list.and_then(|list| list.downcast_ref::<EmitList<E>>()) {
+                Some(list) => dispatch(event, list),
+                None => Ok(()),
+            }
         })
     }
 
     /// Asks the `ask` listeners of `(E, R)` in order; the first answer wins.
     pub(crate) fn ask<E: 'static, R: 'static>(&self, event: &E) -> Option<R> {
         self.with_listeners(ask_key::<E, R>(), |list| {
-            list.and_then(|list| first_answer(event, list))
+            first_answer(event, list?.downcast_ref::<AskList<E, R>>()?)
         })
     }
 
     #[inline]
-    fn with_listeners<R>(&self, key: TypeId, f: impl FnOnce(Option<&Vec<Listener>>) -> R) -> R {
+    fn with_listeners<R>(&self, key: TypeId, f: impl FnOnce(Option<&PublishedList>) -> R) -> R {
         let Some(cell) = self.listeners.get(&key) else {
             return f(None);
         };

@@ -30,16 +30,23 @@ fn next_step(state: &mut State) -> Option<Step> {
     state.take_ready().map(Step::Apply)
 }
 
-/// Ends the settler role when the loop returns or unwinds.
-struct SettlerRole<'a>(&'a Runtime);
+/// Gives the settler role up under the lock that found nothing left to do, so a change
+/// submitted after that check finds no settler and settles itself.
+fn give_up_role(state: &mut State) {
+    state.settler = None;
+    state.settled = state.submitted;
+}
 
-impl Drop for SettlerRole<'_> {
+/// Gives the settler role up if the loop unwinds (a bug in the engine: user code is
+/// contained), so the context is not left with a settler that never comes back.
+struct UnwindGuard<'a>(&'a Runtime);
+
+impl Drop for UnwindGuard<'_> {
     fn drop(&mut self) {
-        let mut state = self.0.state.lock();
-        state.settler = None;
-        state.settled = state.submitted;
-        drop(state);
-        self.0.changed.notify_all();
+        if std::thread::panicking() {
+            give_up_role(&mut self.0.state.lock());
+            self.0.changed.notify_all();
+        }
     }
 }
 
@@ -54,14 +61,19 @@ impl Runtime {
     /// Runs the settle loop on this thread, which holds the settler role, until there is
     /// nothing left to do.
     pub(super) fn settle(self: &Arc<Self>) {
-        let _role = SettlerRole(self);
+        let _unwind = UnwindGuard(self);
         loop {
             self.publish();
             let step = {
                 let mut state = self.state.lock();
                 match next_step(&mut state) {
                     Some(step) => step,
-                    None if state.notices.is_empty() => return,
+                    None if state.notices.is_empty() => {
+                        give_up_role(&mut state);
+                        drop(state);
+                        self.changed.notify_all();
+                        return;
+                    }
                     None => continue,
                 }
             };
@@ -148,7 +160,8 @@ impl Runtime {
         for id in roots.into_iter().rev() {
             self.teardown(id, PluginState::Disposed, TransitionCause::Disposed);
         }
-        self.hear_leaving(None);
+        // Every instance is gone now, and with it every leave hook: the root's services go
+        // unheard.
         let owned = std::mem::take(&mut self.state.lock().root_owned);
         self.undo(owned);
     }
@@ -259,7 +272,7 @@ impl Runtime {
         };
         self.publish();
         for id in order {
-            self.hear_leaving(Some(id));
+            self.hear_leaving(id);
             let owned = self
                 .state
                 .lock()
@@ -306,10 +319,10 @@ impl Runtime {
         }
     }
 
-    /// Calls the leave hooks of the readable services of `owner` (the root for `None`),
-    /// outside the lock, each contained.
-    fn hear_leaving(&self, owner: Option<InstanceId>) {
-        let leaving = self.state.lock().leave_hooks_of(owner);
+    /// Calls the leave hooks of the readable services of `id`, outside the lock, each
+    /// contained.
+    fn hear_leaving(&self, id: InstanceId) {
+        let leaving = self.state.lock().leave_hooks_of(id);
         for (value, hooks) in leaving {
             for hook in hooks {
                 contained(&format!("leave hook of plugin \"{}\"", hook.plugin), || {
@@ -329,7 +342,7 @@ impl Runtime {
                     contained("dropping a service value", || drop(removed));
                 }
                 Owned::Listener(type_id, id) => {
-                    let removed = self.state.lock().remove_listener(type_id, id);
+                    let removed = self.state.lock().remove_listener(&self.listeners, type_id, id);
                     contained("dropping a listener", || drop(removed));
                 }
                 Owned::LeaveHook(type_id, id) => {

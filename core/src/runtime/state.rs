@@ -7,7 +7,7 @@ use super::cells::{Index, ListenerCell, ServiceCell, ServiceValue};
 use super::hazard::Withdrawn;
 use super::plugin::AnyPlugin;
 use crate::error::{CoreError, PluginError};
-use crate::event::Listener;
+use crate::event::{Listener, Publish, PublishedList};
 use crate::info::{PluginInfo, PluginTransition, ServiceChanged, ServiceInfo, TransitionCause};
 use crate::key::ServiceKey;
 use crate::manifest::OptionalMode;
@@ -87,6 +87,14 @@ pub(crate) enum Command {
 /// The name the root scope goes by in errors and failure reports.
 pub(crate) const ROOT: &str = "<root>";
 
+/// The listeners of one key: the records, the builder of the typed list (set by the first
+/// listener, which knows the event type) and the list published now.
+struct ListenerSet {
+    records: Vec<Listener>,
+    publish: Publish,
+    published: Arc<PublishedList>,
+}
+
 pub(crate) struct State {
     pub(crate) instances: BTreeMap<InstanceId, Instance>,
     /// Root instances by name.
@@ -95,11 +103,9 @@ pub(crate) struct State {
     root_plugins: rustc_hash::FxHashMap<&'static str, usize>,
     next_instance: u64,
     pub(crate) services: TypeMap<ServiceSlot>,
-    pub(crate) service_cells: Arc<Index<ServiceCell>>,
-    /// Listeners of each event key in registration order; the same lists are published in
-    /// `listener_cells` for emits.
-    listeners: TypeMap<Arc<Vec<Listener>>>,
-    pub(crate) listener_cells: Arc<Index<ListenerCell>>,
+    /// Listeners of each event key in registration order, with the typed list published in
+    /// the key's cell for emits.
+    listeners: TypeMap<ListenerSet>,
     leave_hooks: TypeMap<Vec<LeaveHook>>,
     next_registration: u64,
     /// Registrations made through the root scope, undone when the root is disposed.
@@ -124,19 +130,14 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub(crate) fn new(
-        service_cells: Arc<Index<ServiceCell>>,
-        listener_cells: Arc<Index<ListenerCell>>,
-    ) -> State {
+    pub(crate) fn new() -> State {
         State {
             instances: BTreeMap::new(),
             roots: Default::default(),
             root_plugins: Default::default(),
             next_instance: 0,
             services: TypeMap::default(),
-            service_cells,
             listeners: TypeMap::default(),
-            listener_cells,
             leave_hooks: TypeMap::default(),
             next_registration: 0,
             root_owned: Vec::new(),
@@ -418,6 +419,7 @@ impl State {
     /// an active instance, else when the instance becomes active.
     pub(crate) fn insert_service(
         &mut self,
+        cells: &Index<ServiceCell>,
         owner: Option<InstanceId>,
         key: ServiceKey,
         value: Arc<ServiceValue>,
@@ -438,8 +440,7 @@ impl State {
                 plugin: self.name_of(owner).to_string(),
             });
         }
-        let cell = self
-            .service_cells
+        let cell = cells
             .get_or_insert(type_id, || ServiceCell::new(key))
             .clone();
         self.services.insert(
@@ -592,37 +593,47 @@ impl State {
         false
     }
 
-    /// The listeners of `key`, for an emit that could not read the published list.
-    pub(crate) fn listeners(&self, key: TypeId) -> Option<Arc<Vec<Listener>>> {
-        self.listeners.get(&key).cloned()
+    /// The typed list of `key`, for an emit that could not read the published one.
+    pub(crate) fn listeners(&self, key: TypeId) -> Option<Arc<PublishedList>> {
+        self.listeners.get(&key).map(|set| set.published.clone())
     }
 
-    /// Appends a listener of `key` and publishes the new list; drop the result after the lock.
-    pub(crate) fn add_listener(&mut self, key: TypeId, listener: Listener) -> Withdrawn {
-        let list = self.listeners.entry(key).or_default();
-        let mut next = Vec::with_capacity(list.len() + 1);
-        next.extend(list.iter().cloned());
-        next.push(listener);
-        *list = Arc::new(next);
-        self.listener_cells
+    /// Appends a listener of `key` and publishes the new list in `cells`; drop the result
+    /// after the lock.
+    pub(crate) fn add_listener(
+        &mut self,
+        cells: &Index<ListenerCell>,
+        key: TypeId,
+        listener: Listener,
+        publish: Publish,
+    ) -> Withdrawn {
+        let set = self.listeners.entry(key).or_insert_with(|| ListenerSet {
+            records: Vec::new(),
+            publish,
+            published: Arc::new(publish(&[])),
+        });
+        set.records.push(listener);
+        set.published = Arc::new((set.publish)(&set.records));
+        cells
             .get_or_insert(key, ListenerCell::new)
-            .set(Some(list.clone()))
+            .set(Some(set.published.clone()))
     }
 
     /// Removes a listener and publishes the list without it; the removed listener (whose
     /// handler is user code) and the old list are returned, to be dropped after the lock.
     pub(crate) fn remove_listener(
         &mut self,
+        cells: &Index<ListenerCell>,
         key: TypeId,
         id: u64,
     ) -> Option<(Listener, Withdrawn)> {
-        let list = self.listeners.get_mut(&key)?;
-        let removed = list.iter().find(|l| l.id == id)?.clone();
-        *list = Arc::new(list.iter().filter(|l| l.id != id).cloned().collect());
-        let withdrawn = self
-            .listener_cells
+        let set = self.listeners.get_mut(&key)?;
+        let at = set.records.iter().position(|l| l.id == id)?;
+        let removed = set.records.remove(at);
+        set.published = Arc::new((set.publish)(&set.records));
+        let withdrawn = cells
             .get_or_insert(key, ListenerCell::new)
-            .set(Some(list.clone()));
+            .set(Some(set.published.clone()));
         Some((removed, withdrawn))
     }
 
@@ -636,24 +647,10 @@ impl State {
         Some(hooks.remove(at))
     }
 
-    /// What must hear that the readable services of `id` (or of the root, for `None`) are
-    /// about to go: each service value with the leave hooks registered for it.
-    pub(crate) fn leave_hooks_of(
-        &self,
-        owner: Option<InstanceId>,
-    ) -> Vec<(Arc<ServiceValue>, Vec<LeaveHook>)> {
-        let services = match owner {
-            Some(id) => self.services_of(id),
-            None => self
-                .root_owned
-                .iter()
-                .filter_map(|item| match item {
-                    Owned::Service(type_id) => Some(*type_id),
-                    _ => None,
-                })
-                .collect(),
-        };
-        services
+    /// What must hear that the readable services of `id` are about to go: each service value
+    /// with the leave hooks registered for it.
+    pub(crate) fn leave_hooks_of(&self, id: InstanceId) -> Vec<(Arc<ServiceValue>, Vec<LeaveHook>)> {
+        self.services_of(id)
             .into_iter()
             .filter_map(|type_id| {
                 let slot = self.services.get(&type_id)?;

@@ -1,10 +1,4 @@
-// The macro takes the path of a static descriptor, not an expression that builds one.
-use dsh_core::{BoxError, Context};
-
-fn apply(_: &Context) -> Result<(), BoxError> {
-    Ok(())
-}
-
-dsh_core::submit_plugin!(dsh_core::PluginDescriptor::new("inline", apply));
+// The macro takes a plugin type, not an expression that builds a plugin value.
+dsh_core::submit_plugin!(dsh_core::plugin_fn("inline", |_, ()| Ok(())));
 
 fn main() {}

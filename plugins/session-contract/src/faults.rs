@@ -13,13 +13,13 @@
 //!   random moments, then checks that a fresh instance loads every reported event and that
 //!   `resume` leaves a log the invariant checker accepts.
 
-use crate::support::{json_texts, meta, store, turn_drafts};
+use crate::support::{json_texts, meta, plugin_context, store, turn_drafts};
 use crate::Fixture;
-use dsh_core::{Context, ContextConfig, PluginDescriptor};
+use dsh_core::{AnyPlugin, Context};
 use dsh_session::event::TURN_START;
 use dsh_session::{
     check_invariants, CreateOptions, EventDraft, PersistenceError, Session, SessionEvent,
-    SessionHeader, SessionId, SessionPersistence, StoredSession, SESSION_PLUGIN,
+    SessionHeader, SessionId, SessionPersistence, SessionPlugin, StoredSession,
 };
 use parking_lot::Mutex;
 use std::fs;
@@ -122,7 +122,7 @@ impl SessionPersistence for FaultyPersistence {
 /// A context of the session plugin whose persistence is `backend`, provided by the root.
 fn context_over(backend: Arc<dyn SessionPersistence>) -> Context {
     let ctx = Context::builder()
-        .plugin(&SESSION_PLUGIN)
+        .add_plugin(SessionPlugin)
         .build()
         .expect("the session context builds");
     ctx.provide::<dyn SessionPersistence>(backend)
@@ -295,15 +295,15 @@ const MAX_CHILD_TURNS: u64 = 5_000;
 
 /// The child side of the kill test, run as a test of the backend's test binary: without
 /// [`WRITER_ENV`] it returns at once (the test passes); with it, it builds a context of the
-/// session plugin and `plugin` with the config from the variable, resumes session
-/// `killed-writer` (or creates it), then appends turns forever, flushing after every second
-/// event and appending the durable event count as one line to the report file after each
-/// flush, until it is killed.
+/// session plugin and `plugin` (the backend's plugin, enabled) with the config from the
+/// variable, resumes session `killed-writer` (or creates it), then appends turns forever,
+/// flushing after every second event and appending the durable event count as one line to the
+/// report file after each flush, until it is killed.
 ///
 /// # Panics
 /// When the variable is malformed or the store fails: the parent then reports that the child
 /// ended on its own, with its stderr.
-pub fn killable_writer(plugin: &'static PluginDescriptor) {
+pub fn killable_writer(plugin: impl Into<AnyPlugin>) {
     let Ok(spec) = std::env::var(WRITER_ENV) else {
         return;
     };
@@ -358,19 +358,6 @@ fn bulky_turn(turn: u64) -> Vec<EventDraft> {
         EventDraft::step_end(turn, 1),
         EventDraft::turn_end(turn, dsh_session::TurnEndReason::Completed),
     ]
-}
-
-/// A context of the session plugin plus `plugin` with `config`.
-fn plugin_context(plugin: &'static PluginDescriptor, config: serde_json::Value) -> Context {
-    let mut settings = ContextConfig::default();
-    settings.set_enabled(plugin.name(), true);
-    settings.set_config(plugin.name(), config);
-    Context::builder()
-        .plugin(&SESSION_PLUGIN)
-        .plugin(plugin)
-        .config(settings)
-        .build()
-        .expect("the context builds")
 }
 
 /// splitmix64: a small seeded generator for the kill moments.
@@ -471,7 +458,7 @@ pub fn a_writer_killed_at_random_moments_loses_no_flushed_event(
             "{context}: the log recovered after the previous kill is kept unchanged"
         );
 
-        let ctx = plugin_context(plugin, config.clone());
+        let ctx = plugin_context(plugin.clone(), config.clone());
         let resumed = store(&ctx)
             .resume(&id)
             .unwrap_or_else(|e| panic!("{context}: resume: {e}"));
@@ -491,9 +478,9 @@ pub fn a_writer_killed_at_random_moments_loses_no_flushed_event(
 
 /// Expands to the fault tests of [`crate::faults`] against fresh fixtures made by `$fixture`
 /// (an expression evaluated once per test, of a type implementing [`Fixture`]) whose backend
-/// plugin is `$plugin` (a `&'static PluginDescriptor`): the two fault-injection cases, the
-/// kill test, and `killable_writer`, the kill test's child (a test that does nothing unless
-/// the kill test started it).
+/// plugin is `$plugin` (a plugin value, e.g. `MyBackendPlugin`): the two fault-injection
+/// cases, the kill test, and `killable_writer`, the kill test's child (a test that does
+/// nothing unless the kill test started it).
 #[macro_export]
 macro_rules! fault_tests {
     ($fixture:expr, $plugin:expr) => {

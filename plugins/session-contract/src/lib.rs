@@ -4,7 +4,9 @@
 //!
 //! A backend crate implements [`Fixture`] over fresh storage in its tests and expands
 //! [`contract_tests!`], which makes one `#[test]` per case of [`cases`], named after it, so a
-//! failure names the case. The cases drive the backend directly (a [`Fixture::open`] instance)
+//! failure names the case. The list of cases lives in that macro alone, and this crate's own
+//! test checks it against the public functions of `cases.rs`, so a new case cannot be left
+//! out of the run. The cases drive the backend directly (a [`Fixture::open`] instance)
 //! and through a context of the session plugin plus the backend's plugin
 //! ([`Fixture::plugin`]), the way a host does. They know nothing of files or databases:
 //! the few that need to reach behind the backend (damage, a held lock) ask the fixture.
@@ -13,6 +15,7 @@
 //! struct MyFixture { /* a temporary folder or database */ }
 //! impl dsh_session_contract::Fixture for MyFixture { /* ... */ }
 //! dsh_session_contract::contract_tests!(MyFixture::new());
+//! dsh_session_contract::fault_tests!(MyFixture::new(), MyBackendPlugin);
 //! ```
 //!
 //! The fault tests of [`faults`] (an injected write failure, a writer killed with `SIGKILL`)
@@ -24,7 +27,7 @@ pub mod cases;
 pub mod faults;
 mod support;
 
-use dsh_core::PluginDescriptor;
+use dsh_core::AnyPlugin;
 use dsh_session::{SessionId, SessionPersistence};
 use std::any::Any;
 use std::sync::Arc;
@@ -38,9 +41,9 @@ pub trait Fixture: Send + Sync {
     fn open(&self) -> Arc<dyn SessionPersistence>;
 
     /// The backend's plugin and the config that points it at this fixture's storage: a
-    /// context of the session plugin plus this plugin persists into the same storage as
-    /// [`Fixture::open`] instances.
-    fn plugin(&self) -> (&'static PluginDescriptor, serde_json::Value);
+    /// context of the session plugin plus this plugin (loaded enabled, with this config)
+    /// persists into the same storage as [`Fixture::open`] instances.
+    fn plugin(&self) -> (AnyPlugin, serde_json::Value);
 
     /// Takes the cross-process writer lock of stored session `id` the way another process
     /// writing it would, and holds it until the returned guard drops.
@@ -63,10 +66,17 @@ pub trait Fixture: Send + Sync {
 /// Expands to one `#[test]` per contract case, each running [`cases`]`::<name>` against a
 /// fresh fixture made by `$fixture` (an expression evaluated once per test, of a type
 /// implementing [`Fixture`]).
+///
+/// The `@list` arm holds the one list of the cases and hands it to another arm: `@tests`
+/// makes the tests, `@names` (used by this crate's own test, which checks the list against
+/// the public functions of `cases.rs`) the names with their functions.
 #[macro_export]
 macro_rules! contract_tests {
     ($fixture:expr) => {
-        $crate::contract_tests!(@cases $fixture;
+        $crate::contract_tests! { @list tests ($fixture) }
+    };
+    (@list $arm:ident $args:tt) => {
+        $crate::contract_tests! { @$arm $args;
             create_then_load_round_trips_header_and_events,
             events_read_back_as_identical_json,
             appends_then_load_round_trip,
@@ -97,9 +107,9 @@ macro_rules! contract_tests {
             a_second_instance_with_a_stale_view_is_rejected_and_changes_nothing,
             two_instances_appending_concurrently_never_interleave,
             a_held_writer_lock_gives_a_locked_error_and_changes_nothing,
-        );
+        }
     };
-    (@cases $fixture:expr; $($case:ident),* $(,)?) => {
+    (@tests ($fixture:expr); $($case:ident),* $(,)?) => {
         $(
             #[test]
             fn $case() {
@@ -107,4 +117,38 @@ macro_rules! contract_tests {
             }
         )*
     };
+    (@names (); $($case:ident),* $(,)?) => {
+        [$((stringify!($case), $crate::cases::$case as fn(&dyn $crate::Fixture))),*]
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// The names of the public functions of `cases.rs` (every one is a case).
+    fn defined_cases() -> BTreeSet<&'static str> {
+        include_str!("cases.rs")
+            .lines()
+            .filter_map(|line| line.strip_prefix("pub fn "))
+            .filter_map(|rest| rest.split('(').next())
+            .collect()
+    }
+
+    #[test]
+    fn contract_tests_lists_every_public_function_of_cases_rs_once() {
+        let listed = contract_tests!(@list names ());
+        let names: BTreeSet<&str> = listed.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names.len(), listed.len(), "a case is listed twice");
+        let defined = defined_cases();
+        assert!(!defined.is_empty(), "the scan of cases.rs finds its cases");
+        let unlisted: Vec<_> = defined.difference(&names).collect();
+        assert!(
+            unlisted.is_empty(),
+            "cases.rs defines {unlisted:?}, which contract_tests! (lib.rs) does not list: \
+             add each to the list (or make a helper private)"
+        );
+        // The converse holds by construction: a listed name that is no case does not compile.
+        assert_eq!(names, defined);
+    }
 }

@@ -1,10 +1,10 @@
 //! Shared pieces of the contract cases: contexts over a fixture, sample headers and logs.
 
 use crate::Fixture;
-use dsh_core::{Context, ContextConfig};
+use dsh_core::{AnyPlugin, Context, LoadOptions};
 use dsh_session::{
     EventDraft, PersistenceError, SessionEvent, SessionHeader, SessionId, SessionMeta,
-    SessionStore, StoredSession, TurnEndReason, SESSION_PLUGIN,
+    SessionPersistence, SessionPlugin, SessionStore, StoredSession, TurnEndReason,
 };
 use serde_json::json;
 use std::sync::Arc;
@@ -15,19 +15,22 @@ pub(crate) const CWD: &str = "/home/dev/project";
 /// A root context of the session plugin plus the fixture's backend plugin (a host run).
 pub(crate) fn context(fixture: &dyn Fixture) -> Context {
     let (plugin, config) = fixture.plugin();
-    let mut settings = ContextConfig::default();
-    settings.set_enabled(plugin.name(), true);
-    settings.set_config(plugin.name(), config);
+    plugin_context(plugin, config)
+}
+
+/// A root context of the session plugin plus `plugin`, enabled (a backend plugin may be
+/// disabled by default) with `config`; asserts that the backend is active.
+pub(crate) fn plugin_context(plugin: impl Into<AnyPlugin>, config: serde_json::Value) -> Context {
+    let plugin = plugin.into();
+    let name = plugin.name();
     let ctx = Context::builder()
-        .plugin(&SESSION_PLUGIN)
-        .plugin(plugin)
-        .config(settings)
+        .add_plugin(SessionPlugin)
+        .add_plugin_with(plugin, LoadOptions::with_config(config).enable(true))
         .build()
         .expect("the context builds");
     assert!(
-        ctx.get::<dyn dsh_session::SessionPersistence>().is_some(),
-        "the backend plugin {} is active: {:?}",
-        plugin.name(),
+        ctx.get::<dyn SessionPersistence>().is_some(),
+        "the backend plugin {name} is active: {:?}",
         ctx.plugins()
     );
     ctx

@@ -1,18 +1,18 @@
 //! Forking stored sessions that are not live (`SessionFork::fork_stored`) and lineage queries,
 //! through the `dyn SessionPersistence` seam. The backend here is an in-memory one that counts
-//! the events it hands out, so the tests see how much of a source a fork reads.
+//! the events it hands out, so the tests see how much of a source a fork reads; its plugin
+//! value carries the storage, so contexts built over one storage are a reopened store.
 
 mod common;
 
 use common::turn;
-use dsh_core::{BoxError, Context, PluginDescriptor, ServiceKey};
+use dsh_core::{BoxError, Context, NoConfig, Plugin, Scope, ServiceKey};
 use dsh_session::{
     CreateOptions, EventDraft, PersistenceError, Session, SessionEvent, SessionHeader, SessionId,
-    SessionMeta, SessionPersistence, SessionStore, StoredSession, SESSION_PLUGIN,
+    SessionMeta, SessionPersistence, SessionPlugin, SessionStore, StoredSession,
 };
-use dsh_session_fork::{ForkSessionOptions, SessionFork, SESSION_FORK_PLUGIN};
+use dsh_session_fork::{ForkSessionOptions, SessionFork, SessionForkPlugin};
 use serde_json::json;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -81,28 +81,29 @@ impl SessionPersistence for Memory {
     }
 }
 
-thread_local! {
-    static BACKEND: RefCell<Option<Arc<Memory>>> = const { RefCell::new(None) };
-}
+/// The backend plugin of the tests: provides the in-memory storage it carries as the
+/// `dyn SessionPersistence` service.
+struct MemoryPlugin(Arc<Memory>);
 
-static MEMORY_PLUGIN: PluginDescriptor = PluginDescriptor::new("test-memory", apply_memory)
-    .provides(&[ServiceKey::of::<dyn SessionPersistence>()]);
+impl Plugin for MemoryPlugin {
+    const NAME: &'static str = "test-memory";
+    const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<dyn SessionPersistence>()];
+    type Config = NoConfig;
+    type Deps = ();
 
-fn apply_memory(ctx: &Context) -> Result<(), BoxError> {
-    let backend: Arc<dyn SessionPersistence> = BACKEND
-        .with(|b| b.borrow().clone())
-        .expect("backend set by the test");
-    ctx.provide(backend)?;
-    Ok(())
+    fn apply(&self, scope: &Scope, _: NoConfig, (): ()) -> Result<(), BoxError> {
+        let backend: Arc<dyn SessionPersistence> = self.0.clone();
+        scope.provide(backend)?;
+        Ok(())
+    }
 }
 
 /// A context over `backend` (the same backend across contexts is a reopened store).
 fn context(backend: &Arc<Memory>) -> Context {
-    BACKEND.with(|b| *b.borrow_mut() = Some(backend.clone()));
     Context::builder()
-        .plugin(&SESSION_PLUGIN)
-        .plugin(&MEMORY_PLUGIN)
-        .plugin(&SESSION_FORK_PLUGIN)
+        .add_plugin(SessionPlugin)
+        .add_plugin(MemoryPlugin(backend.clone()))
+        .add_plugin(SessionForkPlugin)
         .build()
         .unwrap()
 }
@@ -215,8 +216,8 @@ fn the_rfc_id_source_still_resolves_live_sessions_only() {
 #[test]
 fn a_cold_fork_without_a_backend_is_capability_unavailable() {
     let ctx = Context::builder()
-        .plugin(&SESSION_PLUGIN)
-        .plugin(&SESSION_FORK_PLUGIN)
+        .add_plugin(SessionPlugin)
+        .add_plugin(SessionForkPlugin)
         .build()
         .unwrap();
     let err = fork_stored(&ctx, ForkSessionOptions::new("src")).unwrap_err();

@@ -5,10 +5,10 @@
 
 use dsh_core::Context;
 use dsh_session::{
-    CreateOptions, EventDraft, Session, SessionMeta, SessionStore, SurfaceOp, TurnEndReason,
-    SESSION_PLUGIN,
+    CreateOptions, EventDraft, Session, SessionMeta, SessionPlugin, SessionStore, SurfaceOp,
+    TurnEndReason,
 };
-use dsh_session_fork::{ForkSessionOptions, SessionFork, SESSION_FORK_PLUGIN};
+use dsh_session_fork::{ForkSessionOptions, SessionFork, SessionForkPlugin};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -159,8 +159,8 @@ proptest! {
         (more, _) in log(),
     ) {
         let ctx = Context::builder()
-            .plugin(&SESSION_PLUGIN)
-            .plugin(&SESSION_FORK_PLUGIN)
+            .add_plugin(SessionPlugin)
+            .add_plugin(SessionForkPlugin)
             .build()
             .unwrap();
         let source = ctx.expect::<SessionStore>().create(None, Default::default()).unwrap();

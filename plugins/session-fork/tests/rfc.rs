@@ -6,8 +6,8 @@ mod common;
 use common::{context, live};
 use dsh_core::{Context, PluginState};
 use dsh_session::event::{ASSISTANT_MESSAGE, STEP_START, TOOL_CALL, TURN_START, USER_MESSAGE};
-use dsh_session::{EventDraft, Session, SessionId, SessionStore, TurnEndReason, SESSION_PLUGIN};
-use dsh_session_fork::{ForkSessionOptions, SessionFork, SessionForkError, SESSION_FORK_PLUGIN};
+use dsh_session::{EventDraft, Session, SessionId, SessionPlugin, SessionStore, TurnEndReason};
+use dsh_session_fork::{ForkSessionOptions, SessionFork, SessionForkError, SessionForkPlugin};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -44,12 +44,12 @@ fn code(result: Result<impl std::fmt::Debug, SessionForkError>) -> &'static str 
 fn registers_as_a_service_and_unregisters_on_plugin_disposal() {
     let ctx = context();
     assert!(ctx.get::<SessionFork>().is_some());
+    let fork = ctx.plugin("dsh-session-fork").unwrap();
     ctx.dispose_plugin("dsh-session-fork").unwrap();
     assert!(ctx.get::<SessionFork>().is_none());
-    assert_eq!(
-        ctx.plugin_state("dsh-session-fork"),
-        Some(PluginState::Disposed)
-    );
+    assert_eq!(fork.state(), PluginState::Disposed);
+    // New design: a disposed instance's record is removed, so the context no longer lists it.
+    assert_eq!(ctx.plugin_state("dsh-session-fork"), None);
 }
 
 #[test]
@@ -267,7 +267,7 @@ fn rejects_a_duplicate_child_id_before_validating_the_source_boundary() {
 #[test]
 fn fork_is_pending_without_the_session_plugin_and_none_is_resolved() {
     let ctx = Context::builder()
-        .plugin(&SESSION_FORK_PLUGIN)
+        .add_plugin(SessionForkPlugin)
         .build()
         .unwrap();
     assert!(ctx.get::<SessionFork>().is_none());
@@ -285,9 +285,9 @@ fn enabling_the_session_plugin_later_activates_fork_by_itself() {
     let mut config = dsh_core::ContextConfig::default();
     config.set_enabled("dsh-session", false);
     let ctx = Context::builder()
-        .plugin(&SESSION_PLUGIN)
-        .plugin(&SESSION_FORK_PLUGIN)
-        .config(config)
+        .add_plugin(SessionPlugin)
+        .add_plugin(SessionForkPlugin)
+        .with_config(config)
         .build()
         .unwrap();
     assert_eq!(ctx.plugin_state("dsh-session"), Some(PluginState::Disabled));
@@ -308,18 +308,15 @@ fn disposing_the_session_plugin_takes_the_fork_service_away_first() {
     // fork plugin, which uses the store, must already be down (back to pending).
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = seen.clone();
-    let observer = ctx.clone();
+    let observer = ctx.plugin("dsh-session-fork").unwrap();
     let _listener = ctx
         .on::<dsh_session::SessionDisposed>(move |_| {
-            record
-                .lock()
-                .unwrap()
-                .push(observer.plugin_state("dsh-session-fork"));
+            record.lock().unwrap().push(observer.state());
             Ok(())
         })
         .unwrap();
     ctx.dispose_plugin("dsh-session").unwrap();
-    assert_eq!(*seen.lock().unwrap(), vec![Some(PluginState::Pending)]);
+    assert_eq!(*seen.lock().unwrap(), vec![PluginState::Pending]);
     assert!(ctx.get::<SessionFork>().is_none());
     assert!(ctx.get::<SessionStore>().is_none());
     let fork = ctx

@@ -2,10 +2,10 @@
 //! the JSONL backend, in both physical forms: plain `session.jsonl` and dsh's compressed
 //! `session.jsonl.zstd`.
 
-use dsh_core::PluginDescriptor;
+use dsh_core::AnyPlugin;
 use dsh_session::{SessionId, SessionPersistence};
 use dsh_session_contract::Fixture;
-use dsh_session_jsonl::{Compression, JsonlPersistence, SESSION_JSONL_PLUGIN};
+use dsh_session_jsonl::{Compression, JsonlPersistence, SessionJsonlPlugin};
 use serde_json::{json, Value};
 use std::any::Any;
 use std::fs::{self, File};
@@ -78,13 +78,13 @@ impl Fixture for JsonlFixture {
         Arc::new(self.backend())
     }
 
-    fn plugin(&self) -> (&'static PluginDescriptor, Value) {
+    fn plugin(&self) -> (AnyPlugin, Value) {
         let compression = match self.compression {
             Compression::None => "none",
             Compression::Zstd => "zstd",
         };
         (
-            &SESSION_JSONL_PLUGIN,
+            SessionJsonlPlugin.into(),
             json!({ "root": self.root.path(), "compression": compression }),
         )
     }
@@ -128,11 +128,11 @@ impl Fixture for JsonlFixture {
 mod plain {
     use super::*;
     dsh_session_contract::contract_tests!(JsonlFixture::new(Compression::None));
-    dsh_session_contract::fault_tests!(JsonlFixture::new(Compression::None), &SESSION_JSONL_PLUGIN);
+    dsh_session_contract::fault_tests!(JsonlFixture::new(Compression::None), SessionJsonlPlugin);
 }
 
 mod zstd_frames {
     use super::*;
     dsh_session_contract::contract_tests!(JsonlFixture::new(Compression::Zstd));
-    dsh_session_contract::fault_tests!(JsonlFixture::new(Compression::Zstd), &SESSION_JSONL_PLUGIN);
+    dsh_session_contract::fault_tests!(JsonlFixture::new(Compression::Zstd), SessionJsonlPlugin);
 }

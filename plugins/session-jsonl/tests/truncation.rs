@@ -5,14 +5,14 @@
 //! file (torn tail cut, crash closers appended) into a log the invariant checker accepts; a
 //! cut inside the header line is `LOG_CORRUPT` and leaves the file as it is.
 
-use dsh_core::{Context, ContextConfig};
+use dsh_core::{Context, LoadOptions};
 use dsh_session::SessionPersistence;
 use dsh_session::{
     check_invariants, CreateOptions, EventDraft, SessionEvent, SessionId, SessionMeta,
-    SessionStore, TurnEndReason, SESSION_PLUGIN,
+    SessionPlugin, SessionStore, TurnEndReason,
 };
 use dsh_session_jsonl::layout::session_file;
-use dsh_session_jsonl::{read_session_bytes, JsonlPersistence, SESSION_JSONL_PLUGIN};
+use dsh_session_jsonl::{read_session_bytes, JsonlPersistence, SessionJsonlPlugin};
 use serde_json::{json, Value};
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -23,11 +23,12 @@ const CWD: &str = "/home/dev/sweep";
 
 /// A context of the session plugin and the JSONL plugin storing under `root`.
 fn context(root: &Path) -> Context {
-    let mut config = ContextConfig::default();
-    config.set_config(SESSION_JSONL_PLUGIN.name(), json!({ "root": root }));
     Context::builder()
-        .plugins([&SESSION_PLUGIN, &SESSION_JSONL_PLUGIN])
-        .config(config)
+        .add_plugin(SessionPlugin)
+        .add_plugin_with(
+            SessionJsonlPlugin,
+            LoadOptions::with_config(json!({ "root": root })),
+        )
         .build()
         .expect("the context builds")
 }

@@ -3,10 +3,10 @@
 
 mod support;
 
-use dsh_core::PluginDescriptor;
+use dsh_core::AnyPlugin;
 use dsh_session::{SessionId, SessionPersistence};
 use dsh_session_contract::Fixture;
-use dsh_session_postgres::SESSION_POSTGRES_PLUGIN;
+use dsh_session_postgres::SessionPostgresPlugin;
 use postgres::Client;
 use serde_json::{json, Value};
 use std::any::Any;
@@ -30,9 +30,9 @@ impl Fixture for PostgresFixture {
         Arc::new(self.0.open())
     }
 
-    fn plugin(&self) -> (&'static PluginDescriptor, Value) {
+    fn plugin(&self) -> (AnyPlugin, Value) {
         (
-            &SESSION_POSTGRES_PLUGIN,
+            SessionPostgresPlugin.into(),
             json!({ "url": self.0.url, "schema": self.0.name }),
         )
     }
@@ -85,5 +85,5 @@ dsh_session_contract::fault_tests!(
         Some(schema) => PostgresFixture(schema),
         None => return,
     },
-    &SESSION_POSTGRES_PLUGIN
+    SessionPostgresPlugin
 );

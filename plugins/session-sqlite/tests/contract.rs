@@ -1,10 +1,10 @@
 //! The shared persistence contract (`dsh-session-contract`) and its fault tests run against
 //! the SQLite backend.
 
-use dsh_core::PluginDescriptor;
+use dsh_core::AnyPlugin;
 use dsh_session::{SessionId, SessionPersistence};
 use dsh_session_contract::Fixture;
-use dsh_session_sqlite::{SqlitePersistence, SESSION_SQLITE_PLUGIN};
+use dsh_session_sqlite::{SessionSqlitePlugin, SqlitePersistence};
 use rusqlite::Connection;
 use serde_json::{json, Value};
 use std::any::Any;
@@ -45,8 +45,8 @@ impl Fixture for SqliteFixture {
         )
     }
 
-    fn plugin(&self) -> (&'static PluginDescriptor, Value) {
-        (&SESSION_SQLITE_PLUGIN, json!({ "path": self.path() }))
+    fn plugin(&self) -> (AnyPlugin, Value) {
+        (SessionSqlitePlugin.into(), json!({ "path": self.path() }))
     }
 
     fn hold_writer_lock(&self, _id: &SessionId) -> Box<dyn Any + Send> {
@@ -82,4 +82,4 @@ impl Fixture for SqliteFixture {
 }
 
 dsh_session_contract::contract_tests!(SqliteFixture::new());
-dsh_session_contract::fault_tests!(SqliteFixture::new(), &SESSION_SQLITE_PLUGIN);
+dsh_session_contract::fault_tests!(SqliteFixture::new(), SessionSqlitePlugin);

@@ -5,15 +5,15 @@
 use dsh_core::Context;
 use dsh_session::event::SESSION_END_SEED;
 use dsh_session::{
-    CreateOptions, EventDraft, SessionEvent, SessionId, SessionMeta, SessionStore, StoreError,
-    SurfaceOp, TurnEndReason, ValidationError, SESSION_PLUGIN,
+    CreateOptions, EventDraft, SessionEvent, SessionId, SessionMeta, SessionPlugin, SessionStore,
+    StoreError, SurfaceOp, TurnEndReason, ValidationError,
 };
 use serde_json::json;
 use std::sync::Arc;
 
 fn store() -> (Context, Arc<SessionStore>) {
     let ctx = Context::builder()
-        .plugin(&SESSION_PLUGIN)
+        .add_plugin(SessionPlugin)
         .build()
         .expect("context");
     let store = ctx.expect::<SessionStore>();

@@ -3,14 +3,17 @@
 use dsh_core::Context;
 use dsh_session::{
     CreateOptions, EventDraft, Seed, Session, SessionCreated, SessionDisposed,
-    SessionEventAppended, SessionFlush, SessionId, SessionMeta, SessionStore, SurfaceOp,
-    TurnEndReason, SESSION_PLUGIN,
+    SessionEventAppended, SessionFlush, SessionId, SessionMeta, SessionPlugin, SessionStore,
+    SurfaceOp, TurnEndReason,
 };
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 
 fn context() -> (Context, Arc<SessionStore>) {
-    let ctx = Context::builder().plugin(&SESSION_PLUGIN).build().unwrap();
+    let ctx = Context::builder()
+        .add_plugin(SessionPlugin)
+        .build()
+        .unwrap();
     let store = ctx.expect::<SessionStore>();
     (ctx, store)
 }

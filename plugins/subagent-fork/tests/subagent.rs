@@ -3,16 +3,16 @@
 
 use dsh_core::{Context, PluginState};
 use dsh_session::{
-    CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionStore, TurnEndReason,
-    SESSION_PLUGIN,
+    CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionPlugin, SessionStore,
+    TurnEndReason,
 };
-use dsh_subagent_fork::{completed_turn_prefix, SubagentFork, SUBAGENT_FORK_PLUGIN};
+use dsh_subagent_fork::{completed_turn_prefix, SubagentFork, SubagentForkPlugin};
 use std::sync::Arc;
 
 fn context() -> Context {
     Context::builder()
-        .plugin(&SESSION_PLUGIN)
-        .plugin(&SUBAGENT_FORK_PLUGIN)
+        .add_plugin(SessionPlugin)
+        .add_plugin(SubagentForkPlugin)
         .build()
         .unwrap()
 }
@@ -109,7 +109,7 @@ fn a_parent_that_is_not_live_is_refused_and_nothing_is_created() {
 #[test]
 fn subagent_fork_is_pending_without_the_session_plugin_and_starts_with_it() {
     let ctx = Context::builder()
-        .plugin(&SUBAGENT_FORK_PLUGIN)
+        .add_plugin(SubagentForkPlugin)
         .build()
         .unwrap();
     assert!(ctx.get::<SubagentFork>().is_none());
@@ -117,7 +117,7 @@ fn subagent_fork_is_pending_without_the_session_plugin_and_starts_with_it() {
         ctx.plugin_state("dsh-subagent-fork"),
         Some(PluginState::Pending)
     );
-    ctx.plugin(&SESSION_PLUGIN).unwrap();
+    ctx.load(SessionPlugin).unwrap();
     assert!(ctx.get::<SubagentFork>().is_some());
     ctx.disable("dsh-session").unwrap();
     assert!(ctx.get::<SubagentFork>().is_none());

@@ -3,17 +3,17 @@
 
 use dsh_core::Context;
 use dsh_session::{
-    CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionStore, TurnEndReason,
-    SESSION_PLUGIN,
+    CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionPlugin, SessionStore,
+    TurnEndReason,
 };
-use dsh_session_fork::SESSION_FORK_PLUGIN;
+use dsh_session_fork::SessionForkPlugin;
 use std::sync::Arc;
 
 /// A context with the session and session-fork plugins.
 pub fn context() -> Context {
     Context::builder()
-        .plugin(&SESSION_PLUGIN)
-        .plugin(&SESSION_FORK_PLUGIN)
+        .add_plugin(SessionPlugin)
+        .add_plugin(SessionForkPlugin)
         .build()
         .unwrap()
 }

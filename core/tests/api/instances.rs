@@ -1,0 +1,149 @@
+//! Plugins are values: one plugin may be loaded several times with different configs when it
+//! allows it, each instance with its own name, id and config; plugin values carry state.
+
+use dsh_core::{
+    plugin_fn, BoxError, Context, ContextConfig, CoreError, LoadOptions, NoConfig, Plugin,
+    PluginState, Scope,
+};
+use serde::Deserialize;
+use std::sync::{Arc, Mutex};
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Target {
+    folder: String,
+}
+
+/// An exporter that may run several times (one per folder); it records what it was given.
+#[derive(Clone, Default)]
+struct Exporter {
+    seen: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+impl Plugin for Exporter {
+    const NAME: &'static str = "exporter";
+    const UNIQUE: bool = false;
+    type Config = Target;
+    type Deps = ();
+
+    fn apply(&self, scope: &Scope, config: Target, (): ()) -> Result<(), BoxError> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push((scope.name().to_owned(), config.folder));
+        Ok(())
+    }
+}
+
+#[test]
+fn a_plugin_that_allows_it_is_loaded_several_times_with_its_own_config_and_name() {
+    let exporter = Exporter::default();
+    let ctx = Context::builder()
+        .add_plugin_with(
+            exporter.clone(),
+            LoadOptions::with_config(serde_json::json!({"folder": "a"})),
+        )
+        .add_plugin_with(
+            exporter.clone(),
+            LoadOptions::with_config(serde_json::json!({"folder": "b"})),
+        )
+        .build()
+        .unwrap();
+    let third = ctx
+        .load_with(
+            exporter.clone(),
+            LoadOptions::with_config(serde_json::json!({"folder": "c"})).label("archive"),
+        )
+        .unwrap();
+    assert_eq!(third.name(), "exporter:archive");
+    let names: Vec<String> = ctx.plugins().into_iter().map(|p| p.name).collect();
+    assert_eq!(names, ["exporter", "exporter:2", "exporter:archive"]);
+    assert_eq!(
+        *exporter.seen.lock().unwrap(),
+        [
+            ("exporter".to_owned(), "a".to_owned()),
+            ("exporter:2".to_owned(), "b".to_owned()),
+            ("exporter:archive".to_owned(), "c".to_owned()),
+        ]
+    );
+    ctx.disable("exporter:2").unwrap();
+    assert_eq!(ctx.plugin_state("exporter"), Some(PluginState::Active));
+    assert_eq!(ctx.plugin_state("exporter:2"), Some(PluginState::Disabled));
+    let taken = ctx
+        .load_with(exporter, LoadOptions::default().label("archive"))
+        .unwrap_err();
+    assert_eq!(
+        taken,
+        CoreError::DuplicatePlugin {
+            plugin: "exporter:archive".into()
+        }
+    );
+}
+
+#[test]
+fn a_config_entry_names_an_instance() {
+    let exporter = Exporter::default();
+    let mut config = ContextConfig::default();
+    config.set_config("exporter:2", serde_json::json!({"folder": "second"}));
+    config.set_enabled("exporter", false);
+    let ctx = Context::builder()
+        .add_plugin(exporter.clone())
+        .add_plugin(exporter.clone())
+        .with_config(config)
+        .build()
+        .unwrap();
+    assert_eq!(ctx.plugin_state("exporter"), Some(PluginState::Disabled));
+    assert_eq!(
+        *exporter.seen.lock().unwrap(),
+        [("exporter:2".to_owned(), "second".to_owned())]
+    );
+}
+
+#[test]
+fn a_unique_plugin_loaded_twice_at_the_root_is_a_duplicate_but_its_value_may_be_shared_by_children()
+{
+    let ctx = Context::builder()
+        .add_plugin(plugin_fn("single", |_, ()| Ok(())))
+        .build()
+        .unwrap();
+    let again = ctx.load(plugin_fn("single", |_, ()| Ok(()))).unwrap_err();
+    assert_eq!(again.code(), "DUPLICATE_PLUGIN");
+    let parent = plugin_fn("parent", |scope, ()| {
+        scope.load(plugin_fn("single", |_, ()| Ok(())))?;
+        scope.load(plugin_fn("single", |_, ()| Ok(())))?;
+        Ok(())
+    });
+    ctx.load(parent).unwrap();
+    let children = ctx
+        .plugins()
+        .into_iter()
+        .filter(|p| p.parent.as_deref() == Some("parent"))
+        .count();
+    assert_eq!(children, 2, "uniqueness is about root instances");
+}
+
+/// A plugin value with state: a counter shared by every generation of its instance.
+struct Counting(Arc<Mutex<u32>>);
+
+impl Plugin for Counting {
+    const NAME: &'static str = "counting";
+    type Config = NoConfig;
+    type Deps = ();
+    fn apply(&self, _: &Scope, _: NoConfig, (): ()) -> Result<(), BoxError> {
+        *self.0.lock().unwrap() += 1;
+        Ok(())
+    }
+}
+
+#[test]
+fn every_generation_of_an_instance_is_applied_with_the_same_plugin_value() {
+    let count = Arc::new(Mutex::new(0));
+    let ctx = Context::builder()
+        .add_plugin(Counting(count.clone()))
+        .build()
+        .unwrap();
+    let counting = ctx.plugin("counting").unwrap();
+    counting.restart().unwrap();
+    counting.update_config(serde_json::json!({})).unwrap();
+    assert_eq!(*count.lock().unwrap(), 3);
+}

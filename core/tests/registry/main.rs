@@ -1,0 +1,14 @@
+//! Integration tests of dsh-core's composition and dispatch: `ask` listeners, declared config
+//! types and config updates, typed events, the static dependency graph, optional services,
+//! the link-time registry and the builder, and the compile-time checks of the registration
+//! macro and of typed dependencies (`ui`).
+
+mod common;
+
+mod ask;
+mod config;
+mod events;
+mod graph;
+mod optional;
+mod registry;
+mod ui;

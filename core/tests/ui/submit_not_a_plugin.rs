@@ -1,0 +1,7 @@
+// Only a type that implements `Plugin` can be submitted.
+#[derive(Default)]
+pub struct Greeter;
+
+dsh_core::submit_plugin!(Greeter);
+
+fn main() {}

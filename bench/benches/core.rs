@@ -35,7 +35,13 @@ fn lookup(c: &mut Criterion) {
             })
         })
     });
-    group.bench_function("dep", |b| b.iter(|| black_box(&l.dep).get().is_ok()));
+    group.bench_function("dep", |b| {
+        b.iter(|| {
+            black_box(&l.dep).get().map(|s| {
+                black_box(s);
+            })
+        })
+    });
     group.bench_function("baseline_arc", |b| {
         b.iter(|| {
             let service: &LookupTarget = black_box(&l.arc);

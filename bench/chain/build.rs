@@ -36,7 +36,11 @@ fn main() {
     }
     out.push_str("];\n\n");
     writeln!(out, "pub const INDEPENDENT_LEN: usize = {INDEPENDENT_LEN};").unwrap();
-    writeln!(out, "pub static INDEPENDENT: [Entry; {INDEPENDENT_LEN}] = [").unwrap();
+    writeln!(
+        out,
+        "pub static INDEPENDENT: [Entry; {INDEPENDENT_LEN}] = ["
+    )
+    .unwrap();
     for i in 0..INDEPENDENT_LEN {
         writeln!(out, "(\"i{i}\", root::<S{i}>),").unwrap();
     }

@@ -110,10 +110,8 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
         lifecycle::load_one_by_one_median(&chain_1000, plan.lifecycle_reps);
     report.chain_incremental_ratio =
         report.activate_chain_1000_incremental_ms / report.activate_chain_1000_ms;
-    let independent = lifecycle::up_down_median(
-        &lifecycle::independent(CHAIN_1000),
-        plan.lifecycle_reps,
-    );
+    let independent =
+        lifecycle::up_down_median(&lifecycle::independent(CHAIN_1000), plan.lifecycle_reps);
     report.activate_independent_1000_ms = independent.activate_ms;
     report.dispose_independent_1000_ms = independent.dispose_ms;
 

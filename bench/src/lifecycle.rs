@@ -68,7 +68,10 @@ pub fn up_down(plugins: &[AnyPlugin]) -> UpDown {
     let dispose = time(|| {
         ctx.dispose();
     });
-    assert!(ctx.plugins().is_empty(), "after dispose every record is gone");
+    assert!(
+        ctx.plugins().is_empty(),
+        "after dispose every record is gone"
+    );
     drop(ctx);
     UpDown {
         activate_ms: ms(activate),

@@ -43,7 +43,11 @@ pub fn lookup_context() -> (Context, Dep<LookupTarget>) {
         .filter(|p| p.state == PluginState::Active)
         .count();
     assert_eq!(active, LOOKUP_SERVICES + 1, "every lookup plugin is active");
-    let dep = slot.lock().expect("probe slot").take().expect("the probe ran");
+    let dep = slot
+        .lock()
+        .expect("probe slot")
+        .take()
+        .expect("the probe ran");
     (ctx, dep)
 }
 
@@ -145,7 +149,10 @@ impl Lookup {
                 )
             }),
             Resolver::Dep => (0..iters).fold(0u64, |n, _| {
-                n + u64::from(black_box(black_box(&self.dep).get()).is_ok())
+                let read = black_box(&self.dep).get().map(|service| {
+                    black_box(service);
+                });
+                n + u64::from(read.is_ok())
             }),
             Resolver::BaselineArc => (0..iters).fold(0u64, |n, _| {
                 let service: &LookupTarget = black_box(&self.arc);

@@ -134,7 +134,10 @@ fn a_generated_session_written_through_the_store_loads_every_event() {
 
 #[test]
 fn appends_in_memory_and_with_a_flush_at_every_turn_end_complete() {
-    let mem = Context::builder().add_plugin(SessionPlugin).build().unwrap();
+    let mem = Context::builder()
+        .add_plugin(SessionPlugin)
+        .build()
+        .unwrap();
     assert!(
         session::appends_per_s(&mem.expect::<SessionStore>(), generate::drafts(100), false) > 0.0
     );

@@ -11,7 +11,7 @@ use crate::key::ServiceKey;
 use crate::registry::registered;
 use crate::runtime::cells::ServiceValue;
 use crate::runtime::plugin::AnyPlugin;
-use crate::runtime::state::{Command, Owner};
+use crate::runtime::state::{Command, Owner, State};
 use crate::runtime::Runtime;
 use crate::state::PluginState;
 use serde_json::Value;
@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 /// they block for as long as that user code runs.
 #[derive(Clone)]
 pub struct Context {
-    rt: Arc<Runtime>,
+    pub(crate) rt: Arc<Runtime>,
 }
 
 impl std::fmt::Debug for Context {
@@ -101,43 +101,58 @@ impl ContextBuilder {
     /// [`CoreError::DuplicateProvider`] and [`CoreError::DependencyCycle`].
     pub fn build(self) -> Result<Context, CoreError> {
         let rt = Runtime::new();
-        {
+        let mut plugins = self.plugins.into_iter();
+        // The plugins not yet added are user values: on an error they are dropped after the
+        // lock (by `plugins` going out of scope), never under it.
+        let added = {
             let mut state = rt.lock();
-            let mut nodes = Vec::with_capacity(self.plugins.len());
-            for (plugin, options) in self.plugins {
-                let name = state.root_name(&plugin, options.label.as_deref())?;
-                let settings = self.config.plugins.get(&*name);
-                let enabled = settings
-                    .and_then(|s| s.enabled)
-                    .or(options.enabled)
-                    .unwrap_or(plugin.manifest().is_enabled_by_default());
-                let config = match settings {
-                    Some(s) if !s.config.is_null() => s.config.clone(),
-                    _ => options.config,
-                };
-                nodes.push((name.clone(), plugin.manifest.clone(), enabled));
-                let initial = if enabled {
-                    PluginState::Pending
-                } else {
-                    PluginState::Disabled
-                };
-                state.add_instance(plugin, name, None, config, initial);
-            }
-            if let Some(name) = self
-                .config
-                .plugins
-                .keys()
-                .find(|name| state.find_root(name).is_err())
-            {
-                return Err(CoreError::UnknownPlugin {
-                    plugin: name.clone(),
-                });
-            }
-            DependencyGraph::of_instances(nodes).check()?;
-        }
+            add_roots(&mut state, &mut plugins, &self.config)
+        };
+        drop(plugins);
+        added?;
         rt.submit(None);
         Ok(Context { rt })
     }
+}
+
+/// Adds the builder's plugins as root instances (each named, enabled and configured as the
+/// config says) until one is refused, then checks the config's names and the dependency graph
+/// of the enabled ones.
+fn add_roots(
+    state: &mut State,
+    plugins: &mut impl Iterator<Item = (AnyPlugin, LoadOptions)>,
+    config: &ContextConfig,
+) -> Result<(), CoreError> {
+    let mut nodes = Vec::new();
+    for (plugin, options) in plugins {
+        let name = state.root_name(&plugin, options.label.as_deref())?;
+        let settings = config.plugins.get(&*name);
+        let enabled = settings
+            .and_then(|s| s.enabled)
+            .or(options.enabled)
+            .unwrap_or(plugin.manifest().is_enabled_by_default());
+        let instance_config = match settings {
+            Some(s) if !s.config.is_null() => s.config.clone(),
+            _ => options.config,
+        };
+        nodes.push((name.clone(), plugin.manifest.clone(), enabled));
+        let initial = if enabled {
+            PluginState::Pending
+        } else {
+            PluginState::Disabled
+        };
+        state.add_instance(plugin, name, None, instance_config, initial);
+    }
+    if let Some(name) = config
+        .plugins
+        .keys()
+        .find(|name| state.find_root(name).is_err())
+    {
+        return Err(CoreError::UnknownPlugin {
+            plugin: name.clone(),
+        });
+    }
+    DependencyGraph::of_instances(nodes).check()
 }
 
 impl Context {

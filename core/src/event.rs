@@ -10,7 +10,7 @@ use std::any::{Any, TypeId};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-/// A listener's handler, type-erased: an `Arc<EmitFn<E>>` or an `Arc<AskFn<E, R>>`.
+/// A listener's handler, type-erased: a `Handle<EmitFn<E>>` or a `Handle<AskFn<E, R>>`.
 pub(crate) type Handler = Arc<dyn Any + Send + Sync>;
 
 /// The listeners of one key as emits read them: an [`EmitList<E>`] or an [`AskList<E, R>`],
@@ -20,21 +20,28 @@ pub(crate) type PublishedList = Box<dyn Any + Send + Sync>;
 /// Builds the typed list of a key from its records.
 pub(crate) type Publish = fn(&[Listener]) -> PublishedList;
 
+/// A shared handler: the box keeps the closure's fat pointer one fixed offset away, so a
+/// call through it needs no alignment arithmetic on the vtable.
+type Handle<H> = Arc<Box<H>>;
+
+/// Handlers with their owners' names, in registration order.
+type Named<H> = Vec<(Arc<str>, Handle<H>)>;
+
 /// What an emit of `E` calls: each handler with its owner's name, in order. Typed once per
 /// list, so an emit downcasts once, not once per listener.
-pub(crate) struct EmitList<E: 'static>(Vec<(Arc<str>, Arc<EmitFn<E>>)>);
+pub(crate) struct EmitList<E: 'static>(Named<EmitFn<E>>);
 
 /// What an ask of `(E, R)` calls, in order.
-pub(crate) struct AskList<E: 'static, R: 'static>(Vec<(Arc<str>, Arc<AskFn<E, R>>)>);
+pub(crate) struct AskList<E: 'static, R: 'static>(Named<AskFn<E, R>>);
 
-fn typed<H: ?Sized + 'static>(listeners: &[Listener]) -> Vec<(Arc<str>, Arc<H>)>
+fn typed<H: ?Sized + 'static>(listeners: &[Listener]) -> Named<H>
 where
-    Arc<H>: Send + Sync,
+    Handle<H>: Send + Sync,
 {
     listeners
         .iter()
         .filter_map(|l| {
-            let handler = l.handler.downcast_ref::<Arc<H>>()?;
+            let handler = l.handler.downcast_ref::<Handle<H>>()?;
             Some((l.plugin.clone(), handler.clone()))
         })
         .collect()
@@ -66,7 +73,7 @@ pub(crate) struct Listener {
 pub(crate) fn emit_listener<E: 'static>(
     handler: impl Fn(&E) -> Result<(), BoxError> + Send + Sync + 'static,
 ) -> (TypeId, Handler, Publish) {
-    let handler: Arc<EmitFn<E>> = Arc::new(handler);
+    let handler: Handle<EmitFn<E>> = Arc::new(Box::new(handler));
     (TypeId::of::<E>(), Arc::new(handler), publish_emit::<E>)
 }
 
@@ -75,7 +82,7 @@ pub(crate) fn emit_listener<E: 'static>(
 pub(crate) fn ask_listener<E: 'static, R: 'static>(
     handler: impl Fn(&E) -> Option<R> + Send + Sync + 'static,
 ) -> (TypeId, Handler, Publish) {
-    let handler: Arc<AskFn<E, R>> = Arc::new(handler);
+    let handler: Handle<AskFn<E, R>> = Arc::new(Box::new(handler));
     (ask_key::<E, R>(), Arc::new(handler), publish_ask::<E, R>)
 }
 
@@ -103,17 +110,29 @@ pub(crate) fn first_answer<E: 'static, R: 'static>(
     None
 }
 
-/// Calls `listeners` with `event`, collecting failures.
+/// Calls `listeners` with `event`, collecting failures. The listeners run inside one
+/// `catch_unwind` until one fails or panics; the rest then run inside another, so a normal
+/// emit pays for one unwind guard, not one per listener.
 pub(crate) fn dispatch<E: 'static>(event: &E, listeners: &EmitList<E>) -> Result<(), EmitError> {
+    let handlers = &listeners.0;
     let mut failures = Vec::new();
-    for (plugin, handler) in &listeners.0 {
-        let outcome = catch_unwind(AssertUnwindSafe(|| handler(event)));
+    let mut next = 0;
+    while next < handlers.len() {
+        let at = std::cell::Cell::new(next);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            for (i, (_, handler)) in handlers.iter().enumerate().skip(next) {
+                at.set(i);
+                handler(event)?;
+            }
+            Ok::<(), BoxError>(())
+        }));
         let error: Arc<dyn std::error::Error + Send + Sync> = match outcome {
-            Ok(Ok(())) => continue,
+            Ok(Ok(())) => break,
             Ok(Err(error)) => Arc::from(error),
             Err(payload) => Arc::new(Panicked(panic_message(payload.as_ref()))),
         };
-        failures.push(failure::<E>(plugin, error));
+        failures.push(failure::<E>(&handlers[at.get()].0, error));
+        next = at.get() + 1;
     }
     if failures.is_empty() {
         Ok(())

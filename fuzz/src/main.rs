@@ -18,7 +18,8 @@
 //! `--seconds` is per target (default 60); iteration `i` of seed `S` is reproducible. A failing
 //! input is written to `--out` (default `target/fuzz-failures`) as `<target>-<S>-<i>.<ext>`
 //! (`.jsonl`, `.jsonl.zstd`, or `.seed.json`: a JSON array of event records) and can be run
-//! again with `--replay`. The exit status is 1 when any property failed, 2 on a usage error.
+//! again with `--replay`. The exit status is 1 when any property failed, 2 on a usage error;
+//! `--help` prints the usage.
 
 mod file;
 mod generate;
@@ -43,12 +44,15 @@ struct Options {
     seed: u64,
     out: PathBuf,
     replay: Vec<PathBuf>,
+    help: bool,
 }
+
+const USAGE: &str = "usage: dsh-fuzz [--target jsonl|seed|all] [--seconds N] [--seed S] [--out DIR]
+       dsh-fuzz --replay FILE...";
 
 fn usage(why: &str) -> ExitCode {
     eprintln!("dsh-fuzz: {why}");
-    eprintln!("usage: dsh-fuzz [--target jsonl|seed|all] [--seconds N] [--seed S] [--out DIR]");
-    eprintln!("       dsh-fuzz --replay FILE...");
+    eprintln!("{USAGE}");
     ExitCode::from(2)
 }
 
@@ -61,6 +65,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             .map_or(0, |d| d.as_secs()),
         out: PathBuf::from("target/fuzz-failures"),
         replay: Vec::new(),
+        help: false,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -81,6 +86,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 options.replay.extend(args.by_ref().map(PathBuf::from));
                 break;
             }
+            "--help" | "-h" => options.help = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -210,6 +216,10 @@ fn main() -> ExitCode {
         Ok(options) => options,
         Err(why) => return usage(&why),
     };
+    if options.help {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     let last_panic = quiet_panics();
     let clean = if options.replay.is_empty() {
         fuzz(&options, &last_panic)

@@ -2,8 +2,33 @@
 
 use crate::error::CliError;
 use dsh::session::{SessionPersistence, SessionStore};
-use dsh::{Context, ContextConfig, PluginState};
+use dsh::{Context, ContextConfig, Plugin, Unavailable};
 use std::sync::Arc;
+
+/// The plugins this build of dsh ships (those its Cargo features include), asserted at
+/// start-up: a plugin crate the linker dropped is an error (`MISSING_PLUGINS`), not a
+/// capability that is silently absent. `main.rs` references each of these crates.
+pub const SHIPPED_PLUGINS: &[&str] = &[
+    dsh::session::SessionPlugin::NAME,
+    dsh::session_jsonl::SessionJsonlPlugin::NAME,
+    dsh::session_sqlite::SessionSqlitePlugin::NAME,
+    #[cfg(feature = "session-postgres")]
+    dsh::session_postgres::SessionPostgresPlugin::NAME,
+    #[cfg(feature = "session-fork")]
+    dsh::session_fork::SessionForkPlugin::NAME,
+    #[cfg(feature = "subagent-fork")]
+    dsh::subagent_fork::SubagentForkPlugin::NAME,
+];
+
+/// The fork plugin's name, for the message of a build without it (which has no
+/// `SessionForkPlugin` to read `NAME` from). A build with it checks that the two agree.
+pub const SESSION_FORK_PLUGIN: &str = "dsh-session-fork";
+
+#[cfg(feature = "session-fork")]
+const _: () = assert!(crate::config::same_name(
+    SESSION_FORK_PLUGIN,
+    dsh::session_fork::SessionForkPlugin::NAME
+));
 
 /// The root context of a run.
 pub struct App {
@@ -12,11 +37,15 @@ pub struct App {
 }
 
 impl App {
-    /// Builds the root context from every linked plugin, enabled or disabled by `config`.
-    /// Config entries naming a plugin this build does not contain are ignored with a warning
-    /// (a config written for a build with more plugins still works).
+    /// Builds the root context from every linked plugin, enabled or disabled by `config`,
+    /// and checks that it holds every plugin of [`SHIPPED_PLUGINS`]. Config entries naming a
+    /// plugin this build does not contain are ignored with a warning (a config written for a
+    /// build with more plugins still works).
+    ///
+    /// Errors: the context's build errors, and `MISSING_PLUGINS` naming each shipped plugin
+    /// that is not linked.
     pub fn new(mut config: ContextConfig) -> Result<App, CliError> {
-        let known: Vec<&str> = dsh::registered().iter().map(|d| d.name()).collect();
+        let known: Vec<&str> = dsh::registered().iter().map(|p| p.name()).collect();
         config.plugins.retain(|name, _| {
             let linked = known.contains(&name.as_str());
             if !linked {
@@ -24,47 +53,96 @@ impl App {
             }
             linked
         });
-        let ctx = Context::from_registry(&config)?;
+        App::with_context(Context::from_registry(&config)?)
+    }
+
+    /// The app over `ctx`, once it holds every plugin of [`SHIPPED_PLUGINS`].
+    ///
+    /// Errors: `MISSING_PLUGINS` naming each shipped plugin the context lacks.
+    fn with_context(ctx: Context) -> Result<App, CliError> {
+        ctx.expect_plugins(SHIPPED_PLUGINS)?;
         Ok(App { ctx })
     }
 
     /// The session store, or `CAPABILITY_UNAVAILABLE` when `dsh-session` is not active.
     pub fn store(&self) -> Result<Arc<SessionStore>, CliError> {
-        self.ctx
-            .get::<SessionStore>()
-            .ok_or_else(|| self.unavailable("SessionStore", "dsh-session"))
+        self.require::<SessionStore>()
     }
 
-    /// The persistence backend, or `CAPABILITY_UNAVAILABLE` naming the backend plugin the
-    /// configuration enabled (the one `--store` chose; `dsh-session-jsonl` when every backend
-    /// is disabled) when it is not active.
+    /// The persistence backend, or `CAPABILITY_UNAVAILABLE` naming the backend plugin that
+    /// would provide it (the one `--store` chose) when it is not active.
     pub fn persistence(&self) -> Result<Arc<dyn SessionPersistence>, CliError> {
-        self.ctx.get::<dyn SessionPersistence>().ok_or_else(|| {
-            let chosen = self
-                .ctx
-                .plugins()
-                .into_iter()
-                .find(|p| {
-                    p.provides.contains(&"SessionPersistence") && p.state != PluginState::Disabled
-                })
-                .map_or("dsh-session-jsonl", |p| p.name);
-            self.unavailable("SessionPersistence", chosen)
-        })
+        self.require::<dyn SessionPersistence>()
     }
 
-    /// `CAPABILITY_UNAVAILABLE` for a service whose plugin is not active, saying why: the
-    /// plugin's state and, for a failed one, its error (an invalid config names the field).
-    pub fn unavailable(&self, service: &str, plugin: &str) -> CliError {
-        let why = match self.ctx.plugins().into_iter().find(|p| p.name == plugin) {
-            None => "is not built into this dsh".to_owned(),
-            Some(info) => match info.error {
-                Some(error) => format!("is {}: {error}", info.state),
-                None => format!("is {}", info.state),
-            },
+    /// The service of type `T`, or `CAPABILITY_UNAVAILABLE` saying why (see
+    /// [`App::unavailable`]).
+    pub fn require<T: ?Sized + 'static>(&self) -> Result<Arc<T>, CliError> {
+        self.ctx
+            .require::<T>()
+            .map_err(|unavailable| self.unavailable(&unavailable))
+    }
+
+    /// `CAPABILITY_UNAVAILABLE` for a service the context cannot give, saying why: its
+    /// provider's state and, for a failed one, the provider's last error (an invalid config
+    /// names the field), e.g. `SessionPersistence is not available: plugin
+    /// "dsh-session-sqlite" is failed: <why>`.
+    pub fn unavailable(&self, unavailable: &Unavailable) -> CliError {
+        let why = match (unavailable.provider.clone(), unavailable.state) {
+            (Some(plugin), Some(state)) => {
+                match self.ctx.plugin(&plugin).and_then(|handle| handle.error()) {
+                    Some(error) => format!("plugin \"{plugin}\" is {state}: {}", error.message()),
+                    None => format!("plugin \"{plugin}\" is {state}"),
+                }
+            }
+            (Some(plugin), None) => format!("plugin \"{plugin}\" has gone"),
+            (None, _) => "no plugin of this dsh provides it".to_owned(),
         };
         CliError::new(
-            "CAPABILITY_UNAVAILABLE",
-            format!("{service} is not available: plugin \"{plugin}\" {why}"),
+            unavailable.code(),
+            format!("{} is not available: {why}", unavailable.service),
         )
+    }
+}
+
+/// `CAPABILITY_UNAVAILABLE` for a service whose plugin this build does not contain.
+#[cfg(not(feature = "session-fork"))]
+pub fn not_built(service: &str, plugin: &str) -> CliError {
+    CliError::new(
+        "CAPABILITY_UNAVAILABLE",
+        format!("{service} is not available: plugin \"{plugin}\" is not built into this dsh"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_holding_every_builtin_plugin_has_every_shipped_plugin() {
+        let ctx = Context::builder()
+            .add_plugins(dsh::builtin_plugins())
+            .build()
+            .expect("the builtin plugins build");
+        assert!(App::with_context(ctx).is_ok());
+    }
+
+    #[test]
+    fn a_context_lacking_shipped_plugins_is_missing_plugins_naming_each() {
+        let ctx = Context::builder()
+            .add_plugin(dsh::session::SessionPlugin)
+            .build()
+            .expect("the session plugin builds alone");
+        let Err(error) = App::with_context(ctx) else {
+            panic!("a context without the backends is refused");
+        };
+        assert_eq!(error.code, "MISSING_PLUGINS");
+        for missing in &SHIPPED_PLUGINS[1..] {
+            assert!(
+                error.message.contains(missing),
+                "{missing}: {}",
+                error.message
+            );
+        }
     }
 }

@@ -6,7 +6,7 @@
 use crate::cli::Cli;
 use crate::error::CliError;
 use dsh::session::SessionPersistence;
-use dsh::{ContextConfig, PluginSettings};
+use dsh::{ContextConfig, Plugin, PluginSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,15 +31,50 @@ struct Backend {
 
 /// The default backend: a plain store value is a JSONL folder.
 const JSONL: Backend = Backend {
-    plugin: "dsh-session-jsonl",
+    plugin: dsh::session_jsonl::SessionJsonlPlugin::NAME,
     field: "root",
+};
+
+/// The SQLite backend: `sqlite:FILE`, the file in the plugin's `path`.
+const SQLITE: Backend = Backend {
+    plugin: dsh::session_sqlite::SessionSqlitePlugin::NAME,
+    field: "path",
 };
 
 /// The PostgreSQL backend: `postgres:URL`, the URL in the plugin's `url`.
 const POSTGRES: Backend = Backend {
-    plugin: "dsh-session-postgres",
+    plugin: POSTGRES_PLUGIN,
     field: "url",
 };
+
+/// The PostgreSQL plugin's name, also in a build without it (which has no
+/// `SessionPostgresPlugin` to read `NAME` from, and refuses a `postgres:` store naming the
+/// plugin and its feature). A build with it checks that the two agree.
+const POSTGRES_PLUGIN: &str = "dsh-session-postgres";
+
+#[cfg(feature = "session-postgres")]
+const _: () = assert!(same_name(
+    POSTGRES_PLUGIN,
+    dsh::session_postgres::SessionPostgresPlugin::NAME
+));
+
+/// Whether two plugin names are equal, at compile time (for the names a build without the
+/// plugin must spell out).
+#[cfg(any(feature = "session-fork", feature = "session-postgres"))]
+pub const fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// The backend a `KIND:` prefix names (`jsonl:DIR`, `sqlite:FILE`, `postgres:URL`); `None`
 /// for another kind.
@@ -47,10 +82,7 @@ const POSTGRES: Backend = Backend {
 fn backend_of(kind: &str) -> Option<Backend> {
     match kind {
         "jsonl" => Some(JSONL),
-        "sqlite" => Some(Backend {
-            plugin: "dsh-session-sqlite",
-            field: "path",
-        }),
+        "sqlite" => Some(SQLITE),
         "postgres" | "postgresql" => Some(POSTGRES),
         _ => None,
     }
@@ -178,8 +210,8 @@ fn persistence_plugins() -> Vec<&'static str> {
     let key = dsh::ServiceKey::of::<dyn SessionPersistence>();
     dsh::registered()
         .into_iter()
-        .filter(|d| d.provided().contains(&key))
-        .map(|d| d.name())
+        .filter(|p| p.manifest().provides().contains(&key))
+        .map(|p| p.name())
         .collect()
 }
 

@@ -22,7 +22,10 @@ impl CliError {
     }
 }
 
-/// Converts each typed error of the libraries, keeping its `code()`.
+/// Converts each typed error of the libraries, keeping its `code()`: among them every
+/// `CAPABILITY_UNAVAILABLE` (a bare [`dsh::Unavailable`], and the `Unavailable` variants of
+/// `StoreError` and `SessionForkError`, which carry one), `MISSING_PLUGINS`
+/// (`CoreError::MissingPlugins`) and a failed plugin's [`dsh::PluginError`] with its own code.
 macro_rules! from_coded {
     ($($t:ty),* $(,)?) => {$(
         impl From<$t> for CliError {
@@ -35,6 +38,8 @@ macro_rules! from_coded {
 
 from_coded!(
     dsh::CoreError,
+    dsh::Unavailable,
+    dsh::PluginError,
     dsh::session::StoreError,
     dsh::session::PersistenceError,
     dsh::session::ValidationError,

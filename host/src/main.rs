@@ -10,11 +10,15 @@ mod error;
 mod output;
 mod session_file;
 
-// Each plugin crate is referenced so that it is linked and its descriptor registered.
+// Each plugin crate is referenced so that it is linked and its plugin registered (the list
+// of `app::SHIPPED_PLUGINS`, which `App::new` asserts with `expect_plugins`).
 use dsh::session as _;
 #[cfg(feature = "session-fork")]
 use dsh::session_fork as _;
 use dsh::session_jsonl as _;
+#[cfg(feature = "session-postgres")]
+use dsh::session_postgres as _;
+use dsh::session_sqlite as _;
 #[cfg(feature = "subagent-fork")]
 use dsh::subagent_fork as _;
 

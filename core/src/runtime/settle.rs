@@ -342,7 +342,10 @@ impl Runtime {
                     contained("dropping a service value", || drop(removed));
                 }
                 Owned::Listener(type_id, id) => {
-                    let removed = self.state.lock().remove_listener(&self.listeners, type_id, id);
+                    let removed = self
+                        .state
+                        .lock()
+                        .remove_listener(&self.listeners, type_id, id);
                     contained("dropping a listener", || drop(removed));
                 }
                 Owned::LeaveHook(type_id, id) => {

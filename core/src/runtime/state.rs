@@ -649,7 +649,10 @@ impl State {
 
     /// What must hear that the readable services of `id` are about to go: each service value
     /// with the leave hooks registered for it.
-    pub(crate) fn leave_hooks_of(&self, id: InstanceId) -> Vec<(Arc<ServiceValue>, Vec<LeaveHook>)> {
+    pub(crate) fn leave_hooks_of(
+        &self,
+        id: InstanceId,
+    ) -> Vec<(Arc<ServiceValue>, Vec<LeaveHook>)> {
         self.services_of(id)
             .into_iter()
             .filter_map(|type_id| {
@@ -709,19 +712,23 @@ impl State {
         infos
     }
 
-    /// The provider of `key` (among the instances that declare it) and its state, for an
-    /// [`crate::Unavailable`] that says why.
+    /// The provider of `key` and its state, for an [`crate::Unavailable`] that says why: the
+    /// instance whose slot holds the service, else the first root instance declaring it that
+    /// is not disabled (the one the host chose), else the first declaring it at all.
     pub(crate) fn declared_provider(&self, key: &ServiceKey) -> Option<(String, PluginState)> {
-        if let Some(slot) = self.services.get(&key.id()) {
-            if let Some(id) = slot.provider {
-                let inst = self.instances.get(&id)?;
-                return Some((inst.name.to_string(), inst.state));
-            }
+        let described = |inst: &Instance| (inst.name.to_string(), inst.state);
+        if let Some(id) = self.services.get(&key.id()).and_then(|slot| slot.provider) {
+            return self.instances.get(&id).map(described);
         }
-        self.instances
-            .values()
-            .find(|inst| inst.plugin.manifest().provides().contains(key))
-            .map(|inst| (inst.name.to_string(), inst.state))
+        let declaring = || {
+            self.instances
+                .values()
+                .filter(|inst| inst.plugin.manifest().provides().contains(key))
+        };
+        declaring()
+            .find(|inst| inst.parent.is_none() && inst.state != PluginState::Disabled)
+            .or_else(|| declaring().next())
+            .map(described)
     }
 }
 
@@ -731,5 +738,59 @@ fn unindex(index: &mut TypeMap<Vec<InstanceId>>, key: TypeId, id: InstanceId) {
         if list.is_empty() {
             index.remove(&key);
         }
+    }
+}
+
+impl State {
+    /// The sizes of every table that grows with instances or registrations, for tests that
+    /// check nothing is left behind.
+    #[cfg(test)]
+    pub(crate) fn table_sizes(&self) -> [usize; 8] {
+        let index_entries = |index: &TypeMap<Vec<InstanceId>>| index.values().map(Vec::len).sum();
+        [
+            self.instances.len(),
+            self.roots.len(),
+            self.services.len(),
+            self.listeners.values().map(|set| set.records.len()).sum(),
+            self.leave_hooks.values().map(Vec::len).sum(),
+            index_entries(&self.requirers),
+            index_entries(&self.optional_users),
+            self.ready.len() + self.restarts.len() + self.queue.len() + self.notices.len(),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{plugin_fn, Context, Dep, Optional};
+    use std::sync::Arc;
+
+    struct Base;
+    struct Extra;
+
+    #[test]
+    fn a_thousand_restarts_of_a_parent_with_children_leave_every_table_as_it_was() {
+        let parent = plugin_fn("parent", |scope, ()| {
+            scope.load(plugin_fn("left", |scope, base: Dep<Base>| {
+                scope.on(move |_: &u8| Ok(base.get().map(drop)?))?;
+                Ok(())
+            }))?;
+            scope.load(plugin_fn("right", |scope, extra: Optional<Extra>| {
+                scope.before_leave(&extra, |_| {})?;
+                Ok(())
+            }))?;
+            Ok(())
+        });
+        let ctx = Context::builder().add_plugin(parent).build().unwrap();
+        ctx.provide(Arc::new(Base)).unwrap();
+        ctx.provide(Arc::new(Extra)).unwrap();
+        let sizes = || ctx.rt.lock().table_sizes();
+        let before = sizes();
+        assert_eq!(before, [3, 1, 2, 1, 1, 1, 1, 0]);
+        let handle = ctx.plugin("parent").unwrap();
+        for _ in 0..1000 {
+            handle.restart().unwrap();
+        }
+        assert_eq!(sizes(), before);
     }
 }

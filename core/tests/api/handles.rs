@@ -301,3 +301,25 @@ fn a_restart_is_a_visible_transition() {
         ]
     );
 }
+
+#[test]
+fn an_unavailable_service_names_the_provider_the_host_chose_not_a_disabled_one() {
+    pub struct Backend;
+    let off = plugin_fn("a-off", |_, ()| Ok(())).provides::<Backend>();
+    let broken = plugin_fn("b-broken", |_, ()| Err("cannot open".into())).provides::<Backend>();
+    let ctx = Context::builder()
+        .add_plugin_with(off, LoadOptions::default().enable(false))
+        .add_plugin(broken)
+        .build()
+        .unwrap();
+    let unavailable = ctx.require::<Backend>().map(drop).unwrap_err();
+    assert_eq!(unavailable.provider.as_deref(), Some("b-broken"));
+    assert_eq!(unavailable.state, Some(PluginState::Failed));
+    ctx.disable("b-broken").unwrap();
+    let unavailable = ctx.require::<Backend>().map(drop).unwrap_err();
+    assert_eq!(
+        (unavailable.provider.as_deref(), unavailable.state),
+        (Some("a-off"), Some(PluginState::Disabled)),
+        "with every provider off, the first is named"
+    );
+}

@@ -14,10 +14,7 @@ pub fn run(app: &App, id: &str, child: Option<&str>, at: Option<&str>) -> Result
     use dsh::session_fork::{BoundaryProblem, ForkSessionOptions, SessionFork, SessionForkError};
     use serde_json::json;
 
-    let fork = app
-        .ctx
-        .get::<SessionFork>()
-        .ok_or_else(|| app.unavailable("SessionFork", "dsh-session-fork"))?;
+    let fork = app.require::<SessionFork>()?;
     let store = app.store()?;
     let mut options = ForkSessionOptions::new(SessionId::from(id));
     if let Some(child) = child {
@@ -54,10 +51,13 @@ pub fn run(app: &App, id: &str, child: Option<&str>, at: Option<&str>) -> Result
 /// This build has no fork plugin: always `CAPABILITY_UNAVAILABLE`.
 #[cfg(not(feature = "session-fork"))]
 pub fn run(
-    app: &App,
+    _app: &App,
     _id: &str,
     _child: Option<&str>,
     _at: Option<&str>,
 ) -> Result<Output, CliError> {
-    Err(app.unavailable("SessionFork", "dsh-session-fork"))
+    Err(crate::app::not_built(
+        "SessionFork",
+        crate::app::SESSION_FORK_PLUGIN,
+    ))
 }

@@ -31,10 +31,7 @@ pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
         }
     }
 
-    let fork = app
-        .ctx
-        .get::<SessionFork>()
-        .ok_or_else(|| app.unavailable("SessionFork", "dsh-session-fork"))?;
+    let fork = app.require::<SessionFork>()?;
     let tree = fork.lineage(&SessionId::from(id))?;
     let mut human = String::new();
     render(&tree, id, 0, &mut human);
@@ -43,6 +40,9 @@ pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
 
 /// This build has no fork plugin: always `CAPABILITY_UNAVAILABLE`.
 #[cfg(not(feature = "session-fork"))]
-pub fn run(app: &App, _id: &str) -> Result<Output, CliError> {
-    Err(app.unavailable("SessionFork", "dsh-session-fork"))
+pub fn run(_app: &App, _id: &str) -> Result<Output, CliError> {
+    Err(crate::app::not_built(
+        "SessionFork",
+        crate::app::SESSION_FORK_PLUGIN,
+    ))
 }

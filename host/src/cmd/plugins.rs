@@ -5,9 +5,12 @@ use crate::output::Output;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
-/// `[{name, version, state, generation, provides, requires, optional, pendingOn, error}]`,
-/// or with `dot` the dependency graph in Graphviz DOT (printed as is, also with `--json`,
-/// where it is the one JSON string).
+/// `[{name, plugin, id, version, state, generation, provides, requires, optional, pendingOn,
+/// error, parent}]`: `name` is the instance name (the plugin name, or `plugin:label` for a
+/// further instance), `plugin` the plugin name, `id` the instance number (from 1), `error`
+/// `{code, message}` for a failed instance else `null`, `parent` the instance that loaded it
+/// (`null` for a root instance). With `dot`, the dependency graph in Graphviz DOT instead
+/// (printed as is, also with `--json`, where it is the one JSON string).
 pub fn run(app: &App, dot: bool) -> Output {
     if dot {
         let graph = app.ctx.graph().to_dot();
@@ -20,6 +23,8 @@ pub fn run(app: &App, dot: bool) -> Output {
             .map(|p| {
                 json!({
                     "name": p.name,
+                    "plugin": p.plugin,
+                    "id": p.id.get(),
                     "version": p.version,
                     "state": p.state.as_str(),
                     "generation": p.generation,
@@ -28,6 +33,7 @@ pub fn run(app: &App, dot: bool) -> Output {
                     "optional": p.optional,
                     "pendingOn": p.pending_on,
                     "error": p.error,
+                    "parent": p.parent,
                 })
             })
             .collect(),
@@ -42,7 +48,7 @@ pub fn run(app: &App, dot: bool) -> Output {
             let _ = write!(human, " (waiting for {})", p.pending_on.join(", "));
         }
         if let Some(error) = &p.error {
-            let _ = write!(human, " error: {error}");
+            let _ = write!(human, " error: {}", error.message());
         }
         human.push('\n');
     }

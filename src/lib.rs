@@ -58,3 +58,15 @@ pub fn builtin_plugins() -> Vec<AnyPlugin> {
         dsh_subagent_fork::SubagentForkPlugin.into(),
     ]
 }
+
+/// The Rust blocks of the README, compiled (and run, unless marked `no_run`) as doctests:
+/// `cargo test -p dsh --doc`. They use the default plugins, so they run in builds that have
+/// them.
+#[doc = include_str!("../README.md")]
+#[cfg(all(
+    doctest,
+    feature = "session-fork",
+    feature = "session-jsonl",
+    feature = "subagent-fork"
+))]
+pub struct ReadmeDoctests;

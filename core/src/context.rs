@@ -247,10 +247,10 @@ impl Context {
         let state = self.rt.lock();
         DependencyGraph::of_instances(
             state
-                .instances
-                .values()
-                .filter(|inst| inst.parent.is_none())
-                .map(|inst| {
+                .in_order()
+                .into_iter()
+                .filter(|(_, inst)| inst.parent.is_none())
+                .map(|(_, inst)| {
                     (
                         inst.name.clone(),
                         inst.plugin.manifest.clone(),

@@ -1,4 +1,4 @@
-//! Every plugin linked into `dsh` appears in `dsh plugins`: the descriptors the facade links
+//! Every plugin linked into `dsh` appears in `dsh plugins`: the plugins the facade links
 //! (`dsh::builtin_plugins()`, and whatever reaches the link-time registry through it) are the
 //! ones the binary lists, active. `.ci/run` runs this test in debug and in release, since a
 //! release build's linker is the one that could drop an unreferenced plugin's registration.

@@ -11,8 +11,8 @@ use crate::event::PublishedList;
 use crate::key::ServiceKey;
 use std::any::{Any, TypeId};
 use std::hash::{BuildHasher, BuildHasherDefault};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// A service value: an `Arc<T>` for the service type `T` (sized or `dyn Trait`), boxed.
 pub(crate) type ServiceValue = Box<dyn Any + Send + Sync>;
@@ -22,16 +22,23 @@ pub(crate) type ServiceValue = Box<dyn Any + Send + Sync>;
 const BUCKETS: usize = 256;
 
 /// An insert-only map from `TypeId` to `Arc<C>`, read without locks: fixed buckets (held
-/// inline, so a lookup starts one load from the runtime) of chains whose links are set once.
+/// inline, so a lookup starts one load from the runtime), each a chain that grows at its head
+/// and whose nodes are never changed or freed before the index.
 pub(crate) struct Index<C> {
-    buckets: [OnceLock<Box<Node<C>>>; BUCKETS],
+    buckets: [AtomicPtr<Node<C>>; BUCKETS],
 }
 
 struct Node<C> {
     key: TypeId,
     cell: Arc<C>,
-    next: OnceLock<Box<Node<C>>>,
+    /// The older head; immutable once the node is published.
+    next: *const Node<C>,
 }
+
+// SAFETY: the index owns its nodes (an `Arc<C>` and a `TypeId` each) and hands out only
+// shared references to the `Arc<C>`s, so it is as thread-safe as `Arc<C>` is.
+unsafe impl<C: Send + Sync> Send for Index<C> {}
+unsafe impl<C: Send + Sync> Sync for Index<C> {}
 
 #[inline]
 fn bucket(key: &TypeId) -> usize {
@@ -42,40 +49,52 @@ fn bucket(key: &TypeId) -> usize {
 impl<C> Index<C> {
     pub(crate) fn new() -> Index<C> {
         Index {
-            buckets: std::array::from_fn(|_| OnceLock::new()),
+            buckets: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
         }
     }
 
-    /// The cell of `key`, if one was made.
+    /// The cell of `key`, if one was inserted.
     #[inline]
     pub(crate) fn get(&self, key: &TypeId) -> Option<&Arc<C>> {
-        let mut node = self.buckets[bucket(key)].get()?;
-        loop {
-            if node.key == *key {
-                return Some(&node.cell);
+        let mut node = self.buckets[bucket(key)]
+            .load(Ordering::Acquire)
+            .cast_const();
+        while !node.is_null() {
+            // SAFETY: a non-null pointer in a bucket or a `next` was made by `insert` from a
+            // `Box` published with `Release` (paired with the `Acquire` above) and is freed only
+            // by `drop`, which `&self` excludes.
+            let current = unsafe { &*node };
+            if current.key == *key {
+                return Some(&current.cell);
             }
-            node = node.next.get()?;
+            node = current.next;
         }
+        None
     }
 
-    /// The cell of `key`, made with `make` when there is none. Callers serialize inserts (the
-    /// runtime inserts under its state lock); reads may run at the same time.
-    pub(crate) fn get_or_insert(&self, key: TypeId, make: impl FnOnce() -> C) -> &Arc<C> {
-        let mut link = &self.buckets[bucket(&key)];
-        loop {
-            match link.get() {
-                Some(node) if node.key == key => return &node.cell,
-                Some(node) => link = &node.next,
-                None => {
-                    let node = link.get_or_init(|| {
-                        Box::new(Node {
-                            key,
-                            cell: Arc::new(make()),
-                            next: OnceLock::new(),
-                        })
-                    });
-                    return &node.cell;
-                }
+    /// Adds `cell` as the cell of `key`, which has none. O(1). Callers serialize inserts (the
+    /// runtime inserts under its state lock, after looking the key up in its own map); reads
+    /// may run at the same time.
+    pub(crate) fn insert(&self, key: TypeId, cell: Arc<C>) {
+        let head = &self.buckets[bucket(&key)];
+        let node = Box::new(Node {
+            key,
+            cell,
+            next: head.load(Ordering::Relaxed),
+        });
+        head.store(Box::into_raw(node), Ordering::Release);
+    }
+}
+
+impl<C> Drop for Index<C> {
+    fn drop(&mut self) {
+        for head in &mut self.buckets {
+            let mut node = *head.get_mut();
+            while !node.is_null() {
+                // SAFETY: made by `Box::into_raw` in `insert` and reachable once (each node is
+                // linked from exactly one head or `next`); `&mut self` excludes readers.
+                let owned = unsafe { Box::from_raw(node) };
+                node = owned.next.cast_mut();
             }
         }
     }
@@ -86,6 +105,8 @@ impl<C> Index<C> {
 /// provider has gone.
 pub(crate) struct ServiceCell {
     pub(crate) key: ServiceKey,
+    /// The key's short name, computed once.
+    pub(crate) name: &'static str,
     value: HazardCell<ServiceValue>,
     epoch: AtomicU64,
 }
@@ -94,6 +115,7 @@ impl ServiceCell {
     pub(crate) fn new(key: ServiceKey) -> ServiceCell {
         ServiceCell {
             key,
+            name: key.name(),
             value: HazardCell::new(),
             epoch: AtomicU64::new(0),
         }

@@ -28,6 +28,9 @@ pub(crate) const SLOTS: usize = 8;
 
 /// The slots of one thread. Blocks are leaked (a few hundred bytes per thread that ever read
 /// at the same time as others) and handed to the next new thread when their thread ends.
+/// Aligned to two cache lines, so that two threads' slots never share one (a store to a slot
+/// would otherwise slow the other thread's reads).
+#[repr(align(128))]
 struct Block {
     slots: [AtomicPtr<()>; SLOTS],
     taken: AtomicBool,
@@ -218,12 +221,32 @@ fn hazards() -> HashSet<*const ()> {
         .collect()
 }
 
-/// Releases `retired` if no reader holds it, else keeps it for a later scan; then tries the
-/// values retired before.
+/// Whether a slot announces `ptr`.
+fn announced(ptr: *const ()) -> bool {
+    BLOCKS
+        .lock()
+        .iter()
+        .flat_map(|block| block.slots.iter())
+        .any(|slot| slot.load(Ordering::Acquire).cast_const() == ptr)
+}
+
+/// Releases `retired` at once if no reader holds it (the common case: nothing to allocate),
+/// else keeps it for a later scan; then tries the values retired before, if any.
 fn retire(retired: Retired) {
-    PENDING.fetch_add(1, Ordering::SeqCst);
-    RETIRED.lock().push(retired);
-    reclaim();
+    // Pairs with the fence of `HazardCell::read`: a reader either announced the pointer
+    // before this fence (the scan sees it) or finds the cell changed after it.
+    fence(Ordering::SeqCst);
+    if announced(retired.ptr) {
+        PENDING.fetch_add(1, Ordering::SeqCst);
+        RETIRED.lock().push(retired);
+    } else {
+        // SAFETY: made by `HazardCell::store` from `Arc::into_raw`, given up by the cell
+        // (owned here, released once) and announced in no slot after the fence.
+        unsafe { (retired.release)(retired.ptr) }
+    }
+    if PENDING.load(Ordering::Relaxed) != 0 {
+        reclaim();
+    }
 }
 
 /// Releases every retired value no reader holds, outside the lock of the list.

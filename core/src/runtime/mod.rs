@@ -175,7 +175,7 @@ impl Runtime {
         Ok(ListenerHandle {
             remove: Some(Box::new(move || {
                 if let Some(rt) = rt.upgrade() {
-                    let removed = rt.state.lock().remove_listener(&rt.listeners, key, id);
+                    let removed = rt.state.lock().remove_listener(key, id);
                     drop(removed); // the handler (user code) is dropped after the lock
                 }
             })),
@@ -255,10 +255,7 @@ impl Runtime {
 
     /// The cell of service `key` (made when the type was never provided), for a live handle.
     pub(crate) fn cell(&self, key: &ServiceKey) -> Arc<ServiceCell> {
-        let _inserts_are_serialized = self.state.lock();
-        self.services
-            .get_or_insert(key.id(), || ServiceCell::new(*key))
-            .clone()
+        self.state.lock().service_cell(&self.services, *key)
     }
 
     /// Why service `key` cannot be read: its declared provider and that provider's state.

@@ -151,10 +151,10 @@ impl Runtime {
         let roots: Vec<InstanceId> = {
             let state = self.state.lock();
             state
-                .instances
-                .iter()
+                .in_order()
+                .into_iter()
                 .filter(|(_, inst)| inst.parent.is_none())
-                .map(|(&id, _)| id)
+                .map(|(id, _)| id)
                 .collect()
         };
         for id in roots.into_iter().rev() {
@@ -342,10 +342,7 @@ impl Runtime {
                     contained("dropping a service value", || drop(removed));
                 }
                 Owned::Listener(type_id, id) => {
-                    let removed = self
-                        .state
-                        .lock()
-                        .remove_listener(&self.listeners, type_id, id);
+                    let removed = self.state.lock().remove_listener(type_id, id);
                     contained("dropping a listener", || drop(removed));
                 }
                 Owned::LeaveHook(type_id, id) => {

@@ -14,7 +14,7 @@ use crate::manifest::OptionalMode;
 use crate::state::{InstanceId, PluginState};
 use serde_json::Value;
 use std::any::TypeId;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::thread::ThreadId;
 
@@ -51,6 +51,8 @@ pub(crate) struct Instance {
 pub(crate) struct ServiceSlot {
     pub(crate) value: Arc<ServiceValue>,
     pub(crate) key: ServiceKey,
+    /// The key's short name, computed once.
+    pub(crate) name: &'static str,
     pub(crate) provider: Option<InstanceId>,
     pub(crate) cell: Arc<ServiceCell>,
     /// Whether the value is in the cell (readers see it).
@@ -93,16 +95,21 @@ struct ListenerSet {
     records: Vec<Listener>,
     publish: Publish,
     published: Arc<PublishedList>,
+    cell: Arc<ListenerCell>,
 }
 
 pub(crate) struct State {
-    pub(crate) instances: BTreeMap<InstanceId, Instance>,
+    /// The live instances, by id (iterate with [`State::in_order`] where order matters).
+    pub(crate) instances: rustc_hash::FxHashMap<InstanceId, Instance>,
     /// Root instances by name.
     roots: rustc_hash::FxHashMap<Arc<str>, InstanceId>,
     /// How many root instances each plugin has.
     root_plugins: rustc_hash::FxHashMap<&'static str, usize>,
     next_instance: u64,
     pub(crate) services: TypeMap<ServiceSlot>,
+    /// The cell of every service type ever provided or followed (the writer's side of the
+    /// runtime's lock-free index).
+    service_cells: TypeMap<Arc<ServiceCell>>,
     /// Listeners of each event key in registration order, with the typed list published in
     /// the key's cell for emits.
     listeners: TypeMap<ListenerSet>,
@@ -132,11 +139,12 @@ pub(crate) struct State {
 impl State {
     pub(crate) fn new() -> State {
         State {
-            instances: BTreeMap::new(),
+            instances: Default::default(),
             roots: Default::default(),
             root_plugins: Default::default(),
             next_instance: 0,
             services: TypeMap::default(),
+            service_cells: TypeMap::default(),
             listeners: TypeMap::default(),
             leave_hooks: TypeMap::default(),
             next_registration: 0,
@@ -151,6 +159,17 @@ impl State {
             submitted: 0,
             settled: 0,
         }
+    }
+
+    /// The live instances in the order they were added.
+    pub(crate) fn in_order(&self) -> Vec<(InstanceId, &Instance)> {
+        let mut all: Vec<(InstanceId, &Instance)> = self
+            .instances
+            .iter()
+            .map(|(&id, inst)| (id, inst))
+            .collect();
+        all.sort_unstable_by_key(|(id, _)| *id);
+        all
     }
 
     pub(crate) fn instance(&self, id: InstanceId) -> Option<&Instance> {
@@ -384,7 +403,7 @@ impl State {
             return;
         };
         self.notices.push(Notice::Service(ServiceChanged {
-            service: slot.key.name(),
+            service: slot.name,
             provider: provider.map(|id| self.plugin_name(id)),
             available: true,
         }));
@@ -440,14 +459,13 @@ impl State {
                 plugin: self.name_of(owner).to_string(),
             });
         }
-        let cell = cells
-            .get_or_insert(type_id, || ServiceCell::new(key))
-            .clone();
+        let cell = self.service_cell(cells, key);
         self.services.insert(
             type_id,
             ServiceSlot {
                 value,
                 key,
+                name: cell.name,
                 provider: owner,
                 cell,
                 published: false,
@@ -462,6 +480,23 @@ impl State {
         Ok(())
     }
 
+    /// The cell of service `key`, made (and added to `cells`, the readers' index) the first
+    /// time the type is provided or followed.
+    pub(crate) fn service_cell(
+        &mut self,
+        cells: &Index<ServiceCell>,
+        key: ServiceKey,
+    ) -> Arc<ServiceCell> {
+        self.service_cells
+            .entry(key.id())
+            .or_insert_with(|| {
+                let cell = Arc::new(ServiceCell::new(key));
+                cells.insert(key.id(), cell.clone());
+                cell
+            })
+            .clone()
+    }
+
     /// Removes a service slot and withdraws its value from readers; if it had been announced,
     /// queues the notice that it went. Both are returned, to be dropped outside the lock.
     pub(crate) fn remove_service(&mut self, type_id: TypeId) -> Option<(ServiceSlot, Withdrawn)> {
@@ -471,7 +506,7 @@ impl State {
         // go either.
         if slot.published {
             self.notices.push(Notice::Service(ServiceChanged {
-                service: slot.key.name(),
+                service: slot.name,
                 provider: slot.provider.map(|id| self.plugin_name(id)),
                 available: false,
             }));
@@ -504,7 +539,16 @@ impl State {
     /// nothing missing. Stale candidates are dropped on the way.
     pub(crate) fn take_ready(&mut self) -> Option<InstanceId> {
         while let Some(id) = self.ready.pop_first() {
-            if self.state_of(id) == Some(PluginState::Pending) && self.missing(id).is_empty() {
+            let Some(inst) = self.instances.get(&id) else {
+                continue;
+            };
+            let met = inst
+                .plugin
+                .manifest()
+                .requires()
+                .iter()
+                .all(|key| self.service_visible(key.id()));
+            if inst.state == PluginState::Pending && met {
                 return Some(id);
             }
         }
@@ -607,23 +651,25 @@ impl State {
         listener: Listener,
         publish: Publish,
     ) -> Withdrawn {
-        let set = self.listeners.entry(key).or_insert_with(|| ListenerSet {
-            records: Vec::new(),
-            publish,
-            published: Arc::new(publish(&[])),
+        let set = self.listeners.entry(key).or_insert_with(|| {
+            let cell = Arc::new(ListenerCell::new());
+            cells.insert(key, cell.clone());
+            ListenerSet {
+                records: Vec::new(),
+                publish,
+                published: Arc::new(publish(&[])),
+                cell,
+            }
         });
         set.records.push(listener);
         set.published = Arc::new((set.publish)(&set.records));
-        cells
-            .get_or_insert(key, ListenerCell::new)
-            .set(Some(set.published.clone()))
+        set.cell.set(Some(set.published.clone()))
     }
 
     /// Removes a listener and publishes the list without it; the removed listener (whose
     /// handler is user code) and the old list are returned, to be dropped after the lock.
     pub(crate) fn remove_listener(
         &mut self,
-        cells: &Index<ListenerCell>,
         key: TypeId,
         id: u64,
     ) -> Option<(Listener, Withdrawn)> {
@@ -631,9 +677,7 @@ impl State {
         let at = set.records.iter().position(|l| l.id == id)?;
         let removed = set.records.remove(at);
         set.published = Arc::new((set.publish)(&set.records));
-        let withdrawn = cells
-            .get_or_insert(key, ListenerCell::new)
-            .set(Some(set.published.clone()));
+        let withdrawn = set.cell.set(Some(set.published.clone()));
         Some((removed, withdrawn))
     }
 
@@ -690,9 +734,9 @@ impl State {
     }
 
     pub(crate) fn plugin_infos(&self) -> Vec<PluginInfo> {
-        self.instances
-            .keys()
-            .filter_map(|&id| self.plugin_info(id))
+        self.in_order()
+            .into_iter()
+            .filter_map(|(id, _)| self.plugin_info(id))
             .collect()
     }
 
@@ -701,7 +745,7 @@ impl State {
             .services
             .values()
             .map(|slot| ServiceInfo {
-                service: slot.key.name(),
+                service: slot.name,
                 provider: slot.provider.map(|id| self.plugin_name(id)),
                 state: slot.provider.map_or(PluginState::Active, |id| {
                     self.state_of(id).unwrap_or(PluginState::Disposed)
@@ -720,14 +764,17 @@ impl State {
         if let Some(id) = self.services.get(&key.id()).and_then(|slot| slot.provider) {
             return self.instances.get(&id).map(described);
         }
-        let declaring = || {
-            self.instances
-                .values()
-                .filter(|inst| inst.plugin.manifest().provides().contains(key))
-        };
-        declaring()
+        let declaring: Vec<&Instance> = self
+            .in_order()
+            .into_iter()
+            .map(|(_, inst)| inst)
+            .filter(|inst| inst.plugin.manifest().provides().contains(key))
+            .collect();
+        declaring
+            .iter()
             .find(|inst| inst.parent.is_none() && inst.state != PluginState::Disabled)
-            .or_else(|| declaring().next())
+            .or(declaring.first())
+            .copied()
             .map(described)
     }
 }

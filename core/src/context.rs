@@ -196,18 +196,7 @@ impl Context {
         plugin: impl Into<AnyPlugin>,
         options: LoadOptions,
     ) -> Result<PluginHandle, CoreError> {
-        let plugin = plugin.into();
-        let enabled = options
-            .enabled
-            .unwrap_or(plugin.manifest().is_enabled_by_default());
-        let (id, name, _) = self.rt.load(
-            Owner::Root,
-            plugin,
-            options.label.as_deref(),
-            options.config,
-            enabled,
-        )?;
-        Ok(PluginHandle::new(&self.rt, id, name))
+        PluginHandle::load(&self.rt, Owner::Root, plugin.into(), options)
     }
 
     /// The root instance named `name`.

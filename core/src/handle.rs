@@ -3,7 +3,8 @@
 
 use crate::error::{CoreError, PluginError, WaitError};
 use crate::info::PluginInfo;
-use crate::runtime::state::{Command, State};
+use crate::runtime::plugin::AnyPlugin;
+use crate::runtime::state::{Command, Owner, State};
 use crate::runtime::Runtime;
 use crate::state::{InstanceId, PluginState};
 use serde_json::Value;
@@ -116,6 +117,29 @@ impl PluginHandle {
             id,
             name,
         }
+    }
+
+    /// Loads an instance of `plugin` owned by `owner` (a root instance, or a child of the
+    /// instance) with `options` (enabled as they say, else as the plugin's default).
+    ///
+    /// Errors: as [`Runtime::load`].
+    pub(crate) fn load(
+        rt: &Arc<Runtime>,
+        owner: Owner,
+        plugin: AnyPlugin,
+        options: LoadOptions,
+    ) -> Result<PluginHandle, CoreError> {
+        let enabled = options
+            .enabled
+            .unwrap_or(plugin.manifest().is_enabled_by_default());
+        let (id, name, _) = rt.load(
+            owner,
+            plugin,
+            options.label.as_deref(),
+            options.config,
+            enabled,
+        )?;
+        Ok(PluginHandle::new(rt, id, name))
     }
 
     /// The instance.

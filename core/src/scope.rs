@@ -162,19 +162,7 @@ impl Scope {
         plugin: impl Into<AnyPlugin>,
         options: LoadOptions,
     ) -> Result<PluginHandle, CoreError> {
-        let rt = self.runtime()?;
-        let plugin = plugin.into();
-        let enabled = options
-            .enabled
-            .unwrap_or(plugin.manifest().is_enabled_by_default());
-        let (id, name, _) = rt.load(
-            self.owner(),
-            plugin,
-            options.label.as_deref(),
-            options.config,
-            enabled,
-        )?;
-        Ok(PluginHandle::new(&rt, id, name))
+        PluginHandle::load(&self.runtime()?, self.owner(), plugin.into(), options)
     }
 
     /// The handle a service keeps to publish events of this context.

@@ -334,29 +334,35 @@ mod tests {
         let cell = Arc::new(HazardCell::<Vec<u64>>::new());
         drop(cell.store(Some(Arc::new(vec![0; 16]))));
         let stop = Arc::new(AtomicBool::new(false));
+        let reads = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let readers: Vec<_> = (0..2)
             .map(|_| {
-                let (cell, stop) = (cell.clone(), stop.clone());
+                let (cell, stop, reads) = (cell.clone(), stop.clone(), reads.clone());
                 std::thread::spawn(move || {
-                    let mut reads = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         let _ = cell.read(|v| {
                             let v = v.expect("always full");
                             let first = v[0];
                             assert!(v.iter().all(|x| *x == first), "a torn or freed value");
                         });
-                        reads += 1;
+                        reads.fetch_add(1, Ordering::Relaxed);
                     }
-                    reads
                 })
             })
             .collect();
-        for round in 1..2_000u64 {
+        // Replace until both readers have read many times while replacements ran (however
+        // the threads are scheduled), at least 2,000 times.
+        let mut round = 1u64;
+        while round <= 2_000 || reads.load(Ordering::Relaxed) < 20_000 {
             drop(cell.store(Some(Arc::new(vec![round; 16]))));
+            round += 1;
+            if round.is_multiple_of(1_000) {
+                std::thread::yield_now();
+            }
         }
         stop.store(true, Ordering::Relaxed);
         for reader in readers {
-            assert!(reader.join().expect("reader") > 0);
+            reader.join().expect("no reader saw a torn or freed value");
         }
     }
 }

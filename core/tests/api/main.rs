@@ -8,19 +8,7 @@ mod handles;
 mod instances;
 mod links;
 
-use std::sync::{Arc, Mutex};
+#[path = "../common/mod.rs"]
+mod common;
 
-/// An ordered record of what plugins, disposers and listeners did, cloned into them.
-#[derive(Clone, Default)]
-pub struct Log(Arc<Mutex<Vec<String>>>);
-
-impl Log {
-    pub fn push(&self, entry: impl Into<String>) {
-        self.0.lock().unwrap().push(entry.into());
-    }
-
-    /// The entries so far, emptying the log.
-    pub fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap())
-    }
-}
+pub use common::Log;

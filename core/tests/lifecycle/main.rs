@@ -3,6 +3,7 @@
 //! (`transitions`), services and conflicts (`services`), provider replacement
 //! (`replacement`), the panic hook (`panic_hook`), and concurrent use (`threads`, `stress`).
 
+#[path = "../common/mod.rs"]
 mod common;
 
 mod lifecycle;

@@ -1,7 +1,7 @@
 //! `ask` dispatch: listeners are asked in registration order and the first that answers
 //! wins; `None` passes on; a panicking listener is skipped; listeners go with their plugin.
 
-use crate::common::{Log, Stash};
+use crate::common::{Log, Slot};
 use dsh_core::{plugin_fn, Context};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -167,8 +167,8 @@ fn an_ask_listener_can_call_back_into_the_context() {
     ctx.provide(Arc::new(Prefix("cmd:"))).unwrap();
     // The listener reaches the context through a stash the test empties at the end (there is
     // no weak context any more).
-    let root = Stash::new();
-    root.put(&ctx);
+    let root = Slot::<Context>::new();
+    root.put(ctx.clone());
     {
         let root = root.clone();
         ctx.on_ask(move |r: &Resolve| {

@@ -1,6 +1,6 @@
 //! Typed events: delivery order, failures, scoping to the plugin lifecycle, re-entrancy.
 
-use crate::common::{within_deadline, Log, Stash};
+use crate::common::{within_deadline, Log, Slot};
 use dsh_core::{plugin_fn, AnyPlugin, BoxError, Context, Dep, ListenerFailure};
 use std::sync::Arc;
 
@@ -334,7 +334,7 @@ fn a_listener_can_disable_its_own_plugin_while_the_event_is_delivered() {
 }
 
 /// Captured by a listener: its destructor reads the registry through the stashed root.
-struct ReadsRegistryOnDrop(Stash, Log);
+struct ReadsRegistryOnDrop(Slot<Context>, Log);
 
 impl Drop for ReadsRegistryOnDrop {
     fn drop(&mut self) {
@@ -346,10 +346,10 @@ impl Drop for ReadsRegistryOnDrop {
 
 #[test]
 fn a_listener_removed_by_its_handle_is_dropped_outside_the_registry_lock() {
-    let root = Stash::new();
+    let root = Slot::<Context>::new();
     let log = Log::new();
     let ctx = Context::builder().build().unwrap();
-    root.put(&ctx);
+    root.put(ctx.clone());
     let guard = ReadsRegistryOnDrop(root.clone(), log.clone());
     let handle = ctx
         .on(move |_: &Ping| {
@@ -364,7 +364,7 @@ fn a_listener_removed_by_its_handle_is_dropped_outside_the_registry_lock() {
 
 #[test]
 fn a_listener_of_a_disabled_plugin_is_dropped_outside_the_registry_lock() {
-    let root = Stash::new();
+    let root = Slot::<Context>::new();
     let log = Log::new();
     let guarded = {
         let (root, log) = (root.clone(), log.clone());
@@ -378,7 +378,7 @@ fn a_listener_of_a_disabled_plugin_is_dropped_outside_the_registry_lock() {
         })
     };
     let ctx = Context::builder().add_plugin(guarded).build().unwrap();
-    root.put(&ctx);
+    root.put(ctx.clone());
     let ctx2 = ctx.clone();
     within_deadline("disable plugin with listener", move || {
         ctx2.disable("guarded-listener").unwrap();

@@ -3,6 +3,7 @@
 //! the link-time registry and the builder, and the compile-time checks of the registration
 //! macro and of typed dependencies (`ui`).
 
+#[path = "../common/mod.rs"]
 mod common;
 
 mod ask;

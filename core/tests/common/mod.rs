@@ -1,4 +1,4 @@
-//! Helpers shared by the modules of this test binary.
+//! Helpers shared by the core's test binaries (`lifecycle`, `registry`, `api`).
 //!
 //! Tests run in parallel threads of one process, so every test makes its own plugins and its
 //! own state (logs, stashed scopes and contexts, counters) as values captured by those

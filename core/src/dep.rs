@@ -27,15 +27,17 @@ pub struct Dep<T: ?Sized> {
     value: Arc<T>,
     cell: Arc<ServiceCell>,
     epoch: u64,
-    rt: Weak<Runtime>,
+    /// The instance the service was resolved from, named in the error once it has gone.
+    provider: Arc<str>,
 }
 
 impl<T: ?Sized + Send + Sync + 'static> Dep<T> {
     /// The service, while its provider is the one this handle was resolved from.
     ///
     /// # Errors
-    /// [`Unavailable`] (code `CAPABILITY_UNAVAILABLE`) naming the service and its provider's
-    /// state, once that provider has gone.
+    /// [`Unavailable`] (code `CAPABILITY_UNAVAILABLE`) naming the service and the provider it
+    /// was resolved from, once that provider has gone (even if another generation or another
+    /// plugin provides the service now: resolve it anew).
     #[inline]
     pub fn get(&self) -> Result<&T, Unavailable> {
         if self.cell.epoch() == self.epoch {
@@ -60,7 +62,11 @@ impl<T: ?Sized + Send + Sync + 'static> Dep<T> {
 
     #[cold]
     fn unavailable(&self) -> Unavailable {
-        unavailable(&self.rt, &self.cell.key)
+        Unavailable {
+            service: self.cell.name,
+            provider: Some(self.provider.to_string()),
+            state: None,
+        }
     }
 
     fn resolve(cx: &DepsCx<'_>) -> Option<Dep<T>> {
@@ -71,7 +77,7 @@ impl<T: ?Sized + Send + Sync + 'static> Dep<T> {
             value,
             cell: resolved.cell,
             epoch: resolved.epoch,
-            rt: Arc::downgrade(&cx.applying.rt),
+            provider: resolved.provider,
         })
     }
 }
@@ -82,7 +88,7 @@ impl<T: ?Sized> Clone for Dep<T> {
             value: self.value.clone(),
             cell: self.cell.clone(),
             epoch: self.epoch,
-            rt: self.rt.clone(),
+            provider: self.provider.clone(),
         }
     }
 }

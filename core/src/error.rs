@@ -3,7 +3,7 @@
 //!
 //! | type | code(s) | returned by |
 //! | --- | --- | --- |
-//! | [`CoreError`] | `SERVICE_CONFLICT`, `UNDECLARED_SERVICE`, `STALE_SCOPE`, `UNKNOWN_PLUGIN`, `DUPLICATE_PLUGIN`, `DUPLICATE_PROVIDER`, `DEPENDENCY_CYCLE`, `INVALID_CONFIG`, `MISSING_PLUGINS` | building, loading, registering, lifecycle calls |
+//! | [`CoreError`] | `SERVICE_CONFLICT`, `UNDECLARED_SERVICE`, `STALE_SCOPE`, `UNKNOWN_PLUGIN`, `DUPLICATE_PLUGIN`, `DUPLICATE_PROVIDER`, `DEPENDENCY_CYCLE`, `CONFIG_INVALID`, `MISSING_PLUGINS` | building, loading, registering, lifecycle calls |
 //! | [`Unavailable`] | `CAPABILITY_UNAVAILABLE` | a `Dep` whose provider has gone, `Context::require` |
 //! | [`PluginError`] | the apply error's own code, else `APPLY_FAILED` / `APPLY_PANICKED` | the last error of a failed instance |
 //! | [`WaitError`] | `WAIT_TIMED_OUT`, `PLUGIN_FAILED`, `PLUGIN_STOPPED`, `WAIT_REENTRANT` | waiting on a handle or a ticket |
@@ -110,7 +110,7 @@ impl CoreError {
             CoreError::StaleScope { .. } => "STALE_SCOPE",
             CoreError::UnknownPlugin { .. } => "UNKNOWN_PLUGIN",
             CoreError::DuplicatePlugin { .. } => "DUPLICATE_PLUGIN",
-            CoreError::InvalidConfig { .. } => "INVALID_CONFIG",
+            CoreError::InvalidConfig { .. } => "CONFIG_INVALID",
             CoreError::DuplicateProvider { .. } => "DUPLICATE_PROVIDER",
             CoreError::DependencyCycle { .. } => "DEPENDENCY_CYCLE",
             CoreError::MissingPlugins { .. } => "MISSING_PLUGINS",

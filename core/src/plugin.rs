@@ -87,9 +87,10 @@ pub trait Plugin: Send + Sync + 'static {
     /// Whether [`crate::Context::from_registry`] enables the plugin when the config is silent.
     const ENABLED_BY_DEFAULT: bool = true;
 
-    /// The config type, parsed once per apply from the instance's JSON config; an invalid
-    /// config fails the instance with [`crate::CoreError::InvalidConfig`] naming the field,
-    /// before anything loads.
+    /// The config type, parsed from the instance's JSON config before each apply (once per
+    /// generation, and handed to it); an invalid config fails the instance with
+    /// [`crate::CoreError::InvalidConfig`] (`CONFIG_INVALID`) naming the field, before it loads.
+    /// A config update is checked against it before it is accepted.
     type Config: DeserializeOwned + Send + 'static;
 
     /// The dependency handles `apply` receives: the plugin's requirements and optional
@@ -107,15 +108,36 @@ pub trait Plugin: Send + Sync + 'static {
     fn apply(&self, scope: &Scope, config: Self::Config, deps: Self::Deps) -> Result<(), BoxError>;
 }
 
-/// The config of a plugin that takes none: accepts any value (an absent config, `{}`, or
-/// anything a host wrote) and carries nothing.
+/// The config of a plugin that takes none: an absent config (or `{}`) and nothing else, so a
+/// host's settings written for the wrong plugin (or with a typo) fail the instance with
+/// `CONFIG_INVALID` instead of being ignored.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NoConfig;
 
 impl<'de> serde::Deserialize<'de> for NoConfig {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<NoConfig, D::Error> {
-        serde::de::IgnoredAny::deserialize(deserializer)?;
-        Ok(NoConfig)
+        struct Empty;
+        impl<'de> serde::de::Visitor<'de> for Empty {
+            type Value = NoConfig;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("no config (this plugin takes none): null or {}")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<NoConfig, E> {
+                Ok(NoConfig)
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<NoConfig, E> {
+                Ok(NoConfig)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<NoConfig, A::Error> {
+                match map.next_key::<String>()? {
+                    None => Ok(NoConfig),
+                    Some(key) => Err(serde::de::Error::custom(format!(
+                        "unknown field `{key}`: this plugin takes no config"
+                    ))),
+                }
+            }
+        }
+        deserializer.deserialize_any(Empty)
     }
 }
 
@@ -156,7 +178,7 @@ impl<P: Plugin> From<P> for AnyPlugin {
 }
 
 /// A closure plugin, made by [`plugin_fn`]: the closure is its apply, and its declarations
-/// are set with the builder methods. It takes no config ([`NoConfig`]).
+/// are set with the builder methods. It takes no config (see [`NoConfig`]).
 pub struct FnPlugin<D, F> {
     manifest: Manifest,
     apply: F,
@@ -231,11 +253,12 @@ where
     D: Deps,
     F: Fn(&Scope, D) -> Result<(), BoxError> + Send + Sync + 'static,
 {
-    fn check_config(&self, _: &Value) -> Result<(), String> {
-        Ok(())
+    fn check_config(&self, config: &Value) -> Result<(), String> {
+        parse::<NoConfig>(config).map(drop)
     }
 
-    fn prepare<'a>(&'a self, _: &Value) -> Result<ReadyApply<'a>, String> {
+    fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, String> {
+        self.check_config(config)?;
         Ok(Box::new(move |applying| {
             let deps = D::resolve(&DepsCx { applying })?;
             (self.apply)(&Scope::new(applying), deps)

@@ -34,6 +34,10 @@ pub(crate) const SLOTS: usize = 8;
 struct Block {
     slots: [AtomicPtr<()>; SLOTS],
     taken: AtomicBool,
+    /// Set by a writer that found one of this block's slots holding a value it retired: the
+    /// thread runs the reclaim scan when it next clears a slot. Other threads' reads never
+    /// scan for it.
+    wake: AtomicBool,
 }
 
 /// Every block ever made.
@@ -54,11 +58,18 @@ static RETIRED: Mutex<Vec<Retired>> = Mutex::new(Vec::new());
 /// slot, and scan only when it is not zero.
 static PENDING: AtomicUsize = AtomicUsize::new(0);
 
-/// This thread's block and how many of its slots are in use.
+/// This thread's block, how many of its slots are in use, and how many reads it ended since
+/// it last looked at the retired list.
 struct Local {
     block: &'static Block,
     depth: Cell<usize>,
+    reads: Cell<u32>,
 }
+
+/// A thread that ends this many reads while values wait to be released scans once, even
+/// unwoken: a wake-up lost to a race (the writer scanned just before the slot was cleared)
+/// delays a release by this many reads, never for ever.
+const RESCAN_EVERY: u32 = 1024;
 
 impl Local {
     fn acquire() -> Local {
@@ -73,6 +84,7 @@ impl Local {
             let block: &'static Block = Box::leak(Box::new(Block {
                 slots: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
                 taken: AtomicBool::new(true),
+                wake: AtomicBool::new(false),
             }));
             blocks.push(block);
             block
@@ -80,6 +92,7 @@ impl Local {
         Local {
             block,
             depth: Cell::new(0),
+            reads: Cell::new(0),
         }
     }
 }
@@ -90,6 +103,9 @@ impl Drop for Local {
             slot.store(ptr::null_mut(), Ordering::Release);
         }
         self.block.taken.store(false, Ordering::Release);
+        if PENDING.load(Ordering::Relaxed) != 0 {
+            reclaim();
+        }
     }
 }
 
@@ -109,6 +125,19 @@ impl Drop for SlotGuard<'_> {
         self.local.block.slots[self.depth].store(ptr::null_mut(), Ordering::Release);
         self.local.depth.set(self.depth);
         if PENDING.load(Ordering::Relaxed) != 0 {
+            self.local.ended_read_while_pending();
+        }
+    }
+}
+
+impl Local {
+    /// The slow path of ending a read while values wait: scan if a writer woke this thread,
+    /// or every [`RESCAN_EVERY`] reads.
+    #[cold]
+    fn ended_read_while_pending(&self) {
+        let reads = self.reads.get().wrapping_add(1);
+        self.reads.set(reads);
+        if self.block.wake.swap(false, Ordering::AcqRel) || reads.is_multiple_of(RESCAN_EVERY) {
             reclaim();
         }
     }
@@ -221,13 +250,21 @@ fn hazards() -> HashSet<*const ()> {
         .collect()
 }
 
-/// Whether a slot announces `ptr`.
+/// Whether a slot announces `ptr`; wakes each block whose slot does, so its thread scans when
+/// it ends that read.
 fn announced(ptr: *const ()) -> bool {
-    BLOCKS
-        .lock()
-        .iter()
-        .flat_map(|block| block.slots.iter())
-        .any(|slot| slot.load(Ordering::Acquire).cast_const() == ptr)
+    let mut held = false;
+    for block in BLOCKS.lock().iter() {
+        if block
+            .slots
+            .iter()
+            .any(|slot| slot.load(Ordering::Acquire).cast_const() == ptr)
+        {
+            block.wake.store(true, Ordering::Release);
+            held = true;
+        }
+    }
+    held
 }
 
 /// Releases `retired` at once if no reader holds it (the common case: nothing to allocate),
@@ -249,29 +286,49 @@ fn retire(retired: Retired) {
     }
 }
 
+
 /// Releases every retired value no reader holds, outside the lock of the list.
 #[cold]
 fn reclaim() {
-    let candidates = std::mem::take(&mut *RETIRED.lock());
-    if candidates.is_empty() {
-        return;
-    }
-    // Pairs with the fence of `HazardCell::read`.
-    fence(Ordering::SeqCst);
-    let held = hazards();
-    let (kept, free): (Vec<Retired>, Vec<Retired>) =
-        candidates.into_iter().partition(|r| held.contains(&r.ptr));
-    if !kept.is_empty() {
+    loop {
+        let candidates = std::mem::take(&mut *RETIRED.lock());
+        if candidates.is_empty() {
+            return;
+        }
+        // Pairs with the fence of `HazardCell::read`.
+        fence(Ordering::SeqCst);
+        let held = hazards();
+        let (kept, free): (Vec<Retired>, Vec<Retired>) =
+            candidates.into_iter().partition(|r| held.contains(&r.ptr));
+        PENDING.fetch_sub(free.len(), Ordering::SeqCst);
+        for retired in free {
+            // SAFETY: made by `HazardCell::store` from `Arc::into_raw`, owned by the retired
+            // list (taken out of it above, so released once) and announced in no slot after
+            // the fence: a reader that loads the pointer later finds the cell changed and does
+            // not use it.
+            unsafe { (retired.release)(retired.ptr) }
+        }
+        if kept.is_empty() {
+            return;
+        }
+        let kept_ptrs: Vec<*const ()> = kept.iter().map(|r| r.ptr).collect();
         RETIRED.lock().extend(kept);
-    }
-    PENDING.fetch_sub(free.len(), Ordering::SeqCst);
-    for retired in free {
-        // SAFETY: made by `HazardCell::store` from `Arc::into_raw`, owned by the retired list
-        // (taken out of it above, so released once) and announced in no slot after the fence:
-        // a reader that loads the pointer later finds the cell changed and does not use it.
-        unsafe { (retired.release)(retired.ptr) }
+        // A reader that cleared its slot after the scan above may have ended its read (and
+        // found the list empty, this scan holding it) before the kept values went back: scan
+        // once more and go round if one of them is free now. Each kept value's holder is
+        // woken to scan when its read ends.
+        fence(Ordering::SeqCst);
+        let still_held = kept_ptrs.iter().all(|&ptr| announced(ptr));
+        if still_held {
+            return;
+        }
     }
 }
+
+/// Serializes the tests that assert when a retired value is released: the retired list is
+/// process-wide, so another test's scan could hold a value of theirs for a moment.
+#[cfg(test)]
+pub(crate) static RELEASE_TIMING: Mutex<()> = Mutex::new(());
 
 #[cfg(test)]
 mod tests {
@@ -287,6 +344,7 @@ mod tests {
 
     #[test]
     fn a_replaced_value_is_released_at_once_when_nobody_reads_it() {
+        let _serial = RELEASE_TIMING.lock();
         let drops = Arc::new(AtomicU32::new(0));
         let cell = HazardCell::new();
         drop(cell.store(Some(Arc::new(Counted(drops.clone())))));
@@ -296,6 +354,7 @@ mod tests {
 
     #[test]
     fn a_value_replaced_during_a_read_lives_until_the_read_ends() {
+        let _serial = RELEASE_TIMING.lock();
         let drops = Arc::new(AtomicU32::new(0));
         let cell = HazardCell::new();
         drop(cell.store(Some(Arc::new(Counted(drops.clone())))));
@@ -317,7 +376,37 @@ mod tests {
     }
 
     #[test]
+    fn a_value_retired_while_another_thread_borrows_it_is_released_when_that_read_ends() {
+        let _serial = RELEASE_TIMING.lock();
+        let drops = Arc::new(AtomicU32::new(0));
+        let cell = Arc::new(HazardCell::new());
+        drop(cell.store(Some(Arc::new(Counted(drops.clone())))));
+        let (borrowing, borrowed) = std::sync::mpsc::channel();
+        let (finish, finished) = std::sync::mpsc::channel::<()>();
+        let reader = {
+            let cell = cell.clone();
+            std::thread::spawn(move || {
+                let _ = cell.read(|value| {
+                    assert!(value.is_some());
+                    borrowing.send(()).unwrap();
+                    finished.recv().unwrap();
+                });
+            })
+        };
+        borrowed.recv().unwrap();
+        drop(cell.store(None));
+        assert_eq!(drops.load(Ordering::SeqCst), 0, "still borrowed by the reader");
+        // Reads of other threads meanwhile do not release it (nor scan for it).
+        let _ = cell.read(|value| assert!(value.is_none()));
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        finish.send(()).unwrap();
+        reader.join().unwrap();
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "released when the borrowing read ended");
+    }
+
+    #[test]
     fn reads_nested_deeper_than_the_slots_are_refused() {
+        let _serial = RELEASE_TIMING.lock();
         fn nest(cell: &HazardCell<u32>, depth: usize) -> usize {
             match cell.read(|_| nest(cell, depth + 1)) {
                 Ok(deepest) => deepest,
@@ -331,6 +420,7 @@ mod tests {
 
     #[test]
     fn two_threads_reading_while_a_third_replaces_never_see_a_released_value() {
+        let _serial = RELEASE_TIMING.lock();
         let cell = Arc::new(HazardCell::<Vec<u64>>::new());
         drop(cell.store(Some(Arc::new(vec![0; 16]))));
         let stop = Arc::new(AtomicBool::new(false));

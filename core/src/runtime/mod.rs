@@ -47,6 +47,8 @@ pub(crate) struct Resolved {
     pub(crate) value: Arc<ServiceValue>,
     pub(crate) cell: Arc<ServiceCell>,
     pub(crate) epoch: u64,
+    /// The providing instance's name (`<root>` for the root).
+    pub(crate) provider: Arc<str>,
 }
 
 impl Runtime {
@@ -70,7 +72,7 @@ impl Runtime {
     pub(crate) fn submit(self: &Arc<Self>, command: Option<Command>) -> u64 {
         let mut state = self.state.lock();
         if let Some(command) = command {
-            state.queue.push_back(command);
+            state.enqueue(command);
         }
         state.submitted += 1;
         let ticket = state.submitted;
@@ -93,7 +95,8 @@ impl Runtime {
     /// the instance otherwise) and settles. Returns the instance, its name and the ticket.
     ///
     /// Errors: [`CoreError::DuplicatePlugin`] for a root name that is taken,
-    /// [`CoreError::StaleScope`] when `owner` has moved on.
+    /// [`CoreError::DependencyCycle`] when an enabled instance would close a requirement
+    /// cycle, [`CoreError::StaleScope`] when `owner` has moved on.
     pub(crate) fn load(
         self: &Arc<Self>,
         owner: Owner,
@@ -112,6 +115,11 @@ impl Runtime {
                     None => plugin.name().to_owned(),
                 }),
             };
+            if enabled {
+                if let Some(path) = state.cycle_through(&name, plugin.manifest()) {
+                    return Err(CoreError::DependencyCycle { path });
+                }
+            }
             let initial = if enabled {
                 crate::state::PluginState::Pending
             } else {
@@ -250,6 +258,7 @@ impl Runtime {
             value: slot.value.clone(),
             cell: slot.cell.clone(),
             epoch: slot.cell.epoch(),
+            provider: state.name_of(slot.provider),
         })
     }
 

@@ -86,6 +86,20 @@ pub(crate) enum Command {
     DisposeAll,
 }
 
+impl Command {
+    /// The instance the command is about (`None` for [`Command::DisposeAll`]).
+    fn instance(&self) -> Option<InstanceId> {
+        match self {
+            Command::Enable(id)
+            | Command::Disable(id)
+            | Command::Dispose(id)
+            | Command::Restart(id)
+            | Command::Update(id, _) => Some(*id),
+            Command::DisposeAll => None,
+        }
+    }
+}
+
 /// The name the root scope goes by in errors and failure reports.
 pub(crate) const ROOT: &str = "<root>";
 
@@ -121,6 +135,8 @@ pub(crate) struct State {
     requirers: TypeMap<Vec<InstanceId>>,
     /// Instances listing each service as optional.
     optional_users: TypeMap<Vec<InstanceId>>,
+    /// Instances declaring each service in their manifest, for the cycle check of a load.
+    declarers: TypeMap<Vec<InstanceId>>,
     /// Candidates for applying, re-checked when taken (pending with nothing missing).
     ready: BTreeSet<InstanceId>,
     /// Active restart-mode instances whose optional service appeared.
@@ -151,6 +167,7 @@ impl State {
             root_owned: Vec::new(),
             requirers: TypeMap::default(),
             optional_users: TypeMap::default(),
+            declarers: TypeMap::default(),
             ready: BTreeSet::new(),
             restarts: BTreeSet::new(),
             queue: VecDeque::new(),
@@ -170,6 +187,31 @@ impl State {
             .collect();
         all.sort_unstable_by_key(|(id, _)| *id);
         all
+    }
+
+    /// Queues `command`, coalesced with the last queued command about the same instance when
+    /// it is the same change (a second enable, disable, dispose or restart right after the
+    /// first changes nothing more; a config update replaces the config of the queued one), so
+    /// threads that keep asking for a change grow the queue by at most one entry per instance
+    /// and kind, however fast they ask.
+    pub(crate) fn enqueue(&mut self, command: Command) {
+        if matches!(command, Command::DisposeAll)
+            && matches!(self.queue.back(), Some(Command::DisposeAll))
+        {
+            return;
+        }
+        let target = command.instance();
+        let last = self
+            .queue
+            .iter_mut()
+            .rev()
+            .find(|queued| target.is_some() && queued.instance() == target);
+        match (last, command) {
+            (Some(Command::Update(_, queued)), Command::Update(_, config)) => *queued = config,
+            (Some(queued), command)
+                if std::mem::discriminant(queued) == std::mem::discriminant(&command) => {}
+            (_, command) => self.queue.push_back(command),
+        }
     }
 
     pub(crate) fn instance(&self, id: InstanceId) -> Option<&Instance> {
@@ -257,6 +299,65 @@ impl State {
         Ok(Arc::from(name))
     }
 
+    /// The requirement cycle that an enabled instance of `plugin` named `name` would close
+    /// among the instances that are not disabled, as the path of instance names that starts
+    /// and ends with `name`.
+    ///
+    /// Searches forward (the providers of what it requires, transitively) and backward (the
+    /// instances requiring what it provides) a step at a time each, and stops with the first
+    /// search that completes: loading a chain root first or leaf first costs O(1) per load.
+    pub(crate) fn cycle_through(
+        &self,
+        name: &str,
+        manifest: &crate::manifest::Manifest,
+    ) -> Option<Vec<String>> {
+        let live = |id: &InstanceId| self.state_of(*id).is_some_and(|s| s != PluginState::Disabled);
+        let providers = |keys: &[ServiceKey]| -> Vec<InstanceId> {
+            keys.iter()
+                .flat_map(|key| self.declarers.get(&key.id()).into_iter().flatten())
+                .copied()
+                .filter(live)
+                .collect()
+        };
+        let users = |keys: &[ServiceKey]| -> Vec<InstanceId> {
+            keys.iter()
+                .flat_map(|key| self.requirers.get(&key.id()).into_iter().flatten())
+                .copied()
+                .filter(live)
+                .collect()
+        };
+        if manifest.requires().iter().any(|key| manifest.provides().contains(key)) {
+            return Some(vec![name.to_owned(), name.to_owned()]);
+        }
+        let manifest_of = |id: InstanceId| self.instances[&id].plugin.manifest();
+        // Each search: the parent of every node seen, and the frontier still to expand.
+        let mut forward = Search::new(providers(manifest.requires()));
+        let mut backward = Search::new(users(manifest.provides()));
+        let (found, search, forward_found) = loop {
+            if forward.frontier.is_empty() {
+                let closing = users(manifest.provides());
+                break (closing.into_iter().find(|id| forward.seen(*id)), forward, true);
+            }
+            if backward.frontier.is_empty() {
+                let closing = providers(manifest.requires());
+                break (closing.into_iter().find(|id| backward.seen(*id)), backward, false);
+            }
+            forward.step(|id| providers(manifest_of(id).requires()));
+            backward.step(|id| users(manifest_of(id).provides()));
+        };
+        let mut path: Vec<String> = search
+            .path_to(found?)
+            .into_iter()
+            .map(|id| self.instances[&id].name.to_string())
+            .collect();
+        if !forward_found {
+            path.reverse();
+        }
+        path.insert(0, name.to_owned());
+        path.push(name.to_owned());
+        Some(path)
+    }
+
     pub(crate) fn find_root(&self, name: &str) -> Result<InstanceId, CoreError> {
         self.roots
             .get(name)
@@ -281,6 +382,7 @@ impl State {
         let manifest = plugin.manifest();
         let required: Vec<TypeId> = manifest.requires().iter().map(ServiceKey::id).collect();
         let optional: Vec<TypeId> = manifest.optional().iter().map(|(k, _)| k.id()).collect();
+        let provided: Vec<TypeId> = manifest.provides().iter().map(ServiceKey::id).collect();
         let plugin_name = manifest.name();
         self.notices.push(Notice::Transition(PluginTransition {
             plugin: plugin_name,
@@ -313,6 +415,9 @@ impl State {
         for type_id in optional {
             self.optional_users.entry(type_id).or_default().push(id);
         }
+        for type_id in provided {
+            self.declarers.entry(type_id).or_default().push(id);
+        }
         if state == PluginState::Pending {
             self.ready.insert(id);
         }
@@ -335,6 +440,9 @@ impl State {
         }
         for (key, _) in manifest.optional() {
             unindex(&mut self.optional_users, key.id(), id);
+        }
+        for key in manifest.provides() {
+            unindex(&mut self.declarers, key.id(), id);
         }
         self.ready.remove(&id);
         self.restarts.remove(&id);
@@ -779,6 +887,54 @@ impl State {
     }
 }
 
+/// One direction of [`State::cycle_through`]: a breadth-first search from the new instance's
+/// neighbours.
+struct Search {
+    /// Every node reached, with the node it was reached from (`None` for a start node).
+    parent: rustc_hash::FxHashMap<InstanceId, Option<InstanceId>>,
+    frontier: Vec<InstanceId>,
+}
+
+impl Search {
+    fn new(start: Vec<InstanceId>) -> Search {
+        let mut parent = rustc_hash::FxHashMap::default();
+        let frontier = start
+            .into_iter()
+            .filter(|&id| parent.insert(id, None).is_none())
+            .collect();
+        Search { parent, frontier }
+    }
+
+    fn seen(&self, id: InstanceId) -> bool {
+        self.parent.contains_key(&id)
+    }
+
+    /// Expands the frontier by one level.
+    fn step(&mut self, next: impl Fn(InstanceId) -> Vec<InstanceId>) {
+        let frontier = std::mem::take(&mut self.frontier);
+        for id in frontier {
+            for reached in next(id) {
+                if !self.parent.contains_key(&reached) {
+                    self.parent.insert(reached, Some(id));
+                    self.frontier.push(reached);
+                }
+            }
+        }
+    }
+
+    /// The nodes from a start node to `id`, in search order.
+    fn path_to(&self, id: InstanceId) -> Vec<InstanceId> {
+        let mut path = vec![id];
+        let mut at = id;
+        while let Some(Some(up)) = self.parent.get(&at) {
+            path.push(*up);
+            at = *up;
+        }
+        path.reverse();
+        path
+    }
+}
+
 fn unindex(index: &mut TypeMap<Vec<InstanceId>>, key: TypeId, id: InstanceId) {
     if let Some(list) = index.get_mut(&key) {
         list.retain(|&x| x != id);
@@ -801,7 +957,7 @@ impl State {
             self.listeners.values().map(|set| set.records.len()).sum(),
             self.leave_hooks.values().map(Vec::len).sum(),
             index_entries(&self.requirers),
-            index_entries(&self.optional_users),
+            index_entries(&self.optional_users) + index_entries(&self.declarers),
             self.ready.len() + self.restarts.len() + self.queue.len() + self.notices.len(),
         ]
     }
@@ -817,6 +973,7 @@ mod tests {
 
     #[test]
     fn a_thousand_restarts_of_a_parent_with_children_leave_every_table_as_it_was() {
+        let _serial = crate::runtime::hazard::RELEASE_TIMING.lock();
         let parent = plugin_fn("parent", |scope, ()| {
             scope.load(plugin_fn("left", |scope, base: Dep<Base>| {
                 scope.on(move |_: &u8| Ok(base.get().map(drop)?))?;

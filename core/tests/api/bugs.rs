@@ -241,13 +241,19 @@ fn a_thousand_config_updates_of_a_plugin_with_two_children_leave_three_records()
 }
 
 #[test]
-fn a_plugin_without_config_accepts_any_config() {
+fn a_plugin_without_config_accepts_an_absent_or_empty_config_and_refuses_any_other() {
     let ctx = Context::builder()
         .add_plugin(plugin_fn("plain", |_, ()| Ok(())))
         .build()
         .unwrap();
-    ctx.update_config("plain", serde_json::json!({"anything": [1, 2]}))
-        .unwrap();
+    ctx.update_config("plain", serde_json::json!({})).unwrap();
+    ctx.update_config("plain", serde_json::Value::Null).unwrap();
+    let refused = ctx
+        .update_config("plain", serde_json::json!({"enabld": false}))
+        .unwrap_err();
+    assert_eq!(refused.code(), "CONFIG_INVALID");
+    assert!(refused.to_string().contains("unknown field `enabld`"), "{refused}");
     assert_eq!(ctx.plugin_state("plain"), Some(PluginState::Active));
-    let _: NoConfig = serde_json::from_value(serde_json::json!("x")).unwrap();
+    let _: NoConfig = serde_json::from_value(serde_json::json!({})).unwrap();
+    assert!(serde_json::from_value::<NoConfig>(serde_json::json!("x")).is_err());
 }

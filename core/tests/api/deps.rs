@@ -53,7 +53,7 @@ fn a_dep_kept_past_its_consumer_reads_unavailable_once_the_provider_went_even_if
     assert_eq!(error.code(), "CAPABILITY_UNAVAILABLE");
     assert_eq!(
         error.to_string(),
-        "service Journal is not available: its provider plugin \"disk\" is disabled"
+        "service Journal is not available: its provider plugin \"disk\" has gone"
     );
     ctx.load(journal("memory")).unwrap();
     assert!(

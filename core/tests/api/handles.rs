@@ -142,12 +142,12 @@ fn a_refused_config_is_the_handles_error_with_the_invalid_config_code() {
     let server = ctx.plugin("server").unwrap();
     assert_eq!(server.state(), PluginState::Failed);
     let error = server.error().unwrap();
-    assert_eq!(error.code(), "INVALID_CONFIG");
+    assert_eq!(error.code(), "CONFIG_INVALID");
     assert!(error.message().contains("port"), "{error}");
     let refused = server
         .update_config(serde_json::json!({"port": 1, "extra": 1}))
         .unwrap_err();
-    assert_eq!(refused.code(), "INVALID_CONFIG");
+    assert_eq!(refused.code(), "CONFIG_INVALID");
     server
         .update_config(serde_json::json!({"port": 8080}))
         .unwrap();
@@ -322,4 +322,38 @@ fn an_unavailable_service_names_the_provider_the_host_chose_not_a_disabled_one()
         (Some("a-off"), Some(PluginState::Disabled)),
         "with every provider off, the first is named"
     );
+}
+
+#[test]
+fn repeated_changes_queued_while_another_thread_settles_are_carried_out_once() {
+    let applies = Arc::new(AtomicUsize::new(0));
+    let counted = {
+        let applies = applies.clone();
+        plugin_fn("counted", move |_, ()| {
+            applies.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+    };
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let go_rx = std::sync::Mutex::new(go_rx);
+    let slow = plugin_fn("slow", move |_, ()| {
+        started_tx.send(()).unwrap();
+        go_rx.lock().unwrap().recv_timeout(Duration::from_secs(10)).unwrap();
+        Ok(())
+    });
+    let ctx = Context::builder().add_plugin(counted).build().unwrap();
+    assert_eq!(applies.load(Ordering::SeqCst), 1);
+    let loader = ctx.clone();
+    let settling = std::thread::spawn(move || loader.load(slow).unwrap());
+    started_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let counted = ctx.plugin("counted").unwrap();
+    let mut last = None;
+    for _ in 0..10_000 {
+        last = Some(counted.restart().unwrap());
+    }
+    go_tx.send(()).unwrap();
+    last.unwrap().wait(Duration::from_secs(10)).unwrap();
+    settling.join().unwrap();
+    assert_eq!(applies.load(Ordering::SeqCst), 2, "ten thousand restarts in a row are one");
 }

@@ -2,7 +2,7 @@
 //! allows it, each instance with its own name, id and config; plugin values carry state.
 
 use dsh_core::{
-    plugin_fn, BoxError, Context, ContextConfig, CoreError, LoadOptions, NoConfig, Plugin,
+    plugin_fn, BoxError, Context, ContextConfig, CoreError, Dep, LoadOptions, NoConfig, Plugin,
     PluginState, Scope,
 };
 use serde::Deserialize;
@@ -146,4 +146,51 @@ fn every_generation_of_an_instance_is_applied_with_the_same_plugin_value() {
     counting.restart().unwrap();
     counting.update_config(serde_json::json!({})).unwrap();
     assert_eq!(*count.lock().unwrap(), 3);
+}
+
+pub struct X;
+pub struct Y;
+pub struct Z;
+
+#[test]
+fn loading_a_plugin_that_closes_a_requirement_cycle_is_refused_with_the_whole_path() {
+    let a = plugin_fn("a", |_, _: Dep<Y>| Ok(())).provides::<X>();
+    let b = plugin_fn("b", |_, _: Dep<Z>| Ok(())).provides::<Y>();
+    let ctx = Context::builder().add_plugin(a).add_plugin(b).build().unwrap();
+    let c = plugin_fn("c", |_, _: Dep<X>| Ok(())).provides::<Z>();
+    let refused = ctx.load(c).unwrap_err();
+    assert_eq!(
+        refused,
+        CoreError::DependencyCycle {
+            path: vec!["c".into(), "a".into(), "b".into(), "c".into()]
+        }
+    );
+    assert!(ctx.plugin("c").is_none(), "nothing was added");
+    let own = plugin_fn("own", |_, _: Dep<Z>| Ok(())).provides::<Z>();
+    assert_eq!(ctx.load(own).unwrap_err().code(), "DEPENDENCY_CYCLE");
+    let disabled = plugin_fn("c", |_, _: Dep<X>| Ok(())).provides::<Z>();
+    let handle = ctx
+        .load_with(disabled, LoadOptions::default().enable(false))
+        .unwrap();
+    assert_eq!(handle.state(), PluginState::Disabled, "a disabled instance closes nothing");
+}
+
+#[test]
+fn the_cycle_check_of_a_load_finds_the_path_from_either_side() {
+    // The new plugin is required by the existing chain (the backward search finds it) ...
+    let top = plugin_fn("top", |_, _: Dep<Y>| Ok(())).provides::<X>();
+    let ctx = Context::builder().add_plugin(top).build().unwrap();
+    let closing = plugin_fn("closing", |_, _: Dep<X>| Ok(())).provides::<Y>();
+    assert_eq!(
+        ctx.load(closing).unwrap_err(),
+        CoreError::DependencyCycle {
+            path: vec!["closing".into(), "top".into(), "closing".into()]
+        }
+    );
+    // ... and a chain loaded out of order loads without a cycle.
+    let ctx = Context::builder().build().unwrap();
+    ctx.load(plugin_fn("y", |_, _: Dep<Z>| Ok(())).provides::<Y>()).unwrap();
+    ctx.load(plugin_fn("x", |_, _: Dep<Y>| Ok(())).provides::<X>()).unwrap();
+    ctx.load(plugin_fn("z", |_, ()| Ok(())).provides::<Z>()).unwrap();
+    assert_eq!(ctx.plugins().len(), 3, "every load was accepted");
 }

@@ -127,7 +127,7 @@ fn an_invalid_config_is_refused_before_apply_naming_the_plugin_and_the_field_pat
         assert_eq!(strict.state, PluginState::Failed, "{bad}");
         assert_eq!(strict.generation, 0, "never loaded: {bad}");
         let error = strict.error.expect("the error is recorded");
-        assert_eq!(error.code(), "INVALID_CONFIG");
+        assert_eq!(error.code(), "CONFIG_INVALID");
         let message = error.message();
         assert!(
             message.starts_with("invalid config for plugin \"cfg-refused\": "),
@@ -204,7 +204,7 @@ fn an_invalid_config_update_is_invalid_config_and_restarts_nothing() {
     let error = ctx
         .update_config("cfg-bad-update-pool", json!({"limits": {"max": "many"}}))
         .unwrap_err();
-    assert_eq!(error.code(), "INVALID_CONFIG");
+    assert_eq!(error.code(), "CONFIG_INVALID");
     let CoreError::InvalidConfig { plugin, message } = &error else {
         panic!("not InvalidConfig: {error:?}");
     };
@@ -274,7 +274,7 @@ fn a_config_update_of_a_consumer_does_not_restart_its_provider() {
         .with_config(config)
         .build()
         .unwrap();
-    ctx.update_config("cfg-leaf", json!({"anything": true}))
+    ctx.update_config("cfg-leaf", json!({}))
         .unwrap();
     assert_eq!(generations(&ctx), [("cfg-leaf-pool", 1), ("cfg-leaf", 2)]);
 }
@@ -296,7 +296,7 @@ fn a_plugin_failed_by_its_config_becomes_active_after_a_valid_update() {
     let error = ctx
         .update_config("cfg-recover-pool", json!({"limits": {"max": 1, "x": 0}}))
         .unwrap_err();
-    assert_eq!(error.code(), "INVALID_CONFIG");
+    assert_eq!(error.code(), "CONFIG_INVALID");
     assert_eq!(info(&ctx, "cfg-recover-pool").state, PluginState::Failed);
 
     ctx.update_config("cfg-recover-pool", json!({"limits": {"max": 9}}))

@@ -286,7 +286,7 @@ fn an_invalid_config_fails_the_plugin_with_invalid_config_naming_the_plugin_and_
     let strict = info(&ctx, "reg-strict");
     assert_eq!(strict.state, PluginState::Failed);
     let failure = strict.error.expect("the error is recorded");
-    assert_eq!(failure.code(), "INVALID_CONFIG");
+    assert_eq!(failure.code(), "CONFIG_INVALID");
     let error = failure
         .downcast_ref::<CoreError>()
         .expect("the recorded error is the core's");

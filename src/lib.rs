@@ -19,8 +19,10 @@
 pub use dsh_core as core;
 pub use dsh_core::{
     plugin_fn, registered, AnyPlugin, BoxError, Context, ContextBuilder, ContextConfig, CoreError,
-    Dep, LoadOptions, NoConfig, Optional, Plugin, PluginError, PluginHandle, PluginInfo,
-    PluginSettings, PluginState, Scope, ServiceInfo, ServiceKey, Unavailable,
+    Dep, DependencyGraph, Deps, EmitError, Emitter, FnPlugin, InstanceId, ListenerHandle,
+    LoadOptions, Manifest, NoConfig, Optional, OptionalMode, Plugin, PluginError, PluginHandle,
+    PluginInfo, PluginSettings, PluginState, PluginTransition, Scope, ServiceChanged, ServiceInfo,
+    ServiceKey, Ticket, TransitionCause, Unavailable, WaitError,
 };
 
 #[cfg(feature = "session")]

@@ -125,7 +125,7 @@ fn add_roots(
 ) -> Result<(), CoreError> {
     let mut nodes = Vec::new();
     for (plugin, options) in plugins {
-        let name = state.root_name(&plugin, options.label.as_deref())?;
+        let name = state.instance_name(&plugin, options.label.as_deref(), None)?;
         let settings = config.plugins.get(&*name);
         let enabled = settings
             .and_then(|s| s.enabled)
@@ -143,11 +143,7 @@ fn add_roots(
         };
         state.add_instance(plugin, name, None, instance_config, initial);
     }
-    if let Some(name) = config
-        .plugins
-        .keys()
-        .find(|name| state.find_root(name).is_err())
-    {
+    if let Some(name) = config.plugins.keys().find(|name| state.find(name).is_err()) {
         return Err(CoreError::UnknownPlugin {
             plugin: name.clone(),
         });
@@ -199,10 +195,11 @@ impl Context {
         PluginHandle::load(&self.rt, Owner::Root, plugin.into(), options)
     }
 
-    /// The root instance named `name`.
+    /// The live instance named `name`: a root instance (`name`, `name:label`) or a child
+    /// (`parent/name`).
     pub fn plugin(&self, name: &str) -> Option<PluginHandle> {
         let state = self.rt.lock();
-        let id = state.find_root(name).ok()?;
+        let id = state.find(name).ok()?;
         let name = state.instance(id)?.name.clone();
         drop(state);
         Some(PluginHandle::new(&self.rt, id, name))
@@ -214,10 +211,11 @@ impl Context {
         })
     }
 
-    /// The state of the root instance `name`, if the context has it.
+    /// The state of the instance `name` (as [`Context::plugin`] finds it), if the context has
+    /// it.
     pub fn plugin_state(&self, name: &str) -> Option<PluginState> {
         let state = self.rt.lock();
-        state.state_of(state.find_root(name).ok()?)
+        state.state_of(state.find(name).ok()?)
     }
 
     /// A snapshot of every live instance (root and child), in the order they were added.
@@ -259,7 +257,7 @@ impl Context {
         let state = self.rt.lock();
         let missing: Vec<String> = names
             .iter()
-            .filter(|name| state.find_root(name).is_err())
+            .filter(|name| state.find(name).is_err())
             .map(|name| (*name).to_owned())
             .collect();
         if missing.is_empty() {

@@ -3,7 +3,7 @@
 //!
 //! | type | code(s) | returned by |
 //! | --- | --- | --- |
-//! | [`CoreError`] | `SERVICE_CONFLICT`, `UNDECLARED_SERVICE`, `STALE_SCOPE`, `UNKNOWN_PLUGIN`, `DUPLICATE_PLUGIN`, `DUPLICATE_PROVIDER`, `DEPENDENCY_CYCLE`, `CONFIG_INVALID`, `MISSING_PLUGINS` | building, loading, registering, lifecycle calls |
+//! | [`CoreError`] | `SERVICE_CONFLICT`, `UNDECLARED_SERVICE`, `STALE_SCOPE`, `UNKNOWN_PLUGIN`, `DUPLICATE_PLUGIN`, `DUPLICATE_PROVIDER`, `DEPENDENCY_CYCLE`, `CONFIG_INVALID`, `PLUGIN_NAME_INVALID`, `MISSING_PLUGINS` | building, loading, registering, lifecycle calls |
 //! | [`Unavailable`] | `CAPABILITY_UNAVAILABLE` | a `Dep` whose provider has gone, `Context::require` |
 //! | [`PluginError`] | the apply error's own code, else `APPLY_FAILED` / `APPLY_PANICKED` | the last error of a failed instance |
 //! | [`WaitError`] | `WAIT_TIMED_OUT`, `PLUGIN_FAILED`, `PLUGIN_STOPPED`, `WAIT_REENTRANT` | waiting on a handle or a ticket |
@@ -88,6 +88,14 @@ pub enum CoreError {
         /// What serde reported (names the field).
         message: String,
     },
+    /// A plugin name or an instance label that cannot be part of an instance name.
+    #[error("invalid plugin name \"{name}\": {reason}")]
+    InvalidName {
+        /// The name or label, escaped.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// [`crate::Context::expect_plugins`] found plugins that the binary does not contain.
     ///
     /// ### Handling
@@ -114,6 +122,7 @@ impl CoreError {
             CoreError::DuplicateProvider { .. } => "DUPLICATE_PROVIDER",
             CoreError::DependencyCycle { .. } => "DEPENDENCY_CYCLE",
             CoreError::MissingPlugins { .. } => "MISSING_PLUGINS",
+            CoreError::InvalidName { .. } => "PLUGIN_NAME_INVALID",
         }
     }
 }

@@ -128,7 +128,10 @@ impl<'de> serde::Deserialize<'de> for NoConfig {
             fn visit_none<E: serde::de::Error>(self) -> Result<NoConfig, E> {
                 Ok(NoConfig)
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<NoConfig, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<NoConfig, A::Error> {
                 match map.next_key::<String>()? {
                     None => Ok(NoConfig),
                     Some(key) => Err(serde::de::Error::custom(format!(

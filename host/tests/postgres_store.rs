@@ -28,7 +28,10 @@ mod with_the_plugin {
                 .ok()
                 .filter(|u| !u.is_empty())
             else {
-                eprintln!(
+                // Written to the process's stderr, not through the test harness, so the skip is
+                // visible in `cargo test` output.
+                let _ = writeln!(
+                    std::io::stderr(),
                     "skipped: DSH_TEST_POSTGRES_URL is not set (run under scripts/with-postgres.sh)"
                 );
                 return None;

@@ -286,7 +286,6 @@ fn retire(retired: Retired) {
     }
 }
 
-
 /// Releases every retired value no reader holds, outside the lock of the list.
 #[cold]
 fn reclaim() {
@@ -395,13 +394,21 @@ mod tests {
         };
         borrowed.recv().unwrap();
         drop(cell.store(None));
-        assert_eq!(drops.load(Ordering::SeqCst), 0, "still borrowed by the reader");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            0,
+            "still borrowed by the reader"
+        );
         // Reads of other threads meanwhile do not release it (nor scan for it).
         let _ = cell.read(|value| assert!(value.is_none()));
         assert_eq!(drops.load(Ordering::SeqCst), 0);
         finish.send(()).unwrap();
         reader.join().unwrap();
-        assert_eq!(drops.load(Ordering::SeqCst), 1, "released when the borrowing read ended");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "released when the borrowing read ended"
+        );
     }
 
     #[test]

@@ -94,7 +94,8 @@ impl Runtime {
     /// Adds an instance of `plugin` owned by `owner` (a root instance for the root, a child of
     /// the instance otherwise) and settles. Returns the instance, its name and the ticket.
     ///
-    /// Errors: [`CoreError::DuplicatePlugin`] for a root name that is taken,
+    /// Errors: [`CoreError::InvalidName`], [`CoreError::DuplicatePlugin`] for a name that is
+    /// taken,
     /// [`CoreError::DependencyCycle`] when an enabled instance would close a requirement
     /// cycle, [`CoreError::StaleScope`] when `owner` has moved on.
     pub(crate) fn load(
@@ -108,13 +109,7 @@ impl Runtime {
         let (id, name) = {
             let mut state = self.state.lock();
             let parent = state.owner(owner)?;
-            let name = match parent {
-                None => state.root_name(&plugin, label)?,
-                Some(_) => Arc::from(match label {
-                    Some(label) => format!("{}:{label}", plugin.name()),
-                    None => plugin.name().to_owned(),
-                }),
-            };
+            let name = state.instance_name(&plugin, label, parent)?;
             if enabled {
                 if let Some(path) = state.cycle_through(&name, plugin.manifest()) {
                     return Err(CoreError::DependencyCycle { path });

@@ -115,8 +115,9 @@ struct ListenerSet {
 pub(crate) struct State {
     /// The live instances, by id (iterate with [`State::in_order`] where order matters).
     pub(crate) instances: rustc_hash::FxHashMap<InstanceId, Instance>,
-    /// Root instances by name.
-    roots: rustc_hash::FxHashMap<Arc<str>, InstanceId>,
+    /// Every live instance by name (root instances `name`, `name:label`, `name:N`; children
+    /// `parent/name`).
+    names: rustc_hash::FxHashMap<Arc<str>, InstanceId>,
     /// How many root instances each plugin has.
     root_plugins: rustc_hash::FxHashMap<&'static str, usize>,
     next_instance: u64,
@@ -156,7 +157,7 @@ impl State {
     pub(crate) fn new() -> State {
         State {
             instances: Default::default(),
-            roots: Default::default(),
+            names: Default::default(),
             root_plugins: Default::default(),
             next_instance: 0,
             services: TypeMap::default(),
@@ -267,27 +268,42 @@ impl State {
         self.next_registration
     }
 
-    /// A name for a new root instance of `plugin`: its plugin name (or `name:label`), or for a
-    /// plugin that may be loaded several times the first free `name:N` (N from 2).
+    /// A name for a new instance of `plugin`, unique in the context: for a root instance its
+    /// plugin name, or `name:label`, or for a plugin that may be loaded several times the first
+    /// free `name:N` (N from 2); for a child, the same after its parent's name and a `/`
+    /// (`parent/name`), so the children of different parents never share a name.
     ///
-    /// Errors: [`CoreError::DuplicatePlugin`] when the name is taken, or when `plugin` may be
-    /// loaded only once and the context has a root instance of it.
-    pub(crate) fn root_name(
+    /// Errors: [`CoreError::InvalidName`] for a plugin name or label that is empty or holds a
+    /// `/`, a `:` or a control character; [`CoreError::DuplicatePlugin`] when the name is
+    /// taken, or when `plugin` may be loaded only once and the context has a root instance of
+    /// it.
+    pub(crate) fn instance_name(
         &self,
         plugin: &AnyPlugin,
         label: Option<&str>,
+        parent: Option<InstanceId>,
     ) -> Result<Arc<str>, CoreError> {
         let manifest = plugin.manifest();
-        let base = manifest.name();
-        let taken = |name: &str| self.roots.contains_key(name);
-        if manifest.is_unique() && self.root_plugins.get(base).is_some_and(|&n| n > 0) {
-            return Err(CoreError::DuplicatePlugin {
-                plugin: base.to_owned(),
-            });
+        let plugin_name = manifest.name();
+        check_name(plugin_name, "plugin name")?;
+        if let Some(label) = label {
+            check_name(label, "label")?;
+        }
+        let base = match parent.and_then(|id| self.instances.get(&id)) {
+            Some(parent) => format!("{}/{plugin_name}", parent.name),
+            None => plugin_name.to_owned(),
+        };
+        let taken = |name: &str| self.names.contains_key(name);
+        let root_unique_clash = parent.is_none()
+            && manifest.is_unique()
+            && self.root_plugins.get(plugin_name).is_some_and(|&n| n > 0);
+        if root_unique_clash {
+            return Err(CoreError::DuplicatePlugin { plugin: base });
         }
         let name = match label {
             Some(label) => format!("{base}:{label}"),
-            None if !taken(base) => base.to_owned(),
+            None if !taken(&base) => base,
+            None if parent.is_none() && manifest.is_unique() => base,
             None => (2..)
                 .map(|n| format!("{base}:{n}"))
                 .find(|name| !taken(name))
@@ -311,7 +327,10 @@ impl State {
         name: &str,
         manifest: &crate::manifest::Manifest,
     ) -> Option<Vec<String>> {
-        let live = |id: &InstanceId| self.state_of(*id).is_some_and(|s| s != PluginState::Disabled);
+        let live = |id: &InstanceId| {
+            self.state_of(*id)
+                .is_some_and(|s| s != PluginState::Disabled)
+        };
         let providers = |keys: &[ServiceKey]| -> Vec<InstanceId> {
             keys.iter()
                 .flat_map(|key| self.declarers.get(&key.id()).into_iter().flatten())
@@ -326,7 +345,11 @@ impl State {
                 .filter(live)
                 .collect()
         };
-        if manifest.requires().iter().any(|key| manifest.provides().contains(key)) {
+        if manifest
+            .requires()
+            .iter()
+            .any(|key| manifest.provides().contains(key))
+        {
             return Some(vec![name.to_owned(), name.to_owned()]);
         }
         let manifest_of = |id: InstanceId| self.instances[&id].plugin.manifest();
@@ -336,11 +359,19 @@ impl State {
         let (found, search, forward_found) = loop {
             if forward.frontier.is_empty() {
                 let closing = users(manifest.provides());
-                break (closing.into_iter().find(|id| forward.seen(*id)), forward, true);
+                break (
+                    closing.into_iter().find(|id| forward.seen(*id)),
+                    forward,
+                    true,
+                );
             }
             if backward.frontier.is_empty() {
                 let closing = providers(manifest.requires());
-                break (closing.into_iter().find(|id| backward.seen(*id)), backward, false);
+                break (
+                    closing.into_iter().find(|id| backward.seen(*id)),
+                    backward,
+                    false,
+                );
             }
             forward.step(|id| providers(manifest_of(id).requires()));
             backward.step(|id| users(manifest_of(id).provides()));
@@ -358,8 +389,9 @@ impl State {
         Some(path)
     }
 
-    pub(crate) fn find_root(&self, name: &str) -> Result<InstanceId, CoreError> {
-        self.roots
+    /// The live instance named `name` (a root instance's name, or a child's `parent/name`).
+    pub(crate) fn find(&self, name: &str) -> Result<InstanceId, CoreError> {
+        self.names
             .get(name)
             .copied()
             .ok_or_else(|| CoreError::UnknownPlugin {
@@ -392,8 +424,8 @@ impl State {
             to: state,
             cause: TransitionCause::Added,
         }));
+        self.names.insert(name.clone(), id);
         if parent.is_none() {
-            self.roots.insert(name.clone(), id);
             *self.root_plugins.entry(plugin_name).or_default() += 1;
         }
         self.instances.insert(
@@ -429,8 +461,10 @@ impl State {
     pub(crate) fn collect(&mut self, id: InstanceId) -> Option<Instance> {
         let inst = self.instances.remove(&id)?;
         let manifest = inst.plugin.manifest();
-        if inst.parent.is_none() && self.roots.get(&inst.name) == Some(&id) {
-            self.roots.remove(&inst.name);
+        if self.names.get(&inst.name) == Some(&id) {
+            self.names.remove(&inst.name);
+        }
+        if inst.parent.is_none() {
             if let Some(n) = self.root_plugins.get_mut(manifest.name()) {
                 *n -= 1;
             }
@@ -887,6 +921,27 @@ impl State {
     }
 }
 
+/// Refuses an empty name part or one holding a separator of instance names (`/`, `:`) or a
+/// control character.
+fn check_name(name: &str, what: &str) -> Result<(), CoreError> {
+    let reason = if name.is_empty() {
+        Some("it is empty")
+    } else if name.contains(['/', ':']) {
+        Some("`/` and `:` separate the parts of instance names")
+    } else if name.chars().any(char::is_control) {
+        Some("it holds a control character")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(CoreError::InvalidName {
+            name: name.escape_debug().to_string(),
+            reason: format!("the {what} is refused: {reason}"),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// One direction of [`State::cycle_through`]: a breadth-first search from the new instance's
 /// neighbours.
 struct Search {
@@ -914,8 +969,9 @@ impl Search {
         let frontier = std::mem::take(&mut self.frontier);
         for id in frontier {
             for reached in next(id) {
-                if !self.parent.contains_key(&reached) {
-                    self.parent.insert(reached, Some(id));
+                if let std::collections::hash_map::Entry::Vacant(entry) = self.parent.entry(reached)
+                {
+                    entry.insert(Some(id));
                     self.frontier.push(reached);
                 }
             }
@@ -952,7 +1008,7 @@ impl State {
         let index_entries = |index: &TypeMap<Vec<InstanceId>>| index.values().map(Vec::len).sum();
         [
             self.instances.len(),
-            self.roots.len(),
+            self.names.len(),
             self.services.len(),
             self.listeners.values().map(|set| set.records.len()).sum(),
             self.leave_hooks.values().map(Vec::len).sum(),
@@ -990,7 +1046,7 @@ mod tests {
         ctx.provide(Arc::new(Extra)).unwrap();
         let sizes = || ctx.rt.lock().table_sizes();
         let before = sizes();
-        assert_eq!(before, [3, 1, 2, 1, 1, 1, 1, 0]);
+        assert_eq!(before, [3, 3, 2, 1, 1, 1, 1, 0]);
         let handle = ctx.plugin("parent").unwrap();
         for _ in 0..1000 {
             handle.restart().unwrap();

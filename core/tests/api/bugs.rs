@@ -202,7 +202,7 @@ fn an_apply_that_waits_for_a_helper_thread_that_loads_or_disposes_plugins_return
         states,
         [
             ("parent", PluginState::Active),
-            ("child", PluginState::Active),
+            ("parent/child", PluginState::Active),
             ("late", PluginState::Active)
         ]
     );
@@ -252,7 +252,10 @@ fn a_plugin_without_config_accepts_an_absent_or_empty_config_and_refuses_any_oth
         .update_config("plain", serde_json::json!({"enabld": false}))
         .unwrap_err();
     assert_eq!(refused.code(), "CONFIG_INVALID");
-    assert!(refused.to_string().contains("unknown field `enabld`"), "{refused}");
+    assert!(
+        refused.to_string().contains("unknown field `enabld`"),
+        "{refused}"
+    );
     assert_eq!(ctx.plugin_state("plain"), Some(PluginState::Active));
     let _: NoConfig = serde_json::from_value(serde_json::json!({})).unwrap();
     assert!(serde_json::from_value::<NoConfig>(serde_json::json!("x")).is_err());

@@ -339,7 +339,11 @@ fn repeated_changes_queued_while_another_thread_settles_are_carried_out_once() {
     let go_rx = std::sync::Mutex::new(go_rx);
     let slow = plugin_fn("slow", move |_, ()| {
         started_tx.send(()).unwrap();
-        go_rx.lock().unwrap().recv_timeout(Duration::from_secs(10)).unwrap();
+        go_rx
+            .lock()
+            .unwrap()
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap();
         Ok(())
     });
     let ctx = Context::builder().add_plugin(counted).build().unwrap();
@@ -355,5 +359,9 @@ fn repeated_changes_queued_while_another_thread_settles_are_carried_out_once() {
     go_tx.send(()).unwrap();
     last.unwrap().wait(Duration::from_secs(10)).unwrap();
     settling.join().unwrap();
-    assert_eq!(applies.load(Ordering::SeqCst), 2, "ten thousand restarts in a row are one");
+    assert_eq!(
+        applies.load(Ordering::SeqCst),
+        2,
+        "ten thousand restarts in a row are one"
+    );
 }

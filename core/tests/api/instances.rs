@@ -156,7 +156,11 @@ pub struct Z;
 fn loading_a_plugin_that_closes_a_requirement_cycle_is_refused_with_the_whole_path() {
     let a = plugin_fn("a", |_, _: Dep<Y>| Ok(())).provides::<X>();
     let b = plugin_fn("b", |_, _: Dep<Z>| Ok(())).provides::<Y>();
-    let ctx = Context::builder().add_plugin(a).add_plugin(b).build().unwrap();
+    let ctx = Context::builder()
+        .add_plugin(a)
+        .add_plugin(b)
+        .build()
+        .unwrap();
     let c = plugin_fn("c", |_, _: Dep<X>| Ok(())).provides::<Z>();
     let refused = ctx.load(c).unwrap_err();
     assert_eq!(
@@ -172,7 +176,11 @@ fn loading_a_plugin_that_closes_a_requirement_cycle_is_refused_with_the_whole_pa
     let handle = ctx
         .load_with(disabled, LoadOptions::default().enable(false))
         .unwrap();
-    assert_eq!(handle.state(), PluginState::Disabled, "a disabled instance closes nothing");
+    assert_eq!(
+        handle.state(),
+        PluginState::Disabled,
+        "a disabled instance closes nothing"
+    );
 }
 
 #[test]
@@ -189,8 +197,75 @@ fn the_cycle_check_of_a_load_finds_the_path_from_either_side() {
     );
     // ... and a chain loaded out of order loads without a cycle.
     let ctx = Context::builder().build().unwrap();
-    ctx.load(plugin_fn("y", |_, _: Dep<Z>| Ok(())).provides::<Y>()).unwrap();
-    ctx.load(plugin_fn("x", |_, _: Dep<Y>| Ok(())).provides::<X>()).unwrap();
-    ctx.load(plugin_fn("z", |_, ()| Ok(())).provides::<Z>()).unwrap();
+    ctx.load(plugin_fn("y", |_, _: Dep<Z>| Ok(())).provides::<Y>())
+        .unwrap();
+    ctx.load(plugin_fn("x", |_, _: Dep<Y>| Ok(())).provides::<X>())
+        .unwrap();
+    ctx.load(plugin_fn("z", |_, ()| Ok(())).provides::<Z>())
+        .unwrap();
     assert_eq!(ctx.plugins().len(), 3, "every load was accepted");
+}
+
+#[test]
+fn every_instance_name_is_unique_in_the_context_children_under_their_parents_name() {
+    let parent = |name: &'static str| {
+        plugin_fn(name, |scope, ()| {
+            scope.load(plugin_fn("kid", |_, ()| Ok(())).unique(false))?;
+            scope.load(plugin_fn("kid", |_, ()| Ok(())).unique(false))?;
+            scope.load_with(
+                plugin_fn("kid", |_, ()| Ok(())),
+                LoadOptions::default().label("named"),
+            )?;
+            Ok(())
+        })
+    };
+    let ctx = Context::builder()
+        .add_plugin(parent("left"))
+        .add_plugin(parent("right"))
+        .add_plugin(plugin_fn("kid", |_, ()| Ok(())))
+        .build()
+        .unwrap();
+    let mut names: Vec<String> = ctx.plugins().into_iter().map(|p| p.name).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "kid",
+            "left",
+            "left/kid",
+            "left/kid:2",
+            "left/kid:named",
+            "right",
+            "right/kid",
+            "right/kid:2",
+            "right/kid:named"
+        ]
+    );
+    let child = ctx
+        .plugin("right/kid:2")
+        .expect("a child is found by its name");
+    assert_eq!(child.info().unwrap().parent.as_deref(), Some("right"));
+}
+
+#[test]
+fn a_plugin_name_or_label_that_cannot_be_part_of_an_instance_name_is_refused() {
+    let ctx = Context::builder().build().unwrap();
+    for bad in ["", "a/b", "a:b", "line\nbreak"] {
+        let refused = ctx.load(plugin_fn(bad, |_, ()| Ok(()))).unwrap_err();
+        assert_eq!(refused.code(), "PLUGIN_NAME_INVALID", "{bad:?}: {refused}");
+        let labelled = ctx
+            .load_with(
+                plugin_fn("fine", |_, ()| Ok(())),
+                LoadOptions::default().label(bad),
+            )
+            .unwrap_err();
+        assert_eq!(labelled.code(), "PLUGIN_NAME_INVALID", "label {bad:?}");
+    }
+    assert!(ctx.plugins().is_empty());
+    let built = Context::builder()
+        .add_plugin(plugin_fn("a:b", |_, ()| Ok(())))
+        .build()
+        .map(drop)
+        .unwrap_err();
+    assert_eq!(built.code(), "PLUGIN_NAME_INVALID");
 }

@@ -400,7 +400,7 @@ fn an_instance_disposes_its_registrations_in_reverse_order_of_registration() {
     };
 
     let ctx = Context::builder().add_plugin(parent).build().unwrap();
-    assert_eq!(state(&ctx, "ro-child"), PluginState::Active);
+    assert_eq!(state(&ctx, "ro-parent/ro-child"), PluginState::Active);
     assert!(log.take().is_empty());
 
     ctx.disable("ro-parent").unwrap();
@@ -415,7 +415,7 @@ fn an_instance_disposes_its_registrations_in_reverse_order_of_registration() {
         ]
     );
     // Records of disposed instances are collected: the child is unlisted, its handle disposed.
-    assert!(!listed(&ctx, "ro-child"));
+    assert!(!listed(&ctx, "ro-parent/ro-child"));
     assert_eq!(child_handle.get().state(), PluginState::Disposed);
     assert_eq!(state(&ctx, "ro-parent"), PluginState::Disabled);
 }
@@ -846,11 +846,11 @@ fn apply_can_read_services_list_plugins_and_add_a_child_plugin() {
         [
             "curious sees Some(1) Some((Loading, 1)) [\"Database\"]",
             "curious done",
-            "child applied in Some(\"ra-child\") sees cache 5",
+            "child applied in Some(\"ra-curious/ra-child\") sees cache 5",
         ],
         "the child waits for its parent to finish, then sees the parent's service"
     );
-    let child = info(&ctx, "ra-child");
+    let child = info(&ctx, "ra-curious/ra-child");
     assert_eq!(child.state, PluginState::Active);
     assert_eq!(child.parent.as_deref(), Some("ra-curious"));
     assert_eq!(info(&ctx, "ra-curious").parent, None);
@@ -875,19 +875,24 @@ fn a_child_plugin_is_disposed_with_its_parent_and_added_afresh_on_restart() {
     });
 
     let ctx = Context::builder().add_plugin(parent).build().unwrap();
-    let first_child = info(&ctx, "cr-child").id;
+    // A child's instance name is its parent's name, a `/`, and its own: unique in the context.
+    let first_child = info(&ctx, "cr-parent/cr-child").id;
     ctx.disable("cr-parent").unwrap();
     // Records of disposed instances are collected: the disposed child is no longer listed.
-    assert!(!listed(&ctx, "cr-child"));
+    assert!(!listed(&ctx, "cr-parent/cr-child"));
     ctx.enable("cr-parent").unwrap();
     assert_eq!(log.take(), ["apply child", "dispose child", "apply child"]);
-    let child = info(&ctx, "cr-child");
+    let child = info(&ctx, "cr-parent/cr-child");
     assert_eq!(child.state, PluginState::Active);
-    assert_ne!(child.id, first_child, "added afresh");
-    // Child plugins are not root plugins: they cannot be stopped by name.
+    assert_ne!(child.id, first_child, "added afresh, under the same name");
+    // The bare plugin name names no instance; the qualified one finds the child.
     assert_eq!(
         ctx.disable("cr-child").unwrap_err().code(),
         "UNKNOWN_PLUGIN"
+    );
+    assert_eq!(
+        ctx.plugin("cr-parent/cr-child").map(|h| h.id()),
+        Some(child.id)
     );
 }
 

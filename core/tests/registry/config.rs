@@ -274,8 +274,7 @@ fn a_config_update_of_a_consumer_does_not_restart_its_provider() {
         .with_config(config)
         .build()
         .unwrap();
-    ctx.update_config("cfg-leaf", json!({}))
-        .unwrap();
+    ctx.update_config("cfg-leaf", json!({})).unwrap();
     assert_eq!(generations(&ctx), [("cfg-leaf-pool", 1), ("cfg-leaf", 2)]);
 }
 

@@ -387,7 +387,10 @@ fn a_restart_mode_plugin_whose_child_provides_its_optional_service_settles_inste
         states,
         [
             ("opt-child-parent".to_owned(), PluginState::Active),
-            ("opt-child-helper".to_owned(), PluginState::Active),
+            (
+                "opt-child-parent/opt-child-helper".to_owned(),
+                PluginState::Active
+            ),
         ]
     );
 }

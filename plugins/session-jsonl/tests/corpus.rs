@@ -13,6 +13,7 @@ use dsh_session_jsonl::{read_session_file, JsonlPersistence};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fs;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -32,7 +33,10 @@ fn expected_rows() -> Option<(PathBuf, String)> {
     match fs::read_to_string(&expected_path) {
         Ok(expected) => Some((shared, expected)),
         Err(_) => {
-            eprintln!(
+            // Written to the process's stderr, not through the test harness, so the skip is
+            // visible in `cargo test` output.
+            let _ = writeln!(
+                std::io::stderr(),
                 "skipped: {} is absent (set DSH_SHARED to the shared folder)",
                 expected_path.display()
             );

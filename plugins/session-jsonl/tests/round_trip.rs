@@ -8,6 +8,7 @@ use dsh_session_jsonl::{read_session_file, Compression, JsonlPersistence};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::fs;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -49,7 +50,10 @@ fn values(events: &[SessionEvent]) -> Vec<Value> {
 fn every_corpus_file_that_loads_reads_back_identically_after_a_write_in_both_forms() {
     let corpus = shared_dir().join("corpus/dsh-rc8");
     let Ok(entries) = fs::read_dir(&corpus) else {
-        eprintln!(
+        // Written to the process's stderr, not through the test harness, so the skip is
+        // visible in `cargo test` output.
+        let _ = writeln!(
+            std::io::stderr(),
             "skipped: {} is absent (set DSH_SHARED to the shared folder)",
             corpus.display()
         );

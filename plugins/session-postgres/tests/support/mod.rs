@@ -7,6 +7,7 @@
 use dsh_session_postgres::PostgresPersistence;
 use parking_lot::Mutex;
 use postgres::{Client, NoTls};
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -18,7 +19,10 @@ pub fn server_url() -> Option<String> {
     match std::env::var("DSH_TEST_POSTGRES_URL") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
-            eprintln!(
+            // Written to the process's stderr, not through the test harness, so the skip is
+            // visible in `cargo test` output.
+            let _ = writeln!(
+                std::io::stderr(),
                 "skipped: DSH_TEST_POSTGRES_URL is not set (run under scripts/with-postgres.sh)"
             );
             None

@@ -12,6 +12,7 @@ mod with_the_plugin {
     use super::common::{Run, Sandbox, EXAMPLE, EXAMPLE_ID};
     use postgres::{Client, NoTls};
     use serde_json::{json, Value};
+    use std::io::Write as _;
     use std::process::Stdio;
 
     /// A database of its own on the test server, dropped at the end.

@@ -49,17 +49,30 @@ impl ContextConfig {
 /// Errors: serde's message prefixed with the path of the offending field (e.g.
 /// `limits.max: invalid type: string "x", expected u32`).
 pub(crate) fn parse<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
+    let empty;
     let value = if value.is_null() {
-        Value::Object(Default::default())
+        empty = Value::Object(Default::default());
+        &empty
     } else {
-        value.clone()
+        value
     };
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.into_inner().to_string()
-        } else {
-            format!("{path}: {}", e.into_inner())
+    // The common case reads the value in place; only a refused one is read again, with the
+    // path tracking that names the field.
+    T::deserialize(value).map_err(|_| refusal::<T>(value))
+}
+
+/// serde's message for a refused `value`, prefixed with the path of the offending field.
+#[cold]
+fn refusal<T: serde::de::DeserializeOwned>(value: &Value) -> String {
+    match serde_path_to_error::deserialize::<_, T>(value) {
+        Ok(_) => "the config was refused".to_owned(),
+        Err(e) => {
+            let path = e.path().to_string();
+            if path == "." {
+                e.into_inner().to_string()
+            } else {
+                format!("{path}: {}", e.into_inner())
+            }
         }
-    })
+    }
 }

@@ -237,7 +237,7 @@ fn a_resumed_session_keeps_its_header_and_no_event_is_written_twice() {
     store.flush(&session).unwrap();
     store.flush(&session).unwrap();
     assert_eq!(stored_files(dir.path())[0].1, 1 + 12);
-    store.dispose(session.id());
+    store.dispose(session.id()).unwrap();
     assert_eq!(
         stored_files(dir.path())[0].1,
         1 + 12,
@@ -290,7 +290,7 @@ fn ids_that_look_like_paths_stay_inside_the_store_and_read_back_unchanged() {
         .list()
         .unwrap()
         .into_iter()
-        .map(|h| h.id.to_string())
+        .map(|listed| listed.header.id.to_string())
         .collect();
     for id in ids {
         assert!(listed.contains(&id.to_owned()), "{id:?} not listed");

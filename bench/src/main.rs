@@ -3,7 +3,8 @@
 //! `dsh-bench core|session|fork|persist [--json] [--quick]`. Each subcommand is one scenario family;
 //! the measurements live in the library (`dsh_bench::run_core`, `session::run_session`,
 //! `fork::run_fork`, `persist::run_persist`), this file only parses the command line and prints. The binary counts
-//! allocations (`dsh_bench::alloc::Counting`) so that `fork` can report bytes per fork.
+//! allocations (`dsh_bench::alloc::Counting`) so that `fork` can report bytes per fork and
+//! `session` the most bytes a load holds at once.
 
 use clap::{Args, Parser, Subcommand};
 use dsh_bench::measure::Plan;
@@ -28,15 +29,19 @@ enum Command {
     /// dsh-core: service lookup (one and two threads), plugin chains, pending to active, the
     /// 10,000-plugin cascade, emit to 10 listeners.
     Core(RunOptions),
-    /// dsh-session: loading a large generated dsh file through the store against parsing its
-    /// lines, appends in memory, appends with the JSONL plugin flushing at every turn end.
+    /// dsh-session: loading a large generated dsh file (about 50 MB; 5 MB quick) through the
+    /// store against parsing its lines, and the peak memory of that load per byte of the file;
+    /// appends in memory, appends with the JSONL plugin flushing at every turn end.
     Session(RunOptions),
     /// dsh-session-fork: fork of live sessions of 1,000, 10,000 and 100,000 generated events
     /// against deep-cloning the same events.
     Fork(RunOptions),
-    /// Persistence backends (JSONL, SQLite): flushes per second of 20-event turns and events
-    /// loaded per second from a 100,000-event session, against writing the same lines to a
-    /// plain file with one sync per flush and parsing them back.
+    /// Persistence backends (JSONL, SQLite; PostgreSQL in a `postgres` build with a server):
+    /// flushes per second of 20-event turns on one thread and on eight (each on its own
+    /// session), events loaded per second from a 100,000-event session, and `read_from` of its
+    /// last 100 events against its full load; against writing the same lines to a plain file
+    /// with one sync per flush (on one thread and on eight, each its own file) and parsing
+    /// them back.
     Persist(RunOptions),
 }
 

@@ -75,6 +75,12 @@ pub fn paired_medians(
     (median(sa), median(sb))
 }
 
+/// The median of the ratios `a[k] / b[k]` of two paired sample series (the shorter one sets
+/// the count): for samples taken back to back, a change of pace between pairs cancels out.
+pub fn median_ratio(a: &[f64], b: &[f64]) -> f64 {
+    median(a.iter().zip(b).map(|(a, b)| a / b).collect())
+}
+
 /// Milliseconds of a duration, as a float.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -94,6 +100,12 @@ mod tests {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
         assert_eq!(median(Vec::new()), 0.0);
+    }
+
+    #[test]
+    fn median_ratio_pairs_the_samples() {
+        assert_eq!(median_ratio(&[2.0, 30.0, 4.0], &[1.0, 10.0, 1.0]), 3.0);
+        assert_eq!(median_ratio(&[], &[]), 0.0);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! Session log figures: loading a large dsh file through the store against parsing its lines
-//! into `serde_json::Value`; appends in memory; appends with the JSONL plugin flushing at
-//! every turn end. The logs come from [`crate::generate`].
+//! into `serde_json::Value`, and the most memory that load holds at once per byte of the file;
+//! appends in memory; appends with the JSONL plugin flushing at every turn end. The logs come
+//! from [`crate::generate`].
 
-use crate::generate;
 use crate::measure::{median, paired_medians, time, Plan};
+use crate::{alloc, generate};
 use dsh::session::{
     CreateOptions, EventDraft, SessionId, SessionMeta, SessionPlugin, SessionStore,
 };
@@ -12,8 +13,31 @@ use dsh::{Context, ContextConfig, Plugin};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Events of the large file that `load` reads.
-pub const LOAD_EVENTS: usize = 100_000;
+/// Bytes of the large file that `load` reads in the full plan (about 50 MB; the event count
+/// is derived from it by [`events_for_bytes`]).
+pub const LOAD_FILE_BYTES: u64 = 50_000_000;
+
+/// Bytes of that file in the quick plan.
+pub const QUICK_LOAD_FILE_BYTES: u64 = 5_000_000;
+
+/// The length of a generated log (see [`generate::events`]) whose `session.jsonl` is about
+/// `bytes` long: the bytes per event of a sample of 100 generated turns, serialized as the
+/// JSONL backend writes them (one verbatim line per event), scaled up. At least one turn.
+///
+/// # Panics
+/// When an event does not serialize.
+pub fn events_for_bytes(bytes: u64) -> usize {
+    let sample = generate::events(generate::TURN_LEN * 100 + 1);
+    let mut line = Vec::new();
+    let mut sample_bytes = 0u64;
+    for event in &sample {
+        line.clear();
+        serde_json::to_writer(&mut line, event).expect("an event serializes");
+        sample_bytes += line.len() as u64 + 1;
+    }
+    let len = (bytes as u128 * sample.len() as u128 / u128::from(sample_bytes.max(1))) as usize;
+    len.max(generate::TURN_LEN + 1)
+}
 
 /// A context with the session plugin and the JSONL plugin storing under `root`.
 ///
@@ -70,6 +94,41 @@ pub fn load(root: &Path, id: &SessionId) -> (Duration, usize) {
     (elapsed, session.map_or(0, |s| s.len()))
 }
 
+/// The memory of loading session `id` from `root` in a fresh context (built before counting
+/// starts): the most bytes live at once during `store.load` above those live before it, and
+/// the bytes the loaded session still holds when the load has returned. Both are 0 unless
+/// [`alloc::Counting`] is the global allocator (the `dsh-bench` binary installs it).
+///
+/// # Panics
+/// When the load fails.
+pub fn load_memory(root: &Path, id: &SessionId) -> LoadMemory {
+    let ctx = jsonl_context(root);
+    let store = ctx.expect::<SessionStore>();
+    let before = alloc::reset_peak();
+    let session = store.load(id).expect("load the generated session");
+    let peak = alloc::peak();
+    let retained = alloc::live();
+    let memory = LoadMemory {
+        peak_bytes: peak.saturating_sub(before),
+        retained_bytes: retained.saturating_sub(before),
+        events: session.len(),
+    };
+    drop(session);
+    memory
+}
+
+/// What [`load_memory`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadMemory {
+    /// The most bytes live at once during the load, above those live before it.
+    pub peak_bytes: u64,
+    /// The bytes live right after the load, above those live before it: the loaded session
+    /// (its events, history fold and index) and what the store keeps of it.
+    pub retained_bytes: u64,
+    /// Events loaded.
+    pub events: usize,
+}
+
 /// The baseline: read the file and parse each line into a `serde_json::Value`, nothing else:
 /// the time it takes and the parsed lines (the header, then event rows), dropped by the caller
 /// after the clock stopped.
@@ -112,7 +171,9 @@ pub fn appends_per_s(store: &SessionStore, drafts: Vec<EventDraft>, flush: bool)
     });
     let id = session.id().clone();
     drop(session);
-    store.dispose(&id);
+    store
+        .dispose(&id)
+        .expect("the measured session is written and disposed");
     count as f64 / elapsed.as_secs_f64()
 }
 
@@ -133,6 +194,12 @@ pub struct SessionReport {
     pub baseline_parse_mb_s: f64,
     /// `load_mb_s / baseline_parse_mb_s` (higher is better; target at least 0.7).
     pub load_ratio: f64,
+    /// The most bytes live at once during `store.load` of the file (above those live before
+    /// it) over the file's size (median over the repetitions; target at most 3).
+    pub load_peak_bytes_per_file_byte: f64,
+    /// The bytes the loaded session holds once the load has returned over the file's size
+    /// (shown, not targeted: the session's events, fold and index).
+    pub load_retained_bytes_per_file_byte: f64,
     /// Appends per second to a live session without persistence.
     pub append_per_s: f64,
     /// Appends per second with the JSONL plugin flushing (fsync) at every turn end.
@@ -148,6 +215,14 @@ impl SessionReport {
             ("load_mb_s", self.load_mb_s),
             ("baseline_parse_mb_s", self.baseline_parse_mb_s),
             ("load_ratio", self.load_ratio),
+            (
+                "load_peak_bytes_per_file_byte",
+                self.load_peak_bytes_per_file_byte,
+            ),
+            (
+                "load_retained_bytes_per_file_byte",
+                self.load_retained_bytes_per_file_byte,
+            ),
             ("load_file_mb", self.load_file_mb),
             ("load_events", self.load_events),
             ("append_per_s", self.append_per_s),
@@ -157,15 +232,65 @@ impl SessionReport {
     }
 }
 
-/// Runs the session scenarios with `plan`, calling `progress` as each group starts.
+/// How much work one `session` run does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sizes {
+    /// Events of the loaded file.
+    pub load_events: usize,
+    /// Paired repetitions of the load and its baseline (the median of each is kept).
+    pub load_reps: usize,
+    /// Repetitions of the load's memory count (the median is kept).
+    pub memory_reps: usize,
+    /// Events appended in memory per repetition.
+    pub append_len: usize,
+    /// Repetitions of the appends in memory (the median is kept).
+    pub append_reps: usize,
+    /// Events appended with a flush at every turn end.
+    pub flush_len: usize,
+}
+
+impl Sizes {
+    /// The sizes of `plan`: a file of about [`LOAD_FILE_BYTES`] (or [`QUICK_LOAD_FILE_BYTES`]
+    /// for the quick plan), 100,000 appends in memory and 10,000 flushed (a tenth of each
+    /// for the quick plan).
+    pub fn of(plan: Plan) -> Sizes {
+        let quick = plan != Plan::FULL;
+        Sizes {
+            load_events: events_for_bytes(if quick {
+                QUICK_LOAD_FILE_BYTES
+            } else {
+                LOAD_FILE_BYTES
+            }),
+            load_reps: plan.lifecycle_reps,
+            memory_reps: plan.lifecycle_reps.min(3),
+            append_len: if quick { 10_000 } else { 100_000 },
+            append_reps: plan.cascade_reps,
+            flush_len: if quick { 1_000 } else { 10_000 },
+        }
+    }
+}
+
+/// Runs the session scenarios with the sizes of `plan` ([`Sizes::of`]); the report says
+/// whether the plan was the quick one.
+///
+/// # Panics
+/// As [`measure`].
+pub fn run_session(plan: Plan, progress: impl FnMut(&str)) -> SessionReport {
+    SessionReport {
+        quick: plan != Plan::FULL,
+        ..measure(Sizes::of(plan), progress)
+    }
+}
+
+/// Runs the session scenarios with `sizes`, calling `progress` as each group starts (the
+/// report's `quick` is left `false`).
 ///
 /// # Panics
 /// When a scenario fails (see the functions above).
-pub fn run_session(plan: Plan, mut progress: impl FnMut(&str)) -> SessionReport {
-    let quick = plan != Plan::FULL;
+pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> SessionReport {
     let dir = tempfile::tempdir().expect("a temporary directory");
     progress("generating and writing the large session");
-    let len = if quick { LOAD_EVENTS / 10 } else { LOAD_EVENTS };
+    let len = sizes.load_events;
     let (id, file) = write_session(dir.path(), len);
     let bytes = std::fs::metadata(&file).expect("stat the file").len() as f64;
 
@@ -173,7 +298,7 @@ pub fn run_session(plan: Plan, mut progress: impl FnMut(&str)) -> SessionReport 
     assert_eq!(load(dir.path(), &id).1, len, "every event loads"); // warm-up
     let lines = baseline_parse(&file).1.len();
     let (load_s, parse_s) = paired_medians(
-        plan.lifecycle_reps,
+        sizes.load_reps,
         || {
             let (elapsed, events) = load(dir.path(), &id);
             assert_eq!(events, len);
@@ -186,35 +311,45 @@ pub fn run_session(plan: Plan, mut progress: impl FnMut(&str)) -> SessionReport 
         },
     );
 
+    progress("load memory");
+    let mut peaks = Vec::new();
+    let mut retained = Vec::new();
+    for _ in 0..sizes.memory_reps.max(1) {
+        let memory = load_memory(dir.path(), &id);
+        assert_eq!(memory.events, len);
+        peaks.push(memory.peak_bytes as f64 / bytes);
+        retained.push(memory.retained_bytes as f64 / bytes);
+    }
+
     progress("appends");
     let mem = Context::builder()
         .add_plugin(SessionPlugin)
         .build()
         .expect("session context builds");
     let mem_store = mem.expect::<SessionStore>();
-    let append_len = if quick { 10_000 } else { 100_000 };
     let append_per_s = median(
-        (0..plan.cascade_reps)
-            .map(|_| appends_per_s(&mem_store, generate::drafts(append_len), false))
+        (0..sizes.append_reps.max(1))
+            .map(|_| appends_per_s(&mem_store, generate::drafts(sizes.append_len), false))
             .collect(),
     );
     let flush_dir = tempfile::tempdir().expect("a temporary directory");
     let durable = jsonl_context(flush_dir.path());
-    let flush_len = if quick { 1_000 } else { 10_000 };
     let append_flush_per_s = appends_per_s(
         &durable.expect::<SessionStore>(),
-        generate::drafts(flush_len),
+        generate::drafts(sizes.flush_len),
         true,
     );
 
     let mb = bytes / 1e6;
     SessionReport {
-        quick,
+        quick: false,
         load_file_mb: mb,
         load_events: len as f64,
         load_mb_s: mb / load_s,
         baseline_parse_mb_s: mb / parse_s,
         load_ratio: parse_s / load_s,
+        load_peak_bytes_per_file_byte: median(peaks),
+        load_retained_bytes_per_file_byte: median(retained),
         append_per_s,
         append_flush_per_s,
         events_per_turn: generate::TURN_LEN as f64,

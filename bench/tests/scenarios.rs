@@ -1,4 +1,7 @@
 //! The scenarios do the work they measure, on small sizes (no test looks at a time).
+//!
+//! This test binary installs the counting allocator, as the `dsh-bench` binary does, so the
+//! memory figures are counted here too.
 
 use dsh::session::{check_invariants, SessionPlugin, SessionStore};
 use dsh::Context;
@@ -11,6 +14,9 @@ use dsh_bench::lookup::{baseline_map, scaling, spin, Lookup, Resolver};
 use dsh_bench::{fork, generate, persist, session};
 use dsh_bench_chain::{CHAIN_LEN, INDEPENDENT_LEN, LOOKUP_SERVICES};
 use std::collections::HashSet;
+
+#[global_allocator]
+static ALLOCATOR: dsh_bench::alloc::Counting = dsh_bench::alloc::Counting;
 
 #[test]
 fn the_generated_chain_links_each_plugin_to_the_previous_service() {
@@ -175,27 +181,105 @@ fn the_binary_offers_the_core_session_fork_and_persist_subcommands() {
 }
 
 #[test]
-fn the_persist_scenarios_measure_every_backend_next_to_both_baselines() {
+fn the_counting_allocator_tracks_live_bytes_and_a_resettable_peak() {
+    let total = dsh_bench::alloc::allocated();
+    let base = dsh_bench::alloc::reset_peak();
+    let block = vec![0u8; 1 << 20];
+    assert!(dsh_bench::alloc::allocated() >= total + (1 << 20));
+    assert!(
+        dsh_bench::alloc::peak() >= base + (1 << 20),
+        "the peak holds the block"
+    );
+    drop(block);
+    // Other tests run meanwhile: only what this one holds is certain.
+    let after = dsh_bench::alloc::reset_peak();
+    assert!(dsh_bench::alloc::peak() >= after);
+}
+
+#[test]
+fn the_session_scenarios_report_every_figure_positive() {
+    let sizes = session::Sizes {
+        load_events: 600,
+        load_reps: 1,
+        memory_reps: 1,
+        append_len: 100,
+        append_reps: 1,
+        flush_len: 100,
+    };
+    let report = session::measure(sizes, |_| {});
+    let figures = report.figures();
+    let names: Vec<&str> = figures.iter().map(|(name, _)| *name).collect();
+    for required in [
+        "load_ratio",
+        "load_peak_bytes_per_file_byte",
+        "load_retained_bytes_per_file_byte",
+        "load_file_mb",
+    ] {
+        assert!(names.contains(&required), "{required}: {names:?}");
+    }
+    assert!(figures.iter().all(|(_, value)| *value > 0.0), "{figures:?}");
+    assert_eq!(report.load_events, 600.0);
+}
+
+#[test]
+fn the_quick_plan_sizes_the_loaded_file_below_the_full_one() {
+    use dsh_bench::measure::Plan;
+    let quick = session::Sizes::of(Plan::QUICK);
+    let full = session::Sizes::of(Plan::FULL);
+    assert!(quick.load_events > generate::TURN_LEN);
+    assert!(quick.load_events < full.load_events);
+    // About 50 MB in the full plan: a generated event is a few hundred bytes.
+    assert!(full.load_events > 50_000, "{}", full.load_events);
+}
+
+#[test]
+fn the_load_memory_of_a_generated_session_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, _) = session::write_session(dir.path(), 500);
+    let memory = session::load_memory(dir.path(), &id);
+    assert_eq!(memory.events, 500);
+    assert!(memory.peak_bytes > 0, "the load allocates: {memory:?}");
+}
+
+#[test]
+fn the_persist_scenarios_measure_every_backend_next_to_the_baselines() {
     let sizes = persist::Sizes {
         flushes: 3,
-        load_events: 200,
+        load_events: 300,
         reps: 1,
+        paired_reps: 2,
     };
     let figures = persist::measure(sizes, |_| {});
     let names: Vec<&str> = figures.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(
-        names,
+    let mut expected = Vec::new();
+    for backend in ["jsonl", "sqlite"] {
+        expected.extend([
+            format!("{backend}_flush_per_s"),
+            format!("flush_ratio_{backend}"),
+            format!("{backend}_flush_8threads_per_s"),
+            format!("flush_8threads_scaling_{backend}"),
+            format!("{backend}_load_events_per_s"),
+            format!("{backend}_read_from_us"),
+            format!("read_from_ratio_{backend}"),
+        ]);
+        if backend == "jsonl" {
+            expected.push("read_from_ratio".into());
+        }
+    }
+    expected.extend(
         [
-            "jsonl_flush_per_s",
-            "jsonl_load_events_per_s",
-            "sqlite_flush_per_s",
-            "sqlite_load_events_per_s",
             "baseline_fsync_flush_per_s",
+            "baseline_fsync_8threads_per_s",
+            "baseline_fsync_8threads_scaling",
             "baseline_parse_events_per_s",
             "events_per_flush",
+            "flush_threads",
             "load_events",
+            "tail_events",
         ]
+        .map(String::from),
     );
+    assert_eq!(names, expected);
     assert!(figures.iter().all(|(_, value)| *value > 0.0), "{figures:?}");
     let turns = persist::turn_lines(2);
     let lines = turns[0].iter().filter(|b| **b == b'\n').count();
@@ -204,4 +288,36 @@ fn the_persist_scenarios_measure_every_backend_next_to_both_baselines() {
         persist::EVENTS_PER_FLUSH,
         "a flushed turn has 20 events"
     );
+}
+
+#[test]
+fn read_from_returns_the_last_events_of_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.jsonl");
+    for backend in persist::Backend::all(dir.path()) {
+        let ctx = backend.context();
+        persist::write_load_session(&ctx, "tail", 400, &plain);
+        let service = ctx.expect::<SessionStore>().persistence().unwrap();
+        let (load, read_from) = persist::load_and_read_from(service.as_ref(), "tail");
+        assert!(
+            load.as_nanos() > 0 && read_from.as_nanos() > 0,
+            "{}",
+            backend.name
+        );
+    }
+}
+
+#[test]
+fn concurrent_flushes_flush_every_session_and_dispose_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for backend in persist::Backend::all(dir.path()) {
+        let ctx = backend.context();
+        assert!(persist::threaded_flushes_per_s(&ctx, "t", 3, 2) > 0.0);
+        let store = ctx.expect::<SessionStore>();
+        assert!(store.list().is_empty(), "{}: disposed", backend.name);
+        let stored = store.persistence().unwrap().list().unwrap();
+        assert_eq!(stored.len(), 3, "{}: one session per thread", backend.name);
+    }
+    let turns = persist::turn_lines(2);
+    assert!(persist::baseline_threaded_flushes_per_s(dir.path(), 3, &turns) > 0.0);
 }

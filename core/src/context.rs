@@ -21,7 +21,11 @@ use std::time::{Duration, Instant};
 /// A cheap, cloneable, thread-safe handle on a context, for hosts and tests.
 ///
 /// What the root registers through it (services, listeners, disposers) is owned by the root
-/// and undone by [`Context::dispose`]. Plugins never see a `Context` in `apply`: they get a
+/// and undone by [`Context::dispose`]. When the last handle the host holds (the one the
+/// builder returned, and its clones) is dropped, the context is disposed the same way
+/// (instances torn down consumers first, their disposers run, sessions drained to their
+/// backend), on the dropping thread; a handle a plugin got from [`crate::Scope::context`]
+/// does not count. Plugins never see a `Context` in `apply`: they get a
 /// [`crate::Scope`] and their dependencies as typed handles.
 ///
 /// No user code (apply, disposers, listeners, service destructors) runs while a registry lock
@@ -35,7 +39,22 @@ use std::time::{Duration, Instant};
 /// they block for as long as that user code runs.
 #[derive(Clone)]
 pub struct Context {
+    /// Shared by the handles the host made (the builder's and their clones): when the last
+    /// of them goes, the context is disposed. `None` for a handle a plugin got from
+    /// `Scope::context`. Declared first, so it is dropped while `rt` is still alive.
+    _host: Option<Arc<HostHandles>>,
     pub(crate) rt: Arc<Runtime>,
+}
+
+/// Disposes the context when the last handle of the host goes.
+struct HostHandles(Arc<Runtime>);
+
+impl Drop for HostHandles {
+    fn drop(&mut self) {
+        // Drained and disposed like `Context::dispose` (when another thread is settling the
+        // context, it does it before it goes idle).
+        self.0.submit(Some(Command::DisposeAll));
+    }
 }
 
 impl std::fmt::Debug for Context {
@@ -111,7 +130,10 @@ impl ContextBuilder {
         drop(plugins);
         added?;
         rt.submit(None);
-        Ok(Context { rt })
+        Ok(Context {
+            _host: Some(Arc::new(HostHandles(rt.clone()))),
+            rt,
+        })
     }
 }
 
@@ -152,8 +174,10 @@ fn add_roots(
 }
 
 impl Context {
+    /// A handle for a plugin (from `Scope::context`): it does not count as the host's, so
+    /// keeping it does not keep the context from being disposed when the host lets go.
     pub(crate) fn from_runtime(rt: Arc<Runtime>) -> Context {
-        Context { rt }
+        Context { _host: None, rt }
     }
 
     /// A builder for a root context composed from explicit plugins.

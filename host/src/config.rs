@@ -153,6 +153,7 @@ pub fn resolve(cli: &Cli) -> Result<ContextConfig, CliError> {
     let mut context = ContextConfig {
         plugins: file.plugins,
     };
+    require_persistence(&mut context);
     for name in &cli.disable {
         context.set_enabled(name, false);
     }
@@ -203,6 +204,22 @@ pub fn resolve(cli: &Cli) -> Result<ContextConfig, CliError> {
         other => *other = serde_json::json!({ backend.field: location }),
     }
     Ok(context)
+}
+
+/// The `dsh` host's sessions must persist: the session plugin's `persistence` is `required`
+/// unless the config file says otherwise, so a store whose backend failed is an error
+/// (`CAPABILITY_UNAVAILABLE`, naming the backend plugin and why), never a silent in-memory run.
+fn require_persistence(context: &mut ContextConfig) {
+    let name = <dsh::session::SessionPlugin as dsh::Plugin>::NAME;
+    let settings = context.plugins.entry(name.to_owned()).or_default();
+    match &mut settings.config {
+        serde_json::Value::Object(map) => {
+            map.entry("persistence").or_insert_with(|| "required".into());
+        }
+        config @ serde_json::Value::Null => *config = serde_json::json!({ "persistence": "required" }),
+        // Any other value is refused by the plugin's config check, naming it.
+        _ => {}
+    }
 }
 
 /// The names of the linked plugins that provide `SessionPersistence`.

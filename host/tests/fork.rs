@@ -203,13 +203,26 @@ fn forking_with_the_id_of_another_stored_session_is_an_id_conflict() {
 }
 
 #[test]
-fn forking_with_the_id_of_an_earlier_child_is_an_id_conflict() {
+fn forking_again_with_the_id_of_an_earlier_child_takes_it_over_unchanged() {
+    // dsh's takeover rule: same cwd, same lineage, the stored log a prefix of the new one.
     let sandbox = with_example();
     sandbox.json(&["fork", EXAMPLE_ID, "--id", "child"]).ok();
     let before = contents(&sandbox.store());
-    sandbox
-        .json(&["fork", EXAMPLE_ID, "--id", "child"])
+    sandbox.json(&["fork", EXAMPLE_ID, "--id", "child"]).ok();
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn forking_with_the_id_of_an_earlier_child_of_another_session_is_an_id_conflict() {
+    let sandbox = with_example();
+    sandbox.json(&["fork", EXAMPLE_ID, "--id", "child"]).ok();
+    sandbox.json(&["fork", "child", "--id", "grandchild"]).ok();
+    let before = contents(&sandbox.store());
+    // The same events, but forked from another parent: the stored lineage would be wrong.
+    let message = sandbox
+        .json(&["fork", EXAMPLE_ID, "--id", "grandchild"])
         .error("SESSION_ID_CONFLICT");
+    assert!(message.contains("lineage"), "{message}");
     assert_eq!(contents(&sandbox.store()), before);
 }
 

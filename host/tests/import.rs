@@ -151,13 +151,28 @@ fn importing_another_session_under_a_stored_id_is_an_id_conflict() {
 }
 
 #[test]
-fn importing_a_session_whose_header_differs_under_a_stored_id_is_an_id_conflict() {
+fn importing_a_session_with_another_created_at_under_a_stored_id_takes_it_over_unchanged() {
+    // dsh's takeover rule: same cwd, the stored log a prefix; the stored header is kept.
     let sandbox = Sandbox::new();
     sandbox.import_text("a.jsonl", &complete_session("same"));
     let before = contents(&sandbox.store());
     let mut later = header("same");
     later["createdAt"] = json!(5);
     let file = sandbox.write("b.jsonl", &jsonl(&later, &complete_events()));
+    let run = sandbox.json(&[Path::new("import"), &file]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn importing_a_session_with_other_lineage_under_a_stored_id_is_an_id_conflict() {
+    let sandbox = Sandbox::new();
+    sandbox.import_text("a.jsonl", &complete_session("same"));
+    let before = contents(&sandbox.store());
+    let mut forked = header("same");
+    forked["parentSession"] = json!("elsewhere");
+    forked["seedLength"] = json!(0);
+    let file = sandbox.write("b.jsonl", &jsonl(&forked, &complete_events()));
     let run = sandbox.json(&[Path::new("import"), &file]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     failed_entry(&run.doc()[0], &file, "SESSION_ID_CONFLICT");
@@ -471,4 +486,19 @@ fn importing_a_shorter_log_of_a_stored_session_is_an_id_conflict() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     failed_entry(&run.doc()[0], &short, "SESSION_ID_CONFLICT");
     assert_eq!(contents(&sandbox.store()), before);
+}
+
+#[test]
+fn a_store_that_is_a_file_fails_the_import_loudly_and_writes_nothing() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.write("s.jsonl", &complete_session("s"));
+    let not_a_folder = sandbox.write("store-file", "not a folder");
+    let mut args = vec!["--store".into(), not_a_folder.clone().into_os_string()];
+    args.extend(["--json".into(), "import".into(), file.into_os_string()]);
+    let message = sandbox.run(&args).error("CAPABILITY_UNAVAILABLE");
+    assert!(message.contains("dsh-session-jsonl"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(&not_a_folder).unwrap(),
+        "not a folder"
+    );
 }

@@ -365,3 +365,26 @@ fn repeated_changes_queued_while_another_thread_settles_are_carried_out_once() {
         "ten thousand restarts in a row are one"
     );
 }
+
+#[test]
+fn dropping_the_hosts_last_handle_disposes_the_context_but_a_plugins_handle_does_not_count() {
+    let seen = Log::default();
+    let kept: Arc<std::sync::Mutex<Option<Context>>> = Arc::default();
+    let plugin = {
+        let (seen, kept) = (seen.clone(), kept.clone());
+        plugin_fn("keeper", move |scope, ()| {
+            *kept.lock().unwrap() = scope.context(); // a plugin's handle, kept past the apply
+            let seen = seen.clone();
+            scope.on_dispose(move || seen.push("keeper disposed"))?;
+            Ok(())
+        })
+    };
+    let ctx = Context::builder().add_plugin(plugin).build().unwrap();
+    let clone = ctx.clone();
+    drop(ctx);
+    assert!(seen.take().is_empty(), "a clone of the host's handle is still alive");
+    drop(clone);
+    assert_eq!(seen.take(), ["keeper disposed"]);
+    let plugins_handle = kept.lock().unwrap().take().expect("kept");
+    assert!(plugins_handle.plugins().is_empty(), "disposed although a plugin kept a handle");
+}

@@ -305,6 +305,9 @@ fn a_diamond_is_torn_down_so_that_every_consumer_goes_before_what_it_uses() {
         assert_eq!(log.take(), ["dispose bottom", "dispose side"]);
         assert_eq!(info(&ctx, "dm-bottom").pending_on, vec!["Cache"]);
         assert_eq!(state(&ctx, "dm-top"), PluginState::Active);
+        // Dropping the host's last handle disposes what is left.
+        drop(ctx);
+        assert_eq!(log.take(), ["dispose top"]);
     }
 }
 

@@ -80,7 +80,7 @@ fn import_one(app: &App, file: &Path) -> Result<Imported, CliError> {
     let events = stored.events.len();
     let meta = SessionMeta::from_header(&stored.header);
     store.create(Some(id.clone()), CreateOptions::new(stored.events, meta))?;
-    store.dispose(&id);
+    store.dispose(&id)?;
     Ok(Imported {
         id: id.to_string(),
         events,

@@ -8,7 +8,8 @@ use std::fmt::Write;
 
 /// `[{id, cwd, parentSession, seedLength}]`.
 pub fn run(app: &App) -> Result<Output, CliError> {
-    let headers = app.persistence()?.list()?;
+    let listed = app.persistence()?.list()?;
+    let headers: Vec<_> = listed.into_iter().map(|l| l.header).collect();
     let json = Value::Array(
         headers
             .iter()

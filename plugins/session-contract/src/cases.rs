@@ -7,8 +7,8 @@
 //! none: the header's `seedLength` is the seed boundary).
 
 use crate::support::{
-    assert_stored, context, expect_code, from, header, json_texts, load_fresh, meta, store,
-    stored_with_turns, tricky_event, turn_drafts, turns, CWD,
+    assert_stored, context, expect_code, from, header, json_texts, listed_headers, load_fresh,
+    meta, store, stored_with_turns, tricky_event, turn_drafts, turns, CWD,
 };
 use crate::Fixture;
 use dsh_session::{
@@ -95,7 +95,7 @@ pub fn an_empty_session_is_stored_and_loads_empty(fixture: &dyn Fixture) {
         &header,
         &[],
     );
-    assert_eq!(backend.list().expect("lists"), vec![header]);
+    assert_eq!(listed_headers(backend.as_ref()), vec![header]);
 }
 
 /// Reference 9.2 #30: an append whose first seq is not the stored next seq (ahead, behind,
@@ -142,18 +142,23 @@ pub fn a_seed_not_starting_at_zero_is_rejected_and_nothing_is_stored(fixture: &d
     let events = turns(1);
     expect_code(backend.create(&header, &events[1..]), "SEQ_MISMATCH");
     expect_code(backend.load(&header.id), "SESSION_NOT_FOUND");
-    assert_eq!(backend.list().expect("lists"), vec![]);
+    assert_eq!(listed_headers(backend.as_ref()), vec![]);
 }
 
-/// Reading or appending a session that was never stored is `SESSION_NOT_FOUND` naming it.
+/// Reading (whole, a prefix, a tail) or appending a session that was never stored is
+/// `SESSION_NOT_FOUND` naming it.
 pub fn unknown_sessions_are_not_found(fixture: &dyn Fixture) {
     let backend = fixture.open();
     let id = SessionId::from("nowhere");
     let error = expect_code(backend.load(&id), "SESSION_NOT_FOUND");
     assert!(error.to_string().contains("nowhere"), "{error}");
     expect_code(backend.read_prefix(&id, 3), "SESSION_NOT_FOUND");
+    for from in [0, 3] {
+        let error = expect_code(backend.read_from(&id, from), "SESSION_NOT_FOUND");
+        assert!(error.to_string().contains("nowhere"), "{error}");
+    }
     expect_code(backend.append(&id, &turns(1)), "SESSION_NOT_FOUND");
-    assert_eq!(backend.list().expect("lists"), vec![]);
+    assert_eq!(listed_headers(backend.as_ref()), vec![]);
 }
 
 /// Creating an id that is stored (same header, or another cwd; by the same instance or
@@ -173,7 +178,7 @@ pub fn an_id_collision_is_an_error_and_loses_nothing(fixture: &dyn Fixture) {
         }
     }
     assert_stored(&load_fresh(fixture, "taken"), &original, &events);
-    assert_eq!(fixture.open().list().expect("lists"), vec![original]);
+    assert_eq!(listed_headers(fixture.open().as_ref()), vec![original]);
 }
 
 /// `read_prefix(id, len)` returns the header and the first `len` events (all of them when the
@@ -190,9 +195,188 @@ pub fn read_prefix_returns_the_first_events(fixture: &dyn Fixture) {
     }
 }
 
+/// `read_from(id, from)` returns the header and the events with seq `from` and later, as
+/// `load` returns them, for `from` at the start, in the middle, at the last event, at the end
+/// and past it; `len` is the stored event count whatever `from` is, and the revision is the
+/// load's. A fresh instance reads the same, and after an append the tail from the old end is
+/// exactly what was appended.
+pub fn read_from_returns_the_events_from_a_seq_on(fixture: &dyn Fixture) {
+    let (header, events) = stored_with_turns(fixture, "followed", 2);
+    let backend = fixture.open();
+    let loaded = backend.load(&header.id).expect("loads");
+    assert_stored(&loaded, &header, &events);
+    for reader in [backend.clone(), fixture.open()] {
+        for from in [0u64, 5, 11, 12, 17, u64::MAX] {
+            let tail = reader.read_from(&header.id, from).expect("reads a tail");
+            let skip = events
+                .len()
+                .min(usize::try_from(from).unwrap_or(usize::MAX));
+            assert_eq!(tail.header, header, "the header, from {from}");
+            assert_eq!(
+                json_texts(&tail.events),
+                json_texts(&loaded.events[skip..]),
+                "the events from {from}"
+            );
+            assert_eq!(tail.len, 12, "the stored length, from {from}");
+            assert_eq!(tail.dropped_tail, None, "from {from}");
+            assert_eq!(tail.revision, loaded.revision, "the revision, from {from}");
+        }
+    }
+    let more = turns(3);
+    backend
+        .append(&header.id, &from(&more, 12))
+        .expect("appended");
+    let tail = fixture
+        .open()
+        .read_from(&header.id, 12)
+        .expect("reads the new tail");
+    assert_eq!(
+        json_texts(&tail.events),
+        json_texts(more[12..].iter().map(Arc::as_ref)),
+        "the appended events"
+    );
+    assert_eq!(tail.len, 18);
+}
+
+/// `read_from` refuses what `load` refuses in what it reads: a stored newer version
+/// (`VERSION_UNSUPPORTED`), and a gap at or after `from` (`LOG_CORRUPT`).
+pub fn read_from_refuses_a_foreign_version_and_a_gap_it_reads(fixture: &dyn Fixture) {
+    let (upgraded, _) = stored_with_turns(fixture, "upgraded", 1);
+    fixture.set_stored_version(&upgraded.id, 1);
+    for from in [0, 3, 6] {
+        let error = expect_code(
+            fixture.open().read_from(&upgraded.id, from),
+            "VERSION_UNSUPPORTED",
+        );
+        assert!(error.to_string().contains("upgrade"), "{error}");
+    }
+    let (holed, _) = stored_with_turns(fixture, "holed", 2);
+    fixture.remove_stored_event(&holed.id, 3);
+    for from in [0, 2, 3] {
+        expect_code(fixture.open().read_from(&holed.id, from), "LOG_CORRUPT");
+    }
+}
+
+/// Asserts that every read of session `id` (load, a prefix, tails, list) through `backend`
+/// and through a fresh instance reports revision `expected`.
+fn assert_revision(
+    fixture: &dyn Fixture,
+    backend: &dyn SessionPersistence,
+    id: &SessionId,
+    expected: u64,
+) {
+    for reader in [backend, fixture.open().as_ref()] {
+        let stored = reader.load(id).expect("loads");
+        let len = stored.events.len() as u64;
+        let revisions = [
+            ("load", stored.revision),
+            (
+                "read_prefix",
+                reader.read_prefix(id, 1).expect("reads").revision,
+            ),
+            (
+                "read_from 0",
+                reader.read_from(id, 0).expect("reads").revision,
+            ),
+            (
+                "read_from len",
+                reader.read_from(id, len).expect("reads").revision,
+            ),
+            (
+                "list",
+                reader
+                    .list()
+                    .expect("lists")
+                    .into_iter()
+                    .find(|listed| &listed.header.id == id)
+                    .expect("the session is listed")
+                    .revision,
+            ),
+        ];
+        for (read, revision) in revisions {
+            assert_eq!(revision, expected, "the revision {read} reports");
+        }
+    }
+}
+
+/// A stored session's revision stays the same while nothing is written to it (every read,
+/// every instance, a refused append, an append to another session), and changes with each
+/// append, by this instance or another, to one it never had before.
+pub fn the_revision_changes_with_each_append_and_only_then(fixture: &dyn Fixture) {
+    let (header, _) = stored_with_turns(fixture, "revised", 1);
+    let (other, _) = stored_with_turns(fixture, "bystander", 1);
+    let backend = fixture.open();
+    let more = turns(2);
+    let mut seen = vec![backend.load(&header.id).expect("loads").revision];
+    assert_revision(fixture, backend.as_ref(), &header.id, seen[0]);
+    for (writer, range) in [(backend.clone(), 6..7), (fixture.open(), 7..12)] {
+        let next = range.start as u64;
+        expect_code(
+            writer.append(&header.id, &[note(next + 1, 0, 0)]),
+            "SEQ_MISMATCH",
+        );
+        writer
+            .append(&other.id, &[note(next, 0, 0)])
+            .expect("another session is appended");
+        assert_revision(fixture, backend.as_ref(), &header.id, *seen.last().unwrap());
+        writer.append(&header.id, &more[range]).expect("appended");
+        let revision = backend.load(&header.id).expect("loads").revision;
+        assert!(
+            !seen.contains(&revision),
+            "an append changes the revision to a new one: {revision} after {seen:?}"
+        );
+        assert_revision(fixture, backend.as_ref(), &header.id, revision);
+        seen.push(revision);
+    }
+}
+
+/// `list` reports, for every session (empty or not), the revision its `load` reports, and
+/// after an append to one session only that session's listed revision changes.
+pub fn list_reports_the_revision_each_load_reports(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    for (id, turn_count) in [("two", 2), ("none", 0), ("one", 1)] {
+        let header = header(id, 5);
+        backend
+            .create(&header, &turns(turn_count))
+            .expect("created");
+    }
+    let revisions = |reader: &dyn SessionPersistence| -> Vec<(String, u64)> {
+        let listed = reader.list().expect("lists");
+        for entry in &listed {
+            let loaded = reader.load(&entry.header.id).expect("loads");
+            assert_eq!(
+                entry.revision, loaded.revision,
+                "session {}: the listed revision is the load's",
+                entry.header.id
+            );
+        }
+        listed
+            .into_iter()
+            .map(|entry| (entry.header.id.as_str().to_owned(), entry.revision))
+            .collect()
+    };
+    let before = revisions(backend.as_ref());
+    assert_eq!(
+        revisions(fixture.open().as_ref()),
+        before,
+        "a fresh instance"
+    );
+    backend
+        .append(&SessionId::from("none"), &turns(1))
+        .expect("appended");
+    let after = revisions(fixture.open().as_ref());
+    let changed: Vec<&str> = before
+        .iter()
+        .zip(&after)
+        .filter(|(was, now)| was != now)
+        .map(|(was, _)| was.0.as_str())
+        .collect();
+    assert_eq!(changed, ["none"], "{before:?} then {after:?}");
+}
+
 /// Fresh storage lists no session.
 pub fn list_is_empty_for_fresh_storage(fixture: &dyn Fixture) {
-    assert_eq!(fixture.open().list().expect("lists"), vec![]);
+    assert_eq!(listed_headers(fixture.open().as_ref()), vec![]);
 }
 
 /// `list` returns every header sorted by `createdAt` then id, and does not read logs: a
@@ -211,7 +395,7 @@ pub fn list_returns_headers_sorted_without_reading_logs(fixture: &dyn Fixture) {
     headers.sort_by(|x, y| (x.created_at, &x.id).cmp(&(y.created_at, &y.id)));
     let ids: Vec<&str> = headers.iter().map(|h| h.id.as_str()).collect();
     assert_eq!(ids, ["b", "d", "a", "c"]);
-    assert_eq!(fixture.open().list().expect("lists"), headers);
+    assert_eq!(listed_headers(fixture.open().as_ref()), headers);
 }
 
 /// Reference 9.2 #32 (writing): a header with a newer log format version is refused with a
@@ -254,8 +438,8 @@ pub fn a_gap_before_the_last_turn_end_refuses_the_load(fixture: &dyn Fixture) {
 }
 
 /// Reference 9.2 #31 (torn tail), where the storage can hold one: a torn final record is
-/// dropped (and reported) by every load without being cut; resuming cuts it and closes the
-/// open turn durably.
+/// dropped (and reported) by every load and tail read without being cut (the revision stays);
+/// resuming cuts it and closes the open turn durably (the revision changes).
 pub fn a_torn_final_record_is_dropped_on_load_and_cut_on_resume(fixture: &dyn Fixture) {
     let header = header("torn", 3);
     let mut events = turns(1);
@@ -270,10 +454,19 @@ pub fn a_torn_final_record_is_dropped_on_load_and_cut_on_resume(fixture: &dyn Fi
     if !fixture.tear_tail(&header.id) {
         return;
     }
+    let torn = load_fresh(fixture, "torn");
     for _ in 0..2 {
         let stored = load_fresh(fixture, "torn");
         assert_eq!(stored.events.len(), events.len());
         assert!(stored.dropped_tail.is_some(), "the torn tail is reported");
+        assert_eq!(stored.revision, torn.revision, "a read changes nothing");
+        let tail = fixture
+            .open()
+            .read_from(&header.id, 6)
+            .expect("reads the tail");
+        assert_eq!(tail.len, events.len() as u64);
+        assert_eq!(json_texts(&tail.events), json_texts(&stored.events[6..]));
+        assert!(tail.dropped_tail.is_some(), "read_from reports it too");
     }
     let ctx = context(fixture);
     let resumed = store(&ctx).resume(&header.id).expect("resumes");
@@ -281,6 +474,10 @@ pub fn a_torn_final_record_is_dropped_on_load_and_cut_on_resume(fixture: &dyn Fi
     assert_eq!(kinds, ["turn/end"]);
     let stored = load_fresh(fixture, "torn");
     assert_eq!(stored.dropped_tail, None, "resume cut the torn tail");
+    assert_ne!(
+        stored.revision, torn.revision,
+        "the repair changed the revision"
+    );
     assert_eq!(
         json_texts(&stored.events),
         json_texts(resumed.session.events().iter().map(Arc::as_ref))
@@ -337,7 +534,7 @@ pub fn store_flush_never_writes_an_event_twice(fixture: &dyn Fixture) {
         session.append(draft).expect("appended");
     }
     let all = session.events();
-    assert!(store.dispose(session.id()), "disposed");
+    assert!(store.dispose(session.id()).unwrap(), "disposed");
     let stored = load_fresh(fixture, "once");
     assert_eq!(
         json_texts(&stored.events),
@@ -396,7 +593,7 @@ pub fn a_fork_child_is_persisted_once_with_its_lineage(fixture: &dyn Fixture) {
         json_texts(seed.iter().map(Arc::as_ref))
     );
     assert_eq!(load_fresh(fixture, "source").events.len(), 12);
-    let listed = fixture.open().list().expect("lists");
+    let listed = listed_headers(fixture.open().as_ref());
     let lineage: Vec<(&str, Option<&str>)> = listed
         .iter()
         .map(|h| {
@@ -431,7 +628,7 @@ pub fn resume_keeps_created_at_and_seed_length_and_does_not_grow_the_log(fixture
         assert!(resumed.appended.is_empty(), "a closed log gets no closers");
         assert_eq!(resumed.session.header(), &child);
         store.flush(&resumed.session).expect("flushed");
-        assert!(store.dispose(&child.id));
+        assert!(store.dispose(&child.id).unwrap());
         assert_stored(&load_fresh(fixture, "resumed"), &child, &events);
     }
 }

@@ -18,8 +18,9 @@ use crate::Fixture;
 use dsh_core::{AnyPlugin, Context};
 use dsh_session::event::TURN_START;
 use dsh_session::{
-    check_invariants, CreateOptions, EventDraft, PersistenceError, Session, SessionEvent,
-    SessionHeader, SessionId, SessionPersistence, SessionPlugin, StoredSession,
+    check_invariants, CreateOptions, EventDraft, ListedSession, PersistenceError, Session,
+    SessionEvent, SessionHeader, SessionId, SessionPersistence, SessionPlugin, StoredSession,
+    StoredTail,
 };
 use parking_lot::Mutex;
 use std::fs;
@@ -114,7 +115,11 @@ impl SessionPersistence for FaultyPersistence {
         self.inner.read_prefix(id, len)
     }
 
-    fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
+    fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
+        self.inner.read_from(id, from)
+    }
+
+    fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
         self.inner.list()
     }
 }

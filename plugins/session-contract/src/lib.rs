@@ -24,6 +24,7 @@
 //! Not a published crate (`publish = false`): a dev-dependency of the backend crates.
 
 pub mod cases;
+pub mod drain;
 pub mod faults;
 mod support;
 
@@ -87,6 +88,10 @@ macro_rules! contract_tests {
             unknown_sessions_are_not_found,
             an_id_collision_is_an_error_and_loses_nothing,
             read_prefix_returns_the_first_events,
+            read_from_returns_the_events_from_a_seq_on,
+            read_from_refuses_a_foreign_version_and_a_gap_it_reads,
+            the_revision_changes_with_each_append_and_only_then,
+            list_reports_the_revision_each_load_reports,
             list_is_empty_for_fresh_storage,
             list_returns_headers_sorted_without_reading_logs,
             a_newer_header_version_is_refused_with_upgrade_and_not_written,
@@ -119,6 +124,30 @@ macro_rules! contract_tests {
     };
     (@names (); $($case:ident),* $(,)?) => {
         [$((stringify!($case), $crate::cases::$case as fn(&dyn $crate::Fixture))),*]
+    };
+}
+
+/// Expands to one `#[test]` per case of [`drain`] (every way a host ends writes what was
+/// appended; required persistence; a follower's refresh), each against a fresh fixture made
+/// by `$fixture`.
+#[macro_export]
+macro_rules! drain_tests {
+    ($fixture:expr) => {
+        $crate::drain_tests! { @tests ($fixture);
+            context_dispose_drains_every_session,
+            context_drop_drains_every_session,
+            disabling_either_plugin_drains_every_session,
+            required_persistence_refuses_memory,
+            a_follower_refreshes_only_what_was_appended,
+        }
+    };
+    (@tests ($fixture:expr); $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::drain::$case(&$fixture);
+            }
+        )*
     };
 }
 

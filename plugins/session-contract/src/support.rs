@@ -102,6 +102,16 @@ pub(crate) fn assert_stored(
     );
 }
 
+/// The headers `backend.list()` reports, in its order.
+pub(crate) fn listed_headers(backend: &dyn SessionPersistence) -> Vec<SessionHeader> {
+    backend
+        .list()
+        .expect("lists")
+        .into_iter()
+        .map(|listed| listed.header)
+        .collect()
+}
+
 /// Loads session `id` with a fresh backend instance (another process).
 pub(crate) fn load_fresh(fixture: &dyn Fixture, id: &str) -> StoredSession {
     fixture

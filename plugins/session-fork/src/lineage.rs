@@ -169,7 +169,7 @@ impl SessionFork {
         let mut headers = HashMap::new();
         if let Some(backend) = &backend {
             let stored = backend.list().map_err(|source| persistence(id, source))?;
-            headers.extend(stored.into_iter().map(|h| (h.id.clone(), h)));
+            headers.extend(stored.into_iter().map(|s| (s.header.id.clone(), s.header)));
         }
         for live in store.list() {
             headers.insert(live.id().clone(), live.header().clone());

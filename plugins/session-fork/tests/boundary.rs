@@ -25,18 +25,18 @@ fn forking_at_an_earlier_turn_end_seeds_the_prefix_through_it_despite_an_open_ta
     turn(&source, 1);
     turn(&source, 2);
     source.append(EventDraft::turn_start(3)).unwrap(); // open tail
-    let child = fork_at(&ctx, "src", 3).unwrap();
-    assert_eq!(child.header().seed_length, Some(4));
+    let child = fork_at(&ctx, "src", 5).unwrap(); // turn 1's turn/end
+    assert_eq!(child.header().seed_length, Some(6));
     assert_eq!(child.header().parent_session, Some(SessionId::from("src")));
     assert_eq!(child.header().cwd.as_deref(), Some("/work/project"));
-    assert_eq!(child.events(), source.events().prefix(4));
+    assert_eq!(child.events(), source.events().prefix(6));
     assert_eq!(
         child.derive_messages().len(),
         2,
         "turn 1's question and answer"
     );
     child.append(EventDraft::turn_start(2)).unwrap();
-    assert_eq!(source.len(), 9);
+    assert_eq!(source.len(), 13);
 }
 
 #[test]
@@ -44,7 +44,7 @@ fn forking_at_the_last_turn_end_equals_forking_at_the_end() {
     let ctx = context();
     let source = live(&ctx, "src");
     turn(&source, 1);
-    let at = fork_at(&ctx, "src", 3).unwrap();
+    let at = fork_at(&ctx, "src", 5).unwrap();
     let end = ctx
         .expect::<SessionFork>()
         .fork(ForkSessionOptions::new("src"))
@@ -62,7 +62,9 @@ fn a_boundary_that_is_not_a_turn_end_is_open_turn_and_names_the_event() {
     for (seq, kind) in [
         (0, "turn/start"),
         (1, "user/message"),
-        (6, "assistant/message"),
+        (4, "step/end"),
+        (8, "step/start"),
+        (9, "assistant/message"),
     ] {
         let err = fork_at(&ctx, "src", seq).unwrap_err();
         assert_eq!(err.code(), "OPEN_TURN", "{seq}");
@@ -77,9 +79,9 @@ fn a_boundary_past_the_end_of_the_log_is_invalid_boundary_with_the_last_seq() {
     let ctx = context();
     let source = live(&ctx, "src");
     turn(&source, 1);
-    let err = fork_at(&ctx, "src", 4).unwrap_err();
+    let err = fork_at(&ctx, "src", 6).unwrap_err();
     assert_eq!(err.code(), "INVALID_BOUNDARY");
-    assert!(err.to_string().contains("last seq: 3"), "{err}");
+    assert!(err.to_string().contains("last seq: 5"), "{err}");
     live(&ctx, "empty");
     let err = fork_at(&ctx, "empty", 0).unwrap_err();
     assert_eq!(err.code(), "INVALID_BOUNDARY");
@@ -127,7 +129,7 @@ fn a_fork_of_a_fork_at_an_earlier_boundary_keeps_lineage_and_history() {
         .fork(ForkSessionOptions::new("root").session_id("child"))
         .unwrap();
     turn(&child, 3);
-    let grandchild = fork_at(&ctx, "child", 7).unwrap();
+    let grandchild = fork_at(&ctx, "child", 11).unwrap(); // turn 2's turn/end
     assert_eq!(
         grandchild.header().parent_session,
         Some(SessionId::from("child"))
@@ -142,4 +144,62 @@ fn a_fork_of_a_fork_at_an_earlier_boundary_keeps_lineage_and_history() {
         .map(|h| h.id.to_string())
         .collect();
     assert_eq!(ancestors, ["child", "root"]);
+}
+
+/// The store checks every append against the turn and step invariants, and a fork child's
+/// trace is its parent's at the boundary: the child continues the parent's numbering from the
+/// seed it inherited, not from wherever the parent has got to since.
+#[test]
+fn a_fork_child_continues_its_parents_invariant_trace_from_the_boundary() {
+    let ctx = context();
+    let source = live(&ctx, "src");
+    turn(&source, 1);
+    turn(&source, 2);
+    let refuses = |child: &Arc<Session>, draft: EventDraft, message: &str| {
+        let before = child.events();
+        let err = child.append(draft).unwrap_err();
+        assert_eq!(err.code(), "INVARIANT_VIOLATED", "{err}");
+        assert!(err.to_string().contains(message), "{err}");
+        assert_eq!(child.events(), before, "nothing appended");
+    };
+    // At an earlier boundary (turn 1's turn/end) the next turn is 2, though the source is at 3.
+    let early = fork_at(&ctx, "src", 5).unwrap();
+    refuses(
+        &early,
+        EventDraft::turn_start(3),
+        "turn/start expected turn 2, got 3",
+    );
+    refuses(
+        &early,
+        EventDraft::turn_start(1),
+        "turn/start expected turn 2, got 1",
+    );
+    refuses(
+        &early,
+        EventDraft::assistant_text(2, 1, "a", "x", "p", "m"),
+        "assistant/message names turn 2/step 1 but open is turn null/step null",
+    );
+    assert_eq!(early.len(), 6);
+    early.append(EventDraft::turn_start(2)).unwrap();
+    refuses(
+        &early,
+        EventDraft::step_start(2, 2),
+        "step/start expected step 1 in turn 2, got 2",
+    );
+    early.append(EventDraft::step_start(2, 1)).unwrap();
+    assert_eq!(early.len(), 8);
+    // At the end, the child's next turn is the source's: 3.
+    let end = ctx
+        .expect::<SessionFork>()
+        .fork(ForkSessionOptions::new("src"))
+        .unwrap();
+    refuses(
+        &end,
+        EventDraft::turn_start(2),
+        "turn/start expected turn 3, got 2",
+    );
+    assert_eq!(end.events(), source.events());
+    turn(&end, 3);
+    assert_eq!(end.len(), 18);
+    assert_eq!(source.len(), 12, "the source is untouched");
 }

@@ -8,8 +8,9 @@ mod common;
 use common::turn;
 use dsh_core::{BoxError, Context, NoConfig, Plugin, Scope, ServiceKey};
 use dsh_session::{
-    CreateOptions, EventDraft, PersistenceError, Session, SessionEvent, SessionHeader, SessionId,
-    SessionMeta, SessionPersistence, SessionPlugin, SessionStore, StoredSession,
+    CreateOptions, EventDraft, ListedSession, PersistenceError, Session, SessionEvent,
+    SessionHeader, SessionId, SessionMeta, SessionPersistence, SessionPlugin, SessionStore,
+    StoredSession, StoredTail,
 };
 use dsh_session_fork::{ForkSessionOptions, SessionFork, SessionForkPlugin};
 use serde_json::json;
@@ -33,6 +34,7 @@ impl Memory {
         self.events_read.fetch_add(events.len(), Ordering::SeqCst);
         Ok(StoredSession {
             header: header.clone(),
+            revision: events.len() as u64,
             events,
             dropped_tail: None,
         })
@@ -66,17 +68,24 @@ impl SessionPersistence for Memory {
         self.read(id, usize::MAX)
     }
 
+    fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
+        Ok(self.read(id, usize::MAX)?.into_tail(from))
+    }
+
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
         self.read(id, usize::try_from(len).unwrap_or(usize::MAX))
     }
 
-    fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
+    fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
         Ok(self
             .sessions
             .lock()
             .unwrap()
             .values()
-            .map(|(h, _)| h.clone())
+            .map(|(header, events)| ListedSession {
+                header: header.clone(),
+                revision: events.len() as u64,
+            })
             .collect())
     }
 }
@@ -146,7 +155,7 @@ fn a_stored_session_is_forked_without_being_loaded_and_the_child_is_persisted() 
         store.get(&SessionId::from("src")).is_none(),
         "the source stays cold"
     );
-    assert_eq!(child.header().seed_length, Some(8));
+    assert_eq!(child.header().seed_length, Some(12));
     assert_eq!(child.header().parent_session, Some(SessionId::from("src")));
     assert_eq!(child.header().cwd.as_deref(), Some("/w"));
     store.flush(&child).unwrap();
@@ -162,9 +171,9 @@ fn a_cold_fork_at_an_earlier_boundary_reads_only_the_prefix_it_needs() {
     stored(&backend, "src", 50, true);
     let ctx = context(&backend);
     backend.events_read.store(0, Ordering::SeqCst);
-    let child = fork_stored(&ctx, ForkSessionOptions::new("src").at(7)).unwrap();
-    assert_eq!(child.header().seed_length, Some(8));
-    assert_eq!(backend.events_read.load(Ordering::SeqCst), 8);
+    let child = fork_stored(&ctx, ForkSessionOptions::new("src").at(11)).unwrap(); // turn 2's end
+    assert_eq!(child.header().seed_length, Some(12));
+    assert_eq!(backend.events_read.load(Ordering::SeqCst), 12);
     assert_eq!(child.derive_messages().len(), 4);
 }
 
@@ -177,7 +186,7 @@ fn a_cold_fork_keeps_the_boundary_rules_and_their_order() {
     assert_eq!(fork(ForkSessionOptions::new("open")), "OPEN_TURN");
     assert_eq!(fork(ForkSessionOptions::new("open").at(1)), "OPEN_TURN");
     assert_eq!(
-        fork(ForkSessionOptions::new("open").at(9)),
+        fork(ForkSessionOptions::new("open").at(7)), // the log is seqs 0 through 6
         "INVALID_BOUNDARY"
     );
     assert_eq!(fork(ForkSessionOptions::new("ghost")), "SESSION_NOT_FOUND");
@@ -194,10 +203,10 @@ fn a_cold_fork_keeps_the_boundary_rules_and_their_order() {
         "the child id comes first"
     );
     assert_eq!(
-        fork_stored(&ctx, ForkSessionOptions::new("open").at(3))
+        fork_stored(&ctx, ForkSessionOptions::new("open").at(5))
             .unwrap()
             .len(),
-        4
+        6
     );
 }
 
@@ -248,13 +257,13 @@ fn lineage_spans_live_and_stored_sessions_with_branch_turns() {
     let ctx = context(&backend);
     let store = ctx.expect::<SessionStore>();
     let fork = ctx.expect::<SessionFork>();
-    let a = fork_stored(&ctx, ForkSessionOptions::new("root").session_id("a").at(3)).unwrap();
+    let a = fork_stored(&ctx, ForkSessionOptions::new("root").session_id("a").at(5)).unwrap();
     store.flush(&a).unwrap();
-    store.dispose(a.id()); // stored only
+    store.dispose(a.id()).unwrap(); // stored only
     let b = fork_stored(&ctx, ForkSessionOptions::new("root").session_id("b")).unwrap(); // live only
     turn(&b, 4);
     let c = fork
-        .fork(ForkSessionOptions::new(&b).session_id("c").at(7))
+        .fork(ForkSessionOptions::new(&b).session_id("c").at(11))
         .unwrap();
     let tree = fork.lineage(c.id()).unwrap();
     assert_eq!(
@@ -262,9 +271,9 @@ fn lineage_spans_live_and_stored_sessions_with_branch_turns() {
         json!({
             "id": "root", "parentSession": null, "seedLength": null, "branchTurn": 0,
             "children": [
-                {"id": "a", "parentSession": "root", "seedLength": 4, "branchTurn": 1, "children": []},
-                {"id": "b", "parentSession": "root", "seedLength": 12, "branchTurn": 3, "children": [
-                    {"id": "c", "parentSession": "b", "seedLength": 8, "branchTurn": 2, "children": []}
+                {"id": "a", "parentSession": "root", "seedLength": 6, "branchTurn": 1, "children": []},
+                {"id": "b", "parentSession": "root", "seedLength": 18, "branchTurn": 3, "children": [
+                    {"id": "c", "parentSession": "b", "seedLength": 12, "branchTurn": 2, "children": []}
                 ]}
             ]
         })

@@ -21,6 +21,8 @@ enum Step {
     Compact,
     /// A log-only event.
     Note,
+    /// Closes the open step, if any (the next assistant event opens the next step).
+    Close,
 }
 
 #[derive(Clone, Debug)]
@@ -35,6 +37,7 @@ fn step() -> impl Strategy<Value = Step> {
         3 => Just(Step::Assistant),
         1 => Just(Step::Compact),
         1 => Just(Step::Note),
+        1 => Just(Step::Close),
     ]
 }
 
@@ -53,12 +56,44 @@ fn reason(n: u8) -> TurnEndReason {
     }
 }
 
-fn append_step(session: &Arc<Session>, turn: u64, step: &Step) {
+/// The steps of the turn being written: the open one and the last one started, so that the
+/// log keeps the store's step invariants (assistant events inside an open step, steps
+/// numbered from 1 per turn, no step open at turn/end).
+#[derive(Default)]
+struct Steps {
+    open: Option<u64>,
+    last: u64,
+}
+
+impl Steps {
+    /// The open step, opening the next one when none is.
+    fn open(&mut self, session: &Arc<Session>, turn: u64) -> u64 {
+        *self.open.get_or_insert_with(|| {
+            self.last += 1;
+            session
+                .append(EventDraft::step_start(turn, self.last))
+                .unwrap();
+            self.last
+        })
+    }
+
+    fn close(&mut self, session: &Arc<Session>, turn: u64) {
+        if let Some(step) = self.open.take() {
+            session.append(EventDraft::step_end(turn, step)).unwrap();
+        }
+    }
+}
+
+fn append_step(session: &Arc<Session>, turn: u64, steps: &mut Steps, step: &Step) {
     let seq = session.len();
     let draft = match step {
         Step::User => EventDraft::user_text(&format!("u{seq}"), "q", "user"),
-        Step::Assistant => EventDraft::assistant_text(turn, 1, &format!("a{seq}"), "x", "p", "m"),
+        Step::Assistant => {
+            let n = steps.open(session, turn);
+            EventDraft::assistant_text(turn, n, &format!("a{seq}"), "x", "p", "m")
+        }
         Step::Note => EventDraft::new("test/note", serde_json::json!({ "seq": seq })),
+        Step::Close => return steps.close(session, turn),
         Step::Compact => {
             let nodes: Vec<u64> = session
                 .derive_messages()
@@ -68,7 +103,8 @@ fn append_step(session: &Arc<Session>, turn: u64, step: &Step) {
             let (Some(&start), Some(&end)) = (nodes.first(), nodes.last()) else {
                 return;
             };
-            EventDraft::assistant_text(turn, 1, &format!("s{seq}"), "summary", "p", "m")
+            let n = steps.open(session, turn);
+            EventDraft::assistant_text(turn, n, &format!("s{seq}"), "summary", "p", "m")
                 .surface(SurfaceOp::Replace { start, end })
                 .sources(nodes)
         }
@@ -76,23 +112,62 @@ fn append_step(session: &Arc<Session>, turn: u64, step: &Step) {
     session.append(draft).unwrap();
 }
 
-/// Appends `turns` (numbered from `first`), then an open turn when `open`.
-fn write(session: &Arc<Session>, turns: &[Turn], first: u64, open: bool) {
-    for (n, turn) in (first..).zip(turns) {
+/// The number the next `turn/start` of `session` must carry: one more than its last turn's.
+fn next_turn(session: &Session) -> u64 {
+    session
+        .events()
+        .iter()
+        .filter(|e| e.kind == "turn/start")
+        .filter_map(|e| e.turn())
+        .last()
+        .map_or(1, |n| n + 1)
+}
+
+/// Whether `session` ends inside a turn (a `turn/start` with no `turn/end` after it).
+fn in_turn(session: &Session) -> bool {
+    session
+        .events()
+        .iter()
+        .filter(|e| e.kind == "turn/start" || e.kind == "turn/end")
+        .last()
+        .is_some_and(|e| e.kind == "turn/start")
+}
+
+/// Appends `turns` (numbered on from the session's last turn), then an open turn when `open`.
+fn write(session: &Arc<Session>, turns: &[Turn], open: bool) {
+    for (n, turn) in (next_turn(session)..).zip(turns) {
         session.append(EventDraft::turn_start(n)).unwrap();
+        let mut steps = Steps::default();
         for step in &turn.steps {
-            append_step(session, n, step);
+            append_step(session, n, &mut steps, step);
         }
+        steps.close(session, n);
         session
             .append(EventDraft::turn_end(n, reason(turn.reason)))
             .unwrap();
     }
     if open {
         session
-            .append(EventDraft::turn_start(first + turns.len() as u64))
+            .append(EventDraft::turn_start(next_turn(session)))
             .unwrap();
         session
             .append(EventDraft::user_text("open", "q", "user"))
+            .unwrap();
+    }
+}
+
+/// Grows `session` after a fork: an empty, correctly numbered whole turn, or, when it ends
+/// inside a turn, a log-only event in that turn (so an open tail stays open).
+fn grow(session: &Arc<Session>) {
+    if in_turn(session) {
+        session
+            .append(EventDraft::new("test/grow", serde_json::json!({})))
+            .unwrap();
+    } else {
+        let n = next_turn(session);
+        session.append(EventDraft::turn_start(n)).unwrap();
+        session
+            .append(EventDraft::turn_end(n, TurnEndReason::Completed))
             .unwrap();
     }
 }
@@ -126,7 +201,7 @@ fn check_fork(ctx: &Context, source: &Arc<Session>, boundary: Option<u64>) -> Ar
         )
         .unwrap();
     assert_eq!(child.derive_messages(), replayed.derive_messages());
-    store.dispose(replayed.id());
+    store.dispose(replayed.id()).unwrap();
     child
 }
 
@@ -164,7 +239,7 @@ proptest! {
             .build()
             .unwrap();
         let source = ctx.expect::<SessionStore>().create(None, Default::default()).unwrap();
-        write(&source, &turns, 1, open);
+        write(&source, &turns, open);
         let mut boundaries: Vec<Option<u64>> = turn_ends(&source).into_iter().map(Some).collect();
         if !open {
             boundaries.push(None);
@@ -172,7 +247,7 @@ proptest! {
         for boundary in boundaries {
             let child = check_fork(&ctx, &source, boundary);
             // Second level: the child grows, then is forked at each of its own turn ends.
-            write(&child, &more, 100, false);
+            write(&child, &more, false);
             for inner in turn_ends(&child).into_iter().map(Some).chain([None]) {
                 let grandchild = check_fork(&ctx, &child, inner);
                 let ancestors = ctx.expect::<SessionFork>().ancestors(grandchild.id()).unwrap();
@@ -181,12 +256,10 @@ proptest! {
                 prop_assert_eq!(&ancestors[1].id, source.id());
                 check_independent(&child, &grandchild);
                 // The child is no longer at a turn boundary; close it again for the next one.
-                child.append(EventDraft::turn_start(999)).unwrap();
-                child.append(EventDraft::turn_end(999, TurnEndReason::Completed)).unwrap();
+                grow(&child);
             }
             check_independent(&source, &child);
-            source.append(EventDraft::turn_start(500)).unwrap();
-            source.append(EventDraft::turn_end(500, TurnEndReason::Completed)).unwrap();
+            grow(&source);
         }
     }
 }

@@ -91,10 +91,18 @@ fn snapshots_a_completed_boundary_by_live_session_id_into_an_immutable_shared_se
         .expect::<SessionFork>()
         .fork(ForkSessionOptions::new(&source).at(5))
         .unwrap();
-    child.append(EventDraft::turn_start(7)).unwrap();
+    // The child continues turn 1's trace, so its next turn is 2 as well; what tells the two
+    // logs apart is the child's own user message.
+    child.append(EventDraft::turn_start(2)).unwrap();
+    child
+        .append(EventDraft::user_text("child-only", "c", "user"))
+        .unwrap();
     assert_eq!(source.len(), 7);
     assert_eq!(source.events().get(6).unwrap().data, json!({"turn": 2}));
-    assert_eq!(child.events().get(6).unwrap().data, json!({"turn": 7}));
+    assert!(source.events().get(7).is_none());
+    assert_eq!(child.len(), 8);
+    assert_eq!(child.events().get(6).unwrap().data, json!({"turn": 2}));
+    assert_eq!(child.events().get(7).unwrap().data["id"], "child-only");
     assert_eq!(snap.seed.len(), 6);
 }
 
@@ -130,7 +138,7 @@ fn rejects_an_unknown_live_session_id() {
 fn rejects_a_detached_session_object_that_is_not_live() {
     let ctx = context();
     let source = live(&ctx, "gone");
-    assert!(ctx.expect::<SessionStore>().dispose(source.id()));
+    assert!(ctx.expect::<SessionStore>().dispose(source.id()).unwrap());
     assert_eq!(
         code(ctx.expect::<SessionFork>().snapshot(&source)),
         "SESSION_NOT_FOUND"
@@ -141,7 +149,7 @@ fn rejects_a_detached_session_object_that_is_not_live() {
 fn rejects_a_stale_session_object_whose_id_is_live_on_another_instance() {
     let ctx = context();
     let stale = live(&ctx, "same");
-    ctx.expect::<SessionStore>().dispose(stale.id());
+    ctx.expect::<SessionStore>().dispose(stale.id()).unwrap();
     let _fresh = live(&ctx, "same");
     let err = ctx.expect::<SessionFork>().snapshot(&stale).unwrap_err();
     assert_eq!(err.code(), "SESSION_NOT_LIVE");

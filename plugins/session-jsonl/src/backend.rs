@@ -1,22 +1,25 @@
 //! [`JsonlPersistence`]: the [`SessionPersistence`] backend over a folder of dsh rc.8 files.
 
 use crate::compressed::{compress_frame, decoding_reader};
+use crate::decode::Decoded;
 use crate::durable::{append_after, publish_new, PublishError};
 use crate::header_line::{encode_header_line, parse_header_line, HeaderError};
 use crate::layout::{
-    compressed_session_file, cwd_folder, id_segment, is_compressed, is_cwd_folder, session_file,
-    COMPRESSED_FILE_NAME, SESSION_FILE_NAME,
+    check_placement, compressed_session_file, id_segment, is_compressed, is_cwd_folder,
+    session_file, session_files, single_file, stored_twice,
 };
 use crate::record::{is_row_tag, write_event_line};
 use crate::scan::{read_header, scan_bytes, scan_compressed, scan_prefix, ReadError, Scanned};
+use crate::tail::read_clean_tail;
 use dsh_session::{
-    check_seqs, PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence,
-    StoredSession,
+    check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
+    SessionPersistence, StoredSession, StoredTail,
 };
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
 use std::fs::{self, File};
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -108,6 +111,34 @@ impl JsonlPersistence {
         }
     }
 
+    /// A backend storing sessions under `root` as the plugin starts one: a relative `root` is
+    /// resolved against the current directory now, so that a later change of directory does
+    /// not move the store, and a `root` that exists but is not a folder is refused now rather
+    /// than at the first write. A `root` that does not exist yet is fine: the first `create`
+    /// makes it.
+    ///
+    /// Errors: [`PersistenceError::Io`] naming the root when the current directory cannot be
+    /// read, when the root is a file (or lies below one), or when it cannot be inspected.
+    pub fn open(root: impl Into<PathBuf>) -> Result<JsonlPersistence, PersistenceError> {
+        let root = root.into();
+        let root = std::path::absolute(&root).map_err(|e| io_error(&root, e))?;
+        match fs::metadata(&root) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(io_error(
+                    &root,
+                    io::Error::new(
+                        io::ErrorKind::NotADirectory,
+                        "the store root is not a folder",
+                    ),
+                ))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(&root, e)),
+        }
+        Ok(JsonlPersistence::new(root))
+    }
+
     /// The same backend writing new session files in `compression` form.
     pub fn with_compression(mut self, compression: Compression) -> JsonlPersistence {
         self.compression = compression;
@@ -130,7 +161,8 @@ impl JsonlPersistence {
     /// The file that holds session `id`, if one is stored.
     ///
     /// Looks for `<cwd folder>/<encoded id>/session.jsonl` or `session.jsonl.zstd` in every
-    /// cwd folder of the root.
+    /// cwd folder of the root (a cwd folder may be a symbolic link). Paths that lead to the
+    /// same physical file (through a linked folder) count as one file.
     /// Errors: [`PersistenceError::Conflict`] when the id is stored twice (under two cwd
     /// folders, or in both forms); [`PersistenceError::Io`] when the root cannot be listed.
     pub fn locate(&self, id: &SessionId) -> Result<Option<PathBuf>, PersistenceError> {
@@ -139,21 +171,14 @@ impl JsonlPersistence {
         for folder in self.cwd_folders()? {
             found.extend(session_files(&folder.join(&segment)));
         }
-        match found.len() {
-            0 => Ok(None),
-            1 => Ok(found.pop()),
-            _ => {
-                found.sort();
-                let paths: Vec<String> = found.iter().map(|p| p.display().to_string()).collect();
-                Err(PersistenceError::Conflict {
-                    id: id.clone(),
-                    reason: format!("it is stored in several files: {}", paths.join(", ")),
-                })
-            }
-        }
+        single_file(found).map_err(|paths| PersistenceError::Conflict {
+            id: id.clone(),
+            reason: stored_twice(&paths),
+        })
     }
 
-    /// The cwd folders directly under the root (none when the root does not exist).
+    /// The cwd folders directly under the root, symbolic links to folders included (none when
+    /// the root does not exist).
     fn cwd_folders(&self) -> Result<Vec<PathBuf>, PersistenceError> {
         let entries = match fs::read_dir(&self.root) {
             Ok(entries) => entries,
@@ -164,9 +189,10 @@ impl JsonlPersistence {
         for entry in entries {
             let entry = entry.map_err(|e| io_error(&self.root, e))?;
             let name = entry.file_name();
-            let is_folder = entry.file_type().is_ok_and(|t| t.is_dir());
-            if is_folder && name.to_str().is_some_and(is_cwd_folder) {
-                folders.push(entry.path());
+            let path = entry.path();
+            // `Path::is_dir` follows a symbolic link, where the entry's file type does not.
+            if name.to_str().is_some_and(is_cwd_folder) && path.is_dir() {
+                folders.push(path);
             }
         }
         folders.sort();
@@ -227,7 +253,7 @@ impl JsonlPersistence {
             }
         }
         let path = self.require(id)?;
-        let (scanned, file_len) = scan_file(id, &path)?;
+        let (scanned, file_len) = scan_file(&self.root, id, &path)?;
         let cursor = Cursor::of(path, &scanned, file_len, scanned.events.len() as u64);
         *cached = Some(cursor.clone());
         Ok(cursor)
@@ -369,9 +395,9 @@ impl SessionPersistence for JsonlPersistence {
         let slot = self.slot(id);
         let mut cached = slot.lock();
         let path = self.require(id)?;
-        let (scanned, file_len) = scan_file(id, &path)?;
+        let (scanned, file_len) = scan_file(&self.root, id, &path)?;
         let cursor = Cursor::of(path, &scanned, file_len, 0);
-        let stored = into_stored(&cursor.path, scanned, u64::MAX)?;
+        let stored = into_stored(&cursor.path, scanned, u64::MAX, file_len)?;
         *cached = Some(Cursor {
             next_seq: stored.events.len() as u64,
             ..cursor
@@ -391,41 +417,118 @@ impl SessionPersistence for JsonlPersistence {
         let _serialized = slot.lock();
         let path = self.require(id)?;
         if is_compressed(&path, &[]) {
-            let (scanned, _) = scan_file(id, &path)?;
-            return into_stored(&path, scanned, len);
+            let (scanned, file_len) = scan_file(&self.root, id, &path)?;
+            return into_stored(&path, scanned, len, file_len);
         }
-        let file = File::open(&path).map_err(|e| io_error(&path, e))?;
+        let (file, revision) = open_with_len(&path)?;
         let scanned =
             scan_prefix(&mut BufReader::new(file), len).map_err(|e| read_error(&path, e))?;
-        check_placement(id, &scanned.header, &path)?;
-        into_stored(&path, scanned, len)
+        check_placement(&self.root, id, &scanned.header, &path)?;
+        into_stored(&path, scanned, len, revision)
     }
 
-    /// The headers of every stored session, sorted by `createdAt` then id. Reads only the first
-    /// line of each `<cwd folder>/<id folder>/session.jsonl` (or the start of
-    /// `session.jsonl.zstd`, decoded as far as the header); folders without such a file are
+    /// Reads the header and the events with seq `from` and later. A plain `session.jsonl` is
+    /// read from its end backwards, down to the line whose record holds seq `from` (the last
+    /// line when none does) and the line before it, so the last events of a long log cost a
+    /// few kilobytes of reading, not a full parse. That holds when every line read is a clean
+    /// record continuing the seqs of the one before it and the file ends in a newline; the
+    /// lines before those read are trusted to be the committed records they were when written
+    /// (the file only ever grows, and damage sits at its end). A file that is not clean as far
+    /// as it was read (a torn tail, an unparsable line, a seq break), and any compressed
+    /// `session.jsonl.zstd` (whose frames decode only from the start), is read whole exactly
+    /// as [`SessionPersistence::load`] reads it, then cut at `from` with
+    /// [`StoredSession::into_tail`]. Either way `events`, `len` and `dropped_tail` are those
+    /// of `load` (`events` is `load(id).events[from..]`). Never writes.
+    ///
+    /// The revision is the length in bytes of the session file the read saw (see
+    /// [`SessionPersistence::list`]).
+    ///
+    /// Errors as [`SessionPersistence::load`], limited to what is read: damage before the
+    /// lines a backward read needs is not seen, and only the events returned are checked as
+    /// event envelopes.
+    fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
+        let slot = self.slot(id);
+        let _serialized = slot.lock();
+        let path = self.require(id)?;
+        if !is_compressed(&path, &[]) {
+            let (mut file, revision) = open_with_len(&path)?;
+            let tail =
+                read_clean_tail(&mut file, revision, from).map_err(|e| io_error(&path, e))?;
+            if let Some(tail) = tail {
+                check_placement(&self.root, id, &tail.header, &path)?;
+                let events = tail
+                    .events
+                    .into_iter()
+                    .zip(from..)
+                    .map(|(decoded, seq)| event_at(&path, decoded, seq))
+                    .collect::<Result<Vec<_>, _>>()?;
+                return Ok(StoredTail {
+                    header: tail.header,
+                    events,
+                    len: tail.len,
+                    dropped_tail: None,
+                    revision,
+                });
+            }
+        }
+        let (scanned, file_len) = scan_file(&self.root, id, &path)?;
+        Ok(into_stored(&path, scanned, u64::MAX, file_len)?.into_tail(from))
+    }
+
+    /// The headers and revisions of every stored session, sorted by `createdAt` then id.
+    /// Reads only the first line of each `<cwd folder>/<id folder>/session.jsonl` (or the start
+    /// of `session.jsonl.zstd`, decoded as far as the header); folders without such a file are
     /// skipped, and so (with a warning in the log) are files whose header is refused or names
-    /// another id or cwd than its folders.
+    /// another id or cwd than its folders. An id stored in several files (under two cwd
+    /// folders, or in both forms), which `load` refuses as [`PersistenceError::Conflict`], is
+    /// not listed either, with a warning naming the files: the reference does not say what
+    /// dsh's list does then, and a listed session should be one that loads. Paths that lead to
+    /// the same physical file (through a linked folder) count as one file.
+    ///
+    /// The revision of a session is the length in bytes of its session file, read from the
+    /// file's metadata (the log is not read): every append and every cut of a torn tail changes
+    /// it, and it stays the same while nobody writes. It is the revision `load`, `read_prefix`
+    /// and `read_from` report for the file as they read it.
     ///
     /// Errors: [`PersistenceError::Io`] when a folder cannot be listed.
-    fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
-        let mut headers = Vec::new();
+    fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
+        // The session files of every id folder name, over all cwd folders.
+        let mut by_id_folder: BTreeMap<OsString, Vec<PathBuf>> = BTreeMap::new();
         for folder in self.cwd_folders()? {
             let entries = fs::read_dir(&folder).map_err(|e| io_error(&folder, e))?;
             for entry in entries {
                 let entry = entry.map_err(|e| io_error(&folder, e))?;
-                for path in session_files(&entry.path()) {
-                    match list_header(&path) {
-                        Ok(header) => headers.push(header),
-                        Err(error) => {
-                            tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
-                        }
-                    }
+                by_id_folder
+                    .entry(entry.file_name())
+                    .or_default()
+                    .extend(session_files(&entry.path()));
+            }
+        }
+        let mut listed = Vec::new();
+        for (id_folder, files) in by_id_folder {
+            let path = match single_file(files) {
+                Ok(Some(path)) => path,
+                Ok(None) => continue,
+                Err(paths) => {
+                    tracing::warn!(
+                        id_folder = %id_folder.to_string_lossy(),
+                        reason = stored_twice(&paths),
+                        "skipping a session that load refuses"
+                    );
+                    continue;
+                }
+            };
+            match list_entry(&self.root, &path) {
+                Ok(session) => listed.push(session),
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
                 }
             }
         }
-        headers.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-        Ok(headers)
+        listed.sort_by(|a, b| {
+            (a.header.created_at, &a.header.id).cmp(&(b.header.created_at, &b.header.id))
+        });
+        Ok(listed)
     }
 }
 
@@ -436,8 +539,8 @@ impl SessionPersistence for JsonlPersistence {
 ///
 /// Errors: as [`SessionPersistence::load`], except that the file's location is not checked.
 pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError> {
-    let (scanned, _) = scan_path(path)?;
-    into_stored(path, scanned, u64::MAX)
+    let (scanned, file_len) = scan_path(path)?;
+    into_stored(path, scanned, u64::MAX, file_len)
 }
 
 /// Decodes the bytes of a dsh session file held in memory, exactly as [`read_session_file`]
@@ -462,16 +565,12 @@ pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError>
 ///
 /// Errors: as [`read_session_file`], never [`PersistenceError::Io`].
 pub fn read_session_bytes(path: &Path, bytes: &[u8]) -> Result<StoredSession, PersistenceError> {
-    into_stored(path, scan_in_memory(path, bytes)?, u64::MAX)
-}
-
-/// The session files in the id folder `dir`: `session.jsonl`, `session.jsonl.zstd`, or both.
-fn session_files(dir: &Path) -> Vec<PathBuf> {
-    [SESSION_FILE_NAME, COMPRESSED_FILE_NAME]
-        .iter()
-        .map(|name| dir.join(name))
-        .filter(|path| path.is_file())
-        .collect()
+    into_stored(
+        path,
+        scan_in_memory(path, bytes)?,
+        u64::MAX,
+        bytes.len() as u64,
+    )
 }
 
 /// Reads and scans the whole file at `path` in its form; returns the scan and the file length.
@@ -490,20 +589,30 @@ fn scan_in_memory(path: &Path, bytes: &[u8]) -> Result<Scanned, PersistenceError
     scanned.map_err(|e| read_error(path, e))
 }
 
-/// Reads the whole file at `path` for session `id` and checks that it belongs there; returns
-/// the scan and the file length.
-fn scan_file(id: &SessionId, path: &Path) -> Result<(Scanned, u64), PersistenceError> {
+/// Reads the whole file at `path` for session `id` and checks that it belongs there in the
+/// store at `root`; returns the scan and the file length.
+fn scan_file(root: &Path, id: &SessionId, path: &Path) -> Result<(Scanned, u64), PersistenceError> {
     let (scanned, len) = scan_path(path)?;
-    check_placement(id, &scanned.header, path)?;
+    check_placement(root, id, &scanned.header, path)?;
     Ok((scanned, len))
 }
 
-/// The header of the session file at `path`, checked against its folders.
-fn list_header(path: &Path) -> Result<SessionHeader, PersistenceError> {
-    let mut file = File::open(path).map_err(|e| io_error(path, e))?;
+/// Opens the file at `path` for reading; returns it and its length in bytes (the revision of
+/// what a read of it sees: the writers only append after that length).
+fn open_with_len(path: &Path) -> Result<(File, u64), PersistenceError> {
+    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    let len = file.metadata().map_err(|e| io_error(path, e))?.len();
+    Ok((file, len))
+}
+
+/// The header and revision of the session file at `path`, the header checked against its
+/// folders in the store at `root`.
+fn list_entry(root: &Path, path: &Path) -> Result<ListedSession, PersistenceError> {
+    let (mut file, revision) = open_with_len(path)?;
     let mut start = [0u8; 4];
     let read = file.read(&mut start).map_err(|e| io_error(path, e))?;
-    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| io_error(path, e))?;
     let header = if is_compressed(path, &start[..read]) {
         let mut reader = decoding_reader(file).map_err(|e| io_error(path, e))?;
         read_header(&mut reader)
@@ -511,26 +620,25 @@ fn list_header(path: &Path) -> Result<SessionHeader, PersistenceError> {
         read_header(&mut BufReader::new(file))
     };
     let header = header.map_err(|e| read_error(path, e))?;
-    check_placement(&header.id, &header, path)?;
-    Ok(header)
+    check_placement(root, &header.id, &header, path)?;
+    Ok(ListedSession { header, revision })
 }
 
-/// Converts the first `len` scanned events into a [`StoredSession`].
-fn into_stored(path: &Path, scanned: Scanned, len: u64) -> Result<StoredSession, PersistenceError> {
+/// Converts the first `len` scanned events of a file read at `revision` into a
+/// [`StoredSession`].
+fn into_stored(
+    path: &Path,
+    scanned: Scanned,
+    len: u64,
+    revision: u64,
+) -> Result<StoredSession, PersistenceError> {
     let keep = usize::try_from(len).unwrap_or(usize::MAX);
     let events = scanned
         .events
         .into_iter()
         .take(keep)
         .zip(0u64..)
-        .map(|(decoded, seq)| {
-            decoded
-                .into_event(seq)
-                .map_err(|why| PersistenceError::Corrupt {
-                    file: path.display().to_string(),
-                    reason: format!("event at seq {seq}: invalid event envelope ({why})"),
-                })
-        })
+        .map(|(decoded, seq)| event_at(path, decoded, seq))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(tail) = &scanned.dropped_tail {
         tracing::info!(path = %path.display(), tail, "dropped a torn tail in memory");
@@ -539,52 +647,19 @@ fn into_stored(path: &Path, scanned: Scanned, len: u64) -> Result<StoredSession,
         header: scanned.header,
         events,
         dropped_tail: scanned.dropped_tail,
+        revision,
     })
 }
 
-/// Refuses a file whose header does not belong at `path` (another id, or a cwd whose folder
-/// is not the one the file sits in): only the layout makes `load(id)` find the right file.
-fn check_placement(
-    id: &SessionId,
-    header: &SessionHeader,
-    path: &Path,
-) -> Result<(), PersistenceError> {
-    let reason = if header.id != *id {
-        Some(format!(
-            "the header names session \"{}\", but the file is stored for session \"{id}\"",
-            header.id
-        ))
-    } else {
-        let id_folder = path.parent();
-        let cwd_dir = id_folder.and_then(Path::parent);
-        let name = |p: Option<&Path>| {
-            p.and_then(Path::file_name)
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        };
-        let expected_folder = cwd_folder(header.cwd.as_deref());
-        if name(id_folder) != id_segment(id.as_str()) {
-            Some(format!(
-                "the file sits in folder \"{}\", not in \"{}\" of its id",
-                name(id_folder),
-                id_segment(id.as_str())
-            ))
-        } else if name(cwd_dir) != expected_folder {
-            Some(format!(
-                "the header cwd belongs in folder \"{expected_folder}\", but the file is in \"{}\"",
-                name(cwd_dir)
-            ))
-        } else {
-            None
-        }
-    };
-    match reason {
-        Some(reason) => Err(PersistenceError::HeaderInvalid {
+/// The event at `seq` of the file at `path`. Errors: [`PersistenceError::Corrupt`] naming the
+/// seq when the record is not a valid event envelope.
+fn event_at(path: &Path, decoded: Decoded, seq: u64) -> Result<SessionEvent, PersistenceError> {
+    decoded
+        .into_event(seq)
+        .map_err(|why| PersistenceError::Corrupt {
             file: path.display().to_string(),
-            reason,
-        }),
-        None => Ok(()),
-    }
+            reason: format!("event at seq {seq}: invalid event envelope ({why})"),
+        })
 }
 
 /// Refuses events whose seqs are not `first, first + 1, …`, and events whose type is a
@@ -596,6 +671,7 @@ fn check_storable(
 ) -> Result<(), PersistenceError> {
     check_seqs(id, first, events)?;
     for event in events {
+        crate::record::check_reads_back(id, event)?;
         if is_row_tag(&event.kind) {
             return Err(PersistenceError::Unstorable {
                 id: id.clone(),

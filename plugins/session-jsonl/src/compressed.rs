@@ -1,80 +1,114 @@
 //! The compressed physical form dsh writes by default, `session.jsonl.zstd` (reference section
 //! 6.3): the same lines as `session.jsonl`, in concatenated checksummed zstd frames, one frame
-//! for the header and one per append batch.
+//! for the header line and one per append batch, each holding complete lines.
 //!
-//! Reading splits the file into frames without decoding them first, so that a damaged frame
-//! in the middle is told apart from a torn final one: a frame whose size cannot be read (a
-//! write cut short) ends the readable part, and everything from it on is the torn tail; a
-//! frame that is complete but does not decode (bad checksum, corrupt block) is a damaged record
-//! whose fate, like that of an unparsable line, depends on what follows it.
+//! Reading walks the file frame by frame, measuring each frame before decoding it, so that what
+//! a crash leaves behind is told apart from damage. A frame the file ends inside (a write cut
+//! short) is the torn tail, and what its complete blocks decode to is still read. Bytes that
+//! begin no frame at all (a file system may leave zeros after a crash) end the walk as a torn
+//! tail too. A complete frame that does not decode (a checksum mismatch, a corrupt block) is
+//! damage no crash causes, and the reader refuses it.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
+use zstd::zstd_safe::zstd_sys::ZSTD_ErrorCode::ZSTD_error_srcSize_wrong as CUT_SHORT;
+use zstd::zstd_safe::{find_frame_compressed_size, get_error_name, is_error_kind};
 
 /// The zstd compression level of the frames this crate writes (zstd's default).
 const LEVEL: i32 = zstd::DEFAULT_COMPRESSION_LEVEL;
 
-/// One complete frame of a compressed file.
+/// One frame of a compressed file, in file order. Frames are numbered from 1 (the header
+/// frame), and a refusal names a frame by its number and bytes: `zstd frame 3 (bytes 90..180)`,
+/// open-ended (`90..`) for one that has no end.
 #[derive(Debug)]
 pub(crate) enum Frame {
-    /// A frame that decoded: its plaintext, and the file offset just after it.
-    Data {
-        /// The decoded bytes.
+    /// A complete frame that decoded, its checksum verified.
+    Complete {
+        /// The frame's number.
+        number: usize,
+        /// File offset of the frame.
+        start: u64,
+        /// File offset just after the frame.
+        end: u64,
+        /// The decoded text.
         plain: Vec<u8>,
-        /// File offset of the frame's end.
-        end: u64,
     },
-    /// A complete frame that does not decode.
-    Damaged {
-        /// File offset of the frame's end.
-        end: u64,
-        /// The decoder's complaint.
-        why: String,
+    /// The file ends inside this frame (a write cut short), or the bytes from here on begin
+    /// no frame; always the last item.
+    Torn {
+        /// What the frame's complete blocks decode to (unverified: the checksum is missing);
+        /// nothing for bytes that begin no frame.
+        plain: Vec<u8>,
+        /// The frame named, and why it is incomplete.
+        what: String,
+    },
+    /// A complete frame that does not decode (a checksum mismatch, a corrupt block).
+    Broken {
+        /// The frame named, and what is wrong with it.
+        what: String,
     },
 }
 
-/// A compressed file split into frames.
-#[derive(Debug)]
-pub(crate) struct Frames {
-    /// The complete frames, in file order.
-    pub frames: Vec<Frame>,
-    /// When the file ends in an incomplete frame: its start offset and why it is unreadable.
-    pub torn: Option<(u64, String)>,
-}
-
-/// Splits `bytes` into frames and decodes each one (checksums verified).
-pub(crate) fn split_frames(bytes: &[u8]) -> Frames {
-    let mut frames = Vec::new();
+/// The frames of `bytes`, decoded one at a time as the iterator is advanced. It ends after
+/// the last byte, or after a [`Frame::Torn`].
+pub(crate) fn frames(bytes: &[u8]) -> impl Iterator<Item = Frame> + '_ {
     let mut start = 0usize;
-    while start < bytes.len() {
-        let rest = &bytes[start..];
-        let size = match zstd::zstd_safe::find_frame_compressed_size(rest) {
-            Ok(size) if size > 0 && size <= rest.len() => size,
-            Ok(_) => {
-                return Frames {
-                    frames,
-                    torn: Some((start as u64, "an empty zstd frame".into())),
+    let mut number = 0usize;
+    std::iter::from_fn(move || {
+        let rest = bytes.get(start..).filter(|rest| !rest.is_empty())?;
+        number += 1;
+        let at = start;
+        let size = find_frame_compressed_size(rest);
+        // Whatever happens below, a frame that cannot be measured ends the walk.
+        start = bytes.len();
+        let frame = match size {
+            Ok(size) if size > 0 && size <= rest.len() => {
+                start = at + size;
+                match zstd::stream::decode_all(&rest[..size]) {
+                    Ok(plain) => Frame::Complete {
+                        number,
+                        start: at as u64,
+                        end: start as u64,
+                        plain,
+                    },
+                    Err(e) => Frame::Broken {
+                        what: format!(
+                            "zstd frame {number} (bytes {at}..{start}) does not decode ({e})"
+                        ),
+                    },
                 }
             }
-            Err(code) => {
-                let why = zstd::zstd_safe::get_error_name(code).to_owned();
-                return Frames {
-                    frames,
-                    torn: Some((start as u64, why)),
+            Err(code) if is_error_kind(code, CUT_SHORT) => Frame::Torn {
+                plain: decode_torn(rest),
+                what: format!(
+                    "zstd frame {number} (bytes {at}..) is incomplete ({})",
+                    get_error_name(code)
+                ),
+            },
+            other => {
+                let why = match other {
+                    Err(code) => get_error_name(code).to_owned(),
+                    Ok(size) => format!("it measures {size} bytes"),
                 };
+                Frame::Torn {
+                    plain: Vec::new(),
+                    what: format!("zstd frame {number} (bytes {at}..) is not a zstd frame ({why})"),
+                }
             }
         };
-        let end = (start + size) as u64;
-        frames.push(match zstd::stream::decode_all(&rest[..size]) {
-            Ok(plain) => Frame::Data { plain, end },
-            Err(e) => Frame::Damaged {
-                end,
-                why: e.to_string(),
-            },
-        });
-        start += size;
+        Some(frame)
+    })
+}
+
+/// What the complete blocks of the incomplete frame `bytes` decode to: the decoder runs until
+/// the input ends or a block does not decode, and everything it produced until then is kept.
+fn decode_torn(bytes: &[u8]) -> Vec<u8> {
+    let mut plain = Vec::new();
+    if let Ok(decoder) = zstd::stream::read::Decoder::with_buffer(bytes) {
+        // The error is the cut itself (or damage after it); the output before it stays.
+        let _ = decoder.single_frame().read_to_end(&mut plain);
     }
-    Frames { frames, torn: None }
+    plain
 }
 
 /// `plain` as one checksummed zstd frame, ready to be appended to a compressed file.
@@ -84,40 +118,85 @@ pub(crate) fn compress_frame(plain: &[u8]) -> io::Result<Vec<u8>> {
     compressor.compress(plain)
 }
 
-/// A reader of the decoded text of a compressed file, decoding only as far as it is read
-/// (what listing needs to read the header line alone).
+/// A reader of the decoded text of a compressed file's first frame, decoding only as far as
+/// it is read (what listing needs to read the header line alone, which must lie in that frame).
 pub(crate) fn decoding_reader(file: File) -> io::Result<impl BufRead> {
-    Ok(BufReader::new(zstd::stream::read::Decoder::new(file)?))
+    Ok(BufReader::new(
+        zstd::stream::read::Decoder::new(file)?.single_frame(),
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn frames_split_decode_and_report_a_torn_end() {
+    fn two_frames() -> (Vec<u8>, u64) {
         let mut bytes = compress_frame(b"one\n").expect("frame");
         let first_end = bytes.len() as u64;
-        bytes.extend(compress_frame(b"two\n").expect("frame"));
-        let whole = split_frames(&bytes);
-        assert!(whole.torn.is_none());
-        assert!(
-            matches!(&whole.frames[..], [Frame::Data { plain: a, end }, Frame::Data { plain: b, .. }]
-            if a == b"one\n" && b == b"two\n" && *end == first_end)
-        );
-
-        let torn = split_frames(&bytes[..bytes.len() - 3]);
-        assert_eq!(torn.frames.len(), 1);
-        assert_eq!(torn.torn.map(|(start, _)| start), Some(first_end));
+        bytes.extend(compress_frame(b"two\nthree\n").expect("frame"));
+        (bytes, first_end)
     }
 
     #[test]
-    fn a_complete_frame_with_a_bad_checksum_is_damaged() {
+    fn frames_are_measured_and_decoded_in_order() {
+        let (bytes, first_end) = two_frames();
+        let all: Vec<Frame> = frames(&bytes).collect();
+        assert!(matches!(
+            &all[..],
+            [
+                Frame::Complete { number: 1, start: 0, end: first, plain: a },
+                Frame::Complete { number: 2, start, end, plain: b },
+            ] if a == b"one\n" && b == b"two\nthree\n" && *first == first_end
+                && *start == first_end && *end == bytes.len() as u64
+        ));
+        assert_eq!(frames(&[]).count(), 0);
+    }
+
+    #[test]
+    fn a_final_frame_cut_short_is_torn_and_keeps_what_its_blocks_decode_to() {
+        let (bytes, first_end) = two_frames();
+        // Without its 4-byte checksum, the only block of the frame is complete.
+        let torn: Vec<Frame> = frames(&bytes[..bytes.len() - 4]).collect();
+        let named = format!("zstd frame 2 (bytes {first_end}..) is incomplete");
+        assert!(matches!(
+            &torn[..],
+            [Frame::Complete { .. }, Frame::Torn { plain, what }]
+            if plain == b"two\nthree\n" && what.starts_with(&named)
+        ));
+        // Cut inside its block: nothing of it decodes.
+        let cut = frames(&bytes[..first_end as usize + 6]).last();
+        assert!(matches!(cut, Some(Frame::Torn { plain, .. }) if plain.is_empty()));
+        // A partial magic number is a frame cut short too.
+        let magic = frames(&bytes[..first_end as usize + 2]).last();
+        assert!(matches!(magic, Some(Frame::Torn { .. })));
+    }
+
+    #[test]
+    fn a_complete_frame_with_a_bad_checksum_is_broken() {
         let mut bytes = compress_frame(b"some text that is long enough\n").expect("frame");
         let last = bytes.len() - 1;
         bytes[last] ^= 0xFF;
-        let frames = split_frames(&bytes);
-        assert!(frames.torn.is_none());
-        assert!(matches!(&frames.frames[..], [Frame::Damaged { .. }]));
+        let all: Vec<Frame> = frames(&bytes).collect();
+        let named = format!("zstd frame 1 (bytes 0..{}) does not decode", bytes.len());
+        assert!(
+            matches!(&all[..], [Frame::Broken { what }]
+            if what.starts_with(&named) && what.contains("checksum")),
+            "{all:?}"
+        );
+    }
+
+    #[test]
+    fn bytes_that_begin_no_frame_end_the_walk_as_a_torn_tail() {
+        let (mut bytes, _) = two_frames();
+        let end = bytes.len();
+        bytes.extend_from_slice(&[0; 64]);
+        bytes.extend(compress_frame(b"after\n").expect("frame"));
+        let all: Vec<Frame> = frames(&bytes).collect();
+        let named = format!("zstd frame 3 (bytes {end}..) is not a zstd frame");
+        assert!(
+            matches!(&all[..], [_, _, Frame::Torn { plain, what }]
+            if plain.is_empty() && what.starts_with(&named)),
+            "{all:?}"
+        );
     }
 }

@@ -4,11 +4,12 @@
 //! envelope fields. Such a line is deserialized straight into a [`SessionEvent`] (its `data`
 //! parsed once, into the event), which skips building a JSON object for the envelope and then
 //! converting it. Any line the fast path does not accept in full (a packed row, an integral
-//! float, a `null` field, a duplicate key, invalid UTF-8, anything malformed) takes the
-//! general path of [`crate::record`], whose rules and messages are the reference: the fast
-//! path accepts exactly a subset of what the general path accepts, with the same result.
+//! float, a `null` field, a duplicate key, invalid UTF-8, nesting deeper than serde_json's
+//! default limit of 128 levels, anything malformed) takes the general path of
+//! [`crate::record`], whose rules and messages are the reference: the fast path accepts
+//! exactly a subset of what the general path accepts, with the same result.
 
-use crate::json::{is_integer, js_display, MAX_SAFE_INTEGER};
+use crate::json::{is_integer, js_display, ParseError, MAX_SAFE_INTEGER};
 use crate::record::{expand_record, into_event, is_row_tag, parse_line};
 use dsh_session::event::TURN_END;
 use dsh_session::{SessionEvent, SurfaceOp};
@@ -69,13 +70,15 @@ pub(crate) fn holds_turn_end(events: &[Decoded]) -> bool {
     events.iter().any(Decoded::is_turn_end)
 }
 
-/// The events one body line (without its newline) stores, in order. Errors: the line is not
-/// JSON, or is a malformed packed row (the general path's message).
-pub(crate) fn decode_line(line: &[u8]) -> Result<Vec<Decoded>, String> {
+/// The events one body line (without its newline) stores, in order. Errors:
+/// [`ParseError::Invalid`] when the line is not JSON or is a malformed packed row (the general
+/// path's message), [`ParseError::TooDeep`] when it nests deeper than the reader accepts.
+pub(crate) fn decode_line(line: &[u8]) -> Result<Vec<Decoded>, ParseError> {
     if let Some(event) = fast_event(line) {
         return Ok(vec![Decoded::Typed(event)]);
     }
-    Ok(expand_record(parse_line(line)?)?
+    Ok(expand_record(parse_line(line)?)
+        .map_err(ParseError::Invalid)?
         .into_iter()
         .map(Decoded::Raw)
         .collect())
@@ -143,6 +146,7 @@ mod tests {
     /// path's result.
     fn both(line: &str) -> (Option<SessionEvent>, Result<SessionEvent, String>) {
         let general = parse_line(line.as_bytes())
+            .map_err(|e| e.to_string())
             .and_then(expand_record)
             .and_then(|mut events| match events.len() {
                 1 => into_event(events.remove(0), 0),
@@ -185,6 +189,16 @@ mod tests {
         ] {
             assert!(fast_event(line.as_bytes()).is_none(), "{line}");
         }
+    }
+
+    #[test]
+    fn a_line_nested_beyond_the_default_limit_takes_the_general_path() {
+        let data = format!("{}{}", "[".repeat(500), "]".repeat(500));
+        let line = format!(r#"{{"type":"x","seq":0,"time":1,"data":{data}}}"#);
+        assert!(fast_event(line.as_bytes()).is_none());
+        let event = decode_line(line.as_bytes()).expect("decoded").remove(0);
+        let event = event.into_event(0).expect("an event");
+        assert_eq!(event.data.to_string(), data);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! length.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -61,16 +61,35 @@ pub(crate) fn publish_new(target: &Path, bytes: &[u8]) -> Result<(), PublishErro
 }
 
 /// Appends `bytes` to the file at `path` after its first `keep` bytes, dropping whatever
-/// followed them, then syncs the data. On a failed write the file is cut back to `keep`.
+/// followed them, then syncs the data. On a failed write the file is put back as it was,
+/// dropped bytes included: they may be a torn compressed frame whose complete records `bytes`
+/// was to write again, and those must not be lost to a full disk.
 pub(crate) fn append_after(path: &Path, keep: u64, bytes: &[u8]) -> io::Result<()> {
-    let mut file = OpenOptions::new().write(true).open(path)?;
+    replace_tail(path, keep, |file| file.write_all(bytes))
+}
+
+/// [`append_after`] with the write step given: `write` writes at offset `keep` of the file cut
+/// there, then the data is synced; when either fails, the file is cut back to `keep` and the
+/// bytes that followed it are written back.
+fn replace_tail(
+    path: &Path,
+    keep: u64,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut file = OpenOptions::new().read(true).write(true).open(path)?;
+    let mut dropped = Vec::new();
     if file.metadata()?.len() != keep {
+        file.seek(SeekFrom::Start(keep))?;
+        file.read_to_end(&mut dropped)?;
         file.set_len(keep)?;
     }
     file.seek(SeekFrom::Start(keep))?;
-    let written = file.write_all(bytes).and_then(|()| file.sync_data());
+    let written = write(&mut file).and_then(|()| file.sync_data());
     if written.is_err() {
         let _ = file.set_len(keep);
+        let _ = file
+            .seek(SeekFrom::Start(keep))
+            .and_then(|_| file.write_all(&dropped));
         let _ = file.sync_data();
     }
     written
@@ -130,5 +149,21 @@ mod tests {
         assert_eq!(fs::read(&path).expect("readable"), b"keep\nnew\n");
         append_after(&path, 9, b"more\n").expect("appended");
         assert_eq!(fs::read(&path).expect("readable"), b"keep\nnew\nmore\n");
+    }
+
+    #[test]
+    fn a_failed_write_puts_the_file_back_as_it_was() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("log");
+        fs::write(&path, b"keep\ntorn frame").expect("written");
+        let failed = replace_tail(&path, 5, |file| {
+            file.write_all(b"half of it")?;
+            Err(io::Error::other("disk full"))
+        });
+        assert_eq!(failed.expect_err("fails").to_string(), "disk full");
+        assert_eq!(fs::read(&path).expect("readable"), b"keep\ntorn frame");
+        let failed = replace_tail(&path, 15, |_| Err(io::Error::other("disk full")));
+        assert!(failed.is_err());
+        assert_eq!(fs::read(&path).expect("readable"), b"keep\ntorn frame");
     }
 }

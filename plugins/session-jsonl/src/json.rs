@@ -4,11 +4,95 @@
 //! are all "the integer 1 / 0", and only integers up to 2^53 - 1 ("safe integers") are exact.
 //! These helpers answer the same questions over `serde_json` values, which keep integers and
 //! floats apart.
+//!
+//! `JSON.parse` has no nesting limit, and dsh's `JSON.stringify` writes values as deep as its
+//! stack allows; serde_json stops at 128 levels. [`parse`] and [`write`] lift that limit up to
+//! [`MAX_DEPTH`], growing the stack as they recurse (`serde_stacker`).
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
 /// The largest integer a double holds exactly (`Number.MAX_SAFE_INTEGER`).
 pub(crate) const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// The deepest nesting of arrays and objects [`parse`] reads.
+///
+/// dsh cannot write deeper values than about 4,200 levels: Node's `JSON.stringify` overflows
+/// its default stack there. The bound is four times that, and keeps a reader of hostile input
+/// from building values whose drop alone (recursive in serde_json) would overflow the 2 MiB
+/// stack of a spawned thread in an optimized build: a deeper line is refused, never parsed.
+pub(crate) const MAX_DEPTH: usize = 16_384;
+
+/// Why a line did not parse: as JSON, or (a packed row) into the events it stores.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub(crate) enum ParseError {
+    /// Not JSON, or a malformed packed row: the reason. dsh calls such a line unparsable.
+    #[error("{0}")]
+    Invalid(String),
+    /// JSON that nests arrays and objects `depth` levels deep, beyond [`MAX_DEPTH`]. dsh reads
+    /// it, so it is no damage: a reader refuses the file rather than drop the line.
+    #[error(
+        "its JSON nests {depth} levels deep, beyond the {MAX_DEPTH} levels this reader accepts"
+    )]
+    TooDeep {
+        /// The deepest nesting found.
+        depth: usize,
+    },
+}
+
+impl From<serde_json::Error> for ParseError {
+    fn from(error: serde_json::Error) -> ParseError {
+        ParseError::Invalid(error.to_string())
+    }
+}
+
+/// Parses `text` as one JSON value, nested at most [`MAX_DEPTH`] levels deep.
+///
+/// The common case costs one ordinary parse, held to serde_json's default limit of 128
+/// levels: only a text that fails it is measured and, within the bound, parsed again without
+/// that limit (a text that is not JSON fails again, with the parser's message). Errors:
+/// [`ParseError::TooDeep`] for a text nested beyond the bound, else [`ParseError::Invalid`].
+pub(crate) fn parse(text: &str) -> Result<Value, ParseError> {
+    serde_json::from_str(text).or_else(|_| {
+        let depth = nesting_depth(text.as_bytes());
+        if depth > MAX_DEPTH {
+            return Err(ParseError::TooDeep { depth });
+        }
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        deserializer.disable_recursion_limit();
+        let value = Value::deserialize(serde_stacker::Deserializer::new(&mut deserializer))?;
+        deserializer.end()?;
+        Ok(value)
+    })
+}
+
+/// The deepest nesting of arrays and objects in the JSON text `text` (brackets inside strings
+/// do not count). Any text gets a number; for text that is not JSON it means little.
+fn nesting_depth(text: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for byte in text {
+        match (in_string, byte) {
+            (true, _) if escaped => escaped = false,
+            (true, b'\\') => escaped = true,
+            (_, b'"') => in_string = !in_string,
+            (false, b'[' | b'{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (false, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Appends `value` to `out` as compact JSON, as `serde_json::to_writer` does, at any nesting
+/// depth (the stack grows as the serializer recurses). Errors: serialization failures.
+pub(crate) fn write(value: &impl Serialize, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    let mut serializer = serde_json::Serializer::new(out);
+    value.serialize(serde_stacker::Serializer::new(&mut serializer))
+}
 
 /// `value` as an integer when it is a JSON number that is a safe integer (`Number.isSafeInteger`),
 /// integral floats included; `-0` reads as 0. `None` for anything else.
@@ -108,10 +192,78 @@ pub(crate) fn js_number(n: &Number) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Map};
 
     fn parse(text: &str) -> Value {
         serde_json::from_str(text).expect("test JSON parses")
+    }
+
+    /// Drops nested arrays one level at a time (the recursive drop of a value nested thousands
+    /// of levels deep would overflow a test thread's stack in an unoptimized build).
+    fn drop_flat(value: Value) {
+        let mut stack = vec![value];
+        while let Some(value) = stack.pop() {
+            if let Value::Array(items) = value {
+                stack.extend(items);
+            }
+        }
+    }
+
+    fn arrays(depth: usize) -> String {
+        format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    #[test]
+    fn nesting_is_read_up_to_the_bound_and_refused_beyond_it() {
+        let deep = super::parse(&arrays(MAX_DEPTH)).expect("within the bound");
+        let mut level = &deep;
+        let mut depth = 1;
+        while let Some(inner) = level.as_array().and_then(|items| items.first()) {
+            (level, depth) = (inner, depth + 1);
+        }
+        assert_eq!(depth, MAX_DEPTH);
+        drop_flat(deep);
+        assert!(matches!(
+            super::parse(&arrays(MAX_DEPTH + 1)),
+            Err(ParseError::TooDeep { depth }) if depth == MAX_DEPTH + 1
+        ));
+        // A deep text is held to the same syntax as a shallow one.
+        for text in [format!("{} x", arrays(200)), format!("[{}", arrays(200))] {
+            assert!(
+                matches!(super::parse(&text), Err(ParseError::Invalid(_))),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn brackets_inside_strings_do_not_nest() {
+        assert_eq!(nesting_depth(br#"{"a":[1,{"b":"[[[{{"}]}"#), 3);
+        assert_eq!(nesting_depth(br#"["\"[[", "\\", []]"#), 2);
+        assert_eq!(nesting_depth(b"1"), 0);
+    }
+
+    #[test]
+    fn deep_values_are_written_and_read_back() {
+        // Built level by level: `json!` would copy the inner value at each level.
+        let mut value = json!("core");
+        for level in 0..5_000 {
+            value = if level % 2 == 0 {
+                Value::Array(vec![value])
+            } else {
+                Value::Object(Map::from_iter([("k".to_owned(), value)]))
+            };
+        }
+        let mut out = Vec::new();
+        write(&value, &mut out).expect("written");
+        let text = String::from_utf8(out).expect("UTF-8");
+        assert_eq!(nesting_depth(text.as_bytes()), 5_000);
+        assert!(text.starts_with(r#"{"k":[{"k":["#), "{}", &text[..20]);
+        assert!(text.contains(r#"["core"]"#));
+        let back = super::parse(&text).expect("read back");
+        let mut again = Vec::new();
+        write(&back, &mut again).expect("written again");
+        assert_eq!(again, text.as_bytes(), "the value reads back unchanged");
     }
 
     #[test]

@@ -4,8 +4,13 @@
 //! without one. The slug is readable and lossy (two directories may share a folder); the id
 //! segment is an injective escape of the id, so every id has its own folder and no id can name
 //! a path outside it.
+//!
+//! Finding the file of a stored session follows symbolic links: a cwd folder may be a link,
+//! and two paths that lead to the same physical file are one file.
 
+use dsh_session::{PersistenceError, SessionHeader, SessionId};
 use std::fmt::Write as _;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The file name of a session log inside its id folder.
@@ -127,6 +132,109 @@ fn ascii_kept(unit: u16, dot_kept: bool) -> Option<char> {
 fn push_escape(out: &mut String, unit: u16) {
     // Writing to a String cannot fail.
     let _ = write!(out, "~{unit:04X}");
+}
+
+/// The session files in the id folder `dir`: `session.jsonl`, `session.jsonl.zstd`, or both.
+pub(crate) fn session_files(dir: &Path) -> Vec<PathBuf> {
+    [SESSION_FILE_NAME, COMPRESSED_FILE_NAME]
+        .iter()
+        .map(|name| dir.join(name))
+        .filter(|path| path.is_file())
+        .collect()
+}
+
+/// The one file among `found` (the session files of one id), paths that lead to the same
+/// physical file counting as one (the first in path order is kept); `None` when there is
+/// none. Errors: the distinct files, in path order, when there are several.
+pub(crate) fn single_file(mut found: Vec<PathBuf>) -> Result<Option<PathBuf>, Vec<PathBuf>> {
+    if found.len() < 2 {
+        return Ok(found.pop());
+    }
+    found.sort();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    found.retain(|path| {
+        // A file that vanished since it was listed counts by its path.
+        let physical = fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+        let fresh = !seen.contains(&physical);
+        seen.push(physical);
+        fresh
+    });
+    if found.len() == 1 {
+        Ok(found.pop())
+    } else {
+        Err(found)
+    }
+}
+
+/// Why an id stored in the files `paths` is refused.
+pub(crate) fn stored_twice(paths: &[PathBuf]) -> String {
+    let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    format!("it is stored in several files: {}", paths.join(", "))
+}
+
+/// Whether the paths `a` and `b` lead to the same existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Refuses a file whose header does not belong at `path` in the store at `root` (another id,
+/// an id folder of another name, or a cwd whose folder is not the one the file sits in): only
+/// the layout makes `load(id)` find the right file. The file sits in the cwd folder of its
+/// header when the folder's name says so, or when the path through that folder leads to the
+/// same physical file (the folder of the header's cwd is a symbolic link to the one the file
+/// was found in, or the other way round).
+pub(crate) fn check_placement(
+    root: &Path,
+    id: &SessionId,
+    header: &SessionHeader,
+    path: &Path,
+) -> Result<(), PersistenceError> {
+    let reason = if header.id != *id {
+        Some(format!(
+            "the header names session \"{}\", but the file is stored for session \"{id}\"",
+            header.id
+        ))
+    } else {
+        let id_folder = path.parent();
+        let cwd_dir = id_folder.and_then(Path::parent);
+        let name = |p: Option<&Path>| {
+            p.and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let expected_folder = cwd_folder(header.cwd.as_deref());
+        let segment = id_segment(id.as_str());
+        let through_expected_folder = || {
+            let file_name = path.file_name().unwrap_or_default();
+            same_file(
+                path,
+                &root.join(&expected_folder).join(&segment).join(file_name),
+            )
+        };
+        if name(id_folder) != segment {
+            Some(format!(
+                "the file sits in folder \"{}\", not in \"{segment}\" of its id",
+                name(id_folder),
+            ))
+        } else if name(cwd_dir) != expected_folder && !through_expected_folder() {
+            Some(format!(
+                "the header cwd belongs in folder \"{expected_folder}\", but the file is in \"{}\"",
+                name(cwd_dir)
+            ))
+        } else {
+            None
+        }
+    };
+    match reason {
+        Some(reason) => Err(PersistenceError::HeaderInvalid {
+            file: path.display().to_string(),
+            reason,
+        }),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! Owns the on-disk layout (`<root>/--<cwd-slug>--/<encoded-id>/session.jsonl`, or dsh's
 //! compressed `session.jsonl.zstd`: concatenated zstd frames), the header
 //! line, the storage records (verbatim events and the packed chunk rows dsh writes), the
-//! scanner that finds a file's committed prefix and torn tail, and [`JsonlPersistence`], which
+//! scanner that finds a file's committed prefix and torn tail, the backward read of a plain
+//! file's end that serves a follower's `read_from`, and [`JsonlPersistence`], which
 //! implements [`dsh_session::SessionPersistence`] over them. It knows the session crate's
 //! events, header and persistence seam, and nothing else: not fork (a fork child is persisted
 //! like any session, header with lineage plus its seed), not the store's internals, not which
@@ -19,6 +20,7 @@ pub mod layout;
 pub mod plugin;
 mod record;
 mod scan;
+mod tail;
 
 pub use backend::{
     read_session_bytes, read_session_file, Compression, JsonlPersistence, DEFAULT_LOCK_TIMEOUT,

@@ -1,15 +1,16 @@
 //! The `dsh-session-jsonl` plugin and its configuration.
 
 use crate::backend::{Compression, JsonlPersistence};
-use dsh_core::{BoxError, Plugin, Scope, ServiceKey};
+use dsh_core::{BoxError, Plugin, PluginError, Scope, ServiceKey};
 use dsh_session::SessionPersistence;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The plugin's configuration: `{"root": "DIR", "compression": "none" | "zstd"}`: the folder
-/// sessions are stored in (created on the first write; an empty path is refused) and the form
-/// new session files are written in (default `"none"`, plain `session.jsonl`).
+/// sessions are stored in (a relative path is taken from the current directory when the plugin
+/// starts; created on the first write; an empty path, or a path to a file, is refused) and the
+/// form new session files are written in (default `"none"`, plain `session.jsonl`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JsonlConfig {
@@ -32,8 +33,10 @@ fn non_empty_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::
 }
 
 /// The `dsh-session-jsonl` plugin: provides `dyn SessionPersistence` over
-/// [`JsonlPersistence`] rooted at its config's `root` (a missing `root` fails the plugin with
-/// an error naming the field). The session plugin drives it.
+/// [`JsonlPersistence`] rooted at its config's `root`, opened as [`JsonlPersistence::open`]
+/// opens it (so a relative `root` stays where it was when the plugin started). A missing
+/// `root` fails the plugin with an error naming the field; a `root` that is a file fails it
+/// with `IO_ERROR` naming the root. The session plugin drives it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SessionJsonlPlugin;
 
@@ -45,8 +48,10 @@ impl Plugin for SessionJsonlPlugin {
     type Deps = ();
 
     fn apply(&self, scope: &Scope, config: JsonlConfig, (): ()) -> Result<(), BoxError> {
+        let backend = JsonlPersistence::open(config.root)
+            .map_err(|error| PluginError::new(error.code(), error))?;
         let backend: Arc<dyn SessionPersistence> =
-            Arc::new(JsonlPersistence::new(config.root).with_compression(config.compression));
+            Arc::new(backend.with_compression(config.compression));
         scope.provide(backend)?;
         Ok(())
     }

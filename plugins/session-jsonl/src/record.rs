@@ -13,15 +13,17 @@
 //! Member `k` of a row is the event at seq `S + k` and time `T + dt[0] + … + dt[k-1]` (epoch
 //! ms). This crate reads rows and writes every event verbatim.
 
-use crate::json::{is_integer, safe_integer, MAX_SAFE_INTEGER};
+use crate::json::{self, is_integer, safe_integer, ParseError, MAX_SAFE_INTEGER};
 use dsh_session::event::ASSISTANT_CHUNK;
-use dsh_session::SessionEvent;
+use dsh_session::validate::{check_storable, ValidationError};
+use dsh_session::{PersistenceError, SessionEvent, SessionId};
 use serde_json::{json, Map, Value};
 
-/// Parses one line (without its newline) as JSON. Invalid UTF-8 is replaced by U+FFFD first,
-/// as dsh's decoder does. Errors: the parser's message.
-pub(crate) fn parse_line(line: &[u8]) -> Result<Value, String> {
-    serde_json::from_str(&String::from_utf8_lossy(line)).map_err(|e| e.to_string())
+/// Parses one line (without its newline) as JSON, nested up to [`json::MAX_DEPTH`] levels
+/// deep. Invalid UTF-8 is replaced by U+FFFD first, as dsh's decoder does. Errors as
+/// [`json::parse`].
+pub(crate) fn parse_line(line: &[u8]) -> Result<Value, ParseError> {
+    json::parse(&String::from_utf8_lossy(line))
 }
 
 /// The three packed row kinds.
@@ -283,15 +285,45 @@ pub(crate) fn into_event(value: Value, index: u64) -> Result<SessionEvent, Strin
 }
 
 /// Appends `event` to `out` as one line: the envelope keys in the order `type`, `seq`, `time`,
-/// `data`, `surfaceOp`, `sourceEventSeqs`, `ignorable` (absent ones omitted), then `\n`.
+/// `data`, `surfaceOp`, `sourceEventSeqs`, `ignorable` (absent ones omitted), then `\n`. Data
+/// nested deeper than serde_json's default limit is written too ([`json::write`]).
 /// Errors: serialization failures from `serde_json`.
 pub(crate) fn write_event_line(
     event: &SessionEvent,
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
-    serde_json::to_writer(&mut *out, event)?;
+    json::write(event, out)?;
     out.push(b'\n');
     Ok(())
+}
+
+/// Refuses an event of session `id` whose line dsh would not read back as the same event,
+/// by the session crate's [`check_storable`]: `data` holding `-0` or an integer beyond
+/// ±(2^53 - 1), which `JSON.parse` reads as another number (the lossless-data rule), or an
+/// envelope that no reader accepts back (`time` or `seq` beyond the safe integers,
+/// `ignorable: false`). Message shapes and legacy formats are not this backend's concern:
+/// such events are stored as they are.
+///
+/// Errors: [`PersistenceError::Unstorable`] naming the session, the seq and the number (or
+/// envelope field).
+pub(crate) fn check_reads_back(
+    id: &SessionId,
+    event: &SessionEvent,
+) -> Result<(), PersistenceError> {
+    let reason = match check_storable(event) {
+        Err(ValidationError::NotLossless { reason, .. }) => {
+            format!("{reason}, which dsh would read back as another number")
+        }
+        Err(ValidationError::Envelope { reason, .. }) => {
+            format!("{reason}, so its line would not read back")
+        }
+        _ => return Ok(()),
+    };
+    Err(PersistenceError::Unstorable {
+        id: id.clone(),
+        seq: event.seq,
+        reason,
+    })
 }
 
 #[cfg(test)]
@@ -300,7 +332,7 @@ mod tests {
     use dsh_session::SurfaceOp;
 
     fn expand(line: &str) -> Result<Vec<Value>, String> {
-        expand_record(parse_line(line.as_bytes())?)
+        expand_record(parse_line(line.as_bytes()).map_err(|e| e.to_string())?)
     }
 
     #[test]
@@ -468,6 +500,25 @@ mod tests {
         assert!(written.contains("7.9223749999998745"), "{written}");
         let back = parse_line(written.trim_end().as_bytes()).expect("JSON");
         assert_eq!(into_event(back, 0).expect("valid"), event);
+    }
+
+    #[test]
+    fn only_events_that_would_not_read_back_are_unstorable() {
+        let id = SessionId::new("s");
+        // A malformed message is the session validator's concern, not a reason to refuse.
+        let shapeless = SessionEvent::new("user/message", 0, 1, json!({"no": "id"}));
+        assert!(check_reads_back(&id, &shapeless).is_ok());
+        let negative_zero = serde_json::from_str::<Value>("-0.0").expect("JSON");
+        let lossy = SessionEvent::new("x", 4, 1, json!({"a": {"b": [negative_zero]}}));
+        match check_reads_back(&id, &lossy) {
+            Err(PersistenceError::Unstorable { seq: 4, reason, .. }) => {
+                assert!(reason.starts_with("data.a.b[0] is -0"), "{reason}")
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        let mut denied = SessionEvent::new("x", 0, 1, json!({}));
+        denied.ignorable = Some(false);
+        assert!(check_reads_back(&id, &denied).is_err());
     }
 
     #[test]

@@ -7,11 +7,16 @@
 //! that record itself holds a `turn/end`. Everything after the committed prefix is the torn
 //! tail: a read drops it in memory and reports it; only the next append truncates it.
 //!
+//! A line is never dropped for a limit of this reader: a record nested deeper than it accepts
+//! is refused as fatal, wherever it is. A compressed file adds its frame rules (see
+//! [`scan_compressed`]).
+//!
 //! Event lines are numbered from 1, the header not counted.
 
-use crate::compressed::{split_frames, Frame};
+use crate::compressed::{frames, Frame};
 use crate::decode::{decode_line, holds_turn_end, Decoded};
 use crate::header_line::{parse_header_line, HeaderError};
+use crate::json::ParseError;
 use dsh_session::SessionHeader;
 use std::io::{self, BufRead};
 
@@ -20,7 +25,9 @@ use std::io::{self, BufRead};
 pub(crate) enum ReadError {
     /// The header line is missing or refused.
     Header(HeaderError),
-    /// The body is damaged before a committed `turn/end`; the text names the line.
+    /// The body is damaged before a committed `turn/end`, holds a line this reader cannot
+    /// read (nested too deep), or (a compressed file) a frame is damaged; the text names the
+    /// line or the frame.
     Corrupt(String),
     /// Reading the bytes failed.
     Io(io::Error),
@@ -36,8 +43,9 @@ pub(crate) struct Scanned {
     /// The byte length of the file's part to keep when appending: the header plus the committed
     /// records (for a compressed file, up to the end of the last frame committed in full).
     pub committed: u64,
-    /// Committed text after `committed` that an append must write again before its own lines
-    /// (a compressed file's frame committed only in part); empty for a plain file.
+    /// Committed text after `committed` that an append must write again before its own lines:
+    /// the committed records of a compressed file's frame kept only in part (its later records
+    /// are tail) or of its torn final frame. Empty for a plain file.
     pub carry: Vec<u8>,
     /// What was dropped after the committed prefix, naming the line; `None` when nothing was
     /// (or when the read stopped early and never looked).
@@ -80,12 +88,15 @@ impl BodyScanner {
         let line_no = self.line_no;
         let decoded = match decode_line(line) {
             Ok(decoded) => decoded,
-            Err(why) => {
+            Err(ParseError::Invalid(why)) => {
                 self.issue.get_or_insert_with(|| Issue {
                     fatal: format!("unparsable committed event at line {line_no}"),
                     tail: format!("line {line_no} is unparsable ({why})"),
                 });
                 return Ok(());
+            }
+            Err(too_deep @ ParseError::TooDeep { .. }) => {
+                return Err(format!("line {line_no} cannot be read: {too_deep}"))
             }
         };
         // dsh reads `.type`/`.seq` of the record without a guard: a bare `null` stops it.
@@ -127,13 +138,17 @@ impl BodyScanner {
         Ok(())
     }
 
-    /// Takes a record that cannot be decoded at all (a damaged compressed frame, described by
-    /// `what`): like an unparsable line, it is tail unless a later `turn/end` follows.
-    fn feed_damaged(&mut self, what: &str) {
-        self.issue.get_or_insert_with(|| Issue {
-            fatal: format!("unreadable committed records: {what}"),
-            tail: what.to_owned(),
-        });
+    /// Takes every newline-terminated line of `text`, the file's text from offset `start` on
+    /// (an unterminated rest is left for [`BodyScanner::finish`] to report). Errors: the fatal
+    /// refusal.
+    fn feed_text(&mut self, text: &[u8], start: u64) -> Result<(), String> {
+        let mut line_start = 0;
+        while let Some(offset) = text[line_start..].iter().position(|b| *b == b'\n') {
+            let end = line_start + offset + 1;
+            self.feed(&text[line_start..end - 1], start + end as u64)?;
+            line_start = end;
+        }
+        Ok(())
     }
 
     /// Whether an issue is open (its fate depends on the lines still to come).
@@ -185,84 +200,108 @@ pub(crate) fn scan_bytes(bytes: &[u8]) -> Result<Scanned, ReadError> {
         .position(|b| *b == b'\n')
         .ok_or_else(header_less)?;
     let header = header_of(&bytes[..newline])?;
-    let mut start = newline + 1;
-    let mut scanner = BodyScanner::new(start as u64);
-    while let Some(offset) = bytes[start..].iter().position(|b| *b == b'\n') {
-        let end = start + offset + 1;
-        scanner
-            .feed(&bytes[start..end - 1], end as u64)
-            .map_err(ReadError::Corrupt)?;
-        start = end;
-    }
+    let start = newline as u64 + 1;
+    let mut scanner = BodyScanner::new(start);
+    scanner
+        .feed_text(&bytes[newline + 1..], start)
+        .map_err(ReadError::Corrupt)?;
     Ok(scanner.finish(header, bytes.len() as u64))
 }
 
-/// Reads a whole compressed file (`session.jsonl.zstd`) held in memory: the frames are
-/// decoded and their text scanned as [`scan_bytes`] scans a plain file. A damaged frame counts
-/// as one unparsable record; an incomplete final frame is part of the torn tail. Offsets in
-/// the result are those of the compressed file: `committed` ends at a frame boundary and
-/// `carry` holds the committed text of a frame kept only in part.
+/// Reads a whole compressed file (`session.jsonl.zstd`) held in memory, frame by frame, and
+/// scans the text of its frames as [`scan_bytes`] scans a plain file.
 ///
-/// Errors as [`scan_bytes`]; a header frame that does not decode is a damaged header.
+/// The first frame must hold exactly the header line, and every later complete frame complete
+/// records (its text ends in a newline). Only the final frame may be incomplete (a crash-torn
+/// write): the complete records its complete blocks decode to are scanned like any others,
+/// and the frame is part of the torn tail, as are final bytes that begin no frame. Offsets in the result are those of the compressed
+/// file: `committed` ends at a frame boundary, and `carry` holds the committed text of a frame
+/// kept only in part (an append writes it again in a complete frame, so that the frame's
+/// committed records survive the cut).
+///
+/// Errors: as [`scan_bytes`]; [`ReadError::Header`] for a first frame that is not complete
+/// ([`HeaderError::Damaged`]) or holds more than the header line ([`HeaderError::Invalid`]);
+/// [`ReadError::Corrupt`] naming the frame for a complete frame that does not decode or ends
+/// inside a record.
 pub(crate) fn scan_compressed(bytes: &[u8]) -> Result<Scanned, ReadError> {
-    let frames = split_frames(bytes);
-    let mut plain: Vec<u8> = Vec::new();
-    // (text length, file offset) after each frame, from the start of the file.
-    let mut bounds: Vec<(usize, u64)> = vec![(0, 0)];
-    let mut header: Option<SessionHeader> = None;
-    let mut scanner = BodyScanner::new(0);
-    let mut line_start = 0usize;
-    for frame in frames.frames {
-        match frame {
-            Frame::Data { plain: text, end } => {
-                plain.extend_from_slice(&text);
-                while let Some(offset) = plain[line_start..].iter().position(|b| *b == b'\n') {
-                    let line_end = line_start + offset;
-                    if header.is_none() {
-                        header = Some(header_of(&plain[..line_end])?);
-                        scanner = BodyScanner::new(line_end as u64 + 1);
-                    } else {
-                        scanner
-                            .feed(&plain[line_start..line_end], line_end as u64 + 1)
-                            .map_err(ReadError::Corrupt)?;
-                    }
-                    line_start = line_end + 1;
-                }
-                bounds.push((plain.len(), end));
-            }
-            Frame::Damaged { end, why } => {
-                if header.is_none() {
-                    return Err(ReadError::Header(HeaderError::Damaged(format!(
-                        "the zstd frame holding the header does not decode ({why})"
-                    ))));
-                }
-                // A partial line before the damage cannot be completed any more.
-                line_start = plain.len();
-                scanner.feed_damaged(&format!(
-                    "the zstd frame ending at byte {end} does not decode ({why})"
-                ));
-                bounds.push((plain.len(), end));
-            }
+    let mut frames = frames(bytes);
+    let (header, header_text, header_end) = match frames.next() {
+        None => return Err(header_less()),
+        Some(Frame::Complete { plain, end, .. }) => (header_frame(&plain)?, plain, end),
+        Some(Frame::Torn { what, .. } | Frame::Broken { what }) => {
+            return Err(ReadError::Header(HeaderError::Damaged(format!(
+                "no complete header frame: {what}"
+            ))))
         }
+    };
+    let mut plain = header_text;
+    // (text length, file offset) at the start of each body frame: where an append may cut.
+    let mut bounds: Vec<(usize, u64)> = vec![(plain.len(), header_end)];
+    let mut scanner = BodyScanner::new(plain.len() as u64);
+    let mut torn = None;
+    for frame in frames {
+        let text = match frame {
+            Frame::Complete {
+                number,
+                start,
+                end,
+                plain: text,
+            } => {
+                if text.last().is_some_and(|b| *b != b'\n') {
+                    return Err(ReadError::Corrupt(format!(
+                        "zstd frame {number} (bytes {start}..{end}) ends inside a record (its \
+                         text does not end in a newline)"
+                    )));
+                }
+                bounds.push((plain.len() + text.len(), end));
+                text
+            }
+            Frame::Torn { plain: text, what } => {
+                torn = Some(format!("{what}, a torn write"));
+                text
+            }
+            Frame::Broken { what } => return Err(ReadError::Corrupt(what)),
+        };
+        scanner
+            .feed_text(&text, plain.len() as u64)
+            .map_err(ReadError::Corrupt)?;
+        plain.extend_from_slice(&text);
     }
-    let header = header.ok_or_else(header_less)?;
     let mut scanned = scanner.finish(header, plain.len() as u64);
-    if let (None, Some((start, why))) = (&scanned.dropped_tail, &frames.torn) {
-        scanned.dropped_tail = Some(format!(
-            "the final zstd frame at byte {start} is incomplete ({why}, a torn write); {} trailing bytes dropped",
-            bytes.len() as u64 - start
-        ));
+    if let Some(torn) = torn {
+        scanned.dropped_tail = Some(match scanned.dropped_tail {
+            Some(tail) => format!("{tail}; {torn}"),
+            None => format!(
+                "{torn}: the records decoded from it are kept, and the next append writes \
+                 them again in a complete frame"
+            ),
+        });
     }
     let committed_text = usize::try_from(scanned.committed).unwrap_or(usize::MAX);
-    let (frame_text, frame_end) = bounds
+    let (frame_text, frame_start) = bounds
         .iter()
         .rev()
         .find(|(text, _)| *text <= committed_text)
         .copied()
         .unwrap_or((0, 0));
     scanned.carry = plain[frame_text..committed_text].to_vec();
-    scanned.committed = frame_end;
+    scanned.committed = frame_start;
     Ok(scanned)
+}
+
+/// The header of a compressed file whose first frame decodes to `text`.
+fn header_frame(text: &[u8]) -> Result<SessionHeader, ReadError> {
+    let newline = text
+        .iter()
+        .position(|b| *b == b'\n')
+        .ok_or_else(header_less)?;
+    let header = header_of(&text[..newline])?;
+    if newline + 1 < text.len() {
+        return Err(ReadError::Header(HeaderError::Invalid(
+            "the first zstd frame holds more than the header line".into(),
+        )));
+    }
+    Ok(header)
 }
 
 /// Reads the header and at least the first `len` committed events from `reader`, stopping at
@@ -489,6 +528,64 @@ mod tests {
             scan_prefix(&mut &damaged[..], 2),
             Err(ReadError::Corrupt(_))
         ));
+    }
+
+    #[test]
+    fn a_line_nested_too_deep_is_fatal_even_as_the_last_line() {
+        let deep = format!(
+            r#"{{"type":"x","seq":1,"time":0,"data":{}{}}}"#,
+            "[".repeat(crate::json::MAX_DEPTH),
+            "]".repeat(crate::json::MAX_DEPTH)
+        );
+        let bytes = file(&[event(0, "x"), deep], "");
+        let reason = corrupt(&bytes);
+        assert!(
+            reason.starts_with("line 2 cannot be read: its JSON nests"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn a_torn_final_frame_is_cut_at_its_start_and_its_complete_records_carried() {
+        use crate::compressed::compress_frame;
+        let mut bytes = compress_frame(format!("{HEADER}\n").as_bytes()).expect("frame");
+        let lines = [0, 1, 2, 3].map(|seq| event(seq, "x"));
+        bytes.extend(
+            compress_frame(format!("{}\n{}\n", lines[0], lines[1]).as_bytes()).expect("frame"),
+        );
+        let torn_start = bytes.len() as u64;
+        let kept = format!("{}\n{}\n", lines[2], lines[3]);
+        let torn = compress_frame(format!("{kept}{{\"type\":").as_bytes()).expect("frame");
+        bytes.extend(&torn[..torn.len() - 4]);
+
+        let scanned = scan_compressed(&bytes).expect("a torn tail is tolerated");
+        assert_eq!(scanned.events.len(), 4);
+        assert_eq!(scanned.committed, torn_start);
+        assert_eq!(scanned.carry, kept.as_bytes());
+        let tail = scanned.dropped_tail.expect("reported");
+        assert!(
+            tail.starts_with("line 5 has no terminating newline"),
+            "{tail}"
+        );
+        assert!(
+            tail.contains(&format!(
+                "zstd frame 3 (bytes {torn_start}..) is incomplete"
+            )),
+            "{tail}"
+        );
+    }
+
+    #[test]
+    fn an_issue_inside_a_complete_frame_carries_the_frame_s_committed_part() {
+        use crate::compressed::compress_frame;
+        let mut bytes = compress_frame(format!("{HEADER}\n").as_bytes()).expect("frame");
+        let frame_start = bytes.len() as u64;
+        let text = format!("{}\n{{oops\n{}\n", event(0, "x"), event(2, "x"));
+        bytes.extend(compress_frame(text.as_bytes()).expect("frame"));
+        let scanned = scan_compressed(&bytes).expect("tolerated");
+        assert_eq!(scanned.events.len(), 1);
+        assert_eq!(scanned.committed, frame_start);
+        assert_eq!(scanned.carry, format!("{}\n", event(0, "x")).as_bytes());
     }
 
     #[test]

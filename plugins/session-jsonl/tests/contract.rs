@@ -51,15 +51,22 @@ impl JsonlFixture {
         String::from_utf8(text).expect("UTF-8")
     }
 
-    /// Bytes holding `text` in the fixture's form (one checksummed frame when compressed).
+    /// Bytes holding `text` in the fixture's form: compressed as dsh frames it, its first line
+    /// in a checksummed frame of its own and the rest in a second one.
     fn encode(&self, text: &str) -> Vec<u8> {
         match self.compression {
             Compression::None => text.as_bytes().to_vec(),
             Compression::Zstd => {
-                let mut encoder = zstd::Encoder::new(Vec::new(), 3).expect("an encoder");
-                encoder.include_checksum(true).expect("checksums");
-                encoder.write_all(text.as_bytes()).expect("encodes");
-                encoder.finish().expect("a frame")
+                let first_line = text.find('\n').map_or(text.len(), |newline| newline + 1);
+                let (first, rest) = text.split_at(first_line);
+                let mut bytes = Vec::new();
+                for part in [first, rest].into_iter().filter(|part| !part.is_empty()) {
+                    let mut encoder = zstd::Encoder::new(Vec::new(), 3).expect("an encoder");
+                    encoder.include_checksum(true).expect("checksums");
+                    encoder.write_all(part.as_bytes()).expect("encodes");
+                    bytes.extend(encoder.finish().expect("a frame"));
+                }
+                bytes
             }
         }
     }
@@ -129,10 +136,12 @@ mod plain {
     use super::*;
     dsh_session_contract::contract_tests!(JsonlFixture::new(Compression::None));
     dsh_session_contract::fault_tests!(JsonlFixture::new(Compression::None), SessionJsonlPlugin);
+    dsh_session_contract::drain_tests!(JsonlFixture::new(Compression::None));
 }
 
 mod zstd_frames {
     use super::*;
     dsh_session_contract::contract_tests!(JsonlFixture::new(Compression::Zstd));
     dsh_session_contract::fault_tests!(JsonlFixture::new(Compression::Zstd), SessionJsonlPlugin);
+    dsh_session_contract::drain_tests!(JsonlFixture::new(Compression::Zstd));
 }

@@ -490,7 +490,12 @@ fn list_returns_every_header_in_creation_order() {
         b"{\"type\":\"session\"}\n",
     );
 
-    let headers = store.list().expect("listed");
+    let headers: Vec<_> = store
+        .list()
+        .expect("listed")
+        .into_iter()
+        .map(|listed| listed.header)
+        .collect();
     let ids: Vec<&str> = headers.iter().map(|h| h.id.as_str()).collect();
     assert_eq!(ids, ["a-early", "b-early", "late"]);
     assert_eq!(headers[0], header("a-early", Some("/b"), 10));

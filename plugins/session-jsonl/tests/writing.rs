@@ -267,7 +267,7 @@ fn hostile_ids_store_inside_the_root_and_read_back_unchanged() {
         .list()
         .expect("listed")
         .into_iter()
-        .map(|h| h.id.as_str().to_owned())
+        .map(|listed| listed.header.id.as_str().to_owned())
         .collect();
     assert_eq!(listed, ids);
     let files = files_under(dir.path());

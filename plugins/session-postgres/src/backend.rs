@@ -2,13 +2,14 @@
 
 use crate::error::{is_duplicate_key, sql_error, write_error, OpenError, Place};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
-use dsh_session::columns::{events_from_rows, EventColumns, HeaderColumns};
+use dsh_session::columns::{events_from_rows, sql_int, EventColumns, HeaderColumns};
 use dsh_session::{
-    check_seqs, PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence,
-    StoredSession,
+    check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
+    SessionPersistence, StoredSession, StoredTail,
 };
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 use postgres::{Client, IsolationLevel, NoTls, Row, Transaction};
+use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +30,11 @@ const HEADER_SELECT: &str = "id, version, created_at, cwd, parent_session, seed_
 const EVENT_SELECT: &str =
     "seq, type, time, data::text, surface_op::text, source_event_seqs::text, ignorable";
 
+/// How many idle connections an instance keeps for later calls (one per thread for up to this
+/// many threads calling at once; more are opened while more threads call, and closed when
+/// they are done).
+const IDLE_CONNECTIONS: usize = 8;
+
 /// Session persistence in one PostgreSQL schema (tables in [`crate::schema`]), shared by every
 /// process that connects to it: each sees the sessions the others stored and can fork them.
 ///
@@ -42,14 +48,65 @@ const EVENT_SELECT: &str =
 /// [`PersistenceError::SeqMismatch`]. Nothing is written in every one of these cases. Reads
 /// take no lock and see one committed state.
 ///
-/// One connection per instance, guarded by a mutex; a connection the server closed is opened
-/// again on the next call.
+/// Each call runs on a connection of its own, taken from the instance's idle connections (a
+/// new one when none is idle) and given back after it, so calls from several threads (several
+/// sessions flushing) run side by side and wait for their commits together (PostgreSQL
+/// flushes the WAL for all of them at once), not one behind the other. A connection the server
+/// closed is not given back; the next call opens a new one.
+///
+/// The revision ([`ListedSession::revision`]) of a stored session is the number of its stored
+/// events (one past its greatest seq), read from the `(session_id, seq)` primary key in the
+/// same snapshot as the rest of the read.
 pub struct PostgresPersistence {
     config: postgres::Config,
     place: Place,
     lock_timeout: Duration,
     sql: Statements,
-    client: Mutex<Client>,
+    /// Idle connections, at most [`IDLE_CONNECTIONS`].
+    idle: Mutex<Vec<Client>>,
+}
+
+/// A connection taken from the idle ones for one call, given back when dropped unless the
+/// server closed it.
+struct Pooled<'a> {
+    owner: &'a PostgresPersistence,
+    client: Option<Client>,
+}
+
+impl Deref for Pooled<'_> {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        self.client
+            .as_ref()
+            .expect("a pooled connection is held until dropped")
+    }
+}
+
+impl DerefMut for Pooled<'_> {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.client
+            .as_mut()
+            .expect("a pooled connection is held until dropped")
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take().filter(|client| !client.is_closed()) {
+            let mut idle = self.owner.idle.lock();
+            if idle.len() < IDLE_CONNECTIONS {
+                idle.push(client);
+            }
+        }
+    }
+}
+
+/// What one read transaction of a stored session returned.
+struct Read {
+    header: SessionHeader,
+    events: Vec<SessionEvent>,
+    revision: u64,
 }
 
 impl std::fmt::Debug for PostgresPersistence {
@@ -72,6 +129,14 @@ struct Statements {
     list: String,
 }
 
+/// The revision of the session whose id `id` names (an SQL expression) in namespace `s`: one
+/// past its greatest stored seq, 0 for an empty log (the number of stored events, for a log
+/// without a gap), which is also the seq its next event must carry. One backward step in the
+/// `(session_id, seq)` primary key, not a scan of the log.
+fn revision(s: &str, id: &str) -> String {
+    format!("(SELECT COALESCE(MAX(seq) + 1, 0) FROM {s}.events WHERE session_id = {id})")
+}
+
 impl Statements {
     fn new(s: &str) -> Statements {
         Statements {
@@ -90,16 +155,19 @@ impl Statements {
                 EventColumns::NAMES
             ),
             lock_session: format!("SELECT 1 FROM {s}.sessions WHERE id = $1 FOR NO KEY UPDATE"),
-            next_seq: format!(
-                "SELECT COALESCE(MAX(seq) + 1, 0) FROM {s}.events WHERE session_id = $1"
+            next_seq: format!("SELECT {}", revision(s, "$1")),
+            select_header: format!(
+                "SELECT {HEADER_SELECT}, {} FROM {s}.sessions s WHERE s.id = $1",
+                revision(s, "s.id")
             ),
-            select_header: format!("SELECT {HEADER_SELECT} FROM {s}.sessions WHERE id = $1"),
             select_events: format!(
-                "SELECT {EVENT_SELECT} FROM {s}.events WHERE session_id = $1 \
-                 ORDER BY seq LIMIT $2"
+                "SELECT {EVENT_SELECT} FROM {s}.events WHERE session_id = $1 AND seq >= $2 \
+                 ORDER BY seq LIMIT $3"
             ),
             list: format!(
-                "SELECT {HEADER_SELECT} FROM {s}.sessions ORDER BY created_at, id COLLATE \"C\""
+                "SELECT {HEADER_SELECT}, {} FROM {s}.sessions s \
+                 ORDER BY created_at, id COLLATE \"C\"",
+                revision(s, "s.id")
             ),
         }
     }
@@ -145,7 +213,7 @@ impl PostgresPersistence {
             config,
             place,
             lock_timeout: lock_timeout.max(Duration::from_millis(1)),
-            client: Mutex::new(client),
+            idle: Mutex::new(vec![client]),
         })
     }
 
@@ -154,13 +222,17 @@ impl PostgresPersistence {
         self.place.to_string()
     }
 
-    /// The connection, opened again when the server closed it.
-    fn client(&self) -> Result<MutexGuard<'_, Client>, PersistenceError> {
-        let mut client = self.client.lock();
-        if client.is_closed() {
-            *client = connect(&self.config, &self.place)?;
-        }
-        Ok(client)
+    /// A connection for one call: an idle one the server did not close, else a new one.
+    fn client(&self) -> Result<Pooled<'_>, PersistenceError> {
+        let idle = std::iter::from_fn(|| self.idle.lock().pop()).find(|c| !c.is_closed());
+        let client = match idle {
+            Some(client) => client,
+            None => connect(&self.config, &self.place)?,
+        };
+        Ok(Pooled {
+            owner: self,
+            client: Some(client),
+        })
     }
 
     fn failed(&self) -> impl Fn(postgres::Error) -> PersistenceError + '_ {
@@ -190,9 +262,11 @@ impl PostgresPersistence {
         write_error(&self.place, id, self.lock_timeout.as_millis(), error)
     }
 
-    /// Reads session `id` (its header and its first `len` events) in one read-only repeatable
-    /// read transaction, so that header and events are of one committed state.
-    fn read(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
+    /// Reads session `id` in one read-only repeatable read transaction, so that header,
+    /// revision and events are of one committed state: the events with seq `from` and later,
+    /// at most `limit` of them. Rows read from seq 0 are checked by [`events_from_rows`], a
+    /// tail by [`tail_events`].
+    fn read(&self, id: &SessionId, from: u64, limit: u64) -> Result<Read, PersistenceError> {
         let not_found = || PersistenceError::NotFound { id: id.clone() };
         if id.as_str().contains('\0') {
             return Err(not_found());
@@ -205,28 +279,34 @@ impl PostgresPersistence {
             .read_only(true)
             .start()
             .map_err(self.failed())?;
-        let header = tx
+        let row = tx
             .query_opt(&self.sql.select_header, &[&id.as_str()])
             .map_err(self.failed())?
             .ok_or_else(not_found)?;
-        let header = header_columns(&header)
+        let header = header_columns(&row)
             .map_err(self.failed())?
             .read_header(&store)?;
-        let limit = i64::try_from(len).unwrap_or(i64::MAX);
+        let revision = unsigned(row.try_get(10).map_err(self.failed())?);
         let rows = tx
-            .query(&self.sql.select_events, &[&id.as_str(), &limit])
+            .query(
+                &self.sql.select_events,
+                &[&id.as_str(), &sql_int(from), &sql_int(limit)],
+            )
             .map_err(self.failed())?;
         let rows = rows
             .iter()
             .map(event_columns)
             .collect::<Result<Vec<_>, _>>()
             .map_err(self.failed())?;
-        let events = events_from_rows(&store, id, rows)?;
+        let events = match from {
+            0 => events_from_rows(&store, id, rows)?,
+            _ => tail_events(&store, id, from, revision, rows)?,
+        };
         tx.commit().map_err(self.failed())?;
-        Ok(StoredSession {
+        Ok(Read {
             header,
             events,
-            dropped_tail: None,
+            revision,
         })
     }
 
@@ -384,38 +464,94 @@ impl SessionPersistence for PostgresPersistence {
     /// [`PersistenceError::Corrupt`] (a gap in the seqs, or a column that is not the JSON it
     /// should be); [`PersistenceError::Io`].
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
-        self.read(id, u64::MAX)
+        self.read_prefix(id, u64::MAX)
     }
 
     /// Reads the header and the first `len` events (fewer when the log is shorter), reading
     /// no row past them (`LIMIT`). Never writes. Errors as [`SessionPersistence::load`].
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
-        self.read(id, len)
+        let read = self.read(id, 0, len)?;
+        Ok(StoredSession {
+            header: read.header,
+            events: read.events,
+            dropped_tail: None,
+            revision: read.revision,
+        })
     }
 
-    /// The headers of every stored session, sorted by `createdAt` then id (byte order), from
-    /// the `sessions` table alone. Rows whose header is refused (a foreign version, a bad
-    /// column) are skipped with a warning in the log.
+    /// Reads the header and the events with seq `from` and later (`WHERE seq >= from` on the
+    /// primary key: no row before them is read); `len` is the revision. Never writes. Errors as
+    /// [`SessionPersistence::load`], for the rows read (a gap before `from` is not seen).
+    fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
+        let read = self.read(id, from, u64::MAX)?;
+        Ok(StoredTail {
+            header: read.header,
+            events: read.events,
+            len: read.revision,
+            dropped_tail: None,
+            revision: read.revision,
+        })
+    }
+
+    /// The headers and revisions of every stored session, sorted by `createdAt` then id (byte
+    /// order), from the `sessions` table and the primary key of `events` (no log is read).
+    /// Rows whose header is refused (a foreign version, a bad column) are skipped with a
+    /// warning in the log.
     ///
     /// Errors: [`PersistenceError::Io`] when the table cannot be read.
-    fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
+    fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
         let store = self.place.to_string();
         let rows = self
             .client()?
             .query(&self.sql.list, &[])
             .map_err(self.failed())?;
-        let mut headers = Vec::with_capacity(rows.len());
+        let mut listed = Vec::with_capacity(rows.len());
         for row in &rows {
             let read = header_columns(row)
+                .and_then(|columns| Ok((columns, unsigned(row.try_get(10)?))))
                 .map_err(self.failed())
-                .and_then(|columns| columns.read_header(&store));
+                .and_then(|(columns, revision)| Ok((columns.read_header(&store)?, revision)));
             match read {
-                Ok(header) => headers.push(header),
+                Ok((header, revision)) => listed.push(ListedSession { header, revision }),
                 Err(error) => tracing::warn!(%error, "skipping an unreadable session header"),
             }
         }
-        Ok(headers)
+        Ok(listed)
     }
+}
+
+/// A count read from PostgreSQL (never negative) as `u64`.
+fn unsigned(count: i64) -> u64 {
+    u64::try_from(count).unwrap_or(0)
+}
+
+/// The events of session `id` from its rows with seq `from` and later, read in seq order up to
+/// the last stored seq (`revision - 1`). The primary key makes their seqs distinct, so the
+/// tail has no gap exactly when it holds `revision - from` rows.
+///
+/// Errors: [`PersistenceError::Corrupt`] naming the session: a row that is not an event, or
+/// fewer rows than seqs (a gap in the log).
+fn tail_events(
+    store: &str,
+    id: &SessionId,
+    from: u64,
+    revision: u64,
+    rows: Vec<EventColumns>,
+) -> Result<Vec<SessionEvent>, PersistenceError> {
+    let stored = rows.len() as u64;
+    if stored != revision.saturating_sub(from) {
+        return Err(PersistenceError::Corrupt {
+            file: store.to_owned(),
+            reason: format!(
+                "session \"{id}\": {stored} events are stored from seq {from} to seq {} \
+                 (a gap in the log)",
+                revision.saturating_sub(1)
+            ),
+        });
+    }
+    rows.into_iter()
+        .map(|row| row.into_event().map_err(|bad| bad.corrupt(store, id)))
+        .collect()
 }
 
 /// Opens a connection to the store's server.

@@ -1,11 +1,14 @@
 //! What the PostgreSQL backend adds to the contract: the `(session_id, seq)` key as the last
 //! guard against a conflicting append, its configuration errors, NUL characters, schema
-//! versions and lost connections. Tests that need a server skip with a printed reason
+//! versions, lost connections, tail reads that do not check the rows before their start, and
+//! sessions written side by side. Tests that need a server skip with a printed reason
 //! without `DSH_TEST_POSTGRES_URL`.
 
 mod support;
 
-use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta, SessionPersistence};
+use dsh_session::{
+    ListedSession, SessionEvent, SessionHeader, SessionId, SessionMeta, SessionPersistence,
+};
 use dsh_session_postgres::PostgresPersistence;
 use serde_json::json;
 use std::sync::Arc;
@@ -101,7 +104,14 @@ fn a_nul_character_in_text_columns_is_refused_before_anything_is_written() {
         backend.load(&missing).unwrap_err().code(),
         "SESSION_NOT_FOUND"
     );
-    assert_eq!(backend.list().unwrap(), vec![header]);
+    let listed = backend.list().unwrap();
+    assert_eq!(
+        listed,
+        vec![ListedSession {
+            header,
+            revision: 2
+        }]
+    );
 }
 
 #[test]
@@ -166,4 +176,72 @@ fn an_unreachable_server_is_an_io_error_naming_the_store_but_not_the_password() 
         "{message}"
     );
     assert!(!message.contains("secret"), "{message}");
+}
+
+#[test]
+fn a_tail_read_does_not_check_the_rows_before_its_start() {
+    let Some(schema) = TestSchema::new("tail") else {
+        return;
+    };
+    let (backend, header) = stored(&schema, "holed", 12);
+    schema.execute(
+        "DELETE FROM {s}.events WHERE session_id = $1 AND seq = 4",
+        &[&"holed"],
+    );
+    assert_eq!(backend.load(&header.id).unwrap_err().code(), "LOG_CORRUPT");
+    let tail = backend
+        .read_from(&header.id, 5)
+        .expect("the rows read are sound");
+    let seqs: Vec<u64> = tail.events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (5..12).collect::<Vec<_>>());
+    assert_eq!((tail.len, tail.revision), (12, 12));
+    for from in [4, 1] {
+        let error = backend.read_from(&header.id, from).unwrap_err();
+        assert_eq!(error.code(), "LOG_CORRUPT", "from {from}: {error}");
+        assert!(error.to_string().contains("gap"), "from {from}: {error}");
+    }
+}
+
+#[test]
+fn a_write_waiting_for_one_sessions_lock_does_not_hold_up_another_session() {
+    let Some(schema) = TestSchema::new("apart") else {
+        return;
+    };
+    let (_, waiting) = stored(&schema, "waiting", 1);
+    let (_, free) = stored(&schema, "free", 1);
+    let backend = PostgresPersistence::open_with_lock_timeout(
+        &schema.url,
+        Some(&schema.name),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let mut holder = schema.connect();
+    holder.batch_execute("BEGIN").unwrap();
+    holder
+        .execute(
+            &format!(
+                "SELECT 1 FROM \"{}\".sessions WHERE id = $1 FOR NO KEY UPDATE",
+                schema.name
+            ),
+            &[&"waiting"],
+        )
+        .unwrap();
+    std::thread::scope(|scope| {
+        let blocked = scope.spawn(|| backend.append(&waiting.id, &[note(1, "blocked")]));
+        std::thread::sleep(Duration::from_millis(100));
+        backend
+            .append(&free.id, &[note(1, "free")])
+            .expect("another session is written meanwhile");
+        assert_eq!(backend.read_from(&free.id, 1).unwrap().events.len(), 1);
+        assert!(
+            !blocked.is_finished(),
+            "the first write still waits for the row lock"
+        );
+        holder.batch_execute("COMMIT").unwrap();
+        blocked
+            .join()
+            .unwrap()
+            .expect("the waiting write goes through");
+    });
+    assert_eq!(backend.load(&waiting.id).unwrap().revision, 2);
 }

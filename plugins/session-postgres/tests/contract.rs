@@ -87,3 +87,8 @@ dsh_session_contract::fault_tests!(
     },
     SessionPostgresPlugin
 );
+
+dsh_session_contract::drain_tests!(match TestSchema::new("drain") {
+    Some(schema) => PostgresFixture(schema),
+    None => return,
+});

@@ -3,14 +3,14 @@
 use crate::rows::{
     event_from_row, header_from_row, insert_events, insert_header, EVENT_COLUMNS, HEADER_COLUMNS,
 };
-use crate::schema::{open_database, storage_error};
-use dsh_session::columns::{check_stored_version, events_from_rows};
+use crate::schema::{connect, open_database, storage_error};
+use dsh_session::columns::{check_stored_version, events_from_rows, sql_int, EventColumns};
 use dsh_session::{
-    check_seqs, PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence,
-    StoredSession,
+    check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
+    SessionPersistence, StoredSession, StoredTail,
 };
-use parking_lot::Mutex;
-use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,23 +19,54 @@ use std::time::Duration;
 /// write lock before failing with [`PersistenceError::Locked`]: 5 seconds.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How many idle read connections an instance keeps (more are opened while more threads read
+/// at once, and closed again when they are done).
+const IDLE_READERS: usize = 4;
+
+/// The revision of the session row `s`: one past its greatest stored seq, 0 for an empty log
+/// (the number of stored events, for a log without a gap). One seek in the `(session_id, seq)`
+/// primary key, not a scan of the log.
+const REVISION: &str = "(SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = s.id)";
+
 /// Session persistence in one SQLite database file (schema in [`crate::schema`]).
 ///
-/// Every write is one `BEGIN IMMEDIATE` transaction (a create writes the header row and the
-/// seed; an append checks the stored next seq and inserts the batch), committed with
+/// Every write is part of one `BEGIN IMMEDIATE` transaction (a create writes the header row
+/// and the seed; an append checks the stored next seq and inserts the batch), committed with
 /// `synchronous=FULL` in WAL mode, so it is durable when the call returns and a crash leaves
-/// either all of it or none. Writers of one instance are serialized by its connection's
-/// mutex; writers in other processes (or other instances on the same file) by SQLite's write
-/// lock: a writer that cannot take it within the lock timeout gets
-/// [`PersistenceError::Locked`] naming the session, and nothing is written. Readers are not
-/// blocked by a writer (WAL).
+/// either all of it or none.
+///
+/// SQLite admits one writer at a time per database and syncs the WAL inside each commit, so
+/// two commits cannot overlap their syncs; an instance commits concurrent writes in groups
+/// instead. A write queues itself; when no group is being committed, its thread takes every
+/// queued write (its own among them), runs them in one transaction with one sync, and answers
+/// each; writes queued meanwhile wait, and form the next group. A write alone is committed at
+/// once, and under concurrent writes (other sessions flushing) each sync makes several
+/// writes durable. Each write of a group succeeds or is refused on its own (every check comes
+/// before its first insert, so a refused write changes nothing); a statement the database
+/// refuses fails the whole group, and nothing of it is stored.
+///
+/// Writers in other processes (or other instances on the same file) are serialized by SQLite's
+/// write lock: a write that cannot take it within the lock timeout gets
+/// [`PersistenceError::Locked`] naming the session, and nothing is written. Reads go through
+/// read connections of their own (a small pool), so they wait neither for a commit nor for
+/// each other (WAL).
 ///
 /// Events are stored column by column (`type`, `time`, `data` as JSON text, the optional
 /// envelope keys), and read back as the same JSON values, keys in the same order.
+///
+/// The revision ([`ListedSession::revision`]) of a stored session is the number of its stored
+/// events (one past its greatest seq), read from the primary-key index.
 pub struct SqlitePersistence {
     path: PathBuf,
     lock_timeout: Duration,
-    conn: Mutex<Connection>,
+    /// The connection every write goes through, used by the thread committing a group.
+    writer: Mutex<Connection>,
+    /// Writes waiting for a group commit, and the outcomes of committed ones.
+    queue: Mutex<Queue>,
+    /// Signalled when a group's outcomes are in [`Queue::answers`].
+    answered: Condvar,
+    /// Idle read connections.
+    readers: Mutex<Vec<Connection>>,
 }
 
 impl std::fmt::Debug for SqlitePersistence {
@@ -45,6 +76,68 @@ impl std::fmt::Debug for SqlitePersistence {
             .field("lock_timeout", &self.lock_timeout)
             .finish_non_exhaustive()
     }
+}
+
+/// One write call, its rows made by the calling thread (so that encoding them does not hold
+/// up a group commit) and owned, so that another thread's group commit can carry it.
+enum Write {
+    /// [`SessionPersistence::create`]: the header and the seed's rows (seqs from 0, checked).
+    Create {
+        header: Box<SessionHeader>,
+        rows: Vec<EventColumns>,
+    },
+    /// [`SessionPersistence::append`]: rows with contiguous seqs (checked), to be stored at
+    /// the stored next seq.
+    Append {
+        id: SessionId,
+        rows: Vec<EventColumns>,
+    },
+}
+
+impl Write {
+    /// The session written.
+    fn id(&self) -> &SessionId {
+        match self {
+            Write::Create { header, .. } => &header.id,
+            Write::Append { id, .. } => id,
+        }
+    }
+}
+
+/// The group commit's queue: writes waiting for a group, and the outcomes of committed groups
+/// until their callers take them, each under the ticket its caller drew.
+#[derive(Default)]
+struct Queue {
+    /// The ticket of the next write.
+    next_ticket: u64,
+    /// Writes waiting for the next group.
+    waiting: Vec<(u64, Write)>,
+    /// Whether a thread is committing a group.
+    committing: bool,
+    /// Outcomes not yet taken by their callers.
+    answers: Vec<(u64, Result<(), PersistenceError>)>,
+}
+
+/// Why a write of a group did not go through.
+enum Refusal {
+    /// The write is refused (an id collision, a seq mismatch, an unknown session) before it
+    /// changed anything; the rest of the group goes on.
+    Write(PersistenceError),
+    /// The database refused a statement: the group's transaction is rolled back.
+    Storage(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Refusal {
+    fn from(error: rusqlite::Error) -> Refusal {
+        Refusal::Storage(error)
+    }
+}
+
+/// What one read transaction of a stored session returned.
+struct Read {
+    header: SessionHeader,
+    events: Vec<SessionEvent>,
+    revision: u64,
 }
 
 impl SqlitePersistence {
@@ -63,11 +156,14 @@ impl SqlitePersistence {
         lock_timeout: Duration,
     ) -> Result<SqlitePersistence, PersistenceError> {
         let path = path.into();
-        let conn = open_database(&path, lock_timeout)?;
+        let writer = open_database(&path, lock_timeout)?;
         Ok(SqlitePersistence {
             path,
             lock_timeout,
-            conn: Mutex::new(conn),
+            writer: Mutex::new(writer),
+            queue: Mutex::default(),
+            answered: Condvar::new(),
+            readers: Mutex::new(Vec::new()),
         })
     }
 
@@ -76,61 +172,179 @@ impl SqlitePersistence {
         &self.path
     }
 
-    /// Runs `write` in one `BEGIN IMMEDIATE` transaction for session `id`, committed when it
-    /// returns `Ok`, rolled back otherwise.
-    fn write<T>(
-        &self,
-        id: &SessionId,
-        write: impl FnOnce(&Transaction) -> Result<T, PersistenceError>,
-    ) -> Result<T, PersistenceError> {
-        let mut conn = self.conn.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.error(id, e))?;
-        let value = write(&tx)?;
-        tx.commit().map_err(|e| self.error(id, e))?;
-        Ok(value)
+    /// Queues `write` and returns its outcome once it is committed (durably) or refused. When
+    /// no group is being committed, this thread commits every queued write as one group, its
+    /// own among them, and answers them all; otherwise it waits for the group under way to be
+    /// answered, and then for its own (it may commit the next group itself).
+    fn commit(&self, write: Write) -> Result<(), PersistenceError> {
+        let mut queue = self.queue.lock();
+        let ticket = queue.next_ticket;
+        queue.next_ticket += 1;
+        queue.waiting.push((ticket, write));
+        loop {
+            if let Some(at) = queue.answers.iter().position(|(t, _)| *t == ticket) {
+                return queue.answers.swap_remove(at).1;
+            }
+            if queue.committing {
+                self.answered.wait(&mut queue);
+                continue;
+            }
+            queue.committing = true;
+            let group = std::mem::take(&mut queue.waiting);
+            let outcomes = MutexGuard::unlocked(&mut queue, || self.commit_group(&group));
+            let tickets = group.iter().map(|(ticket, _)| *ticket);
+            queue.answers.extend(tickets.zip(outcomes));
+            queue.committing = false;
+            self.answered.notify_all();
+        }
     }
 
-    /// Reads session `id` (its header and its first `len` events) in one read transaction, so
-    /// that header and events are of one committed state.
-    fn read(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
-        let mut conn = self.conn.lock();
-        let failed = |e| self.error(id, e);
-        let tx = conn.transaction().map_err(failed)?;
-        let header = self.header(&tx, id)?;
-        let mut select = tx
-            .prepare_cached(&format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq LIMIT ?2"
-            ))
-            .map_err(failed)?;
-        let limit = i64::try_from(len).unwrap_or(i64::MAX);
-        let rows = select
-            .query_map((id.as_str(), limit), event_from_row)
-            .map_err(failed)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(failed)?;
-        let events = events_from_rows(&self.store(), id, rows)?;
-        Ok(StoredSession {
-            header,
-            events,
-            dropped_tail: None,
+    /// Runs the writes of `group` in one `BEGIN IMMEDIATE` transaction on the write connection
+    /// and commits it; returns each write's outcome, in order. A statement the database
+    /// refuses rolls the transaction back (nothing of the group is stored) and is every
+    /// write's error.
+    fn commit_group(&self, group: &[(u64, Write)]) -> Vec<Result<(), PersistenceError>> {
+        let mut conn = self.writer.lock();
+        let committed = (|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut outcomes = Vec::with_capacity(group.len());
+            for (_, write) in group {
+                match self.apply(&tx, write) {
+                    Ok(()) => outcomes.push(Ok(())),
+                    Err(Refusal::Write(refused)) => outcomes.push(Err(refused)),
+                    Err(Refusal::Storage(error)) => return Err(error),
+                }
+            }
+            tx.commit()?;
+            Ok(outcomes)
+        })();
+        committed.unwrap_or_else(|error: rusqlite::Error| {
+            let failed = |(_, write): &(u64, Write)| Err(self.error(write.id(), &error));
+            group.iter().map(failed).collect()
         })
     }
 
-    /// The stored header of session `id`. Errors: [`PersistenceError::NotFound`],
-    /// [`PersistenceError::VersionUnsupported`], [`PersistenceError::HeaderInvalid`].
-    fn header(&self, conn: &Connection, id: &SessionId) -> Result<SessionHeader, PersistenceError> {
-        let row = conn
-            .query_row(
-                &format!("SELECT {HEADER_COLUMNS} FROM sessions WHERE id = ?1"),
-                [id.as_str()],
-                header_from_row,
-            )
+    /// Runs `write` in the open transaction of `conn`. Every check comes before the first
+    /// insert, so a refused write leaves the transaction as it found it.
+    fn apply(&self, conn: &Connection, write: &Write) -> Result<(), Refusal> {
+        match write {
+            Write::Create { header, rows } => {
+                let id = &header.id;
+                let stored = conn
+                    .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+                    .query_row([id.as_str()], |_| Ok(()))
+                    .optional()?;
+                if stored.is_some() {
+                    return Err(Refusal::Write(PersistenceError::Conflict {
+                        id: id.clone(),
+                        reason: format!(
+                            "a session with this id is stored in {}",
+                            self.path.display()
+                        ),
+                    }));
+                }
+                insert_header(conn, header)?;
+                insert_events(conn, id, rows)?;
+            }
+            Write::Append { id, rows } => {
+                let next = revision_of(conn, id)?
+                    .ok_or_else(|| Refusal::Write(PersistenceError::NotFound { id: id.clone() }))?;
+                match rows.first().map(|row| unsigned(row.seq)) {
+                    Some(got) if got != next => {
+                        return Err(Refusal::Write(PersistenceError::SeqMismatch {
+                            id: id.clone(),
+                            expected: next,
+                            got,
+                        }))
+                    }
+                    _ => insert_events(conn, id, rows)?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `read` on an idle read connection (a new one when none is idle), and keeps the
+    /// connection for later reads while fewer than [`IDLE_READERS`] are idle.
+    fn with_reader<T>(
+        &self,
+        read: impl FnOnce(&mut Connection) -> Result<T, PersistenceError>,
+    ) -> Result<T, PersistenceError> {
+        let idle = self.readers.lock().pop();
+        let mut conn = match idle {
+            Some(conn) => conn,
+            None => self.open_reader()?,
+        };
+        let result = read(&mut conn);
+        let mut readers = self.readers.lock();
+        if readers.len() < IDLE_READERS {
+            readers.push(conn);
+        }
+        result
+    }
+
+    /// A new read connection: the database must exist (it is not created again behind a
+    /// removed file), and the connection refuses to write (`query_only`).
+    fn open_reader(&self) -> Result<Connection, PersistenceError> {
+        let flags = OpenFlags::default() - OpenFlags::SQLITE_OPEN_CREATE;
+        let conn = connect(&self.path, flags, self.lock_timeout)?;
+        conn.pragma_update(None, "query_only", true)
+            .map_err(|e| storage_error(&self.path, &e))?;
+        Ok(conn)
+    }
+
+    /// Reads session `id` in one read transaction, so that header, revision and events are of
+    /// one committed state: the events with seq `from` and later, at most `limit` of them.
+    /// Rows read from seq 0 are checked by [`events_from_rows`], a tail by [`tail_events`].
+    fn read(&self, id: &SessionId, from: u64, limit: u64) -> Result<Read, PersistenceError> {
+        self.with_reader(|conn| {
+            let failed = |e| self.error(id, &e);
+            let tx = conn.transaction().map_err(failed)?;
+            let (header, revision) = self.header(&tx, id)?;
+            let mut select = tx
+                .prepare_cached(&format!(
+                    "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 \
+                     ORDER BY seq LIMIT ?3"
+                ))
+                .map_err(failed)?;
+            let rows = select
+                .query_map((id.as_str(), sql_int(from), sql_int(limit)), event_from_row)
+                .map_err(failed)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(failed)?;
+            let events = match from {
+                0 => events_from_rows(&self.store(), id, rows)?,
+                _ => tail_events(&self.store(), id, from, revision, rows)?,
+            };
+            Ok(Read {
+                header,
+                events,
+                revision,
+            })
+        })
+    }
+
+    /// The stored header of session `id` and its revision. Errors:
+    /// [`PersistenceError::NotFound`], [`PersistenceError::VersionUnsupported`],
+    /// [`PersistenceError::HeaderInvalid`].
+    fn header(
+        &self,
+        conn: &Connection,
+        id: &SessionId,
+    ) -> Result<(SessionHeader, u64), PersistenceError> {
+        let failed = |e| self.error(id, &e);
+        let (row, revision) = conn
+            .prepare_cached(&format!(
+                "SELECT {HEADER_COLUMNS}, {REVISION} FROM sessions s WHERE s.id = ?1"
+            ))
+            .map_err(failed)?
+            .query_row([id.as_str()], |row| {
+                Ok((header_from_row(row)?, row.get::<_, i64>(10)?))
+            })
             .optional()
-            .map_err(|e| self.error(id, e))?
+            .map_err(failed)?
             .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
-        row.read_header(&self.store())
+        Ok((row.read_header(&self.store())?, unsigned(revision)))
     }
 
     /// The database as errors name it: its path.
@@ -148,7 +362,7 @@ impl SqlitePersistence {
     /// A refused statement on session `id`: [`PersistenceError::Locked`] when another
     /// connection held the write lock for the whole lock timeout, else
     /// [`PersistenceError::Io`].
-    fn error(&self, id: &SessionId, error: rusqlite::Error) -> PersistenceError {
+    fn error(&self, id: &SessionId, error: &rusqlite::Error) -> PersistenceError {
         match error.sqlite_error_code() {
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => PersistenceError::Locked {
                 id: id.clone(),
@@ -161,26 +375,57 @@ impl SqlitePersistence {
             _ => storage_error(&self.path, error),
         }
     }
+}
 
-    /// The seq the next event of stored session `id` must carry: one past the greatest stored
-    /// seq (0 for an empty log). Errors: [`PersistenceError::NotFound`].
-    fn next_seq(&self, tx: &Transaction, id: &SessionId) -> Result<u64, PersistenceError> {
-        let next: Option<i64> = tx
-            .query_row(
-                "SELECT (SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = s.id) \
-                 FROM sessions s WHERE s.id = ?1",
-                [id.as_str()],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(|e| self.error(id, e))?;
-        let next = next.ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
-        Ok(u64::try_from(next).unwrap_or(0))
+/// The revision of stored session `id` ([`REVISION`]), which is also the seq its next event
+/// must carry; `None` when no session `id` is stored.
+fn revision_of(conn: &Connection, id: &SessionId) -> rusqlite::Result<Option<u64>> {
+    let revision: Option<i64> = conn
+        .prepare_cached(&format!(
+            "SELECT {REVISION} FROM sessions s WHERE s.id = ?1"
+        ))?
+        .query_row([id.as_str()], |row| row.get(0))
+        .optional()?;
+    Ok(revision.map(unsigned))
+}
+
+/// A count read from SQLite (never negative) as `u64`.
+fn unsigned(count: i64) -> u64 {
+    u64::try_from(count).unwrap_or(0)
+}
+
+/// The events of session `id` from its rows with seq `from` and later, read in seq order up to
+/// the last stored seq (`revision - 1`). The primary key makes their seqs distinct, so the
+/// tail has no gap exactly when it holds `revision - from` rows.
+///
+/// Errors: [`PersistenceError::Corrupt`] naming the session: a row that is not an event, or
+/// fewer rows than seqs (a gap in the log).
+fn tail_events(
+    store: &str,
+    id: &SessionId,
+    from: u64,
+    revision: u64,
+    rows: Vec<EventColumns>,
+) -> Result<Vec<SessionEvent>, PersistenceError> {
+    let stored = rows.len() as u64;
+    if stored != revision.saturating_sub(from) {
+        return Err(PersistenceError::Corrupt {
+            file: store.to_owned(),
+            reason: format!(
+                "session \"{id}\": {stored} events are stored from seq {from} to seq {} \
+                 (a gap in the log)",
+                revision.saturating_sub(1)
+            ),
+        });
     }
+    rows.into_iter()
+        .map(|row| row.into_event().map_err(|bad| bad.corrupt(store, id)))
+        .collect()
 }
 
 impl SessionPersistence for SqlitePersistence {
-    /// Inserts the header row and the seed's event rows in one transaction.
+    /// Inserts the header row and the seed's event rows in one transaction (shared with the
+    /// other writes of its group commit).
     ///
     /// Errors: [`PersistenceError::Conflict`] when the id is stored (the stored session is
     /// left unchanged); [`PersistenceError::SeqMismatch`] when the seed's seqs are not
@@ -192,43 +437,30 @@ impl SessionPersistence for SqlitePersistence {
         header: &SessionHeader,
         seed: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError> {
-        let id = &header.id;
-        check_seqs(id, 0, seed)?;
+        check_seqs(&header.id, 0, seed)?;
         check_stored_version(&self.store(), header)?;
-        if id.as_str().is_empty() {
+        if header.id.as_str().is_empty() {
             return Err(self.header_invalid("the session id is empty".into()));
         }
-        self.write(id, |tx| {
-            let stored: Option<i64> = tx
-                .query_row("SELECT 1 FROM sessions WHERE id = ?1", [id.as_str()], |r| {
-                    r.get(0)
-                })
-                .optional()
-                .map_err(|e| self.error(id, e))?;
-            if stored.is_some() {
-                return Err(PersistenceError::Conflict {
-                    id: id.clone(),
-                    reason: format!(
-                        "a session with this id is stored in {}",
-                        self.path.display()
-                    ),
-                });
-            }
-            insert_header(tx, header).map_err(|e| self.error(id, e))?;
-            insert_events(tx, id, seed.iter().map(Arc::as_ref)).map_err(|e| self.error(id, e))
+        self.commit(Write::Create {
+            header: Box::new(header.clone()),
+            rows: seed.iter().map(|event| EventColumns::of(event)).collect(),
         })
     }
 
-    /// Inserts `events` in one transaction after checking, inside it, that the first seq is
-    /// the stored next seq. An empty `events` writes nothing.
+    /// Inserts `events` after checking that their seqs are contiguous and, in the transaction
+    /// that inserts them, that the first is the stored next seq. An empty `events` writes
+    /// nothing.
     ///
     /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] (nothing is
     /// written); [`PersistenceError::Locked`]; [`PersistenceError::Io`].
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
-        self.write(id, |tx| {
-            let next = self.next_seq(tx, id)?;
-            check_seqs(id, next, events)?;
-            insert_events(tx, id, events.iter().map(Arc::as_ref)).map_err(|e| self.error(id, e))
+        if let Some(first) = events.first() {
+            check_seqs(id, first.seq, events)?;
+        }
+        self.commit(Write::Append {
+            id: id.clone(),
+            rows: events.iter().map(|event| EventColumns::of(event)).collect(),
         })
     }
 
@@ -240,37 +472,205 @@ impl SessionPersistence for SqlitePersistence {
     /// [`PersistenceError::Corrupt`] (a gap in the seqs, or a column that is not the JSON it
     /// should be); [`PersistenceError::Io`].
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
-        self.read(id, u64::MAX)
+        self.read_prefix(id, u64::MAX)
     }
 
     /// Reads the header and the first `len` events (fewer when the log is shorter), reading
     /// no row past them. Never writes. Errors as [`SessionPersistence::load`], for the rows
     /// read.
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
-        self.read(id, len)
+        let read = self.read(id, 0, len)?;
+        Ok(StoredSession {
+            header: read.header,
+            events: read.events,
+            dropped_tail: None,
+            revision: read.revision,
+        })
     }
 
-    /// The headers of every stored session, sorted by `createdAt` then id, from the `sessions`
-    /// table alone. Rows whose header is refused (a foreign version, a bad column) are skipped
-    /// with a warning in the log.
+    /// Reads the header and the events with seq `from` and later (`WHERE seq >= from` on the
+    /// primary key: no row before them is read); `len` is the revision. Never writes. Errors as
+    /// [`SessionPersistence::load`], for the rows read (a gap before `from` is not seen).
+    fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
+        let read = self.read(id, from, u64::MAX)?;
+        Ok(StoredTail {
+            header: read.header,
+            events: read.events,
+            len: read.revision,
+            dropped_tail: None,
+            revision: read.revision,
+        })
+    }
+
+    /// The headers and revisions of every stored session, sorted by `createdAt` then id, from
+    /// the `sessions` table and the primary key of `events` (no log is read). Rows whose
+    /// header is refused (a foreign version, a bad column) are skipped with a warning in the
+    /// log.
     ///
     /// Errors: [`PersistenceError::Io`] when the table cannot be read.
-    fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
-        let conn = self.conn.lock();
-        let failed = |e| storage_error(&self.path, e);
-        let mut select = conn
-            .prepare_cached(&format!(
-                "SELECT {HEADER_COLUMNS} FROM sessions ORDER BY created_at, id"
-            ))
-            .map_err(failed)?;
-        let mut headers = Vec::new();
-        for row in select.query_map([], header_from_row).map_err(failed)? {
-            let checked = row.map_err(failed)?.read_header(&self.store());
-            match checked {
-                Ok(header) => headers.push(header),
-                Err(error) => tracing::warn!(%error, "skipping an unreadable session header"),
+    fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
+        self.with_reader(|conn| {
+            let failed = |e| storage_error(&self.path, &e);
+            let mut select = conn
+                .prepare_cached(&format!(
+                    "SELECT {HEADER_COLUMNS}, {REVISION} FROM sessions s ORDER BY created_at, id"
+                ))
+                .map_err(failed)?;
+            let rows = select
+                .query_map([], |row| {
+                    Ok((header_from_row(row)?, row.get::<_, i64>(10)?))
+                })
+                .map_err(failed)?;
+            let mut listed = Vec::new();
+            for row in rows {
+                let (columns, revision) = row.map_err(failed)?;
+                match columns.read_header(&self.store()) {
+                    Ok(header) => listed.push(ListedSession {
+                        header,
+                        revision: unsigned(revision),
+                    }),
+                    Err(error) => tracing::warn!(%error, "skipping an unreadable session header"),
+                }
             }
+            Ok(listed)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_session::SessionMeta;
+
+    fn note(seq: u64) -> Arc<SessionEvent> {
+        Arc::new(SessionEvent::new(
+            "plugin/note",
+            seq,
+            1,
+            serde_json::json!({ "n": seq }),
+        ))
+    }
+
+    fn rows(seqs: impl IntoIterator<Item = u64>) -> Vec<EventColumns> {
+        seqs.into_iter()
+            .map(|seq| EventColumns::of(&note(seq)))
+            .collect()
+    }
+
+    fn header(id: &str) -> SessionHeader {
+        SessionHeader::new(SessionId::from(id), 1, SessionMeta::default())
+    }
+
+    /// Queues `write` as another thread would, without waiting; returns its ticket.
+    fn queue(db: &SqlitePersistence, write: Write) -> u64 {
+        let mut queue = db.queue.lock();
+        let ticket = queue.next_ticket;
+        queue.next_ticket += 1;
+        queue.waiting.push((ticket, write));
+        ticket
+    }
+
+    /// The outcome of queued write `ticket`, as its caller would take it.
+    fn answer(db: &SqlitePersistence, ticket: u64) -> Result<(), PersistenceError> {
+        let mut queue = db.queue.lock();
+        let at = queue
+            .answers
+            .iter()
+            .position(|(t, _)| *t == ticket)
+            .expect("the write was answered");
+        queue.answers.swap_remove(at).1
+    }
+
+    fn stored_len(db: &SqlitePersistence, id: &str) -> usize {
+        db.load(&SessionId::from(id)).unwrap().events.len()
+    }
+
+    #[test]
+    fn a_write_commits_every_queued_write_in_its_group_each_on_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqlitePersistence::open(dir.path().join("sessions.db")).unwrap();
+        for id in ["a", "b"] {
+            db.create(&header(id), &[note(0)]).unwrap();
         }
-        Ok(headers)
+        let stale = queue(
+            &db,
+            Write::Append {
+                id: SessionId::from("a"),
+                rows: rows([5]),
+            },
+        );
+        let taken = queue(
+            &db,
+            Write::Create {
+                header: Box::new(header("b")),
+                rows: rows([0]),
+            },
+        );
+        let fresh = queue(
+            &db,
+            Write::Append {
+                id: SessionId::from("b"),
+                rows: rows([1, 2]),
+            },
+        );
+        db.append(&SessionId::from("a"), &[note(1)])
+            .expect("the caller's own write is committed");
+        let queue = db.queue.lock();
+        assert!(
+            queue.waiting.is_empty(),
+            "the group took every queued write"
+        );
+        assert_eq!(queue.answers.len(), 3, "and answered each");
+        drop(queue);
+        let mismatch = answer(&db, stale).unwrap_err();
+        assert_eq!(mismatch.code(), "SEQ_MISMATCH", "{mismatch}");
+        assert_eq!(
+            answer(&db, taken).unwrap_err().code(),
+            "SESSION_ID_CONFLICT"
+        );
+        answer(&db, fresh).expect("a write after two refused ones is committed");
+        assert_eq!((stored_len(&db, "a"), stored_len(&db, "b")), (2, 3));
+    }
+
+    #[test]
+    fn a_statement_the_database_refuses_fails_the_whole_group_and_stores_none_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqlitePersistence::open(dir.path().join("sessions.db")).unwrap();
+        db.create(&header("a"), &[note(0)]).unwrap();
+        let fine = queue(
+            &db,
+            Write::Append {
+                id: SessionId::from("a"),
+                rows: rows([1]),
+            },
+        );
+        // Twice the same seq: the primary key refuses the second row.
+        let broken = queue(
+            &db,
+            Write::Create {
+                header: Box::new(header("b")),
+                rows: rows([0, 0]),
+            },
+        );
+        let error = db.create(&header("c"), &[]).expect_err("the group failed");
+        assert_eq!(error.code(), "IO_ERROR", "{error}");
+        assert!(error.to_string().contains("UNIQUE"), "{error}");
+        for ticket in [fine, broken] {
+            assert_eq!(answer(&db, ticket).unwrap_err().code(), "IO_ERROR");
+        }
+        assert_eq!(
+            stored_len(&db, "a"),
+            1,
+            "the append of the group was rolled back"
+        );
+        let ids: Vec<_> = db
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|l| l.header.id)
+            .collect();
+        assert_eq!(ids, [SessionId::from("a")]);
+        db.append(&SessionId::from("a"), &[note(1)])
+            .expect("the next group commits");
     }
 }

@@ -3,8 +3,8 @@
 //! share ([`dsh_session::columns`]): this module only moves those columns in and out of SQLite.
 
 use dsh_session::columns::{EventColumns, HeaderColumns};
-use dsh_session::{SessionEvent, SessionHeader, SessionId};
-use rusqlite::{params, Row, Transaction};
+use dsh_session::{SessionHeader, SessionId};
+use rusqlite::{params, Connection, Row};
 
 /// The header columns, in the order [`header_from_row`] reads them.
 pub(crate) const HEADER_COLUMNS: &str = HeaderColumns::NAMES;
@@ -13,9 +13,9 @@ pub(crate) const HEADER_COLUMNS: &str = HeaderColumns::NAMES;
 pub(crate) const EVENT_COLUMNS: &str = EventColumns::NAMES;
 
 /// Inserts the `sessions` row of `header`.
-pub(crate) fn insert_header(tx: &Transaction, header: &SessionHeader) -> rusqlite::Result<()> {
+pub(crate) fn insert_header(conn: &Connection, header: &SessionHeader) -> rusqlite::Result<()> {
     let row = HeaderColumns::of(header);
-    tx.execute(
+    conn.execute(
         &format!("INSERT INTO sessions ({HEADER_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
         params![
             row.id,
@@ -33,17 +33,16 @@ pub(crate) fn insert_header(tx: &Transaction, header: &SessionHeader) -> rusqlit
     Ok(())
 }
 
-/// Inserts the `events` rows of `events` for session `id`.
-pub(crate) fn insert_events<'a>(
-    tx: &Transaction,
+/// Inserts the `events` rows `rows` (made with [`EventColumns::of`]) for session `id`.
+pub(crate) fn insert_events(
+    conn: &Connection,
     id: &SessionId,
-    events: impl IntoIterator<Item = &'a SessionEvent>,
+    rows: &[EventColumns],
 ) -> rusqlite::Result<()> {
-    let mut insert = tx.prepare_cached(&format!(
+    let mut insert = conn.prepare_cached(&format!(
         "INSERT INTO events (session_id, {EVENT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
     ))?;
-    for event in events {
-        let row = EventColumns::of(event);
+    for row in rows {
         insert.execute(params![
             id.as_str(),
             row.seq,

@@ -5,7 +5,7 @@
 //! [`SCHEMA_VERSION`], kept in SQLite's `user_version`.
 
 use dsh_session::PersistenceError;
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::Path;
 use std::time::Duration;
 
@@ -45,33 +45,27 @@ CREATE TABLE events (
 ) WITHOUT ROWID;
 ";
 
-/// Opens (creating it and its parent folders when absent) the database at `path` with the
-/// settings of this backend: WAL journal, `synchronous=FULL` (a committed transaction survives
-/// a power loss), foreign keys on, and `lock_timeout` as SQLite's busy timeout (how long a
-/// writer waits for another connection's write lock). Creates the tables in a fresh database.
+/// Opens (creating it and its parent folders when absent) the database at `path` as
+/// [`connect`] does, and prepares it: WAL journal (kept in the file, so every later connection
+/// uses it) and, in a fresh database, the tables.
 ///
 /// Errors: [`PersistenceError::VersionUnsupported`] for a database of another schema version;
 /// [`PersistenceError::Io`] when the folder, the file or a statement is refused.
 pub fn open_database(path: &Path, lock_timeout: Duration) -> Result<Connection, PersistenceError> {
-    let failed = |e: rusqlite::Error| storage_error(path, e);
+    let failed = |e: rusqlite::Error| storage_error(path, &e);
     if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(folder).map_err(|source| PersistenceError::Io {
             path: folder.display().to_string(),
             source,
         })?;
     }
-    let mut conn = Connection::open(path).map_err(failed)?;
-    conn.busy_timeout(lock_timeout).map_err(failed)?;
+    let mut conn = connect(path, OpenFlags::default(), lock_timeout)?;
     let mode: String = conn
         .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
         .map_err(failed)?;
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(path = %path.display(), mode, "SQLite refused WAL; using its journal mode");
     }
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(failed)?;
-    conn.pragma_update(None, "foreign_keys", "ON")
-        .map_err(failed)?;
     if schema_version(&conn).map_err(failed)? != SCHEMA_VERSION {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -100,15 +94,38 @@ pub fn open_database(path: &Path, lock_timeout: Duration) -> Result<Connection, 
     Ok(conn)
 }
 
+/// Opens a connection to the database at `path` with `flags` and the settings of this
+/// backend: `synchronous=FULL` (in WAL mode, every commit syncs the WAL before it returns, so
+/// a committed transaction survives a power loss; `NORMAL` would sync only at checkpoints and
+/// could lose the last commits), foreign keys on, and `lock_timeout` as SQLite's busy timeout
+/// (how long a writer waits for another connection's write lock).
+///
+/// Errors: [`PersistenceError::Io`] when the file or a setting is refused.
+pub(crate) fn connect(
+    path: &Path,
+    flags: OpenFlags,
+    lock_timeout: Duration,
+) -> Result<Connection, PersistenceError> {
+    let failed = |e: rusqlite::Error| storage_error(path, &e);
+    let conn = Connection::open_with_flags(path, flags).map_err(failed)?;
+    conn.busy_timeout(lock_timeout).map_err(failed)?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(failed)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(failed)?;
+    Ok(conn)
+}
+
 fn schema_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |row| row.get(0))
 }
 
-/// A statement the database refused, as [`PersistenceError::Io`] on the database `path`.
-pub(crate) fn storage_error(path: &Path, error: rusqlite::Error) -> PersistenceError {
+/// A statement the database refused, as [`PersistenceError::Io`] on the database `path`
+/// carrying its message (one refusal of a group commit is reported to each of its writes).
+pub(crate) fn storage_error(path: &Path, error: &rusqlite::Error) -> PersistenceError {
     PersistenceError::Io {
         path: path.display().to_string(),
-        source: std::io::Error::other(error),
+        source: std::io::Error::other(error.to_string()),
     }
 }
 

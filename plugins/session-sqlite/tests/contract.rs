@@ -83,3 +83,4 @@ impl Fixture for SqliteFixture {
 
 dsh_session_contract::contract_tests!(SqliteFixture::new());
 dsh_session_contract::fault_tests!(SqliteFixture::new(), SessionSqlitePlugin);
+dsh_session_contract::drain_tests!(SqliteFixture::new());

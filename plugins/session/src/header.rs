@@ -123,6 +123,44 @@ impl SessionHeader {
             extra: meta.extra,
         }
     }
+
+    /// The first of dsh's header rules this header breaks, as a sentence naming the field;
+    /// `None` when it keeps them all. The rules (dsh's header reader, reference section 2.1):
+    /// a non-empty `id`; an absolute `cwd` (starting with `/`); `origin` absent or
+    /// `"subagent"`; `createdAt`, `seedLength` and `delegationDepth` safe integers (at most
+    /// 2^53-1, what a JavaScript number holds exactly); no field named `type` or `version`
+    /// among the unmodelled ones (they would shadow the header's own).
+    pub fn broken_rule(&self) -> Option<String> {
+        const MAX_SAFE: u64 = (1 << 53) - 1;
+        if self.id.as_str().is_empty() {
+            return Some("header id is empty and cannot name a storage path".into());
+        }
+        if let Some(cwd) = self.cwd.as_deref().filter(|cwd| !cwd.starts_with('/')) {
+            return Some(format!("header \"cwd\" is not an absolute path: \"{cwd}\""));
+        }
+        if let Some(origin) = self.origin.as_deref().filter(|o| *o != "subagent") {
+            return Some(format!(
+                "header \"origin\" is \"{origin}\"; dsh writes only \"subagent\""
+            ));
+        }
+        let counts = [
+            ("createdAt", Some(self.created_at)),
+            ("seedLength", self.seed_length),
+            ("delegationDepth", self.delegation_depth),
+        ];
+        if let Some((field, value)) = counts
+            .iter()
+            .find_map(|(field, value)| value.filter(|v| *v > MAX_SAFE).map(|v| (field, v)))
+        {
+            return Some(format!(
+                "header \"{field}\" is {value}, beyond the safe integers (2^53-1)"
+            ));
+        }
+        ["type", "version"]
+            .iter()
+            .find(|key| self.extra.contains_key(**key))
+            .map(|key| format!("header carries an unmodelled field named \"{key}\""))
+    }
 }
 
 /// The caller-supplied part of a header, given to `SessionStore::create`.

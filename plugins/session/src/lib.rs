@@ -37,8 +37,11 @@ pub mod validate;
 pub use event::{EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
 pub use header::{SessionHeader, SessionId, SessionMeta, SESSION_FORMAT_VERSION};
 pub use invariants::{check_invariants, InvariantViolation};
-pub use persistence::{check_seqs, PersistenceError, SessionPersistence, StoredSession};
-pub use plugin::SessionPlugin;
+pub use persistence::{
+    check_seqs, ListedSession, PersistenceError, PersistenceMode, SessionPersistence,
+    StoredSession, StoredTail,
+};
+pub use plugin::{SessionConfig, SessionPlugin};
 pub use repair::interrupted_turn_closers;
 pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
 pub use store::{

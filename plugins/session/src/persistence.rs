@@ -1,19 +1,17 @@
 //! The persistence seam: the [`SessionPersistence`] trait a backend plugin provides as a
-//! `dyn SessionPersistence` service, and the one piece of wiring that turns the store's
-//! lifecycle events into calls on whichever backend is active.
+//! `dyn SessionPersistence` service, and the two writes the store makes through it: the first
+//! write of a session ([`first_write`]: header and seed once, or the takeover of a stored
+//! session whose log the live one reproduces) and the catch-up after it ([`catch_up`]: what
+//! is new, durably). The store keeps, per session, how many events the backend holds, so no
+//! event is ever written twice.
 //!
-//! Follows the coordinator of dsh `session-persistence` (reference section 6.2), reduced to a
-//! synchronous core: `created` writes header and seed once (or adopts a stored artifact whose
-//! log is a prefix of the seed), `flush` appends what is new, durably. A per-session cursor
-//! means no event is ever written twice.
+//! Follows the coordinator of dsh `session-persistence` (reference section 6.2), reduced to
+//! synchronous calls the store makes itself: no listener and no event stand between a store
+//! operation and its write.
 
 use crate::event::SessionEvent;
 use crate::header::{SessionHeader, SessionId};
 use crate::session::Session;
-use crate::store::{SessionCreated, SessionDisposed, SessionFlush};
-use dsh_core::{Optional, Scope};
-use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A stored session as a backend read it.
@@ -26,6 +24,39 @@ pub struct StoredSession {
     /// Set when the file ended in a torn record that the read dropped (nothing is rewritten
     /// by a read): a description naming the line.
     pub dropped_tail: Option<String>,
+    /// The stored session's revision when it was read (see [`ListedSession::revision`]).
+    pub revision: u64,
+}
+
+/// The events of a stored session from a given seq on, as [`SessionPersistence::read_from`]
+/// read them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredTail {
+    /// The header exactly as stored.
+    pub header: SessionHeader,
+    /// The complete records with seq `from` and later, packed rows expanded, in seq order
+    /// (`events[i].seq == from + i`); empty when the log holds `from` events or fewer.
+    pub events: Vec<SessionEvent>,
+    /// How many events the stored log holds (the next seq), whatever `from` was.
+    pub len: u64,
+    /// As [`StoredSession::dropped_tail`].
+    pub dropped_tail: Option<String>,
+    /// The stored session's revision when it was read (see [`ListedSession::revision`]).
+    pub revision: u64,
+}
+
+/// One stored session as [`SessionPersistence::list`] reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListedSession {
+    /// The header exactly as stored.
+    pub header: SessionHeader,
+    /// A number that changes whenever the stored session changes (an append, a repair) and
+    /// stays the same while it does not, read without reading the log: a follower compares it
+    /// with the revision of its last read and calls [`SessionPersistence::read_from`] only
+    /// when it differs. Its unit is the backend's (JSONL: the file's length in bytes;
+    /// SQLite and PostgreSQL: the number of stored events); compare revisions of one backend
+    /// only, for equality.
+    pub revision: u64,
 }
 
 /// Errors of a persistence backend. Every variant names the session it concerns.
@@ -159,8 +190,32 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// decoding the rest of the log where the format allows. Never writes.
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError>;
 
-    /// The headers of every stored session, without reading their logs.
-    fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError>;
+    /// Reads the header and the events with seq `from` and later, without decoding the
+    /// events before them where the format allows (a follower reading what was appended since
+    /// its last read). Never writes.
+    ///
+    /// Errors as [`SessionPersistence::load`], limited to what is read.
+    fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError>;
+
+    /// Every stored session's header and revision, sorted by `createdAt` then id, without
+    /// reading their logs.
+    fn list(&self) -> Result<Vec<ListedSession>, PersistenceError>;
+}
+
+impl StoredSession {
+    /// The events from seq `from` on, as [`SessionPersistence::read_from`] returns them: for
+    /// backends (and formats) that must read the whole log anyway.
+    pub fn into_tail(self, from: u64) -> StoredTail {
+        let len = self.events.len() as u64;
+        let skip = usize::try_from(from).unwrap_or(usize::MAX);
+        StoredTail {
+            header: self.header,
+            events: self.events.into_iter().skip(skip).collect(),
+            len,
+            dropped_tail: self.dropped_tail,
+            revision: self.revision,
+        }
+    }
 }
 
 /// Checks that `events` carry the seqs `next_seq, next_seq + 1, …`: what every backend's
@@ -185,78 +240,40 @@ pub fn check_seqs(
     Ok(())
 }
 
-/// Registers, in the session plugin's scope, the listeners that drive the active backend:
-/// `created` writes header and seed once (or adopts a stored artifact whose log is a prefix
-/// of the session's, appending the rest), `flush` appends what is new, `disposed` drains
-/// the rest and forgets the session. With no backend active they do nothing.
-pub(crate) fn wire(
-    scope: &Scope,
-    backend: Optional<dyn SessionPersistence>,
-) -> Result<(), dsh_core::CoreError> {
-    let wiring = Arc::new(Wiring {
-        backend,
-        cursors: Mutex::new(HashMap::new()),
-    });
-    let on_created = wiring.clone();
-    scope.on::<SessionCreated>(move |e| Ok(on_created.created(&e.session)?))?;
-    let on_flush = wiring.clone();
-    scope.on::<SessionFlush>(move |e| Ok(on_flush.flush(&e.session)?))?;
-    scope.on::<SessionDisposed>(move |e| Ok(wiring.disposed(&e.session)?))?;
-    Ok(())
+/// Whether a store may keep sessions in memory when no persistence backend is active: the
+/// `dsh-session` plugin's config `{"persistence": "auto" | "required" | "optional"}`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PersistenceMode {
+    /// The default: sessions live in memory when no plugin provides a backend or the
+    /// backends are disabled; when a backend plugin is there but not active (it failed, or
+    /// waits), a write is `CAPABILITY_UNAVAILABLE` naming it, instead of a silent fallback to
+    /// memory.
+    #[default]
+    Auto,
+    /// Every write needs an active backend (the `dsh` host's mode): without one, `create`,
+    /// `flush` and `dispose` fail with `CAPABILITY_UNAVAILABLE` naming the backend plugin and
+    /// its state.
+    Required,
+    /// Sessions live in memory whenever no backend is active (tests, replay tools).
+    Optional,
 }
 
-struct Wiring {
-    backend: Optional<dyn SessionPersistence>,
-    /// Per live session: how many of its events are durable in the backend. Held across a
-    /// backend call, so the writes of the store are serialized.
-    cursors: Mutex<HashMap<SessionId, usize>>,
-}
-
-impl Wiring {
-    fn backend(&self) -> Option<Arc<dyn SessionPersistence>> {
-        self.backend.get()
-    }
-
-    fn created(&self, session: &Session) -> Result<(), PersistenceError> {
-        let Some(backend) = self.backend() else {
-            return Ok(());
-        };
-        let mut cursors = self.cursors.lock();
-        let cursor = match session.persisted() {
-            Some(durable) => durable,
-            None => init(backend.as_ref(), session)?,
-        };
-        cursors.insert(session.id().clone(), cursor);
-        Ok(())
-    }
-
-    fn flush(&self, session: &Session) -> Result<(), PersistenceError> {
-        let Some(backend) = self.backend() else {
-            return Ok(());
-        };
-        let mut cursors = self.cursors.lock();
-        let cursor = match cursors.get(session.id()) {
-            Some(&cursor) => catch_up(backend.as_ref(), session, cursor)?,
-            None => init(backend.as_ref(), session)?,
-        };
-        cursors.insert(session.id().clone(), cursor);
-        Ok(())
-    }
-
-    fn disposed(&self, session: &Session) -> Result<(), PersistenceError> {
-        let Some(cursor) = self.cursors.lock().remove(session.id()) else {
-            return Ok(());
-        };
-        match self.backend() {
-            Some(backend) => catch_up(backend.as_ref(), session, cursor).map(drop),
-            None => Ok(()),
-        }
-    }
-}
-
-/// First write of a session: create it, or adopt a stored artifact with the same header whose
-/// log is a prefix of the session's. Returns the new cursor.
-fn init(backend: &dyn SessionPersistence, session: &Session) -> Result<usize, PersistenceError> {
+/// The first write of a session to a backend: create it (header and every event), or, as
+/// dsh does, take over a stored session of that id at the same `cwd` whose log is a prefix of
+/// the live one, appending the rest and keeping the stored header (so a session created anew
+/// with another `createdAt`, a stored empty session, or one disposed before its first append
+/// is taken over). Returns how many events the backend holds.
+///
+/// Beyond dsh, the lineage (`parentSession`, `seedLength`) must be the same too, so a fork
+/// child never takes over a session forked from elsewhere and inherits a wrong ancestry.
+///
+/// Errors: [`PersistenceError::Conflict`] when a stored session of that id is at another
+/// `cwd`, has other lineage, or holds events the live one does not; the backend's errors.
+pub(crate) fn first_write(
+    backend: &dyn SessionPersistence,
+    session: &Session,
+) -> Result<usize, PersistenceError> {
     let events = session.events();
     let id = session.id();
     match backend.load(id) {
@@ -267,10 +284,31 @@ fn init(backend: &dyn SessionPersistence, session: &Session) -> Result<usize, Pe
         }
         Err(other) => Err(other),
         Ok(stored) => {
-            if stored.header != *session.header() {
+            if stored.header.cwd != session.header().cwd {
                 return Err(PersistenceError::Conflict {
                     id: id.clone(),
-                    reason: "the stored header differs".into(),
+                    reason: format!(
+                        "it is stored at another cwd ({})",
+                        stored.header.cwd.as_deref().unwrap_or("none")
+                    ),
+                });
+            }
+            let (stored_header, live_header) = (&stored.header, session.header());
+            if (&stored_header.parent_session, stored_header.seed_length)
+                != (&live_header.parent_session, live_header.seed_length)
+            {
+                return Err(PersistenceError::Conflict {
+                    id: id.clone(),
+                    reason: format!(
+                        "it is stored with other lineage (parentSession {}, seedLength {})",
+                        stored_header
+                            .parent_session
+                            .as_ref()
+                            .map_or("none", |p| p.as_str()),
+                        stored_header
+                            .seed_length
+                            .map_or_else(|| "none".to_owned(), |n| n.to_string())
+                    ),
                 });
             }
             let is_prefix = stored.events.len() <= events.len()
@@ -282,7 +320,11 @@ fn init(backend: &dyn SessionPersistence, session: &Session) -> Result<usize, Pe
             if !is_prefix {
                 return Err(PersistenceError::Conflict {
                     id: id.clone(),
-                    reason: "the stored log is not a prefix of this session's log".into(),
+                    reason: format!(
+                        "the stored log ({} events) holds events this session ({} events) does not",
+                        stored.events.len(),
+                        events.len()
+                    ),
                 });
             }
             append_from(backend, session, stored.events.len()).map_err(|error| match error {
@@ -300,16 +342,16 @@ fn init(backend: &dyn SessionPersistence, session: &Session) -> Result<usize, Pe
 /// Appends the session's events from `cursor` on, as [`append_from`]. When the backend says
 /// the stored log does not end at `cursor`, an earlier write reported as failed may have
 /// landed after all (a sync or commit whose answer was lost): a stored log that is a prefix
-/// of the session's is adopted as a first write adopts it ([`init`]) and gets the rest
-/// appended. Any other stored log (another writer appended other events) keeps the
+/// of the session's is taken over as a first write takes it over ([`first_write`]) and gets
+/// the rest appended. Any other stored log (another writer appended other events) keeps the
 /// [`PersistenceError::SeqMismatch`]. Returns the new cursor.
-fn catch_up(
+pub(crate) fn catch_up(
     backend: &dyn SessionPersistence,
     session: &Session,
     cursor: usize,
 ) -> Result<usize, PersistenceError> {
     match append_from(backend, session, cursor) {
-        Err(mismatch @ PersistenceError::SeqMismatch { .. }) => match init(backend, session) {
+        Err(mismatch @ PersistenceError::SeqMismatch { .. }) => match first_write(backend, session) {
             Err(PersistenceError::Conflict { .. }) => Err(mismatch),
             adopted => adopted,
         },

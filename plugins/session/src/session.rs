@@ -11,13 +11,16 @@ use crate::chain::Chain;
 use crate::event::{EventDraft, SessionEvent};
 use crate::fold::{project, Surface, SurfacePlan};
 use crate::header::{SessionHeader, SessionId};
-use crate::validate::{validate_append, ValidationError};
+use crate::invariants::{InvariantChecker, InvariantViolation};
+use crate::validate::{validate_append, validate_restored_append, ValidationError};
 use dsh_core::Emitter;
 use parking_lot::{Mutex, ReentrantMutex, RwLock};
 use serde_json::Value;
 use std::cell::Cell;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::ThreadId;
 
 /// An immutable view of the first `len()` events of a log: cheap to clone, never changes.
 ///
@@ -30,6 +33,9 @@ pub struct Events {
     chain: Chain<Arc<SessionEvent>>,
     /// The surface fold of exactly these events, when known (a view of a live log).
     surface: Option<Surface>,
+    /// The invariant trace after exactly these events, when known (a view of a live log
+    /// that checks its appends).
+    trace: Option<InvariantChecker>,
 }
 
 impl Events {
@@ -43,6 +49,7 @@ impl Events {
         Events {
             chain: events.into_iter().map(Arc::new).collect(),
             surface: None,
+            trace: None,
         }
     }
 
@@ -75,6 +82,7 @@ impl Events {
         Events {
             chain: self.chain.prefix(len),
             surface: None,
+            trace: None,
         }
     }
 
@@ -147,6 +155,16 @@ pub enum AppendError {
         #[source]
         source: ValidationError,
     },
+    /// The event breaks a turn or step invariant of the log (the rules `check --invariants`
+    /// reports, [`crate::invariants`]); nothing was appended. Only when the store checks
+    /// invariants (the `dsh-session` plugin's `check_invariants`, on by default).
+    #[error("cannot append to session \"{id}\": {violation}")]
+    Invariant {
+        /// The session.
+        id: SessionId,
+        /// The rule broken, at the seq the event would have had.
+        violation: InvariantViolation,
+    },
     /// `append` was called from inside a listener of an append on the same session.
     #[error("re-entrant append to session \"{id}\" from inside its own event listener")]
     Reentrant {
@@ -156,10 +174,11 @@ pub enum AppendError {
 }
 
 impl AppendError {
-    /// The stable code: `EVENT_INVALID` or `REENTRANT_APPEND`.
+    /// The stable code: `EVENT_INVALID`, `INVARIANT_VIOLATED` or `REENTRANT_APPEND`.
     pub fn code(&self) -> &'static str {
         match self {
             AppendError::Invalid { .. } => "EVENT_INVALID",
+            AppendError::Invariant { .. } => "INVARIANT_VIOLATED",
             AppendError::Reentrant { .. } => "REENTRANT_APPEND",
         }
     }
@@ -168,6 +187,24 @@ impl AppendError {
 struct Log {
     events: Events,
     surface: Surface,
+    /// The invariant trace appends are checked against; `None` when the store does not check.
+    trace: Option<InvariantChecker>,
+}
+
+/// What a live session knows of its store: the emitter its appends are published on, and how
+/// to dispose it once a publication that asked for its disposal has ended.
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub(crate) emitter: Emitter,
+    pub(crate) dispose: Arc<dyn Fn(&SessionId) + Send + Sync>,
+}
+
+/// Which thread is publishing one of the session's events (and how deeply nested), so that a
+/// dispose asked for by one of its listeners waits until every listener has heard the event.
+#[derive(Default)]
+struct Publishing {
+    thread: Mutex<Option<(ThreadId, u32)>>,
+    dispose_asked: AtomicBool,
 }
 
 /// A live session: header plus append-only log (`seq == index`; events immutable once
@@ -178,11 +215,9 @@ pub struct Session {
     log: RwLock<Log>,
     /// Serializes appends; the flag detects a re-entrant append from a listener.
     appending: ReentrantMutex<Cell<bool>>,
-    /// The store's emitter while the session is live in it (publishes appends).
-    link: Mutex<Option<Emitter>>,
-    /// How many leading events are already durable in the active backend (set when the
-    /// session was loaded from it), so the persistence wiring does not write them again.
-    persisted: Option<usize>,
+    /// The store's link while the session is live in it (publishes appends).
+    link: Mutex<Option<Link>>,
+    publishing: Publishing,
 }
 
 impl fmt::Debug for Session {
@@ -204,38 +239,94 @@ pub struct SessionEventAppended {
 }
 
 impl Session {
+    /// A session over `seed`, whose surface fold is `surface`. With `check_invariants`, its
+    /// appends are checked against the invariant trace after the seed: the trace the seed
+    /// view carries (a snapshot of a live log), else a lenient fold of the seed (a seed may
+    /// break the rules: dsh restores such logs).
     pub(crate) fn new(
         header: SessionHeader,
         seed: Events,
         surface: Surface,
-        persisted: Option<usize>,
+        check_invariants: bool,
     ) -> Session {
         let seed_len = seed.len();
+        let trace = check_invariants.then(|| {
+            seed.trace.clone().unwrap_or_else(|| {
+                let mut trace = InvariantChecker::default();
+                for event in seed.iter() {
+                    let _ = trace.admit(event);
+                }
+                trace
+            })
+        });
         let events = Events {
             chain: seed.chain.branch(),
             surface: None,
+            trace: None,
         };
         let surface = surface.branch();
         Session {
             header,
             seed_len,
-            log: RwLock::new(Log { events, surface }),
+            log: RwLock::new(Log {
+                events,
+                surface,
+                trace,
+            }),
             appending: ReentrantMutex::new(Cell::new(false)),
             link: Mutex::new(None),
-            persisted,
+            publishing: Publishing::default(),
         }
     }
 
-    pub(crate) fn attach(&self, emitter: Emitter) {
-        *self.link.lock() = Some(emitter);
+    pub(crate) fn attach(&self, link: Link) {
+        *self.link.lock() = Some(link);
+    }
+
+    /// Runs `publish` (the emission of one of this session's events) marked as a
+    /// publication of the calling thread. Returns its result and whether a dispose asked for
+    /// meanwhile ([`Session::defer_dispose`]) is now due: the outermost publication has ended.
+    pub(crate) fn publishing<R>(&self, publish: impl FnOnce() -> R) -> (R, bool) {
+        let me = std::thread::current().id();
+        {
+            let mut thread = self.publishing.thread.lock();
+            *thread = match *thread {
+                Some((owner, depth)) if owner == me => Some((me, depth + 1)),
+                _ => Some((me, 1)),
+            };
+        }
+        let result = publish();
+        let ended = {
+            let mut thread = self.publishing.thread.lock();
+            match *thread {
+                Some((owner, depth)) if owner == me && depth > 1 => {
+                    *thread = Some((me, depth - 1));
+                    false
+                }
+                _ => {
+                    *thread = None;
+                    true
+                }
+            }
+        };
+        let due = ended && self.publishing.dispose_asked.swap(false, Ordering::SeqCst);
+        (result, due)
+    }
+
+    /// Asks for the session's disposal to wait until the publication the calling thread is
+    /// making ends; `false` (nothing deferred) when the calling thread is not publishing one
+    /// of this session's events.
+    pub(crate) fn defer_dispose(&self) -> bool {
+        let me = std::thread::current().id();
+        let publishing = matches!(*self.publishing.thread.lock(), Some((owner, _)) if owner == me);
+        if publishing {
+            self.publishing.dispose_asked.store(true, Ordering::SeqCst);
+        }
+        publishing
     }
 
     pub(crate) fn detach(&self) {
         *self.link.lock() = None;
-    }
-
-    pub(crate) fn persisted(&self) -> Option<usize> {
-        self.persisted
     }
 
     /// The session id (from the header).
@@ -255,6 +346,7 @@ impl Session {
         Events {
             chain: log.events.chain.clone(),
             surface: Some(log.surface.clone()),
+            trace: log.trace.clone(),
         }
     }
 
@@ -280,12 +372,14 @@ impl Session {
     }
 
     /// Appends an event: stamps `seq` (the log length) and `time` (now, epoch ms), validates
-    /// it against the envelope, message-shape and surface rules, commits it, then publishes
+    /// it against the envelope, message-shape and surface rules and (when the store checks
+    /// them) the turn and step invariants, commits it, then publishes
     /// [`SessionEventAppended`] when the session is live (listener failures are logged, the
-    /// event stays committed). Returns the committed event.
+    /// event stays committed). A listener that disposes the session has the dispose wait
+    /// until every listener has heard the event. Returns the committed event.
     ///
-    /// Errors: [`AppendError::Invalid`] (nothing appended), [`AppendError::Reentrant`] when
-    /// called from a listener of this session's own append.
+    /// Errors: [`AppendError::Invalid`] or [`AppendError::Invariant`] (nothing appended),
+    /// [`AppendError::Reentrant`] when called from a listener of this session's own append.
     pub fn append(self: &Arc<Self>, draft: EventDraft) -> Result<Arc<SessionEvent>, AppendError> {
         let guard = self.appending.lock();
         if guard.get() {
@@ -302,24 +396,106 @@ impl Session {
                     id: self.id().clone(),
                     source,
                 })?;
+            if let Some(trace) = &mut log.trace {
+                trace
+                    .admit(&event)
+                    .map_err(|violation| AppendError::Invariant {
+                        id: self.id().clone(),
+                        violation,
+                    })?;
+            }
             let event = Arc::new(event);
             log.events.chain.push(event.clone());
             log.surface.apply(plan, seq);
             event
         };
-        let emitter = self.link.lock().clone();
-        if let Some(emitter) = emitter {
-            guard.set(true);
-            let published = emitter.emit(&SessionEventAppended {
-                session: self.clone(),
-                event: event.clone(),
-            });
-            guard.set(false);
-            if let Err(error) = published {
-                tracing::warn!(session = %self.id(), %error, "session event listener failed");
-            }
-        }
+        self.announce(&guard, std::slice::from_ref(&event));
         Ok(event)
+    }
+
+    /// Appends events another writer stored after this log (a follower catching up with
+    /// the backend): each must carry the next seq and pass the checks of a restored event
+    /// (envelope, message shape, surface transition; the invariants are traced, not
+    /// enforced: the events are stored already). Publishes [`SessionEventAppended`] for each
+    /// once all are committed. Returns the events appended.
+    ///
+    /// Errors: the first event refused, with its seq (the events before it stay appended);
+    /// `AppendError::Reentrant` from a listener of this session's own append.
+    pub(crate) fn extend_stored(
+        self: &Arc<Self>,
+        events: Vec<SessionEvent>,
+    ) -> Result<Vec<Arc<SessionEvent>>, AppendError> {
+        let guard = self.appending.lock();
+        if guard.get() {
+            return Err(AppendError::Reentrant {
+                id: self.id().clone(),
+            });
+        }
+        let mut appended = Vec::with_capacity(events.len());
+        let refused = {
+            let mut log = self.log.write();
+            let mut refused = None;
+            for event in events {
+                let expected = log.events.len() as u64;
+                let checked = if event.seq == expected {
+                    validate_restored_append(&log.surface, &event, log.events.lookup())
+                } else {
+                    Err(ValidationError::NotContiguous {
+                        index: expected,
+                        seq: event.seq,
+                    })
+                };
+                let plan = match checked {
+                    Ok(plan) => plan,
+                    Err(source) => {
+                        refused = Some(AppendError::Invalid {
+                            id: self.id().clone(),
+                            source,
+                        });
+                        break;
+                    }
+                };
+                if let Some(trace) = &mut log.trace {
+                    let _ = trace.admit(&event);
+                }
+                let event = Arc::new(event);
+                log.events.chain.push(event.clone());
+                log.surface.apply(plan, expected);
+                appended.push(event);
+            }
+            refused
+        };
+        self.announce(&guard, &appended);
+        match refused {
+            Some(error) => Err(error),
+            None => Ok(appended),
+        }
+    }
+
+    /// Publishes [`SessionEventAppended`] for each of `events` (committed, in order) when the
+    /// session is live, with `appending` set so that a listener's append is refused as
+    /// re-entrant; a listener failure is logged (the events stay committed). A dispose a
+    /// listener asked for runs once every listener has heard every event.
+    fn announce(self: &Arc<Self>, appending: &Cell<bool>, events: &[Arc<SessionEvent>]) {
+        let Some(link) = self.link.lock().clone() else {
+            return;
+        };
+        appending.set(true);
+        let ((), dispose_due) = self.publishing(|| {
+            for event in events {
+                let published = link.emitter.emit(&SessionEventAppended {
+                    session: self.clone(),
+                    event: event.clone(),
+                });
+                if let Err(error) = published {
+                    tracing::warn!(session = %self.id(), %error, "session event listener failed");
+                }
+            }
+        });
+        appending.set(false);
+        if dispose_due {
+            (link.dispose)(self.id());
+        }
     }
 
     /// The model history derived from the log: the projection of every surface node, in
@@ -399,7 +575,7 @@ mod tests {
     fn a_session_seeded_by_a_view_reads_through_to_it() {
         let seed = Events::from_vec((0..3).map(event).collect());
         let header = SessionHeader::new(SessionId::from("s"), 0, Default::default());
-        let session = Arc::new(Session::new(header, seed.clone(), Surface::default(), None));
+        let session = Arc::new(Session::new(header, seed.clone(), Surface::default(), true));
         session.append(EventDraft::new("x/log", json!({}))).unwrap();
         let events = session.events();
         assert_eq!(events.len(), 4);

@@ -140,6 +140,21 @@ pub fn prepare_stored_events(
     id: &SessionId,
     events: Vec<SessionEvent>,
 ) -> Result<Vec<SessionEvent>, StoredLogError> {
+    prepare_stored_tail(id, events, |_| None)
+}
+
+/// [`prepare_stored_events`] for the events of a stored log from some seq on (a follower's
+/// tail), whose earlier events are known: `earlier(seq)` is the message id of the earlier event
+/// with that seq, for a `replace` rewrite that reuses it.
+///
+/// # Errors
+///
+/// As [`prepare_stored_events`], for the tail.
+pub(crate) fn prepare_stored_tail(
+    id: &SessionId,
+    events: Vec<SessionEvent>,
+    earlier: impl Fn(u64) -> Option<String>,
+) -> Result<Vec<SessionEvent>, StoredLogError> {
     refuse_retired(id, &events)?;
     let mut message_ids: HashMap<u64, String> = HashMap::new();
     let mut prepared = Vec::with_capacity(events.len());
@@ -147,7 +162,9 @@ pub fn prepare_stored_events(
         let event = upgrade_turn_start(id, event)?;
         let event = upgrade_turn_end(id, event)?;
         let event = upgrade_steering(id, event)?;
-        let event = upgrade_message(id, event, &message_ids);
+        let event = upgrade_message(id, event, |seq| {
+            message_ids.get(&seq).cloned().or_else(|| earlier(seq))
+        });
         if is_surface_type(&event.kind) {
             if let Some(reason) = message_shape_problem(&event) {
                 return Err(StoredLogError::MessageShape {
@@ -369,12 +386,12 @@ fn upgrade_steering(
 fn upgrade_message(
     id: &SessionId,
     mut event: SessionEvent,
-    message_ids: &HashMap<u64, String>,
+    message_id_of: impl Fn(u64) -> Option<String>,
 ) -> SessionEvent {
     let seq = event.seq;
     let legacy_id = || legacy_message_id(id, seq);
     let replaced = match event.surface_op {
-        Some(SurfaceOp::Replace { start, .. }) => Some(message_ids.get(&start)),
+        Some(SurfaceOp::Replace { start, .. }) => Some(message_id_of(start)),
         _ => None,
     };
     let Some(data) = event.data.as_object_mut() else {
@@ -431,7 +448,9 @@ fn upgrade_message(
 
 /// The id of the message an event carries: `data.id` of a `user/message`, `data.message.id`
 /// of any other event.
-fn message_id(event: &SessionEvent) -> Option<&str> {
+/// The id of a message event's message (`data.id` of a `user/message`, `data.message.id`
+/// otherwise), when it has one.
+pub(crate) fn message_id(event: &SessionEvent) -> Option<&str> {
     let message = if event.kind == USER_MESSAGE {
         Some(&event.data)
     } else {

@@ -133,6 +133,30 @@ pub fn check_event(event: &SessionEvent, index: u64) -> Result<(), ValidationErr
     check_restored_event(event, index)
 }
 
+/// The steps of [`check_event`] that decide whether `event` reads back from a dsh file as
+/// itself: lossless data, then the envelope (safe-integer `seq` and `time`, `ignorable`
+/// absent or `true`). For a backend written to directly (import, migration), which must refuse
+/// what dsh would read back as something else; the shape rules are the store's business.
+///
+/// # Errors
+///
+/// [`ValidationError::NotLossless`] or [`ValidationError::Envelope`], with `index` the seq.
+pub fn check_storable(event: &SessionEvent) -> Result<(), ValidationError> {
+    if let Some(reason) = lossy_number(&event.data, "data") {
+        return Err(ValidationError::NotLossless {
+            index: event.seq,
+            reason,
+        });
+    }
+    match envelope_problem(event) {
+        Some(reason) => Err(ValidationError::Envelope {
+            index: event.seq,
+            reason: reason.into(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// [`check_event`] without the lossless-data step: what dsh checks of a stored event it
 /// restores in place (steps 2 to 5).
 fn check_restored_event(event: &SessionEvent, index: u64) -> Result<(), ValidationError> {
@@ -275,8 +299,32 @@ pub fn validate_append<'a>(
     event: &SessionEvent,
     lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
 ) -> Result<SurfacePlan, ValidationError> {
+    plan_after(surface, event, lookup, check_event)
+}
+
+/// [`validate_append`] for an event read back from persistence after the log (a follower's
+/// tail): without the lossless-data step, as [`validate_restored`] checks a stored log.
+///
+/// # Errors
+///
+/// As [`validate_append`], never [`ValidationError::NotLossless`].
+pub(crate) fn validate_restored_append<'a>(
+    surface: &Surface,
+    event: &SessionEvent,
+    lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
+) -> Result<SurfacePlan, ValidationError> {
+    plan_after(surface, event, lookup, check_restored_event)
+}
+
+/// `check`, then the surface plan of `event` after a log whose surface is `surface`.
+fn plan_after<'a>(
+    surface: &Surface,
+    event: &SessionEvent,
+    lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
+    check: fn(&SessionEvent, u64) -> Result<(), ValidationError>,
+) -> Result<SurfacePlan, ValidationError> {
     let index = event.seq;
-    check_event(event, index)?;
+    check(event, index)?;
     surface
         .plan(event, lookup)
         .map_err(|source| ValidationError::Surface { index, source })
@@ -298,30 +346,81 @@ fn envelope_problem(event: &SessionEvent) -> Option<&'static str> {
 /// Where `value` (found at `path`) holds a number that JavaScript's `JSON.stringify` and
 /// `JSON.parse` would not carry through unchanged: `-0` (written as `0`) or an integer beyond
 /// the safe range (rounded to a nearby double). `None` when the whole value is lossless.
+///
+/// Walks the value with an explicit stack (data may nest thousands of levels deep) and spells
+/// the path only for the offending number, so a lossless value costs one traversal.
 fn lossy_number(value: &Value, path: &str) -> Option<String> {
-    match value {
-        Value::Number(n) => {
-            let unsafe_integer = n
-                .as_i64()
-                .map_or_else(|| n.is_u64(), |i| i.unsigned_abs() > MAX_SAFE_INTEGER);
-            let negative_zero = n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative());
-            if unsafe_integer {
-                Some(format!("{path} is the integer {n}, beyond 2^53 - 1"))
-            } else if negative_zero {
-                Some(format!("{path} is -0"))
-            } else {
-                None
-            }
-        }
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .find_map(|(i, item)| lossy_number(item, &format!("{path}[{i}]"))),
-        Value::Object(map) => map
-            .iter()
-            .find_map(|(key, item)| lossy_number(item, &format!("{path}.{key}"))),
-        Value::Null | Value::Bool(_) | Value::String(_) => None,
+    /// How a value was reached from its parent (an index into `steps`).
+    enum Step<'a> {
+        Index(usize),
+        Key(&'a str),
     }
+    // (value, its step) in document order; steps[i] = (how, parent step).
+    let mut steps: Vec<(Step<'_>, Option<usize>)> = Vec::new();
+    let mut stack: Vec<(&Value, Option<usize>)> = vec![(value, None)];
+    /// Queues `item`, reached by `step` from `at`; scalars other than numbers need no visit.
+    fn descend<'a>(
+        steps: &mut Vec<(Step<'a>, Option<usize>)>,
+        stack: &mut Vec<(&'a Value, Option<usize>)>,
+        step: Step<'a>,
+        item: &'a Value,
+        at: Option<usize>,
+    ) {
+        if matches!(item, Value::Null | Value::Bool(_) | Value::String(_)) {
+            return;
+        }
+        steps.push((step, at));
+        stack.push((item, Some(steps.len() - 1)));
+    }
+    while let Some((value, at)) = stack.pop() {
+        match value {
+            Value::Number(n) => {
+                if let Some(problem) = number_problem(n) {
+                    let mut segments = Vec::new();
+                    let mut cursor = at;
+                    while let Some(i) = cursor {
+                        segments.push(&steps[i].0);
+                        cursor = steps[i].1;
+                    }
+                    let mut spelled = path.to_owned();
+                    for segment in segments.into_iter().rev() {
+                        match segment {
+                            Step::Index(i) => spelled.push_str(&format!("[{i}]")),
+                            Step::Key(key) => {
+                                spelled.push('.');
+                                spelled.push_str(key);
+                            }
+                        }
+                    }
+                    return Some(format!("{spelled} {problem}"));
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate().rev() {
+                    descend(&mut steps, &mut stack, Step::Index(i), item, at);
+                }
+            }
+            Value::Object(map) => {
+                for (key, item) in map.iter().rev() {
+                    descend(&mut steps, &mut stack, Step::Key(key.as_str()), item, at);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::String(_) => {}
+        }
+    }
+    None
+}
+
+/// What JavaScript would not carry through unchanged about `n`, if anything.
+fn number_problem(n: &serde_json::Number) -> Option<String> {
+    let unsafe_integer = n
+        .as_i64()
+        .map_or_else(|| n.is_u64(), |i| i.unsigned_abs() > MAX_SAFE_INTEGER);
+    if unsafe_integer {
+        return Some(format!("is the integer {n}, beyond 2^53 - 1"));
+    }
+    let negative_zero = n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative());
+    negative_zero.then(|| "is -0".to_owned())
 }
 
 fn non_empty_str(value: Option<&Value>) -> bool {

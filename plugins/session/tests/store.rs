@@ -74,8 +74,8 @@ fn lifecycle_events_are_published_once_each_and_seed_events_are_not_appends() {
         .unwrap();
     seeded.append(EventDraft::turn_start(2)).unwrap();
     store.flush(&seeded).unwrap();
-    assert!(store.dispose(seeded.id()));
-    assert!(!store.dispose(seeded.id()), "a second dispose does nothing");
+    assert!(store.dispose(seeded.id()).unwrap());
+    assert!(!store.dispose(seeded.id()).unwrap(), "a second dispose does nothing");
     assert_eq!(
         *log.lock().unwrap(),
         [
@@ -139,7 +139,7 @@ fn flush_returns_the_failure_of_its_listeners_after_all_have_run() {
 fn flush_of_a_session_that_is_not_live_in_the_store_is_refused() {
     let (_ctx, store) = context();
     let session = store.create(Some("x".into()), Default::default()).unwrap();
-    store.dispose(session.id());
+    store.dispose(session.id()).unwrap();
     assert_eq!(
         store.flush(&session).unwrap_err().code(),
         "SESSION_NOT_LIVE"

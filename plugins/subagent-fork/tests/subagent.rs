@@ -38,6 +38,7 @@ fn a_subagent_of_a_parent_inside_a_turn_is_seeded_through_the_last_completed_tur
     turn(&parent, 1, TurnEndReason::Completed);
     turn(&parent, 2, TurnEndReason::Aborted(None));
     parent.append(EventDraft::turn_start(3)).unwrap();
+    parent.append(EventDraft::step_start(3, 1)).unwrap();
     parent
         .append(EventDraft::tool_call(3, 1, "c1", "delegate", "{}"))
         .unwrap();
@@ -99,7 +100,7 @@ fn a_parent_that_is_not_live_is_refused_and_nothing_is_created() {
     let ctx = context();
     let parent = parent(&ctx, SessionMeta::default());
     let store = ctx.expect::<SessionStore>();
-    store.dispose(parent.id());
+    store.dispose(parent.id()).unwrap();
     let err = ctx.expect::<SubagentFork>().spawn(&parent).unwrap_err();
     assert_eq!(err.code(), "SESSION_NOT_LIVE");
     assert!(err.to_string().contains("\"parent\""), "{err}");

@@ -28,12 +28,16 @@ pub fn live(ctx: &Context, id: &str) -> Arc<Session> {
         .unwrap()
 }
 
-/// Appends turn `turn` in four events: turn/start, user/message, assistant/message, turn/end.
+/// Appends turn `turn` in six events, keeping the turn and step invariants the store checks:
+/// turn/start, user/message, step/start (step 1), assistant/message, step/end, turn/end. Turn
+/// `n` of a log built from these alone spans seqs `6(n-1)` (turn/start, then user/message,
+/// step/start, assistant/message, step/end) through `6n-1` (its turn/end).
 pub fn turn(session: &Arc<Session>, turn: u64) {
     session.append(EventDraft::turn_start(turn)).unwrap();
     session
         .append(EventDraft::user_text(&format!("u{turn}"), "q", "user"))
         .unwrap();
+    session.append(EventDraft::step_start(turn, 1)).unwrap();
     session
         .append(EventDraft::assistant_text(
             turn,
@@ -44,6 +48,7 @@ pub fn turn(session: &Arc<Session>, turn: u64) {
             "m",
         ))
         .unwrap();
+    session.append(EventDraft::step_end(turn, 1)).unwrap();
     session
         .append(EventDraft::turn_end(turn, TurnEndReason::Completed))
         .unwrap();

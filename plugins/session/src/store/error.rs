@@ -1,0 +1,124 @@
+//! [`StoreError`]: why a store operation failed, naming the session.
+
+use crate::header::SessionId;
+use crate::persistence::PersistenceError;
+use crate::upgrade::StoredLogError;
+use crate::validate::ValidationError;
+use dsh_core::{EmitError, Unavailable};
+
+/// Errors of the store. Each names the session.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// `create` with an id that is live in this store.
+    #[error("session \"{id}\" already exists")]
+    AlreadyExists {
+        /// The id.
+        id: SessionId,
+    },
+    /// The header built from the create options breaks one of dsh's header rules
+    /// ([`crate::SessionHeader::broken_rule`]); nothing was created.
+    #[error("invalid header for session \"{id}\": {reason}")]
+    InvalidHeader {
+        /// The session being created.
+        id: SessionId,
+        /// The rule broken, naming the field.
+        reason: String,
+    },
+    /// The seed breaks a validation rule; nothing was created.
+    #[error("invalid seed for session \"{id}\": {source}")]
+    InvalidSeed {
+        /// The session being created.
+        id: SessionId,
+        /// The rule broken, with the index.
+        #[source]
+        source: ValidationError,
+    },
+    /// The session is not live in this store (flush of a disposed or foreign session).
+    #[error("session \"{id}\" is not live in this store")]
+    NotLive {
+        /// The id.
+        id: SessionId,
+    },
+    /// Neither live nor stored.
+    #[error("session \"{id}\" not found")]
+    NotFound {
+        /// The id.
+        id: SessionId,
+    },
+    /// A `created` listener vetoed the creation (nothing was written), or a `flush` listener
+    /// failed (after the events were written).
+    #[error("{stage} of session \"{id}\" failed: {source}")]
+    Listener {
+        /// The session.
+        id: SessionId,
+        /// `create` or `flush`.
+        stage: &'static str,
+        /// The listener failures.
+        #[source]
+        source: EmitError,
+    },
+    /// The persistence backend refused a read or a write (`create`, `flush`, `dispose`,
+    /// `load`, `resume`): its error, with its code. A refused write leaves the session live
+    /// with its events (a `create` refused by the backend leaves nothing live).
+    #[error("session \"{id}\": {source}")]
+    Persistence {
+        /// The session.
+        id: SessionId,
+        /// The backend's error.
+        #[source]
+        source: PersistenceError,
+    },
+    /// The stored log cannot be restored: retired vocabulary, a malformed older shape, a
+    /// bad message shape, or an unknown event type without `ignorable: true` (reference
+    /// section 2, the oracle's upgrade step). The stored file is not touched.
+    #[error("cannot restore session \"{id}\": {source}")]
+    StoredLog {
+        /// The session.
+        id: SessionId,
+        /// What the upgrade step refused, with the seq.
+        #[source]
+        source: StoredLogError,
+    },
+    /// An event could not be appended to the live session (a stored event a follower read
+    /// back was refused): the append's error, with its code.
+    #[error("session \"{id}\": {source}")]
+    Append {
+        /// The session.
+        id: SessionId,
+        /// Why the event was refused.
+        #[source]
+        source: crate::session::AppendError,
+    },
+    /// No persistence backend is active while one is needed (code `CAPABILITY_UNAVAILABLE`):
+    /// `load` or `resume` of a session that is not live, or a write when the store's
+    /// [`crate::PersistenceMode`] does not allow keeping sessions in memory.
+    #[error("session \"{id}\" cannot be read or written: no persistence backend is active: {source}")]
+    Unavailable {
+        /// The id.
+        id: SessionId,
+        /// Why no backend can be read (the backend plugin and its state).
+        #[source]
+        source: Unavailable,
+    },
+}
+
+impl StoreError {
+    /// The stable code: the backend's for a persistence failure (e.g.
+    /// `SESSION_ID_CONFLICT`), `LISTENER_FAILED` for a vetoing or failing observer.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::AlreadyExists { .. } => "SESSION_ALREADY_EXISTS",
+            StoreError::InvalidHeader { .. } => "HEADER_INVALID",
+            StoreError::InvalidSeed { source, .. } => source.code(),
+            StoreError::StoredLog { source, .. } => source.code(),
+            StoreError::NotLive { .. } => "SESSION_NOT_LIVE",
+            StoreError::NotFound { .. } => "SESSION_NOT_FOUND",
+            StoreError::Listener { source, .. } => source.code(),
+            StoreError::Persistence { source, .. } => source.code(),
+            StoreError::Unavailable { source, .. } => source.code(),
+            StoreError::Append { source, .. } => source.code(),
+        }
+    }
+}
+

@@ -1,0 +1,459 @@
+//! The `SessionStore` service: creates, holds and disposes live sessions, writes them to the
+//! persistence backend itself, and publishes their lifecycle events for observers (reference
+//! section 3).
+//!
+//! One write path: `create`, `flush`, `dispose`, `resume` and the drains (when the store or
+//! its backend goes) all call [`crate::persistence`]'s first write or catch-up directly, under
+//! the session's own writer lock, so sessions are written independently of each other and no
+//! event is written twice. One read path ([`read`]) serves `load`, `resume` and cold forks.
+
+mod error;
+mod read;
+mod types;
+
+pub use error::StoreError;
+pub use types::{
+    CreateOptions, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
+};
+
+use crate::header::{SessionHeader, SessionId};
+use crate::persistence::{catch_up, first_write, PersistenceMode, SessionPersistence};
+use crate::session::{admit_seed, fold_trusted, now_ms, Events, Link, Session};
+use dsh_core::{Emitter, Optional, PluginState, Unavailable};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+/// A live session with what the store knows of its durability.
+struct Entry {
+    session: Arc<Session>,
+    /// What is durable of the session. Locked for the whole of each backend call, so the
+    /// writes of one session are serialized and those of different sessions are not.
+    written: Arc<Mutex<Written>>,
+}
+
+/// What is durable of a live session.
+#[derive(Clone, Copy, Debug, Default)]
+struct Written {
+    /// How many of its events the active backend holds (`None`: not written to it yet).
+    held: Option<usize>,
+    /// How many of its events were drained to a backend that then went: with no backend
+    /// active, a session drained whole has nothing left to lose.
+    drained: Option<usize>,
+}
+
+impl Entry {
+    fn share(&self) -> Entry {
+        Entry {
+            session: self.session.clone(),
+            written: self.written.clone(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Live {
+    by_id: HashMap<SessionId, Entry>,
+    order: Vec<SessionId>,
+}
+
+/// The session store service (`ctx.get::<SessionStore>()`), provided by the `dsh-session`
+/// plugin. Holds live sessions until [`SessionStore::dispose`] or until the plugin is
+/// disposed, and writes them to the active `dyn SessionPersistence` backend: at `create`
+/// (header and seed, once), at `flush` (what is new, durably), at `dispose`, and whenever the
+/// store or the backend goes (every live session is drained to the backend first).
+///
+/// The calls that write block the calling thread for the backend's I/O (an fsync, a database
+/// transaction); one session's writes are serialized, different sessions' are not.
+pub struct SessionStore {
+    events: Emitter,
+    backend: Optional<dyn SessionPersistence>,
+    mode: PersistenceMode,
+    check_invariants: bool,
+    live: Mutex<Live>,
+    /// The store itself, for the deferred disposals its sessions ask for.
+    this: Weak<SessionStore>,
+}
+
+impl std::fmt::Debug for SessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionStore")
+            .field("live", &self.live.lock().order)
+            .field("persistence", &self.mode)
+            .finish()
+    }
+}
+
+impl SessionStore {
+    pub(crate) fn new(
+        events: Emitter,
+        backend: Optional<dyn SessionPersistence>,
+        mode: PersistenceMode,
+        check_invariants: bool,
+    ) -> Arc<SessionStore> {
+        Arc::new_cyclic(|this| SessionStore {
+            events,
+            backend,
+            mode,
+            check_invariants,
+            live: Mutex::new(Live::default()),
+            this: this.clone(),
+        })
+    }
+
+    /// Creates a live session with id `id` (or a fresh UUID v7), seeded with
+    /// `options.seed` and a header built from `options.meta` (`createdAt` defaults to now),
+    /// publishes [`SessionCreated`] once (seed events are not published as appends), then
+    /// writes header and seed to the backend (or takes over a stored session of that id whose
+    /// log the seed reproduces, as dsh does).
+    ///
+    /// # Errors
+    /// [`StoreError::AlreadyExists`] for a live id, [`StoreError::InvalidHeader`] for a header
+    /// dsh would refuse (a relative `cwd`, ...), [`StoreError::InvalidSeed`] for a raw seed
+    /// that breaks a rule, [`StoreError::Listener`] when a `created` listener vetoes,
+    /// [`StoreError::Persistence`] when the backend refuses the session (e.g.
+    /// `SESSION_ID_CONFLICT`), [`StoreError::Unavailable`] when no backend is active and the
+    /// store's [`PersistenceMode`] does not allow memory; in every case nothing stays live.
+    pub fn create(
+        &self,
+        id: Option<SessionId>,
+        options: CreateOptions,
+    ) -> Result<Arc<Session>, StoreError> {
+        self.create_session(id, options, None)
+    }
+
+    /// [`SessionStore::create`] for a log read from the backend: `stored` of its events are
+    /// durable there already (nothing is written for them).
+    pub(crate) fn create_session(
+        &self,
+        id: Option<SessionId>,
+        options: CreateOptions,
+        stored: Option<usize>,
+    ) -> Result<Arc<Session>, StoreError> {
+        let id = match id {
+            Some(id) => {
+                self.check_free(&id)?;
+                id
+            }
+            None => self.fresh_id(),
+        };
+        let (seed, surface) = match options.seed {
+            None => (Events::empty(), Default::default()),
+            Some(Seed::Snapshot(events)) => {
+                let surface = fold_trusted(&events);
+                (events, surface)
+            }
+            // A log read back from persistence is checked as dsh restores it (no lossless
+            // data rule); a seed handed to `create` gets every rule.
+            Some(Seed::Raw(events)) => admit_seed(events, stored.is_some()).map_err(|source| {
+                StoreError::InvalidSeed {
+                    id: id.clone(),
+                    source,
+                }
+            })?,
+        };
+        let created_at = options
+            .meta
+            .created_at
+            .unwrap_or_else(|| u64::try_from(now_ms()).unwrap_or(0));
+        let header = SessionHeader::new(id.clone(), created_at, options.meta);
+        if stored.is_none() {
+            if let Some(reason) = header.broken_rule() {
+                return Err(StoreError::InvalidHeader { id, reason });
+            }
+        }
+        let session = Arc::new(Session::new(header, seed, surface, self.check_invariants));
+        let entry = Entry {
+            session: session.clone(),
+            written: Arc::new(Mutex::new(Written {
+                held: stored,
+                drained: None,
+            })),
+        };
+        {
+            let mut live = self.live.lock();
+            if live.by_id.contains_key(&id) {
+                return Err(StoreError::AlreadyExists { id });
+            }
+            live.by_id.insert(id.clone(), entry.share());
+            live.order.push(id.clone());
+        }
+        session.attach(self.link());
+        let (announced, dispose_due) = session.publishing(|| {
+            self.events.emit(&SessionCreated {
+                session: session.clone(),
+            })
+        });
+        if let Err(source) = announced {
+            self.remove(&id);
+            return Err(StoreError::Listener {
+                id,
+                stage: "create",
+                source,
+            });
+        }
+        if stored.is_none() {
+            if let Err(error) = self.write(&entry) {
+                self.remove(&id);
+                return Err(error);
+            }
+        }
+        tracing::debug!(session = %id, events = session.len(), "session created");
+        if dispose_due {
+            self.dispose(&id)?;
+        }
+        Ok(session)
+    }
+
+    /// What a session live in this store knows of it.
+    fn link(&self) -> Link {
+        let store = self.this.clone();
+        Link {
+            emitter: self.events.clone(),
+            dispose: Arc::new(move |id| {
+                let Some(store) = store.upgrade() else { return };
+                if let Err(error) = store.dispose(id) {
+                    tracing::error!(session = %id, code = error.code(), %error, "deferred dispose failed; the session stays live");
+                }
+            }),
+        }
+    }
+
+    fn check_free(&self, id: &SessionId) -> Result<(), StoreError> {
+        if self.live.lock().by_id.contains_key(id) {
+            return Err(StoreError::AlreadyExists { id: id.clone() });
+        }
+        Ok(())
+    }
+
+    fn fresh_id(&self) -> SessionId {
+        loop {
+            let id = SessionId::generate();
+            if self.check_free(&id).is_ok() {
+                return id;
+            }
+        }
+    }
+
+    /// The live session with this id.
+    pub fn get(&self, id: &SessionId) -> Option<Arc<Session>> {
+        self.live.lock().by_id.get(id).map(|e| e.session.clone())
+    }
+
+    /// Every live session, in creation order (a fresh vector).
+    pub fn list(&self) -> Vec<Arc<Session>> {
+        let live = self.live.lock();
+        live.order
+            .iter()
+            .filter_map(|id| live.by_id.get(id).map(|e| e.session.clone()))
+            .collect()
+    }
+
+    /// Whether `session` is the very instance live in this store under its id.
+    pub fn is_live_instance(&self, session: &Arc<Session>) -> bool {
+        self.get(session.id())
+            .is_some_and(|live| Arc::ptr_eq(&live, session))
+    }
+
+    fn entry(&self, session: &Arc<Session>) -> Result<Entry, StoreError> {
+        let live = self.live.lock();
+        match live.by_id.get(session.id()) {
+            Some(entry) if Arc::ptr_eq(&entry.session, session) => Ok(entry.share()),
+            _ => Err(StoreError::NotLive {
+                id: session.id().clone(),
+            }),
+        }
+    }
+
+    /// The durability checkpoint: writes the session's events the backend does not hold yet,
+    /// durably, then publishes [`SessionFlush`] for observers.
+    ///
+    /// # Errors
+    /// [`StoreError::NotLive`] when `session` is not the live instance of this store,
+    /// [`StoreError::Persistence`] when the backend refuses the write (the events stay live
+    /// and a later flush writes them), [`StoreError::Unavailable`] when no backend is active
+    /// and the [`PersistenceMode`] does not allow memory, [`StoreError::Listener`] with every
+    /// observer failure (all listeners ran, after the write).
+    pub fn flush(&self, session: &Arc<Session>) -> Result<(), StoreError> {
+        let entry = self.entry(session)?;
+        self.write(&entry)?;
+        self.events
+            .emit(&SessionFlush {
+                session: session.clone(),
+            })
+            .map_err(|source| StoreError::Listener {
+                id: session.id().clone(),
+                stage: "flush",
+                source,
+            })
+    }
+
+    /// Writes what the backend lacks of `entry`'s session: the whole session on its first
+    /// write (or the takeover of a stored prefix), the new events after that.
+    fn write(&self, entry: &Entry) -> Result<(), StoreError> {
+        let id = entry.session.id();
+        let mut written = entry.written.lock();
+        let backend = match self.writable_backend(id) {
+            Ok(Some(backend)) => backend,
+            Ok(None) => return Ok(()),
+            // Everything went to the backend before it left: nothing to write, nothing lost.
+            Err(_) if written.drained == Some(entry.session.len()) => {
+                return Ok(())
+            }
+            Err(error) => return Err(error),
+        };
+        written.held = Some(write_to(backend.as_ref(), &entry.session, written.held)?);
+        Ok(())
+    }
+
+    /// The backend writes go to; `None` when there is none and the mode lets sessions live in
+    /// memory.
+    fn writable_backend(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<Arc<dyn SessionPersistence>>, StoreError> {
+        match self.backend.require() {
+            Ok(backend) => Ok(Some(backend)),
+            Err(source) if self.mode.allows_memory(&source) => Ok(None),
+            Err(source) => Err(StoreError::Unavailable {
+                id: id.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Writes what is appended and not yet durable, then removes the live session `id`,
+    /// detaches it and publishes [`SessionDisposed`]. Returns whether a session was removed.
+    /// Asked for from a listener of one of the session's events ([`SessionCreated`], an
+    /// appended event), the dispose waits until every listener has heard the event (as dsh
+    /// defers it) and `Ok(true)` is returned at once.
+    ///
+    /// # Errors
+    /// [`StoreError::Persistence`] or [`StoreError::Unavailable`] when what was appended
+    /// cannot be written: the session then stays live, nothing lost, and a later dispose or
+    /// flush may write it.
+    pub fn dispose(&self, id: &SessionId) -> Result<bool, StoreError> {
+        let entry = {
+            let live = self.live.lock();
+            let Some(entry) = live.by_id.get(id) else {
+                return Ok(false);
+            };
+            if entry.session.defer_dispose() {
+                return Ok(true);
+            }
+            entry.share()
+        };
+        self.write(&entry)?;
+        Ok(self.remove(id))
+    }
+
+    /// Disposes every live session, newest first, each written to the backend first; a
+    /// session that cannot be written is reported in the log, naming it and why, and
+    /// disposed all the same (the store itself is going).
+    pub(crate) fn dispose_all(&self) {
+        let ids: Vec<SessionId> = self.live.lock().order.clone();
+        for id in ids.into_iter().rev() {
+            let entry = self.live.lock().by_id.get(&id).map(Entry::share);
+            if let Some(entry) = entry {
+                if let Err(error) = self.write(&entry) {
+                    tracing::error!(session = %id, code = error.code(), %error, "session disposed with events not written");
+                }
+            }
+            self.remove(&id);
+        }
+    }
+
+    /// Writes every live session to `backend`, which is about to go (disabled, restarted,
+    /// replaced, or the context disposed), while it is still usable; a session that cannot be
+    /// written is reported in the log, naming it and why. The next backend starts afresh:
+    /// the first write to it takes the session over (or creates it).
+    pub(crate) fn drain_to(&self, backend: &dyn SessionPersistence) {
+        let entries: Vec<Entry> = {
+            let live = self.live.lock();
+            live.order
+                .iter()
+                .filter_map(|id| live.by_id.get(id).map(Entry::share))
+                .collect()
+        };
+        for entry in entries {
+            let mut written = entry.written.lock();
+            match write_to(backend, &entry.session, written.held) {
+                Ok(held) => written.drained = Some(held),
+                Err(error) => {
+                    tracing::error!(session = %entry.session.id(), code = error.code(), %error, "session not drained to the leaving backend");
+                }
+            }
+            written.held = None;
+        }
+    }
+
+    fn remove(&self, id: &SessionId) -> bool {
+        let session = {
+            let mut live = self.live.lock();
+            live.order.retain(|x| x != id);
+            live.by_id.remove(id).map(|e| e.session)
+        };
+        let Some(session) = session else {
+            return false;
+        };
+        session.detach();
+        if let Err(error) = self.events.emit(&SessionDisposed { session }) {
+            tracing::warn!(session = %id, %error, "session disposed listener failed");
+        }
+        true
+    }
+
+    /// The active persistence backend.
+    ///
+    /// # Errors
+    /// [`Unavailable`] (code `CAPABILITY_UNAVAILABLE`) naming the backend plugin and its
+    /// state, when no backend is active.
+    pub fn persistence(&self) -> Result<Arc<dyn SessionPersistence>, Unavailable> {
+        self.backend.require()
+    }
+
+    /// Whether this store keeps sessions in memory when no backend is active (see
+    /// [`PersistenceMode`]).
+    pub fn persistence_mode(&self) -> PersistenceMode {
+        self.mode
+    }
+
+    fn backend(&self, id: &SessionId) -> Result<Arc<dyn SessionPersistence>, StoreError> {
+        self.persistence()
+            .map_err(|source| StoreError::Unavailable {
+                id: id.clone(),
+                source,
+            })
+    }
+}
+
+/// Writes what `backend` lacks of `session`, given how many of its events it holds
+/// (`None`: it does not know the session yet). Returns how many it holds now.
+fn write_to(
+    backend: &dyn SessionPersistence,
+    session: &Session,
+    written: Option<usize>,
+) -> Result<usize, StoreError> {
+    match written {
+        Some(cursor) => catch_up(backend, session, cursor),
+        None => first_write(backend, session),
+    }
+    .map_err(|source| StoreError::Persistence {
+        id: session.id().clone(),
+        source,
+    })
+}
+
+impl PersistenceMode {
+    /// Whether a store in this mode keeps sessions in memory when the backend is unavailable
+    /// for `why`.
+    fn allows_memory(self, why: &Unavailable) -> bool {
+        match self {
+            PersistenceMode::Optional => true,
+            PersistenceMode::Required => false,
+            PersistenceMode::Auto => {
+                why.provider.is_none() || why.state == Some(PluginState::Disabled)
+            }
+        }
+    }
+}

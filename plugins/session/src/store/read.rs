@@ -1,0 +1,200 @@
+//! The store's one read path: a stored session read through the backend and the format
+//! upgrade, for `load` (read only), `resume` (read, then close a crash-interrupted turn
+//! durably), cold forks ([`SessionStore::read_stored`]) and followers
+//! ([`SessionStore::refresh`]: what another writer stored since).
+
+use super::{CreateOptions, Resumed, SessionStore, StoreError};
+use crate::event::SessionEvent;
+use crate::header::{SessionId, SessionMeta};
+use crate::persistence::{PersistenceError, StoredSession};
+use crate::repair::interrupted_turn_closers;
+use crate::session::Session;
+use crate::upgrade::{message_id, prepare_stored_events, prepare_stored_tail};
+use std::sync::Arc;
+
+impl SessionStore {
+    /// The live session `id`, or the stored one loaded from the active
+    /// `dyn SessionPersistence` backend into the store, its header unchanged and its log as
+    /// stored (a torn final record dropped in memory, nothing repaired or written): the read
+    /// for inspection and forking. A host that continues the session uses
+    /// [`SessionStore::resume`] instead.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] when neither live nor stored, [`StoreError::Unavailable`]
+    /// without a backend, [`StoreError::Persistence`] when the stored file is refused,
+    /// [`StoreError::StoredLog`] or [`StoreError::InvalidSeed`] when its log breaks a rule.
+    pub fn load(&self, id: &SessionId) -> Result<Arc<Session>, StoreError> {
+        if let Some(live) = self.get(id) {
+            return Ok(live);
+        }
+        let stored = self.read_stored(id, None)?;
+        let durable = stored.events.len();
+        let meta = SessionMeta::from_header(&stored.header);
+        self.create_session(
+            Some(stored.header.id.clone()),
+            CreateOptions::new(stored.events, meta),
+            Some(durable),
+        )
+    }
+
+    /// Loads a stored session to continue appending to it, as dsh's `load` does (reference
+    /// sections 4.3 and 6.3): a crash that left the last turn open is closed by appending the
+    /// events of [`interrupted_turn_closers`] durably (through the store's one write path),
+    /// and a torn final record is cut from the file. A session whose last turn is closed and
+    /// whose file has no torn tail is not written. The header (including its unmodelled
+    /// fields) is kept unchanged.
+    ///
+    /// A session already live in the store is returned as it is, with nothing appended: its
+    /// open turn belongs to the writer that holds it, not to a crash.
+    ///
+    /// # Errors
+    /// As [`SessionStore::load`]; [`StoreError::Persistence`] when the closers cannot be
+    /// written (the file keeps its previous content and nothing stays live). Damage before
+    /// the last committed `turn/end` is refused by the backend before anything is written.
+    pub fn resume(&self, id: &SessionId) -> Result<Resumed, StoreError> {
+        if let Some(session) = self.get(id) {
+            return Ok(Resumed {
+                session,
+                appended: Vec::new(),
+                dropped_tail: None,
+            });
+        }
+        let stored = self.read_stored(id, None)?;
+        let closers = interrupted_turn_closers(&stored.events);
+        let dropped_tail = stored.dropped_tail;
+        let meta = SessionMeta::from_header(&stored.header);
+        let durable = stored.events.len();
+        let mut events = stored.events;
+        events.extend(closers);
+        let session = self.create_session(
+            Some(stored.header.id),
+            CreateOptions::new(events, meta),
+            Some(durable),
+        )?;
+        let appended: Vec<Arc<SessionEvent>> =
+            session.events().iter().skip(durable).cloned().collect();
+        let written = if appended.is_empty() {
+            // Nothing to append, but a torn tail to cut: an empty append cuts it.
+            match &dropped_tail {
+                Some(_) => self
+                    .backend(id)?
+                    .append(id, &[])
+                    .map_err(|source| StoreError::Persistence {
+                        id: id.clone(),
+                        source,
+                    }),
+                None => Ok(()),
+            }
+        } else {
+            self.entry(&session).and_then(|entry| self.write(&entry))
+        };
+        if let Err(error) = written {
+            self.remove(id);
+            return Err(error);
+        }
+        if !appended.is_empty() || dropped_tail.is_some() {
+            tracing::info!(session = %id, closers = appended.len(), "resumed session repaired");
+        }
+        Ok(Resumed {
+            session,
+            appended,
+            dropped_tail,
+        })
+    }
+
+    /// Catches a live session up with its stored log when another writer (another process)
+    /// appends to it: reads only the events stored after the live log
+    /// ([`crate::SessionPersistence::read_from`]), upgrades and checks them as a stored log
+    /// is, and appends them to the live log, continuing its history fold and invariant trace
+    /// from where they are (nothing is re-read or refolded), publishing
+    /// [`crate::SessionEventAppended`] for each. Nothing is written. Returns the events
+    /// appended (none when the stored log has not grown).
+    ///
+    /// # Errors
+    /// [`StoreError::NotLive`] when `session` is not the live instance;
+    /// [`StoreError::Persistence`] with `SESSION_ID_CONFLICT` when the live session has
+    /// events not written yet (flush first) or the stored log is shorter than the live one,
+    /// or the backend's error; [`StoreError::Unavailable`] without a backend;
+    /// [`StoreError::StoredLog`] or [`StoreError::Append`] when a stored event is refused
+    /// (the events before it are appended).
+    pub fn refresh(&self, session: &Arc<Session>) -> Result<Vec<Arc<SessionEvent>>, StoreError> {
+        let entry = self.entry(session)?;
+        let id = session.id();
+        let backend = self.backend(id)?;
+        let mut written = entry.written.lock();
+        let len = session.len();
+        let conflict = |reason: String| StoreError::Persistence {
+            id: id.clone(),
+            source: PersistenceError::Conflict {
+                id: id.clone(),
+                reason,
+            },
+        };
+        if written.held != Some(len) {
+            return Err(conflict(format!(
+                "the live session has {} events not written yet; flush it before following \
+                 the stored log",
+                len - written.held.unwrap_or(0)
+            )));
+        }
+        let tail = backend
+            .read_from(id, len as u64)
+            .map_err(|source| StoreError::Persistence {
+                id: id.clone(),
+                source,
+            })?;
+        if tail.len < len as u64 {
+            return Err(conflict(format!(
+                "the stored log holds {} events, fewer than the {len} live ones",
+                tail.len
+            )));
+        }
+        let known = session.events();
+        let events = prepare_stored_tail(id, tail.events, |seq| {
+            let event = known.get(usize::try_from(seq).ok()?)?;
+            message_id(event).map(str::to_owned)
+        })
+        .map_err(|source| StoreError::StoredLog {
+            id: id.clone(),
+            source,
+        })?;
+        let result = session.extend_stored(events);
+        written.held = Some(session.len());
+        result.map_err(|source| StoreError::Append {
+            id: id.clone(),
+            source,
+        })
+    }
+
+    /// Reads stored session `id` from the active backend (through the format upgrade, as
+    /// dsh restores a log), without loading it into the store: the whole log, or with
+    /// `len` its first `len` events (fewer when the log is shorter; the backend decodes no
+    /// more than it must where its format allows). Never writes.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] when it is not stored, [`StoreError::Unavailable`] without a
+    /// backend, [`StoreError::Persistence`] when the backend refuses the file,
+    /// [`StoreError::StoredLog`] when the upgrade step refuses the log.
+    pub fn read_stored(&self, id: &SessionId, len: Option<u64>) -> Result<StoredSession, StoreError> {
+        let backend = self.backend(id)?;
+        let read = match len {
+            None => backend.load(id),
+            Some(len) => backend.read_prefix(id, len),
+        };
+        let mut stored = read.map_err(|source| match source {
+            PersistenceError::NotFound { .. } => StoreError::NotFound { id: id.clone() },
+            source => StoreError::Persistence {
+                id: id.clone(),
+                source,
+            },
+        })?;
+        stored.events =
+            prepare_stored_events(id, std::mem::take(&mut stored.events)).map_err(|source| {
+                StoreError::StoredLog {
+                    id: id.clone(),
+                    source,
+                }
+            })?;
+        Ok(stored)
+    }
+}

@@ -1,0 +1,93 @@
+//! The values the store's API takes and gives: seeds, create options, what `resume` did,
+//! and the lifecycle events it publishes for observers.
+
+use crate::event::SessionEvent;
+use crate::header::SessionMeta;
+use crate::session::{Events, Session};
+use std::sync::Arc;
+
+/// The seed of a new session.
+#[derive(Clone, Debug)]
+pub enum Seed {
+    /// Events from outside (a file, a test): validated by `create` (contiguous seq from 0,
+    /// envelope, message shapes, surface transitions).
+    Raw(Vec<SessionEvent>),
+    /// A snapshot of a live session: already valid, shared without copying or re-validation.
+    Snapshot(Events),
+}
+
+impl From<Vec<SessionEvent>> for Seed {
+    fn from(events: Vec<SessionEvent>) -> Seed {
+        Seed::Raw(events)
+    }
+}
+
+impl From<Events> for Seed {
+    fn from(events: Events) -> Seed {
+        Seed::Snapshot(events)
+    }
+}
+
+/// Options of [`SessionStore::create`]: the seed (default: empty log) and the header meta.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct CreateOptions {
+    /// The initial events; they are not published as appends.
+    pub seed: Option<Seed>,
+    /// Header fields (cwd, lineage, ...).
+    pub meta: SessionMeta,
+}
+
+impl CreateOptions {
+    /// Options with a seed and meta.
+    pub fn new(seed: impl Into<Seed>, meta: SessionMeta) -> CreateOptions {
+        CreateOptions {
+            seed: Some(seed.into()),
+            meta,
+        }
+    }
+
+    /// Options with meta only (empty log).
+    pub fn meta(meta: SessionMeta) -> CreateOptions {
+        CreateOptions { seed: None, meta }
+    }
+}
+
+/// Published once when a session enters the store, before it is written to the backend. A
+/// listener error vetoes the creation: the session is removed again (and [`SessionDisposed`]
+/// is published), and nothing is written. A dispose asked for by a listener waits until every
+/// listener has heard of the creation.
+#[derive(Clone, Debug)]
+pub struct SessionCreated {
+    /// The new session.
+    pub session: Arc<Session>,
+}
+
+/// Published by [`crate::SessionStore::flush`] once the session's events are durable in the backend
+/// (the flush wrote them itself): for observers. Listener failures are returned by `flush`.
+#[derive(Clone, Debug)]
+pub struct SessionFlush {
+    /// The session to make durable.
+    pub session: Arc<Session>,
+}
+
+/// Published once when a session leaves the store (dispose, veto, plugin disposal).
+#[derive(Clone, Debug)]
+pub struct SessionDisposed {
+    /// The session, now detached.
+    pub session: Arc<Session>,
+}
+
+/// What [`crate::SessionStore::resume`] did: the live session and the events it appended durably.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Resumed {
+    /// The session, live in the store, its log ending with the appended closers.
+    pub session: Arc<Session>,
+    /// The crash-repair closers appended to the stored log (empty when its last turn was
+    /// closed), in seq order.
+    pub appended: Vec<Arc<SessionEvent>>,
+    /// The torn final record cut from the file, as the backend described it.
+    pub dropped_tail: Option<String>,
+}
+

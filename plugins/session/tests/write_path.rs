@@ -1,0 +1,350 @@
+//! The store's direct write path against an in-memory backend: dsh's takeover rule, disposal
+//! deferred until a publication ends, the header rules, and the invariants checked at append.
+
+use dsh_core::{plugin_fn, Context, LoadOptions};
+use dsh_session::{
+    CreateOptions, EventDraft, ListedSession, PersistenceError, SessionCreated, SessionEvent,
+    SessionEventAppended, SessionHeader, SessionId, SessionMeta, SessionPersistence,
+    SessionPlugin, SessionStore, StoredSession, StoredTail, TurnEndReason,
+};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+const CWD: &str = "/work/project";
+
+/// Sessions kept in memory, as a backend stores them: header and events, written only through
+/// the trait.
+#[derive(Default)]
+struct Memory {
+    sessions: Mutex<BTreeMap<SessionId, (SessionHeader, Vec<SessionEvent>)>>,
+}
+
+impl Memory {
+    fn stored(&self, id: &str) -> Option<(SessionHeader, Vec<SessionEvent>)> {
+        self.sessions
+            .lock()
+            .unwrap()
+            .get(&SessionId::from(id))
+            .cloned()
+    }
+}
+
+impl SessionPersistence for Memory {
+    fn create(
+        &self,
+        header: &SessionHeader,
+        seed: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        let mut sessions = self.sessions.lock().unwrap();
+        if sessions.contains_key(&header.id) {
+            return Err(PersistenceError::Conflict {
+                id: header.id.clone(),
+                reason: "stored".into(),
+            });
+        }
+        let events = seed.iter().map(|e| SessionEvent::clone(e)).collect();
+        sessions.insert(header.id.clone(), (header.clone(), events));
+        Ok(())
+    }
+
+    fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
+        let mut sessions = self.sessions.lock().unwrap();
+        let (_, stored) = sessions
+            .get_mut(id)
+            .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
+        dsh_session::check_seqs(id, stored.len() as u64, events)?;
+        stored.extend(events.iter().map(|e| SessionEvent::clone(e)));
+        Ok(())
+    }
+
+    fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        let (header, events) = self
+            .stored(id.as_str())
+            .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
+        Ok(StoredSession {
+            header,
+            revision: events.len() as u64,
+            events,
+            dropped_tail: None,
+        })
+    }
+
+    fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
+        let mut stored = self.load(id)?;
+        stored.events.truncate(usize::try_from(len).unwrap_or(usize::MAX));
+        Ok(stored)
+    }
+
+    fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
+        Ok(self.load(id)?.into_tail(from))
+    }
+
+    fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
+        let sessions = self.sessions.lock().unwrap();
+        Ok(sessions
+            .values()
+            .map(|(header, events)| ListedSession {
+                header: header.clone(),
+                revision: events.len() as u64,
+            })
+            .collect())
+    }
+}
+
+/// A context of the session plugin (with `config`) over `memory`, provided by a backend
+/// plugin.
+fn context_with(memory: &Arc<Memory>, config: serde_json::Value) -> Context {
+    let backend: Arc<dyn SessionPersistence> = memory.clone();
+    let plugin = plugin_fn("memory-backend", move |scope, ()| {
+        scope.provide(backend.clone())?;
+        Ok(())
+    })
+    .provides::<dyn SessionPersistence>();
+    Context::builder()
+        .add_plugin_with(SessionPlugin, LoadOptions::with_config(config))
+        .add_plugin(plugin)
+        .build()
+        .unwrap()
+}
+
+fn context(memory: &Arc<Memory>) -> Context {
+    context_with(memory, json!({}))
+}
+
+fn meta(created_at: u64) -> SessionMeta {
+    let mut meta = SessionMeta::default().cwd(CWD);
+    meta.created_at = Some(created_at);
+    meta
+}
+
+fn create(ctx: &Context, id: &str, options: CreateOptions) -> Arc<dsh_session::Session> {
+    ctx.expect::<SessionStore>()
+        .create(Some(SessionId::from(id)), options)
+        .unwrap()
+}
+
+/// One turn that keeps every invariant: start, question, a step with the answer, end.
+fn turn_drafts(turn: u64) -> Vec<EventDraft> {
+    vec![
+        EventDraft::turn_start(turn),
+        EventDraft::user_text(&format!("u{turn}"), "q", "user"),
+        EventDraft::step_start(turn, 1),
+        EventDraft::assistant_text(turn, 1, &format!("a{turn}"), "x", "p", "m"),
+        EventDraft::step_end(turn, 1),
+        EventDraft::turn_end(turn, TurnEndReason::Completed),
+    ]
+}
+
+#[test]
+fn a_session_created_anew_takes_over_the_stored_one_keeping_the_stored_header() {
+    let memory = Arc::new(Memory::default());
+    let first = context(&memory);
+    let session = create(&first, "s", CreateOptions::meta(meta(1_000)));
+    for draft in turn_drafts(1) {
+        session.append(draft).unwrap();
+    }
+    first.dispose().wait(std::time::Duration::from_secs(5)).unwrap();
+    let stored = memory.stored("s").unwrap();
+    assert_eq!(stored.1.len(), 6, "drained on dispose");
+
+    // Re-created with the stored log as its seed and another createdAt: taken over.
+    let second = context(&memory);
+    let again = create(
+        &second,
+        "s",
+        CreateOptions::new(stored.1.clone(), meta(2_000)),
+    );
+    for draft in turn_drafts(2) {
+        again.append(draft).unwrap();
+    }
+    second.expect::<SessionStore>().flush(&again).unwrap();
+    let (header, events) = memory.stored("s").unwrap();
+    assert_eq!(header.created_at, 1_000, "the stored header is kept");
+    assert_eq!(events.len(), 12, "only the new turn was appended");
+}
+
+#[test]
+fn a_stored_empty_session_and_one_disposed_before_its_first_append_are_taken_over() {
+    let memory = Arc::new(Memory::default());
+    let ctx = context(&memory);
+    let store = ctx.expect::<SessionStore>();
+    let empty = create(&ctx, "empty", CreateOptions::meta(meta(1)));
+    assert!(store.dispose(empty.id()).unwrap());
+    assert_eq!(memory.stored("empty").unwrap().1.len(), 0, "stored, empty");
+    let again = create(&ctx, "empty", CreateOptions::meta(meta(2)));
+    for draft in turn_drafts(1) {
+        again.append(draft).unwrap();
+    }
+    store.flush(&again).unwrap();
+    let (header, events) = memory.stored("empty").unwrap();
+    assert_eq!((header.created_at, events.len()), (1, 6));
+}
+
+#[test]
+fn a_stored_session_at_another_cwd_or_with_other_events_is_a_conflict_and_loses_nothing() {
+    let memory = Arc::new(Memory::default());
+    let ctx = context(&memory);
+    let store = ctx.expect::<SessionStore>();
+    let session = create(&ctx, "s", CreateOptions::meta(meta(1)));
+    for draft in turn_drafts(1) {
+        session.append(draft).unwrap();
+    }
+    store.dispose(session.id()).unwrap();
+    let elsewhere = CreateOptions::meta(SessionMeta::default().cwd("/elsewhere"));
+    let error = store
+        .create(Some(SessionId::from("s")), elsewhere)
+        .unwrap_err();
+    assert_eq!(error.code(), "SESSION_ID_CONFLICT", "{error}");
+    let error = store
+        .create(Some(SessionId::from("s")), CreateOptions::meta(meta(1)))
+        .unwrap_err();
+    assert_eq!(error.code(), "SESSION_ID_CONFLICT", "a shorter log: {error}");
+    assert!(store.get(&SessionId::from("s")).is_none(), "nothing live");
+    assert_eq!(memory.stored("s").unwrap().1.len(), 6, "nothing lost");
+}
+
+#[test]
+fn a_dispose_asked_by_a_created_listener_waits_until_every_listener_heard_of_it() {
+    let memory = Arc::new(Memory::default());
+    let ctx = context(&memory);
+    let store = ctx.expect::<SessionStore>();
+    let disposing = store.clone();
+    ctx.on::<SessionCreated>(move |e| {
+        assert!(disposing.dispose(e.session.id()).unwrap());
+        Ok(())
+    })
+    .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let later = seen.clone();
+    ctx.on::<SessionCreated>(move |e| {
+        later.lock().unwrap().push(e.session.is_live());
+        Ok(())
+    })
+    .unwrap();
+    let session = store
+        .create(Some(SessionId::from("brief")), CreateOptions::meta(meta(1)))
+        .expect("the create succeeds");
+    assert_eq!(*seen.lock().unwrap(), [true], "the later listener saw it live");
+    assert!(!session.is_live(), "disposed once the publication ended");
+    assert!(memory.stored("brief").is_some(), "written before it went");
+}
+
+#[test]
+fn a_dispose_asked_by_an_append_listener_waits_and_writes_the_event() {
+    let memory = Arc::new(Memory::default());
+    let ctx = context(&memory);
+    let store = ctx.expect::<SessionStore>();
+    let disposing = store.clone();
+    ctx.on::<SessionEventAppended>(move |e| {
+        if e.event.kind == "turn/end" {
+            assert!(disposing.dispose(e.session.id()).unwrap());
+        }
+        Ok(())
+    })
+    .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let later = seen.clone();
+    ctx.on::<SessionEventAppended>(move |e| {
+        later.lock().unwrap().push(e.session.is_live());
+        Ok(())
+    })
+    .unwrap();
+    let session = create(&ctx, "s", CreateOptions::meta(meta(1)));
+    for draft in turn_drafts(1) {
+        session.append(draft).unwrap();
+    }
+    assert_eq!(*seen.lock().unwrap(), [true; 6], "every listener saw it live");
+    assert!(!session.is_live());
+    assert_eq!(memory.stored("s").unwrap().1.len(), 6, "drained by the dispose");
+}
+
+#[test]
+fn headers_dsh_refuses_are_refused_by_the_store_whatever_the_backend() {
+    let memory = Arc::new(Memory::default());
+    let ctx = context(&memory);
+    let store = ctx.expect::<SessionStore>();
+    let mut far_future = meta(0);
+    far_future.created_at = Some(1 << 53);
+    let mut user_origin = meta(1);
+    user_origin.origin = Some("user".into());
+    let cases = [
+        (SessionMeta::default().cwd("relative/dir"), "cwd"),
+        (user_origin, "origin"),
+        (far_future, "createdAt"),
+    ];
+    for (i, (meta, field)) in cases.into_iter().enumerate() {
+        let id = SessionId::new(format!("bad-{i}"));
+        let error = store
+            .create(Some(id.clone()), CreateOptions::meta(meta))
+            .unwrap_err();
+        assert_eq!(error.code(), "HEADER_INVALID", "{field}: {error}");
+        assert!(error.to_string().contains(field), "{error}");
+        assert!(error.to_string().contains(id.as_str()), "{error}");
+        assert!(store.get(&id).is_none() && memory.stored(id.as_str()).is_none());
+    }
+    let mut subagent = meta(1);
+    subagent.origin = Some("subagent".into());
+    store
+        .create(Some(SessionId::from("ok")), CreateOptions::meta(subagent))
+        .expect("dsh's own origin");
+}
+
+#[test]
+fn an_append_that_breaks_an_invariant_is_refused_and_nothing_is_written() {
+    let memory = Arc::new(Memory::default());
+    let ctx = context(&memory);
+    let store = ctx.expect::<SessionStore>();
+    let session = create(&ctx, "s", CreateOptions::meta(meta(1)));
+    session.append(EventDraft::turn_start(1)).unwrap();
+    let refused = [
+        EventDraft::turn_start(2),
+        EventDraft::assistant_text(1, 1, "a", "x", "p", "m"),
+        EventDraft::step_start(1, 2),
+        EventDraft::turn_end(2, TurnEndReason::Completed),
+    ];
+    for draft in refused {
+        let error = session.append(draft).unwrap_err();
+        assert_eq!(error.code(), "INVARIANT_VIOLATED", "{error}");
+        assert!(error.to_string().contains("\"s\""), "{error}");
+    }
+    assert_eq!(session.len(), 1, "nothing appended");
+    store.flush(&session).unwrap();
+    assert_eq!(memory.stored("s").unwrap().1.len(), 1, "nothing written");
+    for draft in turn_drafts(1).into_iter().skip(1) {
+        session.append(draft).unwrap();
+    }
+    session.append(EventDraft::turn_start(2)).expect("the next turn");
+}
+
+#[test]
+fn a_replay_host_can_switch_the_invariant_check_off() {
+    let memory = Arc::new(Memory::default());
+    let ctx = context_with(&memory, json!({"check_invariants": false}));
+    let session = create(&ctx, "replay", CreateOptions::meta(meta(1)));
+    session
+        .append(EventDraft::assistant_text(7, 3, "a", "x", "p", "m"))
+        .expect("no invariant check");
+    session.append(EventDraft::turn_start(9)).unwrap();
+}
+
+#[test]
+fn a_seed_that_breaks_the_invariants_is_accepted_and_appends_continue_its_trace() {
+    let memory = Arc::new(Memory::default());
+    let ctx = context(&memory);
+    // A replay fixture recorded without turn boundaries, then one open turn: dsh accepts it.
+    let seed: Vec<SessionEvent> = [
+        EventDraft::assistant_text(1, 1, "a0", "x", "p", "m"),
+        EventDraft::turn_start(1),
+    ]
+    .into_iter()
+    .zip(0u64..)
+    .map(|(draft, seq)| draft.into_event(seq, 1))
+    .collect();
+    let session = create(&ctx, "seeded", CreateOptions::new(seed, meta(1)));
+    let error = session.append(EventDraft::turn_start(2)).unwrap_err();
+    assert_eq!(error.code(), "INVARIANT_VIOLATED", "turn 1 is open: {error}");
+    session
+        .append(EventDraft::turn_end(1, TurnEndReason::Completed))
+        .expect("closes the seed's open turn");
+}

@@ -214,9 +214,12 @@ fn require_persistence(context: &mut ContextConfig) {
     let settings = context.plugins.entry(name.to_owned()).or_default();
     match &mut settings.config {
         serde_json::Value::Object(map) => {
-            map.entry("persistence").or_insert_with(|| "required".into());
+            map.entry("persistence")
+                .or_insert_with(|| "required".into());
         }
-        config @ serde_json::Value::Null => *config = serde_json::json!({ "persistence": "required" }),
+        config @ serde_json::Value::Null => {
+            *config = serde_json::json!({ "persistence": "required" })
+        }
         // Any other value is refused by the plugin's config check, naming it.
         _ => {}
     }

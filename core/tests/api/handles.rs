@@ -382,9 +382,15 @@ fn dropping_the_hosts_last_handle_disposes_the_context_but_a_plugins_handle_does
     let ctx = Context::builder().add_plugin(plugin).build().unwrap();
     let clone = ctx.clone();
     drop(ctx);
-    assert!(seen.take().is_empty(), "a clone of the host's handle is still alive");
+    assert!(
+        seen.take().is_empty(),
+        "a clone of the host's handle is still alive"
+    );
     drop(clone);
     assert_eq!(seen.take(), ["keeper disposed"]);
     let plugins_handle = kept.lock().unwrap().take().expect("kept");
-    assert!(plugins_handle.plugins().is_empty(), "disposed although a plugin kept a handle");
+    assert!(
+        plugins_handle.plugins().is_empty(),
+        "disposed although a plugin kept a handle"
+    );
 }

@@ -2,7 +2,7 @@
 //! reference section 7.3) and the failures of forking a stored session.
 
 use dsh_core::Unavailable;
-use dsh_session::{PersistenceError, SessionId, StoreError};
+use dsh_session::{PersistenceError, SessionId, StoreError, StoredLogError};
 use std::fmt;
 
 /// Why a fork boundary is `INVALID_BOUNDARY`.
@@ -100,6 +100,16 @@ pub enum SessionForkError {
         #[source]
         source: PersistenceError,
     },
+    /// A stored source's log cannot be restored (retired vocabulary, a malformed older
+    /// shape, an unknown event type not marked ignorable): the store's read refused it.
+    #[error("cannot fork stored session \"{id}\": {source}")]
+    StoredLog {
+        /// The source id.
+        id: SessionId,
+        /// What the upgrade step refused, with the seq.
+        #[source]
+        source: StoredLogError,
+    },
     /// A capability the fork needs is not available: the session store (the session plugin
     /// went away while the caller kept the fork service), or the persistence backend a
     /// session that is not live is read from (code `CAPABILITY_UNAVAILABLE`).
@@ -136,6 +146,7 @@ impl SessionForkError {
             SessionForkError::OpenTurn { .. } | SessionForkError::OpenTurnAt { .. } => "OPEN_TURN",
             SessionForkError::InvalidBoundary { .. } => "INVALID_BOUNDARY",
             SessionForkError::Persistence { source, .. } => source.code(),
+            SessionForkError::StoredLog { source, .. } => source.code(),
             SessionForkError::Unavailable { source, .. } => source.code(),
             SessionForkError::Create { source, .. } => source.code(),
         }

@@ -6,8 +6,8 @@ use crate::error::{BoundaryProblem, SessionForkError};
 use dsh_core::Dep;
 use dsh_session::event::TURN_END;
 use dsh_session::{
-    CreateOptions, Events, PersistenceError, Seed, Session, SessionEvent, SessionHeader, SessionId,
-    SessionMeta, SessionPersistence, SessionStore, StoreError,
+    CreateOptions, Events, Seed, Session, SessionEvent, SessionHeader, SessionId, SessionMeta,
+    SessionStore, StoreError,
 };
 use std::sync::Arc;
 
@@ -217,13 +217,7 @@ impl SessionFork {
             return Err(SessionForkError::SessionAlreadyExists { id });
         }
         check_child_free(&store, session_id.as_ref())?;
-        let backend = store
-            .persistence()
-            .map_err(|source| SessionForkError::Unavailable {
-                id: id.clone(),
-                source,
-            })?;
-        let (header, mut events) = read_stored(backend.as_ref(), &id, boundary)?;
+        let (header, mut events) = read_stored(&store, &id, boundary)?;
         let len = seed_len(&id, boundary, events.len(), |i| events.get(i))?;
         events.truncate(len);
         let meta = child_meta(&header, len);
@@ -326,23 +320,26 @@ fn seed_len<'a>(
     Ok(index.map_or(0, |index| index + 1))
 }
 
-/// Reads a stored source for a cold fork: its header and the events the seed needs.
+/// Reads a stored source for a cold fork through the store's one read path (the backend,
+/// then dsh's upgrade step): its header and the events the seed needs.
 fn read_stored(
-    backend: &dyn SessionPersistence,
+    store: &SessionStore,
     id: &SessionId,
     boundary: Option<u64>,
 ) -> Result<(SessionHeader, Vec<SessionEvent>), SessionForkError> {
-    let stored = match boundary {
-        None => backend.load(id),
-        Some(boundary) => backend.read_prefix(id, boundary.saturating_add(1)),
-    }
-    .map_err(|source| match source {
-        PersistenceError::NotFound { .. } => SessionForkError::SessionNotFound { id: id.clone() },
-        source => SessionForkError::Persistence {
-            id: id.clone(),
-            source,
-        },
-    })?;
+    let stored = store
+        .read_stored(id, boundary.map(|boundary| boundary.saturating_add(1)))
+        .map_err(|error| match error {
+            StoreError::NotFound { id } => SessionForkError::SessionNotFound { id },
+            StoreError::Unavailable { id, source } => SessionForkError::Unavailable { id, source },
+            StoreError::Persistence { id, source } => SessionForkError::Persistence { id, source },
+            StoreError::StoredLog { id, source } => SessionForkError::StoredLog { id, source },
+            // The store's read fails in none of its other ways.
+            other => SessionForkError::Create {
+                id: id.clone(),
+                source: Box::new(other),
+            },
+        })?;
     Ok((stored.header, stored.events))
 }
 

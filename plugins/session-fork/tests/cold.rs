@@ -292,3 +292,38 @@ fn lineage_spans_live_and_stored_sessions_with_branch_turns() {
         "SESSION_NOT_FOUND"
     );
 }
+
+/// A cold fork reads its source through the store's one read path, with dsh's upgrade step:
+/// an older `turn/start {turn, trigger}` is upgraded in the child's seed, and an unknown event
+/// type not marked ignorable refuses the fork as it refuses a load.
+#[test]
+fn a_cold_fork_reads_through_the_upgrade_step_as_a_load_does() {
+    let backend = Arc::new(Memory::default());
+    stored(&backend, "src", 1, false);
+    {
+        let mut sessions = backend.sessions.lock().unwrap();
+        let (_, events) = sessions.get_mut(&SessionId::from("src")).unwrap();
+        events[0].data = serde_json::json!({"turn": 1, "trigger": {"kind": "user"}});
+    }
+    let ctx = context(&backend);
+    let child = fork_stored(&ctx, ForkSessionOptions::new("src")).unwrap();
+    assert_eq!(
+        child.events().get(0).unwrap().data,
+        serde_json::json!({"turn": 1}),
+        "upgraded as dsh restores it"
+    );
+    {
+        let mut sessions = backend.sessions.lock().unwrap();
+        let (_, events) = sessions.get_mut(&SessionId::from("src")).unwrap();
+        let seq = events.len() as u64;
+        events.push(SessionEvent::new(
+            "future/thing",
+            seq,
+            0,
+            serde_json::json!({}),
+        ));
+    }
+    let error = fork_stored(&ctx, ForkSessionOptions::new("src")).unwrap_err();
+    assert_eq!(error.code(), "EVENT_TYPE_UNSUPPORTED", "{error}");
+    assert!(error.to_string().contains("\"src\""), "{error}");
+}

@@ -203,13 +203,17 @@ impl JsonlPersistence {
         self.slots.lock().entry(id.clone()).or_default().clone()
     }
 
-    /// Opens the file of session `id` at `path` and takes an exclusive advisory lock on it
-    /// (released when the file drops), retrying for up to the lock timeout while another
-    /// writer holds it.
+    /// Opens the file of session `id` at `path` for reading and writing and takes an exclusive
+    /// advisory lock on it (released when the file drops), retrying for up to the lock timeout
+    /// while another writer holds it. The append writes through this same handle.
     ///
     /// Errors: [`PersistenceError::Locked`] when the lock stayed held; [`PersistenceError::Io`].
     fn lock_exclusive(&self, id: &SessionId, path: &Path) -> Result<File, PersistenceError> {
-        let file = File::open(path).map_err(|e| io_error(path, e))?;
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| io_error(path, e))?;
         let deadline = Instant::now() + self.lock_timeout;
         loop {
             match file.try_lock() {
@@ -351,7 +355,7 @@ impl SessionPersistence for JsonlPersistence {
         };
         // Another process may append to the same file: hold an exclusive advisory lock from
         // the length check to the sync, so neither cuts off what the other wrote.
-        let _locked = self.lock_exclusive(id, &path)?;
+        let mut locked = self.lock_exclusive(id, &path)?;
         let cursor = self.cursor(id, &mut cached)?;
         check_storable(id, cursor.next_seq, events)?;
         if events.is_empty() && cursor.file_len == cursor.committed {
@@ -366,7 +370,7 @@ impl SessionPersistence for JsonlPersistence {
         } else {
             text
         };
-        if let Err(e) = append_after(&cursor.path, cursor.committed, &bytes) {
+        if let Err(e) = append_after(&mut locked, cursor.committed, &bytes) {
             *cached = None;
             return Err(io_error(&cursor.path, e));
         }
@@ -394,6 +398,8 @@ impl SessionPersistence for JsonlPersistence {
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
         let slot = self.slot(id);
         let mut cached = slot.lock();
+        // A read that fails leaves no view behind: the next append reads the file again.
+        *cached = None;
         let path = self.require(id)?;
         let (scanned, file_len) = scan_file(&self.root, id, &path)?;
         let cursor = Cursor::of(path, &scanned, file_len, 0);

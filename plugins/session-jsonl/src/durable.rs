@@ -60,23 +60,22 @@ pub(crate) fn publish_new(target: &Path, bytes: &[u8]) -> Result<(), PublishErro
     Ok(())
 }
 
-/// Appends `bytes` to the file at `path` after its first `keep` bytes, dropping whatever
+/// Appends `bytes` to `file` (open for reading and writing) after its first `keep` bytes, dropping whatever
 /// followed them, then syncs the data. On a failed write the file is put back as it was,
 /// dropped bytes included: they may be a torn compressed frame whose complete records `bytes`
 /// was to write again, and those must not be lost to a full disk.
-pub(crate) fn append_after(path: &Path, keep: u64, bytes: &[u8]) -> io::Result<()> {
-    replace_tail(path, keep, |file| file.write_all(bytes))
+pub(crate) fn append_after(file: &mut File, keep: u64, bytes: &[u8]) -> io::Result<()> {
+    replace_tail(file, keep, |file| file.write_all(bytes))
 }
 
 /// [`append_after`] with the write step given: `write` writes at offset `keep` of the file cut
 /// there, then the data is synced; when either fails, the file is cut back to `keep` and the
 /// bytes that followed it are written back.
 fn replace_tail(
-    path: &Path,
+    file: &mut File,
     keep: u64,
     write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
-    let mut file = OpenOptions::new().read(true).write(true).open(path)?;
     let mut dropped = Vec::new();
     if file.metadata()?.len() != keep {
         file.seek(SeekFrom::Start(keep))?;
@@ -84,7 +83,7 @@ fn replace_tail(
         file.set_len(keep)?;
     }
     file.seek(SeekFrom::Start(keep))?;
-    let written = write(&mut file).and_then(|()| file.sync_data());
+    let written = write(file).and_then(|()| file.sync_data());
     if written.is_err() {
         let _ = file.set_len(keep);
         let _ = file
@@ -140,14 +139,22 @@ mod tests {
         assert_eq!(names, ["session.jsonl"]);
     }
 
+    fn open(path: &Path) -> File {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .expect("opens")
+    }
+
     #[test]
     fn appending_cuts_what_follows_the_kept_length() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("log");
         fs::write(&path, b"keep\ntorn").expect("written");
-        append_after(&path, 5, b"new\n").expect("appended");
+        append_after(&mut open(&path), 5, b"new\n").expect("appended");
         assert_eq!(fs::read(&path).expect("readable"), b"keep\nnew\n");
-        append_after(&path, 9, b"more\n").expect("appended");
+        append_after(&mut open(&path), 9, b"more\n").expect("appended");
         assert_eq!(fs::read(&path).expect("readable"), b"keep\nnew\nmore\n");
     }
 
@@ -156,13 +163,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("log");
         fs::write(&path, b"keep\ntorn frame").expect("written");
-        let failed = replace_tail(&path, 5, |file| {
+        let failed = replace_tail(&mut open(&path), 5, |file| {
             file.write_all(b"half of it")?;
             Err(io::Error::other("disk full"))
         });
         assert_eq!(failed.expect_err("fails").to_string(), "disk full");
         assert_eq!(fs::read(&path).expect("readable"), b"keep\ntorn frame");
-        let failed = replace_tail(&path, 15, |_| Err(io::Error::other("disk full")));
+        let failed = replace_tail(&mut open(&path), 15, |_| Err(io::Error::other("disk full")));
         assert!(failed.is_err());
         assert_eq!(fs::read(&path).expect("readable"), b"keep\ntorn frame");
     }

@@ -81,12 +81,12 @@ impl BodyScanner {
         }
     }
 
-    /// Takes the line ending (newline included) at byte `end` of the file. Errors: the fatal
-    /// refusal.
-    fn feed(&mut self, line: &[u8], end: u64) -> Result<(), String> {
+    /// Takes the next line, `decoded` ([`decode_line`] of it), ending (newline included) at
+    /// byte `end` of the file. Errors: the fatal refusal.
+    fn feed(&mut self, decoded: Result<Vec<Decoded>, ParseError>, end: u64) -> Result<(), String> {
         self.line_no += 1;
         let line_no = self.line_no;
-        let decoded = match decode_line(line) {
+        let decoded = match decoded {
             Ok(decoded) => decoded,
             Err(ParseError::Invalid(why)) => {
                 self.issue.get_or_insert_with(|| Issue {
@@ -142,11 +142,17 @@ impl BodyScanner {
     /// (an unterminated rest is left for [`BodyScanner::finish`] to report). Errors: the fatal
     /// refusal.
     fn feed_text(&mut self, text: &[u8], start: u64) -> Result<(), String> {
+        let mut lines = Vec::new();
         let mut line_start = 0;
         while let Some(offset) = text[line_start..].iter().position(|b| *b == b'\n') {
             let end = line_start + offset + 1;
-            self.feed(&text[line_start..end - 1], start + end as u64)?;
+            lines.push(&text[line_start..end - 1]);
             line_start = end;
+        }
+        let mut end = start;
+        for (line, decoded) in lines.iter().zip(decode_lines(&lines, text.len())) {
+            end += line.len() as u64 + 1;
+            self.feed(decoded, end)?;
         }
         Ok(())
     }
@@ -177,6 +183,44 @@ impl BodyScanner {
             dropped_tail,
         }
     }
+}
+
+/// Text below this size is decoded on the calling thread alone.
+const PARALLEL_DECODE_BYTES: usize = 1 << 20;
+
+/// The most threads a large text is decoded on.
+const MAX_DECODE_THREADS: usize = 4;
+
+/// [`decode_line`] of every line, in order. Lines are pure data, so a large text (at least
+/// [`PARALLEL_DECODE_BYTES`] of `bytes`) is decoded in contiguous chunks on scoped threads,
+/// one per available core up to [`MAX_DECODE_THREADS`], the calling thread taking the first;
+/// the scan itself stays sequential.
+fn decode_lines(lines: &[&[u8]], bytes: usize) -> Vec<Result<Vec<Decoded>, ParseError>> {
+    let decode =
+        |chunk: &[&[u8]]| -> Vec<_> { chunk.iter().map(|line| decode_line(line)).collect() };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(MAX_DECODE_THREADS);
+    if threads < 2 || bytes < PARALLEL_DECODE_BYTES || lines.len() < threads {
+        return decode(lines);
+    }
+    let chunk = lines.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let mut chunks = lines.chunks(chunk);
+        let first = chunks.next().unwrap_or_default();
+        let others: Vec<_> = chunks
+            .map(|lines| scope.spawn(move || decode(lines)))
+            .collect();
+        let mut decoded = decode(first);
+        for other in others {
+            match other.join() {
+                Ok(part) => decoded.extend(part),
+                // A decoding thread cannot panic short of a bug; carry the panic over.
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        decoded
+    })
 }
 
 /// The header line of a file whose first bytes are `first_line` (newline excluded).
@@ -337,7 +381,7 @@ pub(crate) fn scan_prefix(reader: &mut impl BufRead, len: u64) -> Result<Scanned
             return Ok(scanner.finish(header, offset));
         }
         scanner
-            .feed(&line[..read - 1], offset)
+            .feed(decode_line(&line[..read - 1]), offset)
             .map_err(ReadError::Corrupt)?;
     }
 }
@@ -378,6 +422,31 @@ mod tests {
             Err(ReadError::Corrupt(reason)) => reason,
             other => panic!("expected corruption, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_large_file_decoded_on_several_threads_scans_as_one_decoded_in_order() {
+        let padding = "x".repeat(200);
+        let mut lines: Vec<String> = (0..12_000)
+            .map(|seq| {
+                format!(r#"{{"type":"x/log","seq":{seq},"time":0,"data":{{"p":"{padding}"}}}}"#)
+            })
+            .collect();
+        assert!(lines.iter().map(String::len).sum::<usize>() > 2 * PARALLEL_DECODE_BYTES);
+        let clean = scan_bytes(&file(&lines, "")).expect("clean");
+        assert_eq!(clean.events.len(), 12_000);
+        assert!((0..12_000).all(|seq| clean.events[seq].has_seq(seq as u64)));
+        // Damage deep in the last chunk, then a turn/end: the line number is the file's.
+        lines[11_000] = "{not json".into();
+        lines.push(event(12_000, "turn/end"));
+        assert_eq!(
+            corrupt(&file(&lines, "")),
+            "unparsable committed event at line 11001"
+        );
+        // Without a later turn/end it is the torn tail, and what came before is kept.
+        lines.pop();
+        let torn = scan_bytes(&file(&lines, "")).expect("a torn tail");
+        assert_eq!(torn.events.len(), 11_000);
     }
 
     #[test]

@@ -662,3 +662,34 @@ fn a_time_beyond_the_safe_integers_is_unstorable_and_the_safe_extremes_are_store
         .expect("loads");
     assert_eq!(texts(&stored), lines_of(&extremes));
 }
+
+/// A backend instance that wrote a plain file, then meets damage that keeps the file's length
+/// (a flipped byte inside a record before the last `turn/end`): its load is refused, and so is
+/// its next append, which must not land after the damage on the strength of its old view.
+#[test]
+fn damage_that_keeps_the_length_refuses_the_writers_load_and_its_next_append() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let backend = JsonlPersistence::new(dir.path());
+    let header = header(ID, Some(CWD), 1);
+    backend.create(&header, &turn(0, 3)).expect("created");
+    backend.append(&id(), &turn(3, 3)).expect("appended");
+    let path = dsh_session_jsonl::layout::session_file(dir.path(), Some(CWD), ID);
+    let mut bytes = fs::read(&path).expect("read");
+    let at = bytes.len() / 2;
+    let at = at
+        + bytes[at..]
+            .iter()
+            .position(|b| *b == b'{')
+            .expect("a record");
+    bytes[at] = b'#';
+    fs::write(&path, &bytes).expect("damaged");
+    let refused = backend
+        .load(&id())
+        .expect_err("damage before the last turn/end");
+    assert_eq!(refused.code(), "LOG_CORRUPT", "{refused}");
+    let refused = backend
+        .append(&id(), &turn(6, 3))
+        .expect_err("no append after damage");
+    assert_eq!(refused.code(), "LOG_CORRUPT", "{refused}");
+    assert_eq!(fs::read(&path).expect("read"), bytes, "nothing written");
+}

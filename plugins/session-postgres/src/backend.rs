@@ -2,7 +2,9 @@
 
 use crate::error::{is_duplicate_key, sql_error, write_error, OpenError, Place};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
-use dsh_session::columns::{events_from_rows, sql_int, EventColumns, HeaderColumns};
+use dsh_session::columns::{
+    events_from_rows, sql_int, tail_from_rows, EventColumns, HeaderColumns,
+};
 use dsh_session::{
     check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
     SessionPersistence, StoredSession, StoredTail,
@@ -300,7 +302,7 @@ impl PostgresPersistence {
             .map_err(self.failed())?;
         let events = match from {
             0 => events_from_rows(&store, id, rows)?,
-            _ => tail_events(&store, id, from, revision, rows)?,
+            _ => tail_from_rows(&store, id, from, revision, rows)?,
         };
         tx.commit().map_err(self.failed())?;
         Ok(Read {
@@ -523,35 +525,6 @@ impl SessionPersistence for PostgresPersistence {
 /// A count read from PostgreSQL (never negative) as `u64`.
 fn unsigned(count: i64) -> u64 {
     u64::try_from(count).unwrap_or(0)
-}
-
-/// The events of session `id` from its rows with seq `from` and later, read in seq order up to
-/// the last stored seq (`revision - 1`). The primary key makes their seqs distinct, so the
-/// tail has no gap exactly when it holds `revision - from` rows.
-///
-/// Errors: [`PersistenceError::Corrupt`] naming the session: a row that is not an event, or
-/// fewer rows than seqs (a gap in the log).
-fn tail_events(
-    store: &str,
-    id: &SessionId,
-    from: u64,
-    revision: u64,
-    rows: Vec<EventColumns>,
-) -> Result<Vec<SessionEvent>, PersistenceError> {
-    let stored = rows.len() as u64;
-    if stored != revision.saturating_sub(from) {
-        return Err(PersistenceError::Corrupt {
-            file: store.to_owned(),
-            reason: format!(
-                "session \"{id}\": {stored} events are stored from seq {from} to seq {} \
-                 (a gap in the log)",
-                revision.saturating_sub(1)
-            ),
-        });
-    }
-    rows.into_iter()
-        .map(|row| row.into_event().map_err(|bad| bad.corrupt(store, id)))
-        .collect()
 }
 
 /// Opens a connection to the store's server.

@@ -4,7 +4,9 @@ use crate::rows::{
     event_from_row, header_from_row, insert_events, insert_header, EVENT_COLUMNS, HEADER_COLUMNS,
 };
 use crate::schema::{connect, open_database, storage_error};
-use dsh_session::columns::{check_stored_version, events_from_rows, sql_int, EventColumns};
+use dsh_session::columns::{
+    check_stored_version, events_from_rows, sql_int, tail_from_rows, EventColumns,
+};
 use dsh_session::{
     check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
     SessionPersistence, StoredSession, StoredTail,
@@ -191,7 +193,20 @@ impl SqlitePersistence {
             }
             queue.committing = true;
             let group = std::mem::take(&mut queue.waiting);
-            let outcomes = MutexGuard::unlocked(&mut queue, || self.commit_group(&group));
+            let outcomes = MutexGuard::unlocked(&mut queue, || {
+                // A panic must not leave the other writes of the group waiting for ever: each
+                // gets an error instead (the transaction was rolled back as it unwound).
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.commit_group(&group)))
+                    .unwrap_or_else(|_| {
+                        let panicked = |_: &(u64, Write)| {
+                            Err(PersistenceError::Io {
+                                path: self.path.display().to_string(),
+                                source: std::io::Error::other("the group commit panicked"),
+                            })
+                        };
+                        group.iter().map(panicked).collect()
+                    })
+            });
             let tickets = group.iter().map(|(ticket, _)| *ticket);
             queue.answers.extend(tickets.zip(outcomes));
             queue.committing = false;
@@ -314,7 +329,7 @@ impl SqlitePersistence {
                 .map_err(failed)?;
             let events = match from {
                 0 => events_from_rows(&self.store(), id, rows)?,
-                _ => tail_events(&self.store(), id, from, revision, rows)?,
+                _ => tail_from_rows(&self.store(), id, from, revision, rows)?,
             };
             Ok(Read {
                 header,
@@ -392,35 +407,6 @@ fn revision_of(conn: &Connection, id: &SessionId) -> rusqlite::Result<Option<u64
 /// A count read from SQLite (never negative) as `u64`.
 fn unsigned(count: i64) -> u64 {
     u64::try_from(count).unwrap_or(0)
-}
-
-/// The events of session `id` from its rows with seq `from` and later, read in seq order up to
-/// the last stored seq (`revision - 1`). The primary key makes their seqs distinct, so the
-/// tail has no gap exactly when it holds `revision - from` rows.
-///
-/// Errors: [`PersistenceError::Corrupt`] naming the session: a row that is not an event, or
-/// fewer rows than seqs (a gap in the log).
-fn tail_events(
-    store: &str,
-    id: &SessionId,
-    from: u64,
-    revision: u64,
-    rows: Vec<EventColumns>,
-) -> Result<Vec<SessionEvent>, PersistenceError> {
-    let stored = rows.len() as u64;
-    if stored != revision.saturating_sub(from) {
-        return Err(PersistenceError::Corrupt {
-            file: store.to_owned(),
-            reason: format!(
-                "session \"{id}\": {stored} events are stored from seq {from} to seq {} \
-                 (a gap in the log)",
-                revision.saturating_sub(1)
-            ),
-        });
-    }
-    rows.into_iter()
-        .map(|row| row.into_event().map_err(|bad| bad.corrupt(store, id)))
-        .collect()
 }
 
 impl SessionPersistence for SqlitePersistence {

@@ -45,9 +45,11 @@ CREATE TABLE events (
 ) WITHOUT ROWID;
 ";
 
-/// Opens (creating it and its parent folders when absent) the database at `path` as
-/// [`connect`] does, and prepares it: WAL journal (kept in the file, so every later connection
-/// uses it) and, in a fresh database, the tables.
+/// Opens (creating it and its parent folders when absent) the database at `path` with the
+/// connection settings of this backend (`synchronous=FULL`: in WAL mode every commit syncs the
+/// WAL before it returns; foreign keys on; `lock_timeout` as SQLite's busy timeout), and
+/// prepares it: WAL journal (kept in the file, so every later connection uses it) and, in a
+/// fresh database, the tables.
 ///
 /// Errors: [`PersistenceError::VersionUnsupported`] for a database of another schema version;
 /// [`PersistenceError::Io`] when the folder, the file or a statement is refused.

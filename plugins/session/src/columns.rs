@@ -264,6 +264,35 @@ pub fn events_from_rows(
     Ok(events)
 }
 
+/// The events of stored session `id` from its rows with seq `from` and later, read in seq
+/// order up to the last stored seq (`revision - 1`), for a backend's `read_from`. The primary key makes their seqs distinct, so the
+/// tail has no gap exactly when it holds `revision - from` rows.
+///
+/// Errors: [`PersistenceError::Corrupt`] naming the session: a row that is not an event, or
+/// fewer rows than seqs (a gap in the log).
+pub fn tail_from_rows(
+    store: &str,
+    id: &SessionId,
+    from: u64,
+    revision: u64,
+    rows: Vec<EventColumns>,
+) -> Result<Vec<SessionEvent>, PersistenceError> {
+    let stored = rows.len() as u64;
+    if stored != revision.saturating_sub(from) {
+        return Err(PersistenceError::Corrupt {
+            file: store.to_owned(),
+            reason: format!(
+                "session \"{id}\": {stored} events are stored from seq {from} to seq {} \
+                 (a gap in the log)",
+                revision.saturating_sub(1)
+            ),
+        });
+    }
+    rows.into_iter()
+        .map(|row| row.into_event().map_err(|bad| bad.corrupt(store, id)))
+        .collect()
+}
+
 fn surface_op_text(op: &SurfaceOp) -> String {
     serde_json::to_string(op).unwrap_or_else(|_| "null".to_owned())
 }

@@ -351,7 +351,8 @@ pub(crate) fn catch_up(
     cursor: usize,
 ) -> Result<usize, PersistenceError> {
     match append_from(backend, session, cursor) {
-        Err(mismatch @ PersistenceError::SeqMismatch { .. }) => match first_write(backend, session) {
+        Err(mismatch @ PersistenceError::SeqMismatch { .. }) => match first_write(backend, session)
+        {
             Err(PersistenceError::Conflict { .. }) => Err(mismatch),
             adopted => adopted,
         },

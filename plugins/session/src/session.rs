@@ -187,8 +187,47 @@ impl AppendError {
 struct Log {
     events: Events,
     surface: Surface,
-    /// The invariant trace appends are checked against; `None` when the store does not check.
-    trace: Option<InvariantChecker>,
+    /// The invariant trace appends are checked against.
+    trace: Trace,
+}
+
+/// The invariant trace of a log.
+enum Trace {
+    /// The store does not check invariants.
+    Off,
+    /// Not folded yet: a seed without a known trace (a stored log being loaded) is folded at
+    /// its first append, so a read-only load never pays for it.
+    Unfolded,
+    /// The trace after every event of the log.
+    Ready(InvariantChecker),
+}
+
+impl Log {
+    /// The trace to check and advance, folded from the log first if need be; `None` when
+    /// invariants are not checked.
+    fn trace(&mut self) -> Option<&mut InvariantChecker> {
+        if matches!(self.trace, Trace::Unfolded) {
+            let mut trace = InvariantChecker::default();
+            for event in self.events.iter() {
+                // A seed may break the rules (dsh restores such logs): a violating event
+                // leaves the trace as it was.
+                let _ = trace.admit(event);
+            }
+            self.trace = Trace::Ready(trace);
+        }
+        match &mut self.trace {
+            Trace::Ready(trace) => Some(trace),
+            Trace::Off | Trace::Unfolded => None,
+        }
+    }
+
+    /// The trace as it is, when folded.
+    fn known_trace(&self) -> Option<InvariantChecker> {
+        match &self.trace {
+            Trace::Ready(trace) => Some(trace.clone()),
+            Trace::Off | Trace::Unfolded => None,
+        }
+    }
 }
 
 /// What a live session knows of its store: the emitter its appends are published on, and how
@@ -241,8 +280,8 @@ pub struct SessionEventAppended {
 impl Session {
     /// A session over `seed`, whose surface fold is `surface`. With `check_invariants`, its
     /// appends are checked against the invariant trace after the seed: the trace the seed
-    /// view carries (a snapshot of a live log), else a lenient fold of the seed (a seed may
-    /// break the rules: dsh restores such logs).
+    /// view carries (a snapshot of a live log), else a lenient fold of the seed made at the
+    /// first append (a seed may break the rules: dsh restores such logs).
     pub(crate) fn new(
         header: SessionHeader,
         seed: Events,
@@ -250,15 +289,11 @@ impl Session {
         check_invariants: bool,
     ) -> Session {
         let seed_len = seed.len();
-        let trace = check_invariants.then(|| {
-            seed.trace.clone().unwrap_or_else(|| {
-                let mut trace = InvariantChecker::default();
-                for event in seed.iter() {
-                    let _ = trace.admit(event);
-                }
-                trace
-            })
-        });
+        let trace = match (check_invariants, &seed.trace) {
+            (false, _) => Trace::Off,
+            (true, Some(trace)) => Trace::Ready(trace.clone()),
+            (true, None) => Trace::Unfolded,
+        };
         let events = Events {
             chain: seed.chain.branch(),
             surface: None,
@@ -346,7 +381,7 @@ impl Session {
         Events {
             chain: log.events.chain.clone(),
             surface: Some(log.surface.clone()),
-            trace: log.trace.clone(),
+            trace: log.known_trace(),
         }
     }
 
@@ -396,7 +431,7 @@ impl Session {
                     id: self.id().clone(),
                     source,
                 })?;
-            if let Some(trace) = &mut log.trace {
+            if let Some(trace) = log.trace() {
                 trace
                     .admit(&event)
                     .map_err(|violation| AppendError::Invariant {
@@ -455,7 +490,7 @@ impl Session {
                         break;
                     }
                 };
-                if let Some(trace) = &mut log.trace {
+                if let Some(trace) = log.trace() {
                     let _ = trace.admit(&event);
                 }
                 let event = Arc::new(event);

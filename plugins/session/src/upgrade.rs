@@ -24,8 +24,6 @@
 //!
 //! Minted ids are `legacy-message:<session id>:<seq>`, as dsh mints them.
 
-use std::collections::HashMap;
-
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 
@@ -156,14 +154,18 @@ pub(crate) fn prepare_stored_tail(
     earlier: impl Fn(u64) -> Option<String>,
 ) -> Result<Vec<SessionEvent>, StoredLogError> {
     refuse_retired(id, &events)?;
-    let mut message_ids: HashMap<u64, String> = HashMap::new();
-    let mut prepared = Vec::with_capacity(events.len());
+    let mut prepared: Vec<SessionEvent> = Vec::with_capacity(events.len());
+    // Whether `prepared` holds consecutive seqs (so an event's position gives its seq).
+    let mut contiguous = true;
     for event in events {
         let event = upgrade_turn_start(id, event)?;
         let event = upgrade_turn_end(id, event)?;
         let event = upgrade_steering(id, event)?;
         let event = upgrade_message(id, event, |seq| {
-            message_ids.get(&seq).cloned().or_else(|| earlier(seq))
+            match prepared_event(&prepared, contiguous, seq) {
+                Some(event) => message_id(event).map(str::to_owned),
+                None => earlier(seq),
+            }
         });
         if is_surface_type(&event.kind) {
             if let Some(reason) = message_shape_problem(&event) {
@@ -175,9 +177,9 @@ pub(crate) fn prepare_stored_tail(
                 });
             }
         }
-        if let Some(message_id) = message_id(&event) {
-            message_ids.insert(event.seq, message_id.to_owned());
-        }
+        contiguous &= prepared
+            .last()
+            .is_none_or(|last| last.seq.checked_add(1) == Some(event.seq));
         prepared.push(event);
     }
     if let Some(unknown) = prepared
@@ -191,6 +193,17 @@ pub(crate) fn prepare_stored_tail(
         });
     }
     Ok(prepared)
+}
+
+/// The last of the `prepared` events with seq `seq`: found by position while they are
+/// contiguous (the usual case, O(1)), else by a search from the end.
+fn prepared_event(prepared: &[SessionEvent], contiguous: bool, seq: u64) -> Option<&SessionEvent> {
+    if contiguous {
+        let first = prepared.first()?.seq;
+        let index = usize::try_from(seq.checked_sub(first)?).ok()?;
+        return prepared.get(index);
+    }
+    prepared.iter().rev().find(|event| event.seq == seq)
 }
 
 /// Whether an event is of one retired form.

@@ -347,9 +347,13 @@ fn envelope_problem(event: &SessionEvent) -> Option<&'static str> {
 /// `JSON.parse` would not carry through unchanged: `-0` (written as `0`) or an integer beyond
 /// the safe range (rounded to a nearby double). `None` when the whole value is lossless.
 ///
-/// Walks the value with an explicit stack (data may nest thousands of levels deep) and spells
-/// the path only for the offending number, so a lossless value costs one traversal.
+/// A lossless value costs one allocation-free traversal ([`may_be_lossy`]); only a value that
+/// may hold such a number is walked again with an explicit stack (data may nest thousands of
+/// levels deep), spelling the path of the offending number.
 fn lossy_number(value: &Value, path: &str) -> Option<String> {
+    if !may_be_lossy(value, 0) {
+        return None;
+    }
     /// How a value was reached from its parent (an index into `steps`).
     enum Step<'a> {
         Index(usize),
@@ -411,16 +415,40 @@ fn lossy_number(value: &Value, path: &str) -> Option<String> {
     None
 }
 
+/// How deep [`may_be_lossy`] recurses before it answers "maybe" and leaves the value to the
+/// stack-based walk.
+const FAST_CHECK_DEPTH: u32 = 64;
+
+/// Whether `value` may hold a number JavaScript would not carry through unchanged: `false`
+/// only when it certainly holds none. Recursive, bounded by [`FAST_CHECK_DEPTH`].
+fn may_be_lossy(value: &Value, depth: u32) -> bool {
+    match value {
+        Value::Number(n) => is_unsafe_integer(n) || is_negative_zero(n),
+        Value::Array(items) => {
+            depth >= FAST_CHECK_DEPTH || items.iter().any(|item| may_be_lossy(item, depth + 1))
+        }
+        Value::Object(map) => {
+            depth >= FAST_CHECK_DEPTH || map.values().any(|item| may_be_lossy(item, depth + 1))
+        }
+        Value::Null | Value::Bool(_) | Value::String(_) => false,
+    }
+}
+
+fn is_unsafe_integer(n: &serde_json::Number) -> bool {
+    n.as_i64()
+        .map_or_else(|| n.is_u64(), |i| i.unsigned_abs() > MAX_SAFE_INTEGER)
+}
+
+fn is_negative_zero(n: &serde_json::Number) -> bool {
+    n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative())
+}
+
 /// What JavaScript would not carry through unchanged about `n`, if anything.
 fn number_problem(n: &serde_json::Number) -> Option<String> {
-    let unsafe_integer = n
-        .as_i64()
-        .map_or_else(|| n.is_u64(), |i| i.unsigned_abs() > MAX_SAFE_INTEGER);
-    if unsafe_integer {
+    if is_unsafe_integer(n) {
         return Some(format!("is the integer {n}, beyond 2^53 - 1"));
     }
-    let negative_zero = n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative());
-    negative_zero.then(|| "is -0".to_owned())
+    is_negative_zero(n).then(|| "is -0".to_owned())
 }
 
 fn non_empty_str(value: Option<&Value>) -> bool {
@@ -963,6 +991,22 @@ mod tests {
         );
         events[4].data["arguments"] = json!([-9_007_199_254_740_991_i64, 0.0, 1.5, 1e300]);
         assert!(validate_seed(&events).is_ok(), "safe numbers are lossless");
+    }
+
+    #[test]
+    fn a_lossy_number_deeper_than_the_fast_check_is_found_with_its_path() {
+        let mut nested = json!({"n": [2, -0.0]});
+        for _ in 0..200 {
+            nested = json!([nested]);
+        }
+        let mut event = SessionEvent::new("x/log", 0, 0, json!({"first": 1, "deep": nested}));
+        let reason = match check_storable(&event) {
+            Err(ValidationError::NotLossless { reason, .. }) => reason,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(reason, format!("data.deep{}.n[1] is -0", "[0]".repeat(200)));
+        event.data["deep"] = json!([[[1, 2.5, "x", null]]]);
+        assert!(check_storable(&event).is_ok(), "every number safe");
     }
 
     #[test]

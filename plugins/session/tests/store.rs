@@ -75,7 +75,10 @@ fn lifecycle_events_are_published_once_each_and_seed_events_are_not_appends() {
     seeded.append(EventDraft::turn_start(2)).unwrap();
     store.flush(&seeded).unwrap();
     assert!(store.dispose(seeded.id()).unwrap());
-    assert!(!store.dispose(seeded.id()).unwrap(), "a second dispose does nothing");
+    assert!(
+        !store.dispose(seeded.id()).unwrap(),
+        "a second dispose does nothing"
+    );
     assert_eq!(
         *log.lock().unwrap(),
         [

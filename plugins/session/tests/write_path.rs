@@ -4,8 +4,8 @@
 use dsh_core::{plugin_fn, Context, LoadOptions};
 use dsh_session::{
     CreateOptions, EventDraft, ListedSession, PersistenceError, SessionCreated, SessionEvent,
-    SessionEventAppended, SessionHeader, SessionId, SessionMeta, SessionPersistence,
-    SessionPlugin, SessionStore, StoredSession, StoredTail, TurnEndReason,
+    SessionEventAppended, SessionHeader, SessionId, SessionMeta, SessionPersistence, SessionPlugin,
+    SessionStore, StoredSession, StoredTail, TurnEndReason,
 };
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -72,7 +72,9 @@ impl SessionPersistence for Memory {
 
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
         let mut stored = self.load(id)?;
-        stored.events.truncate(usize::try_from(len).unwrap_or(usize::MAX));
+        stored
+            .events
+            .truncate(usize::try_from(len).unwrap_or(usize::MAX));
         Ok(stored)
     }
 
@@ -144,7 +146,10 @@ fn a_session_created_anew_takes_over_the_stored_one_keeping_the_stored_header() 
     for draft in turn_drafts(1) {
         session.append(draft).unwrap();
     }
-    first.dispose().wait(std::time::Duration::from_secs(5)).unwrap();
+    first
+        .dispose()
+        .wait(std::time::Duration::from_secs(5))
+        .unwrap();
     let stored = memory.stored("s").unwrap();
     assert_eq!(stored.1.len(), 6, "drained on dispose");
 
@@ -199,7 +204,11 @@ fn a_stored_session_at_another_cwd_or_with_other_events_is_a_conflict_and_loses_
     let error = store
         .create(Some(SessionId::from("s")), CreateOptions::meta(meta(1)))
         .unwrap_err();
-    assert_eq!(error.code(), "SESSION_ID_CONFLICT", "a shorter log: {error}");
+    assert_eq!(
+        error.code(),
+        "SESSION_ID_CONFLICT",
+        "a shorter log: {error}"
+    );
     assert!(store.get(&SessionId::from("s")).is_none(), "nothing live");
     assert_eq!(memory.stored("s").unwrap().1.len(), 6, "nothing lost");
 }
@@ -225,7 +234,11 @@ fn a_dispose_asked_by_a_created_listener_waits_until_every_listener_heard_of_it(
     let session = store
         .create(Some(SessionId::from("brief")), CreateOptions::meta(meta(1)))
         .expect("the create succeeds");
-    assert_eq!(*seen.lock().unwrap(), [true], "the later listener saw it live");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [true],
+        "the later listener saw it live"
+    );
     assert!(!session.is_live(), "disposed once the publication ended");
     assert!(memory.stored("brief").is_some(), "written before it went");
 }
@@ -254,9 +267,17 @@ fn a_dispose_asked_by_an_append_listener_waits_and_writes_the_event() {
     for draft in turn_drafts(1) {
         session.append(draft).unwrap();
     }
-    assert_eq!(*seen.lock().unwrap(), [true; 6], "every listener saw it live");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [true; 6],
+        "every listener saw it live"
+    );
     assert!(!session.is_live());
-    assert_eq!(memory.stored("s").unwrap().1.len(), 6, "drained by the dispose");
+    assert_eq!(
+        memory.stored("s").unwrap().1.len(),
+        6,
+        "drained by the dispose"
+    );
 }
 
 #[test]
@@ -314,7 +335,9 @@ fn an_append_that_breaks_an_invariant_is_refused_and_nothing_is_written() {
     for draft in turn_drafts(1).into_iter().skip(1) {
         session.append(draft).unwrap();
     }
-    session.append(EventDraft::turn_start(2)).expect("the next turn");
+    session
+        .append(EventDraft::turn_start(2))
+        .expect("the next turn");
 }
 
 #[test]
@@ -343,7 +366,11 @@ fn a_seed_that_breaks_the_invariants_is_accepted_and_appends_continue_its_trace(
     .collect();
     let session = create(&ctx, "seeded", CreateOptions::new(seed, meta(1)));
     let error = session.append(EventDraft::turn_start(2)).unwrap_err();
-    assert_eq!(error.code(), "INVARIANT_VIOLATED", "turn 1 is open: {error}");
+    assert_eq!(
+        error.code(),
+        "INVARIANT_VIOLATED",
+        "turn 1 is open: {error}"
+    );
     session
         .append(EventDraft::turn_end(1, TurnEndReason::Completed))
         .expect("closes the seed's open turn");

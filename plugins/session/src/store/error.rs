@@ -93,7 +93,9 @@ pub enum StoreError {
     /// No persistence backend is active while one is needed (code `CAPABILITY_UNAVAILABLE`):
     /// `load` or `resume` of a session that is not live, or a write when the store's
     /// [`crate::PersistenceMode`] does not allow keeping sessions in memory.
-    #[error("session \"{id}\" cannot be read or written: no persistence backend is active: {source}")]
+    #[error(
+        "session \"{id}\" cannot be read or written: no persistence backend is active: {source}"
+    )]
     Unavailable {
         /// The id.
         id: SessionId,
@@ -121,4 +123,3 @@ impl StoreError {
         }
     }
 }
-

@@ -12,9 +12,7 @@ mod read;
 mod types;
 
 pub use error::StoreError;
-pub use types::{
-    CreateOptions, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
-};
+pub use types::{CreateOptions, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush};
 
 use crate::header::{SessionHeader, SessionId};
 use crate::persistence::{catch_up, first_write, PersistenceMode, SessionPersistence};
@@ -145,12 +143,12 @@ impl SessionStore {
             }
             // A log read back from persistence is checked as dsh restores it (no lossless
             // data rule); a seed handed to `create` gets every rule.
-            Some(Seed::Raw(events)) => admit_seed(events, stored.is_some()).map_err(|source| {
-                StoreError::InvalidSeed {
+            Some(Seed::Raw(events)) => {
+                admit_seed(events, stored.is_some()).map_err(|source| StoreError::InvalidSeed {
                     id: id.clone(),
                     source,
-                }
-            })?,
+                })?
+            }
         };
         let created_at = options
             .meta
@@ -297,9 +295,7 @@ impl SessionStore {
             Ok(Some(backend)) => backend,
             Ok(None) => return Ok(()),
             // Everything went to the backend before it left: nothing to write, nothing lost.
-            Err(_) if written.drained == Some(entry.session.len()) => {
-                return Ok(())
-            }
+            Err(_) if written.drained == Some(entry.session.len()) => return Ok(()),
             Err(error) => return Err(error),
         };
         written.held = Some(write_to(backend.as_ref(), &entry.session, written.held)?);

@@ -73,21 +73,21 @@ impl SessionStore {
         )?;
         let appended: Vec<Arc<SessionEvent>> =
             session.events().iter().skip(durable).cloned().collect();
-        let written = if appended.is_empty() {
-            // Nothing to append, but a torn tail to cut: an empty append cuts it.
-            match &dropped_tail {
-                Some(_) => self
-                    .backend(id)?
-                    .append(id, &[])
-                    .map_err(|source| StoreError::Persistence {
-                        id: id.clone(),
-                        source,
+        let written =
+            if appended.is_empty() {
+                // Nothing to append, but a torn tail to cut: an empty append cuts it.
+                match &dropped_tail {
+                    Some(_) => self.backend(id)?.append(id, &[]).map_err(|source| {
+                        StoreError::Persistence {
+                            id: id.clone(),
+                            source,
+                        }
                     }),
-                None => Ok(()),
-            }
-        } else {
-            self.entry(&session).and_then(|entry| self.write(&entry))
-        };
+                    None => Ok(()),
+                }
+            } else {
+                self.entry(&session).and_then(|entry| self.write(&entry))
+            };
         if let Err(error) = written {
             self.remove(id);
             return Err(error);
@@ -175,7 +175,11 @@ impl SessionStore {
     /// [`StoreError::NotFound`] when it is not stored, [`StoreError::Unavailable`] without a
     /// backend, [`StoreError::Persistence`] when the backend refuses the file,
     /// [`StoreError::StoredLog`] when the upgrade step refuses the log.
-    pub fn read_stored(&self, id: &SessionId, len: Option<u64>) -> Result<StoredSession, StoreError> {
+    pub fn read_stored(
+        &self,
+        id: &SessionId,
+        len: Option<u64>,
+    ) -> Result<StoredSession, StoreError> {
         let backend = self.backend(id)?;
         let read = match len {
             None => backend.load(id),

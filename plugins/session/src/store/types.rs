@@ -90,4 +90,3 @@ pub struct Resumed {
     /// The torn final record cut from the file, as the backend described it.
     pub dropped_tail: Option<String>,
 }
-

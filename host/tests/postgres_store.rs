@@ -132,7 +132,7 @@ mod with_the_plugin {
     }
 
     #[test]
-    fn dsh_processes_forking_one_session_under_one_child_id_store_it_exactly_once() {
+    fn dsh_processes_forking_one_session_under_one_child_id_all_succeed_and_store_it_once() {
         let Some(db) = TestDatabase::new("racing") else {
             return;
         };
@@ -163,15 +163,10 @@ mod with_the_plugin {
                 }
             })
             .collect();
-        let winners = runs.iter().filter(|run| run.code == 0).count();
-        assert_eq!(winners, 1, "{runs:#?}");
-        for run in runs.iter().filter(|run| run.code != 0) {
-            let code = run.doc()["error"]["code"].clone();
-            assert!(
-                code == "SESSION_ALREADY_EXISTS" || code == "SESSION_ID_CONFLICT",
-                "a losing fork gets a typed conflict: {run:?}"
-            );
-        }
+        // One creates the child; the others find the same child stored and take it over
+        // (dsh's rule: same cwd, same lineage, the stored log a prefix), changing nothing.
+        let failed: Vec<&Run> = runs.iter().filter(|run| run.code != 0).collect();
+        assert!(failed.is_empty(), "{failed:#?}");
         let source = dsh(&sandbox, &db, &["show", EXAMPLE_ID]).ok();
         let child = dsh(&sandbox, &db, &["show", "one"]).ok();
         assert_eq!(

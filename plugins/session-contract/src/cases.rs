@@ -897,3 +897,41 @@ pub fn a_held_writer_lock_gives_a_locked_error_and_changes_nothing(fixture: &dyn
         .expect("appends once the lock is released");
     assert_eq!(load_fresh(fixture, "locked").events.len(), 7);
 }
+
+/// Stores of four processes (contexts over the same storage) creating the same session at
+/// once, with the same seed: one stores it, the others find it stored and take it over (dsh's
+/// takeover rule), so every create succeeds and the session is stored once.
+pub fn stores_racing_to_create_one_session_all_succeed_and_store_it_once(fixture: &dyn Fixture) {
+    let seed: Vec<SessionEvent> = turn_drafts(1)
+        .into_iter()
+        .zip(0u64..)
+        .map(|(draft, seq)| draft.into_event(seq, 1000 + seq as i64))
+        .collect();
+    let contexts: Vec<_> = (0..4).map(|_| context(fixture)).collect();
+    let barrier = std::sync::Barrier::new(contexts.len());
+    std::thread::scope(|scope| {
+        let racers: Vec<_> = contexts
+            .iter()
+            .map(|ctx| {
+                let (seed, barrier) = (seed.clone(), &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    store(ctx).create(
+                        Some(SessionId::from("raced")),
+                        CreateOptions::new(seed, meta(1_700_000_000_000)),
+                    )
+                })
+            })
+            .collect();
+        for racer in racers {
+            let created = racer.join().expect("no panic");
+            assert!(created.is_ok(), "every racer succeeds: {created:?}");
+        }
+    });
+    let stored = load_fresh(fixture, "raced");
+    assert_eq!(
+        json_texts(&stored.events),
+        json_texts(&seed),
+        "stored once, whole"
+    );
+}

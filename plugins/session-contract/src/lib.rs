@@ -112,6 +112,7 @@ macro_rules! contract_tests {
             a_second_instance_with_a_stale_view_is_rejected_and_changes_nothing,
             two_instances_appending_concurrently_never_interleave,
             a_held_writer_lock_gives_a_locked_error_and_changes_nothing,
+            stores_racing_to_create_one_session_all_succeed_and_store_it_once,
         }
     };
     (@tests ($fixture:expr); $($case:ident),* $(,)?) => {

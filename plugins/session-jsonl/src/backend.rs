@@ -200,7 +200,11 @@ impl JsonlPersistence {
     }
 
     fn slot(&self, id: &SessionId) -> Slot {
-        self.slots.lock().entry(id.clone()).or_default().clone()
+        let mut slots = self.slots.lock();
+        match slots.get(id) {
+            Some(slot) => slot.clone(),
+            None => slots.entry(id.clone()).or_default().clone(),
+        }
     }
 
     /// Opens the file of session `id` at `path` for reading and writing and takes an exclusive

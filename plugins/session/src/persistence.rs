@@ -268,75 +268,93 @@ pub enum PersistenceMode {
 /// Beyond dsh, the lineage (`parentSession`, `seedLength`) must be the same too, so a fork
 /// child never takes over a session forked from elsewhere and inherits a wrong ancestry.
 ///
+/// When another writer stores the id between the read and the create (two processes creating
+/// the same session at once), the create's conflict is judged again by the takeover rule
+/// against what that writer stored.
+///
 /// Errors: [`PersistenceError::Conflict`] when a stored session of that id is at another
 /// `cwd`, has other lineage, or holds events the live one does not; the backend's errors.
 pub(crate) fn first_write(
     backend: &dyn SessionPersistence,
     session: &Session,
 ) -> Result<usize, PersistenceError> {
-    let events = session.events();
-    let id = session.id();
-    match backend.load(id) {
+    match backend.load(session.id()) {
         Err(PersistenceError::NotFound { .. }) => {
-            let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
-            backend.create(session.header(), &all)?;
-            Ok(all.len())
+            let all: Vec<Arc<SessionEvent>> = session.events().iter().cloned().collect();
+            match backend.create(session.header(), &all) {
+                Ok(()) => Ok(all.len()),
+                Err(PersistenceError::Conflict { .. }) => match backend.load(session.id()) {
+                    Ok(stored) => take_over(backend, session, stored),
+                    Err(other) => Err(other),
+                },
+                Err(other) => Err(other),
+            }
         }
         Err(other) => Err(other),
-        Ok(stored) => {
-            if stored.header.cwd != session.header().cwd {
-                return Err(PersistenceError::Conflict {
-                    id: id.clone(),
-                    reason: format!(
-                        "it is stored at another cwd ({})",
-                        stored.header.cwd.as_deref().unwrap_or("none")
-                    ),
-                });
-            }
-            let (stored_header, live_header) = (&stored.header, session.header());
-            if (&stored_header.parent_session, stored_header.seed_length)
-                != (&live_header.parent_session, live_header.seed_length)
-            {
-                return Err(PersistenceError::Conflict {
-                    id: id.clone(),
-                    reason: format!(
-                        "it is stored with other lineage (parentSession {}, seedLength {})",
-                        stored_header
-                            .parent_session
-                            .as_ref()
-                            .map_or("none", |p| p.as_str()),
-                        stored_header
-                            .seed_length
-                            .map_or_else(|| "none".to_owned(), |n| n.to_string())
-                    ),
-                });
-            }
-            let is_prefix = stored.events.len() <= events.len()
-                && stored
-                    .events
-                    .iter()
-                    .zip(events.iter())
-                    .all(|(stored, live)| stored == live.as_ref());
-            if !is_prefix {
-                return Err(PersistenceError::Conflict {
-                    id: id.clone(),
-                    reason: format!(
-                        "the stored log ({} events) holds events this session ({} events) does not",
-                        stored.events.len(),
-                        events.len()
-                    ),
-                });
-            }
-            append_from(backend, session, stored.events.len()).map_err(|error| match error {
-                // Someone else extended the stored log between our read and our append.
-                PersistenceError::SeqMismatch { .. } => PersistenceError::Conflict {
-                    id: id.clone(),
-                    reason: "the stored log changed while it was being adopted".into(),
-                },
-                other => other,
-            })
-        }
+        Ok(stored) => take_over(backend, session, stored),
     }
+}
+
+/// Takes over `stored`, the stored session of `session`'s id, by the rule of [`first_write`]:
+/// appends what the stored log lacks. Returns how many events the backend holds.
+fn take_over(
+    backend: &dyn SessionPersistence,
+    session: &Session,
+    stored: StoredSession,
+) -> Result<usize, PersistenceError> {
+    let events = session.events();
+    let id = session.id();
+    if stored.header.cwd != session.header().cwd {
+        return Err(PersistenceError::Conflict {
+            id: id.clone(),
+            reason: format!(
+                "it is stored at another cwd ({})",
+                stored.header.cwd.as_deref().unwrap_or("none")
+            ),
+        });
+    }
+    let (stored_header, live_header) = (&stored.header, session.header());
+    if (&stored_header.parent_session, stored_header.seed_length)
+        != (&live_header.parent_session, live_header.seed_length)
+    {
+        return Err(PersistenceError::Conflict {
+            id: id.clone(),
+            reason: format!(
+                "it is stored with other lineage (parentSession {}, seedLength {})",
+                stored_header
+                    .parent_session
+                    .as_ref()
+                    .map_or("none", |p| p.as_str()),
+                stored_header
+                    .seed_length
+                    .map_or_else(|| "none".to_owned(), |n| n.to_string())
+            ),
+        });
+    }
+    let is_prefix = stored.events.len() <= events.len()
+        && stored
+            .events
+            .iter()
+            .zip(events.iter())
+            .all(|(stored, live)| stored == live.as_ref());
+    if !is_prefix {
+        return Err(PersistenceError::Conflict {
+            id: id.clone(),
+            reason: format!(
+                "the stored log ({} events) holds events this session ({} events) does not",
+                stored.events.len(),
+                events.len()
+            ),
+        });
+    }
+    append_from(backend, session, stored.events.len()).map_err(|error| match error {
+        // Someone else extended the stored log between our read and our append.
+        PersistenceError::SeqMismatch { .. } => PersistenceError::Conflict {
+            id: id.clone(),
+            reason: "the stored log changed while it was being adopted".into(),
+        },
+        other => other,
+    })
 }
 
 /// Appends the session's events from `cursor` on, as [`append_from`]. When the backend says
@@ -367,7 +385,7 @@ fn append_from(
     cursor: usize,
 ) -> Result<usize, PersistenceError> {
     let events = session.events();
-    let fresh: Vec<Arc<SessionEvent>> = events.iter().skip(cursor).cloned().collect();
+    let fresh: Vec<Arc<SessionEvent>> = events.iter_from(cursor).cloned().collect();
     if !fresh.is_empty() {
         backend.append(session.id(), &fresh)?;
     }

@@ -91,6 +91,12 @@ impl Events {
         self.chain.iter()
     }
 
+    /// The events with seq `from` and later, in seq order; each is found by index, so the
+    /// events before `from` are never walked (what a flush writes after its cursor).
+    pub fn iter_from(&self, from: usize) -> impl Iterator<Item = &Arc<SessionEvent>> + '_ {
+        (from..self.len()).filter_map(|index| self.get(index))
+    }
+
     /// Copies the events out (for callers that need owned values, e.g. to mutate them).
     pub fn to_vec(&self) -> Vec<SessionEvent> {
         self.iter().map(|e| SessionEvent::clone(e)).collect()
@@ -617,5 +623,18 @@ mod tests {
         assert!(Arc::ptr_eq(events.get(2).unwrap(), seed.get(2).unwrap()));
         assert_eq!(events.get(3).unwrap().seq, 3);
         assert_eq!(seed.len(), 3, "the seed view never grows");
+    }
+
+    #[test]
+    fn iter_from_yields_the_events_from_a_seq_on_across_the_seed() {
+        let seed = Events::from_vec((0..3).map(event).collect());
+        let header = SessionHeader::new(SessionId::from("s"), 0, Default::default());
+        let session = Arc::new(Session::new(header, seed, Surface::default(), false));
+        session.append(EventDraft::new("x/log", json!({}))).unwrap();
+        let events = session.events();
+        let seqs = |from| events.iter_from(from).map(|e| e.seq).collect::<Vec<_>>();
+        assert_eq!(seqs(0), [0, 1, 2, 3]);
+        assert_eq!(seqs(2), [2, 3]);
+        assert!(seqs(4).is_empty() && seqs(9).is_empty());
     }
 }

@@ -72,7 +72,7 @@ impl SessionStore {
             Some(durable),
         )?;
         let appended: Vec<Arc<SessionEvent>> =
-            session.events().iter().skip(durable).cloned().collect();
+            session.events().iter_from(durable).cloned().collect();
         let written =
             if appended.is_empty() {
                 // Nothing to append, but a torn tail to cut: an empty append cuts it.

@@ -58,3 +58,13 @@ fn lineage_of_an_unknown_session_is_session_not_found() {
         .error("SESSION_NOT_FOUND");
     assert!(message.contains("ghost"), "{message}");
 }
+
+#[test]
+fn lineage_of_a_stored_session_without_its_backend_says_why_instead_of_not_found() {
+    let sandbox = Sandbox::new();
+    sandbox.import(&[Path::new(EXAMPLE)]);
+    let message = sandbox
+        .json(&["--disable", "dsh-session-jsonl", "lineage", EXAMPLE_ID])
+        .error("CAPABILITY_UNAVAILABLE");
+    assert!(message.contains("dsh-session-jsonl"), "{message}");
+}

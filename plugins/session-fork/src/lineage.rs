@@ -165,9 +165,9 @@ impl SessionFork {
 
     fn known(&self, id: &SessionId) -> Result<Known, SessionForkError> {
         let store = self.store(id)?;
-        let backend = store.persistence().ok();
+        let backend = store.persistence();
         let mut headers = HashMap::new();
-        if let Some(backend) = &backend {
+        if let Ok(backend) = &backend {
             let stored = backend.list().map_err(|source| persistence(id, source))?;
             headers.extend(stored.into_iter().map(|s| (s.header.id.clone(), s.header)));
         }
@@ -175,7 +175,14 @@ impl SessionFork {
             headers.insert(live.id().clone(), live.header().clone());
         }
         if !headers.contains_key(id) {
-            return Err(SessionForkError::SessionNotFound { id: id.clone() });
+            // Not live, and the stored sessions cannot be read: say why, as a load does.
+            return Err(match backend {
+                Err(source) => SessionForkError::Unavailable {
+                    id: id.clone(),
+                    source,
+                },
+                Ok(_) => SessionForkError::SessionNotFound { id: id.clone() },
+            });
         }
         let mut ordered: Vec<&SessionHeader> = headers.values().collect();
         ordered.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
@@ -190,7 +197,7 @@ impl SessionFork {
         }
         Ok(Known {
             store,
-            backend,
+            backend: backend.ok(),
             headers,
             children,
         })

@@ -14,7 +14,7 @@ use crate::header::{SessionHeader, SessionId};
 use crate::invariants::{InvariantChecker, InvariantViolation};
 use crate::validate::{validate_append, validate_restored_append, ValidationError};
 use dsh_core::Emitter;
-use parking_lot::{Mutex, ReentrantMutex, RwLock};
+use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard, RwLock};
 use serde_json::Value;
 use std::cell::Cell;
 use std::fmt;
@@ -171,6 +171,13 @@ pub enum AppendError {
         /// The rule broken, at the seq the event would have had.
         violation: InvariantViolation,
     },
+    /// The session is not live any more (disposed, or its store went): an append could never
+    /// be written, so it is refused. Nothing was appended.
+    #[error("cannot append to session \"{id}\": it is not live in a store any more (disposed)")]
+    NotLive {
+        /// The session.
+        id: SessionId,
+    },
     /// `append` was called from inside a listener of an append on the same session.
     #[error("re-entrant append to session \"{id}\" from inside its own event listener")]
     Reentrant {
@@ -180,11 +187,13 @@ pub enum AppendError {
 }
 
 impl AppendError {
-    /// The stable code: `EVENT_INVALID`, `INVARIANT_VIOLATED` or `REENTRANT_APPEND`.
+    /// The stable code: `EVENT_INVALID`, `INVARIANT_VIOLATED`, `SESSION_NOT_LIVE` or
+    /// `REENTRANT_APPEND`.
     pub fn code(&self) -> &'static str {
         match self {
             AppendError::Invalid { .. } => "EVENT_INVALID",
             AppendError::Invariant { .. } => "INVARIANT_VIOLATED",
+            AppendError::NotLive { .. } => "SESSION_NOT_LIVE",
             AppendError::Reentrant { .. } => "REENTRANT_APPEND",
         }
     }
@@ -262,6 +271,9 @@ pub struct Session {
     appending: ReentrantMutex<Cell<bool>>,
     /// The store's link while the session is live in it (publishes appends).
     link: Mutex<Option<Link>>,
+    /// Set when the store starts disposing the session (or removes it): appends are refused
+    /// from then on, so the dispose's final write holds every event.
+    sealed: AtomicBool,
     publishing: Publishing,
 }
 
@@ -316,12 +328,38 @@ impl Session {
             }),
             appending: ReentrantMutex::new(Cell::new(false)),
             link: Mutex::new(None),
+            sealed: AtomicBool::new(false),
             publishing: Publishing::default(),
         }
     }
 
     pub(crate) fn attach(&self, link: Link) {
         *self.link.lock() = Some(link);
+    }
+
+    /// Refuses appends from now on (waiting for an append in flight on another thread to
+    /// end): the store is about to write the session a last time and dispose it.
+    pub(crate) fn seal(&self) {
+        let _appending = self.appending.lock();
+        self.sealed.store(true, Ordering::SeqCst);
+    }
+
+    /// Takes a [`Session::seal`] back: the last write failed and the session stays live.
+    pub(crate) fn unseal(&self) {
+        self.sealed.store(false, Ordering::SeqCst);
+    }
+
+    /// The appending guard, or why no event may be appended now.
+    fn admit_append(&self) -> Result<ReentrantMutexGuard<'_, Cell<bool>>, AppendError> {
+        let guard = self.appending.lock();
+        let id = || self.id().clone();
+        if guard.get() {
+            return Err(AppendError::Reentrant { id: id() });
+        }
+        if self.sealed.load(Ordering::SeqCst) {
+            return Err(AppendError::NotLive { id: id() });
+        }
+        Ok(guard)
     }
 
     /// Runs `publish` (the emission of one of this session's events) marked as a
@@ -422,12 +460,7 @@ impl Session {
     /// Errors: [`AppendError::Invalid`] or [`AppendError::Invariant`] (nothing appended),
     /// [`AppendError::Reentrant`] when called from a listener of this session's own append.
     pub fn append(self: &Arc<Self>, draft: EventDraft) -> Result<Arc<SessionEvent>, AppendError> {
-        let guard = self.appending.lock();
-        if guard.get() {
-            return Err(AppendError::Reentrant {
-                id: self.id().clone(),
-            });
-        }
+        let guard = self.admit_append()?;
         let event = {
             let mut log = self.log.write();
             let seq = log.events.len() as u64;
@@ -466,12 +499,7 @@ impl Session {
         self: &Arc<Self>,
         events: Vec<SessionEvent>,
     ) -> Result<Vec<Arc<SessionEvent>>, AppendError> {
-        let guard = self.appending.lock();
-        if guard.get() {
-            return Err(AppendError::Reentrant {
-                id: self.id().clone(),
-            });
-        }
+        let guard = self.admit_append()?;
         let mut appended = Vec::with_capacity(events.len());
         let refused = {
             let mut log = self.log.write();

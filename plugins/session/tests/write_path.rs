@@ -375,3 +375,43 @@ fn a_seed_that_breaks_the_invariants_is_accepted_and_appends_continue_its_trace(
         .append(EventDraft::turn_end(1, TurnEndReason::Completed))
         .expect("closes the seed's open turn");
 }
+
+#[test]
+fn a_session_handle_kept_after_its_session_went_refuses_appends_instead_of_losing_them() {
+    let memory = Arc::new(Memory::default());
+    let ctx = context(&memory);
+    let store = ctx.expect::<SessionStore>();
+    let disposed = create(&ctx, "disposed", CreateOptions::meta(meta(1)));
+    assert!(store.dispose(disposed.id()).unwrap());
+    let error = disposed
+        .append(EventDraft::user_text("late", "q", "user"))
+        .unwrap_err();
+    assert_eq!(error.code(), "SESSION_NOT_LIVE", "{error}");
+    assert!(error.to_string().contains("\"disposed\""), "{error}");
+
+    // The session plugin restarted: the old store's sessions are drained and disposed.
+    let restarted = create(&ctx, "restarted", CreateOptions::meta(meta(1)));
+    ctx.update_config("dsh-session", json!({"check_invariants": false}))
+        .unwrap()
+        .wait(std::time::Duration::from_secs(5))
+        .unwrap();
+    let error = restarted
+        .append(EventDraft::user_text("late", "q", "user"))
+        .unwrap_err();
+    assert_eq!(error.code(), "SESSION_NOT_LIVE", "{error}");
+
+    // The context went.
+    let kept = create(&ctx, "kept", CreateOptions::meta(meta(1)));
+    drop(store);
+    drop(ctx);
+    let error = kept
+        .append(EventDraft::user_text("late", "q", "user"))
+        .unwrap_err();
+    assert_eq!(error.code(), "SESSION_NOT_LIVE", "{error}");
+    for id in ["disposed", "restarted", "kept"] {
+        assert!(
+            memory.stored(id).unwrap().1.is_empty(),
+            "{id}: nothing half-written"
+        );
+    }
+}

@@ -339,7 +339,11 @@ impl SessionStore {
             }
             entry.share()
         };
-        self.write(&entry)?;
+        entry.session.seal();
+        if let Err(error) = self.write(&entry) {
+            entry.session.unseal();
+            return Err(error);
+        }
         Ok(self.remove(id))
     }
 
@@ -351,6 +355,7 @@ impl SessionStore {
         for id in ids.into_iter().rev() {
             let entry = self.live.lock().by_id.get(&id).map(Entry::share);
             if let Some(entry) = entry {
+                entry.session.seal();
                 if let Err(error) = self.write(&entry) {
                     tracing::error!(session = %id, code = error.code(), %error, "session disposed with events not written");
                 }
@@ -392,6 +397,7 @@ impl SessionStore {
         let Some(session) = session else {
             return false;
         };
+        session.seal();
         session.detach();
         if let Err(error) = self.events.emit(&SessionDisposed { session }) {
             tracing::warn!(session = %id, %error, "session disposed listener failed");

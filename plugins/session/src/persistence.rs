@@ -1,7 +1,7 @@
 //! The persistence seam: the [`SessionPersistence`] trait a backend plugin provides as a
 //! `dyn SessionPersistence` service, and the two writes the store makes through it: the first
-//! write of a session ([`first_write`]: header and seed once, or the takeover of a stored
-//! session whose log the live one reproduces) and the catch-up after it ([`catch_up`]: what
+//! write of a session (`first_write`: header and seed once, or the takeover of a stored
+//! session whose log the live one reproduces) and the catch-up after it (`catch_up`: what
 //! is new, durably). The store keeps, per session, how many events the backend holds, so no
 //! event is ever written twice.
 //!

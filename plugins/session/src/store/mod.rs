@@ -5,7 +5,7 @@
 //! One write path: `create`, `flush`, `dispose`, `resume` and the drains (when the store or
 //! its backend goes) all call [`crate::persistence`]'s first write or catch-up directly, under
 //! the session's own writer lock, so sessions are written independently of each other and no
-//! event is written twice. One read path ([`read`]) serves `load`, `resume` and cold forks.
+//! event is written twice. One read path (`read.rs`) serves `load`, `resume` and cold forks.
 
 mod error;
 mod read;

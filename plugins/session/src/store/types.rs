@@ -28,7 +28,7 @@ impl From<Events> for Seed {
     }
 }
 
-/// Options of [`SessionStore::create`]: the seed (default: empty log) and the header meta.
+/// Options of [`crate::SessionStore::create`]: the seed (default: empty log) and the header meta.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct CreateOptions {

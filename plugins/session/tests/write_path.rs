@@ -402,12 +402,18 @@ fn a_session_handle_kept_after_its_session_went_refuses_appends_instead_of_losin
 
     // The context went.
     let kept = create(&ctx, "kept", CreateOptions::meta(meta(1)));
+    let store_kept = ctx.expect::<SessionStore>();
     drop(store);
     drop(ctx);
     let error = kept
         .append(EventDraft::user_text("late", "q", "user"))
         .unwrap_err();
     assert_eq!(error.code(), "SESSION_NOT_LIVE", "{error}");
+    let error = store_kept
+        .create(Some(SessionId::from("after")), CreateOptions::meta(meta(1)))
+        .unwrap_err();
+    assert_eq!(error.code(), "STORE_DISPOSED", "{error}");
+    assert!(memory.stored("after").is_none(), "nothing created");
     for id in ["disposed", "restarted", "kept"] {
         assert!(
             memory.stored(id).unwrap().1.is_empty(),

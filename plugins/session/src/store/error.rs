@@ -34,6 +34,13 @@ pub enum StoreError {
         #[source]
         source: ValidationError,
     },
+    /// The store was disposed with its plugin (the context went, or the plugin was disabled or
+    /// restarted): it creates no session any more, since none could be written.
+    #[error("cannot create session \"{id}\": its store was disposed with the dsh-session plugin")]
+    Disposed {
+        /// The session that was to be created.
+        id: SessionId,
+    },
     /// The session is not live in this store (flush of a disposed or foreign session).
     #[error("session \"{id}\" is not live in this store")]
     NotLive {
@@ -115,6 +122,7 @@ impl StoreError {
             StoreError::InvalidSeed { source, .. } => source.code(),
             StoreError::StoredLog { source, .. } => source.code(),
             StoreError::NotLive { .. } => "SESSION_NOT_LIVE",
+            StoreError::Disposed { .. } => "STORE_DISPOSED",
             StoreError::NotFound { .. } => "SESSION_NOT_FOUND",
             StoreError::Listener { source, .. } => source.code(),
             StoreError::Persistence { source, .. } => source.code(),

@@ -20,6 +20,7 @@ use crate::session::{admit_seed, fold_trusted, now_ms, Events, Link, Session};
 use dsh_core::{Emitter, Optional, PluginState, Unavailable};
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 /// A live session with what the store knows of its durability.
@@ -71,6 +72,8 @@ pub struct SessionStore {
     live: Mutex<Live>,
     /// The store itself, for the deferred disposals its sessions ask for.
     this: Weak<SessionStore>,
+    /// Set when the plugin disposes the store: it creates nothing from then on.
+    disposed: AtomicBool,
 }
 
 impl std::fmt::Debug for SessionStore {
@@ -96,6 +99,7 @@ impl SessionStore {
             check_invariants,
             live: Mutex::new(Live::default()),
             this: this.clone(),
+            disposed: AtomicBool::new(false),
         })
     }
 
@@ -106,6 +110,7 @@ impl SessionStore {
     /// log the seed reproduces, as dsh does).
     ///
     /// # Errors
+    /// [`StoreError::Disposed`] once the store was disposed with its plugin,
     /// [`StoreError::AlreadyExists`] for a live id, [`StoreError::InvalidHeader`] for a header
     /// dsh would refuse (a relative `cwd`, ...), [`StoreError::InvalidSeed`] for a raw seed
     /// that breaks a rule, [`StoreError::Listener`] when a `created` listener vetoes,
@@ -135,6 +140,9 @@ impl SessionStore {
             }
             None => self.fresh_id(),
         };
+        if self.disposed.load(Ordering::SeqCst) {
+            return Err(StoreError::Disposed { id });
+        }
         let (seed, surface) = match options.seed {
             None => (Events::empty(), Default::default()),
             Some(Seed::Snapshot(events)) => {
@@ -351,6 +359,7 @@ impl SessionStore {
     /// session that cannot be written is reported in the log, naming it and why, and
     /// disposed all the same (the store itself is going).
     pub(crate) fn dispose_all(&self) {
+        self.disposed.store(true, Ordering::SeqCst);
         let ids: Vec<SessionId> = self.live.lock().order.clone();
         for id in ids.into_iter().rev() {
             let entry = self.live.lock().by_id.get(&id).map(Entry::share);

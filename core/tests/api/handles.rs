@@ -18,6 +18,30 @@ fn db(n: u32) -> dsh_core::AnyPlugin {
         .into()
 }
 
+/// A plugin `name` whose apply says it started (on the first channel) and then waits, for up
+/// to 10 s, until the second channel lets it go: a settle held open on another thread.
+fn gated(
+    name: &'static str,
+) -> (
+    dsh_core::AnyPlugin,
+    std::sync::mpsc::Receiver<()>,
+    std::sync::mpsc::Sender<()>,
+) {
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let go_rx = std::sync::Mutex::new(go_rx);
+    let plugin = plugin_fn(name, move |_, ()| {
+        started_tx.send(()).unwrap();
+        go_rx
+            .lock()
+            .unwrap()
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap();
+        Ok(())
+    });
+    (plugin.into(), started_rx, go_tx)
+}
+
 #[test]
 fn loading_a_plugin_returns_a_handle_on_its_instance() {
     let ctx = Context::builder().build().unwrap();
@@ -221,18 +245,7 @@ fn waiting_for_a_failed_or_disabled_instance_says_so() {
 #[test]
 fn a_change_asked_for_from_another_thread_during_a_settle_is_queued_and_its_ticket_says_when_it_is_done(
 ) {
-    let (started_tx, started_rx) = std::sync::mpsc::channel();
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let go_rx = std::sync::Mutex::new(go_rx);
-    let slow = plugin_fn("slow", move |_, ()| {
-        started_tx.send(()).unwrap();
-        go_rx
-            .lock()
-            .unwrap()
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap();
-        Ok(())
-    });
+    let (slow, started_rx, go_tx) = gated("slow");
     let ctx = Context::builder().add_plugin(db(1)).build().unwrap();
     let loader = ctx.clone();
     let settling = std::thread::spawn(move || loader.load(slow).unwrap());
@@ -334,18 +347,7 @@ fn repeated_changes_queued_while_another_thread_settles_are_carried_out_once() {
             Ok(())
         })
     };
-    let (started_tx, started_rx) = std::sync::mpsc::channel();
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let go_rx = std::sync::Mutex::new(go_rx);
-    let slow = plugin_fn("slow", move |_, ()| {
-        started_tx.send(()).unwrap();
-        go_rx
-            .lock()
-            .unwrap()
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap();
-        Ok(())
-    });
+    let (slow, started_rx, go_tx) = gated("slow");
     let ctx = Context::builder().add_plugin(counted).build().unwrap();
     assert_eq!(applies.load(Ordering::SeqCst), 1);
     let loader = ctx.clone();

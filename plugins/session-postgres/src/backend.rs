@@ -3,7 +3,7 @@
 use crate::error::{is_duplicate_key, sql_error, write_error, OpenError, Place};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
 use dsh_session::columns::{
-    events_from_rows, sql_int, tail_from_rows, EventColumns, HeaderColumns,
+    events_from_rows, sql_int, tail_from_rows, EventColumns, HeaderColumns, StoredRows,
 };
 use dsh_session::{
     check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
@@ -102,13 +102,6 @@ impl Drop for Pooled<'_> {
             }
         }
     }
-}
-
-/// What one read transaction of a stored session returned.
-struct Read {
-    header: SessionHeader,
-    events: Vec<SessionEvent>,
-    revision: u64,
 }
 
 impl std::fmt::Debug for PostgresPersistence {
@@ -268,7 +261,7 @@ impl PostgresPersistence {
     /// revision and events are of one committed state: the events with seq `from` and later,
     /// at most `limit` of them. Rows read from seq 0 are checked by [`events_from_rows`], a
     /// tail by [`tail_events`].
-    fn read(&self, id: &SessionId, from: u64, limit: u64) -> Result<Read, PersistenceError> {
+    fn read(&self, id: &SessionId, from: u64, limit: u64) -> Result<StoredRows, PersistenceError> {
         let not_found = || PersistenceError::NotFound { id: id.clone() };
         if id.as_str().contains('\0') {
             return Err(not_found());
@@ -305,7 +298,7 @@ impl PostgresPersistence {
             _ => tail_from_rows(&store, id, from, revision, rows)?,
         };
         tx.commit().map_err(self.failed())?;
-        Ok(Read {
+        Ok(StoredRows {
             header,
             events,
             revision,
@@ -472,27 +465,14 @@ impl SessionPersistence for PostgresPersistence {
     /// Reads the header and the first `len` events (fewer when the log is shorter), reading
     /// no row past them (`LIMIT`). Never writes. Errors as [`SessionPersistence::load`].
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
-        let read = self.read(id, 0, len)?;
-        Ok(StoredSession {
-            header: read.header,
-            events: read.events,
-            dropped_tail: None,
-            revision: read.revision,
-        })
+        Ok(self.read(id, 0, len)?.into_stored())
     }
 
     /// Reads the header and the events with seq `from` and later (`WHERE seq >= from` on the
     /// primary key: no row before them is read); `len` is the revision. Never writes. Errors as
     /// [`SessionPersistence::load`], for the rows read (a gap before `from` is not seen).
     fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
-        let read = self.read(id, from, u64::MAX)?;
-        Ok(StoredTail {
-            header: read.header,
-            events: read.events,
-            len: read.revision,
-            dropped_tail: None,
-            revision: read.revision,
-        })
+        Ok(self.read(id, from, u64::MAX)?.into_tail())
     }
 
     /// The headers and revisions of every stored session, sorted by `createdAt` then id (byte

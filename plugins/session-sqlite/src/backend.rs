@@ -5,7 +5,7 @@ use crate::rows::{
 };
 use crate::schema::{connect, open_database, storage_error};
 use dsh_session::columns::{
-    check_stored_version, events_from_rows, sql_int, tail_from_rows, EventColumns,
+    check_stored_version, events_from_rows, sql_int, tail_from_rows, EventColumns, StoredRows,
 };
 use dsh_session::{
     check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
@@ -133,13 +133,6 @@ impl From<rusqlite::Error> for Refusal {
     fn from(error: rusqlite::Error) -> Refusal {
         Refusal::Storage(error)
     }
-}
-
-/// What one read transaction of a stored session returned.
-struct Read {
-    header: SessionHeader,
-    events: Vec<SessionEvent>,
-    revision: u64,
 }
 
 impl SqlitePersistence {
@@ -311,7 +304,7 @@ impl SqlitePersistence {
     /// Reads session `id` in one read transaction, so that header, revision and events are of
     /// one committed state: the events with seq `from` and later, at most `limit` of them.
     /// Rows read from seq 0 are checked by [`events_from_rows`], a tail by [`tail_events`].
-    fn read(&self, id: &SessionId, from: u64, limit: u64) -> Result<Read, PersistenceError> {
+    fn read(&self, id: &SessionId, from: u64, limit: u64) -> Result<StoredRows, PersistenceError> {
         self.with_reader(|conn| {
             let failed = |e| self.error(id, &e);
             let tx = conn.transaction().map_err(failed)?;
@@ -331,7 +324,7 @@ impl SqlitePersistence {
                 0 => events_from_rows(&self.store(), id, rows)?,
                 _ => tail_from_rows(&self.store(), id, from, revision, rows)?,
             };
-            Ok(Read {
+            Ok(StoredRows {
                 header,
                 events,
                 revision,
@@ -465,27 +458,14 @@ impl SessionPersistence for SqlitePersistence {
     /// no row past them. Never writes. Errors as [`SessionPersistence::load`], for the rows
     /// read.
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
-        let read = self.read(id, 0, len)?;
-        Ok(StoredSession {
-            header: read.header,
-            events: read.events,
-            dropped_tail: None,
-            revision: read.revision,
-        })
+        Ok(self.read(id, 0, len)?.into_stored())
     }
 
     /// Reads the header and the events with seq `from` and later (`WHERE seq >= from` on the
     /// primary key: no row before them is read); `len` is the revision. Never writes. Errors as
     /// [`SessionPersistence::load`], for the rows read (a gap before `from` is not seen).
     fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
-        let read = self.read(id, from, u64::MAX)?;
-        Ok(StoredTail {
-            header: read.header,
-            events: read.events,
-            len: read.revision,
-            dropped_tail: None,
-            revision: read.revision,
-        })
+        Ok(self.read(id, from, u64::MAX)?.into_tail())
     }
 
     /// The headers and revisions of every stored session, sorted by `createdAt` then id, from

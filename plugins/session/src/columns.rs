@@ -11,7 +11,7 @@
 
 use crate::event::{SessionEvent, SurfaceOp};
 use crate::header::{SessionHeader, SessionId, SESSION_FORMAT_VERSION};
-use crate::persistence::PersistenceError;
+use crate::persistence::{PersistenceError, StoredSession, StoredTail};
 use serde_json::Value;
 
 /// A stored row that cannot be turned back into a header or an event: a negative count, or a
@@ -262,6 +262,44 @@ pub fn events_from_rows(
         events.push(event);
     }
     Ok(events)
+}
+
+/// What one read transaction of a SQL backend returned for a stored session: the header, the
+/// events it read (from some seq on, up to some limit), and the revision (one past the highest
+/// stored seq).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredRows {
+    /// The header as stored.
+    pub header: SessionHeader,
+    /// The events read, in seq order.
+    pub events: Vec<SessionEvent>,
+    /// One past the highest stored seq.
+    pub revision: u64,
+}
+
+impl StoredRows {
+    /// The read as a prefix (events from seq 0): what `load` and `read_prefix` return. A SQL
+    /// transaction is never stored in part, so there is no dropped tail.
+    pub fn into_stored(self) -> StoredSession {
+        StoredSession {
+            header: self.header,
+            events: self.events,
+            dropped_tail: None,
+            revision: self.revision,
+        }
+    }
+
+    /// The read as a tail (events from a seq on): what `read_from` returns; the stored length
+    /// is the revision.
+    pub fn into_tail(self) -> StoredTail {
+        StoredTail {
+            header: self.header,
+            events: self.events,
+            len: self.revision,
+            dropped_tail: None,
+            revision: self.revision,
+        }
+    }
 }
 
 /// The events of stored session `id` from its rows with seq `from` and later, read in seq

@@ -1,7 +1,7 @@
 //! The scenarios do the work they measure, on small sizes (no test looks at a time).
 //!
-//! This test binary installs the counting allocator, as the `dsh-bench` binary does, so the
-//! memory figures are counted here too.
+//! The memory figures are tested in `memory.rs`, a binary of its own with the counting
+//! allocator, so that no other test allocates or frees while they count.
 
 use dsh::session::{check_invariants, SessionPlugin, SessionStore};
 use dsh::Context;
@@ -14,9 +14,6 @@ use dsh_bench::lookup::{baseline_map, scaling, spin, Lookup, Resolver};
 use dsh_bench::{fork, generate, persist, session};
 use dsh_bench_chain::{CHAIN_LEN, INDEPENDENT_LEN, LOOKUP_SERVICES};
 use std::collections::HashSet;
-
-#[global_allocator]
-static ALLOCATOR: dsh_bench::alloc::Counting = dsh_bench::alloc::Counting;
 
 #[test]
 fn the_generated_chain_links_each_plugin_to_the_previous_service() {
@@ -181,47 +178,6 @@ fn the_binary_offers_the_core_session_fork_and_persist_subcommands() {
 }
 
 #[test]
-fn the_counting_allocator_tracks_live_bytes_and_a_resettable_peak() {
-    let total = dsh_bench::alloc::allocated();
-    let base = dsh_bench::alloc::reset_peak();
-    let block = vec![0u8; 1 << 20];
-    assert!(dsh_bench::alloc::allocated() >= total + (1 << 20));
-    assert!(
-        dsh_bench::alloc::peak() >= base + (1 << 20),
-        "the peak holds the block"
-    );
-    drop(block);
-    // Other tests run meanwhile: only what this one holds is certain.
-    let after = dsh_bench::alloc::reset_peak();
-    assert!(dsh_bench::alloc::peak() >= after);
-}
-
-#[test]
-fn the_session_scenarios_report_every_figure_positive() {
-    let sizes = session::Sizes {
-        load_events: 600,
-        load_reps: 1,
-        memory_reps: 1,
-        append_len: 100,
-        append_reps: 1,
-        flush_len: 100,
-    };
-    let report = session::measure(sizes, |_| {});
-    let figures = report.figures();
-    let names: Vec<&str> = figures.iter().map(|(name, _)| *name).collect();
-    for required in [
-        "load_ratio",
-        "load_peak_bytes_per_file_byte",
-        "load_retained_bytes_per_file_byte",
-        "load_file_mb",
-    ] {
-        assert!(names.contains(&required), "{required}: {names:?}");
-    }
-    assert!(figures.iter().all(|(_, value)| *value > 0.0), "{figures:?}");
-    assert_eq!(report.load_events, 600.0);
-}
-
-#[test]
 fn the_quick_plan_sizes_the_loaded_file_below_the_full_one() {
     use dsh_bench::measure::Plan;
     let quick = session::Sizes::of(Plan::QUICK);
@@ -230,15 +186,6 @@ fn the_quick_plan_sizes_the_loaded_file_below_the_full_one() {
     assert!(quick.load_events < full.load_events);
     // About 50 MB in the full plan: a generated event is a few hundred bytes.
     assert!(full.load_events > 50_000, "{}", full.load_events);
-}
-
-#[test]
-fn the_load_memory_of_a_generated_session_is_counted() {
-    let dir = tempfile::tempdir().unwrap();
-    let (id, _) = session::write_session(dir.path(), 500);
-    let memory = session::load_memory(dir.path(), &id);
-    assert_eq!(memory.events, 500);
-    assert!(memory.peak_bytes > 0, "the load allocates: {memory:?}");
 }
 
 #[test]

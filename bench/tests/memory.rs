@@ -1,0 +1,85 @@
+//! The memory figures, counted by the counting allocator as the `dsh-bench` binary counts them.
+//!
+//! The allocator's counters are process-wide: a test freeing memory while another counts would
+//! make a figure drift (a load's retained bytes came out 0 when a neighbour freed more than the
+//! load kept). So this binary holds only the tests that count, and each holds [`COUNTING`]
+//! while it runs. The test harness's own threads still allocate and free a little meanwhile:
+//! the assertions leave room for a few kilobytes, never for a megabyte.
+
+use dsh_bench::{alloc, session};
+use std::sync::{Mutex, MutexGuard};
+
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
+
+/// Held by every test of this binary: one counts at a time.
+static COUNTING: Mutex<()> = Mutex::new(());
+
+/// What the harness's threads may allocate or free while a test counts.
+const SLACK: u64 = 64 << 10;
+
+fn counting_alone() -> MutexGuard<'static, ()> {
+    COUNTING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[test]
+fn the_counting_allocator_tracks_live_bytes_and_a_resettable_peak() {
+    let _alone = counting_alone();
+    let total = alloc::allocated();
+    let base = alloc::reset_peak();
+    let block = vec![0u8; 1 << 20];
+    assert!(alloc::allocated() >= total + (1 << 20));
+    assert!(
+        alloc::peak() + SLACK >= base + (1 << 20),
+        "the peak holds the block"
+    );
+    drop(block);
+    let after = alloc::reset_peak();
+    assert!(alloc::peak() >= after);
+    assert!(
+        alloc::peak() < base + (1 << 20) - SLACK,
+        "the reset peak forgot the block"
+    );
+}
+
+#[test]
+fn the_session_scenarios_report_every_figure_positive() {
+    let _alone = counting_alone();
+    let sizes = session::Sizes {
+        load_events: 600,
+        load_reps: 1,
+        memory_reps: 1,
+        append_len: 100,
+        append_reps: 1,
+        flush_len: 100,
+    };
+    let report = session::measure(sizes, |_| {});
+    let figures = report.figures();
+    let names: Vec<&str> = figures.iter().map(|(name, _)| *name).collect();
+    for required in [
+        "load_ratio",
+        "load_peak_bytes_per_file_byte",
+        "load_retained_bytes_per_file_byte",
+        "load_file_mb",
+    ] {
+        assert!(names.contains(&required), "{required}: {names:?}");
+    }
+    assert!(figures.iter().all(|(_, value)| *value > 0.0), "{figures:?}");
+    assert_eq!(report.load_events, 600.0);
+}
+
+#[test]
+fn the_load_memory_of_a_generated_session_is_counted() {
+    let _alone = counting_alone();
+    let dir = tempfile::tempdir().unwrap();
+    let (id, _) = session::write_session(dir.path(), 500);
+    let memory = session::load_memory(dir.path(), &id);
+    assert_eq!(memory.events, 500);
+    assert!(memory.peak_bytes > 0, "the load allocates: {memory:?}");
+    assert!(
+        memory.retained_bytes > 0 && memory.retained_bytes <= memory.peak_bytes,
+        "the loaded session holds its events, no more than the peak: {memory:?}"
+    );
+}

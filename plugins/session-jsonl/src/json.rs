@@ -8,8 +8,15 @@
 //! `JSON.parse` has no nesting limit, and dsh's `JSON.stringify` writes values as deep as its
 //! stack allows; serde_json stops at 128 levels. [`parse`] and [`write`] lift that limit up to
 //! [`MAX_DEPTH`], growing the stack as they recurse (`serde_stacker`).
+//!
+//! `JSON.parse` also reads two things serde_json refuses, and dsh writes both: a lone UTF-16
+//! surrogate escape (`"\ud83d"`, what `JSON.stringify` writes for a string cut inside an
+//! emoji) and a number beyond double range (`1e999`, Infinity in JavaScript). [`parse`] reads
+//! them as [`javascript_reading`] says: a lone surrogate as U+FFFD, an infinite number as
+//! `null` (what `JSON.stringify` writes for Infinity, so what dsh writes back).
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use serde_json::{Number, Value};
 
 /// The largest integer a double holds exactly (`Number.MAX_SAFE_INTEGER`).
@@ -46,24 +53,105 @@ impl From<serde_json::Error> for ParseError {
     }
 }
 
-/// Parses `text` as one JSON value, nested at most [`MAX_DEPTH`] levels deep.
+/// Parses `text` as one JSON value as `JSON.parse` reads it, nested at most [`MAX_DEPTH`]
+/// levels deep.
 ///
 /// The common case costs one ordinary parse, held to serde_json's default limit of 128
-/// levels: only a text that fails it is measured and, within the bound, parsed again without
-/// that limit (a text that is not JSON fails again, with the parser's message). Errors:
-/// [`ParseError::TooDeep`] for a text nested beyond the bound, else [`ParseError::Invalid`].
+/// levels: only a text that fails it is read again, as [`javascript_reading`] rewrites it,
+/// measured and, within the bound, parsed without that limit (a text that is not JSON fails
+/// again, with the parser's message). Errors: [`ParseError::TooDeep`] for a text nested
+/// beyond the bound, else [`ParseError::Invalid`].
 pub(crate) fn parse(text: &str) -> Result<Value, ParseError> {
     serde_json::from_str(text).or_else(|_| {
+        let text = javascript_reading(text);
         let depth = nesting_depth(text.as_bytes());
         if depth > MAX_DEPTH {
             return Err(ParseError::TooDeep { depth });
         }
-        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let mut deserializer = serde_json::Deserializer::from_str(&text);
         deserializer.disable_recursion_limit();
         let value = Value::deserialize(serde_stacker::Deserializer::new(&mut deserializer))?;
         deserializer.end()?;
         Ok(value)
     })
+}
+
+/// `text` with what `JSON.parse` reads and serde_json refuses spelled so that serde_json reads
+/// it as dsh does: every lone UTF-16 surrogate escape in a string (a `\uD800`-`\uDBFF` not
+/// followed by a `\uDC00`-`\uDFFF`, or a `\uDC00`-`\uDFFF` alone) becomes `\uFFFD`, and every
+/// number beyond double range (`1e999`, `-1e400`, 400 digits) becomes `null`. Borrowed when
+/// nothing needs rewriting; text that is not JSON is rewritten as far as it scans, and then
+/// fails to parse as it would have.
+pub(crate) fn javascript_reading(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut copied = 0;
+    let replace = |out: &mut String, copied: &mut usize, start: usize, end: usize, with| {
+        out.push_str(&text[*copied..start]);
+        out.push_str(with);
+        *copied = end;
+    };
+    let mut i = 0;
+    let mut in_string = false;
+    while i < bytes.len() {
+        match (in_string, bytes[i]) {
+            (true, b'\\') if bytes.get(i + 1) == Some(&b'u') => {
+                let unit = utf16_escape(bytes, i);
+                let paired = |low_at| utf16_escape(bytes, low_at).is_some_and(is_low_surrogate);
+                match unit {
+                    Some(high) if is_high_surrogate(high) && paired(i + 6) => i += 12,
+                    Some(unit) if is_high_surrogate(unit) || is_low_surrogate(unit) => {
+                        replace(&mut out, &mut copied, i, i + 6, "\\uFFFD");
+                        i += 6;
+                    }
+                    _ => i += 2,
+                }
+            }
+            (true, b'\\') => i += 2,
+            (true, b'"') => {
+                in_string = false;
+                i += 1;
+            }
+            (false, b'"') => {
+                in_string = true;
+                i += 1;
+            }
+            (false, b'-' | b'0'..=b'9') => {
+                let end = i + bytes[i..]
+                    .iter()
+                    .position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+                    .unwrap_or(bytes.len() - i);
+                if text[i..end].parse::<f64>().is_ok_and(f64::is_infinite) {
+                    replace(&mut out, &mut copied, i, end, "null");
+                }
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
+/// The UTF-16 code unit of the `\uXXXX` escape starting at byte `at` of `bytes`, if one does.
+fn utf16_escape(bytes: &[u8], at: usize) -> Option<u16> {
+    let escape = bytes.get(at..at + 6)?;
+    if &escape[..2] != b"\\u" {
+        return None;
+    }
+    let hex = std::str::from_utf8(&escape[2..]).ok()?;
+    u16::from_str_radix(hex, 16).ok()
+}
+
+fn is_high_surrogate(unit: u16) -> bool {
+    (0xD800..=0xDBFF).contains(&unit)
+}
+
+fn is_low_surrogate(unit: u16) -> bool {
+    (0xDC00..=0xDFFF).contains(&unit)
 }
 
 /// The deepest nesting of arrays and objects in the JSON text `text` (brackets inside strings
@@ -231,6 +319,37 @@ mod tests {
         for text in [format!("{} x", arrays(200)), format!("[{}", arrays(200))] {
             assert!(
                 matches!(super::parse(&text), Err(ParseError::Invalid(_))),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn lone_surrogates_read_as_the_replacement_character_and_pairs_as_their_character() {
+        let read = |text: &str| super::parse(text).expect("JSON.parse reads it");
+        assert_eq!(read(r#""cut \ud83d""#), json!("cut \u{FFFD}"));
+        assert_eq!(read(r#""\ude00 low""#), json!("\u{FFFD} low"));
+        assert_eq!(read(r#"["\ud83d\ud83d\ude00"]"#), json!(["\u{FFFD}\u{1F600}"]));
+        assert_eq!(read(r#""\ud83d\u0041""#), json!("\u{FFFD}A"));
+        assert_eq!(read(r#"{"\ud83dk":"\\ud83d"}"#), json!({"\u{FFFD}k": "\\ud83d"}));
+        assert_eq!(read(r#""\ud83d\ude00""#), json!("\u{1F600}"));
+        assert!(matches!(super::javascript_reading(r#""\ud83d\ude00""#), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn numbers_beyond_double_range_read_as_null_and_others_unchanged() {
+        let read = |text: &str| super::parse(text).expect("JSON.parse reads it");
+        assert_eq!(read("1e999"), Value::Null);
+        assert_eq!(
+            read(r#"{"a":-1E400,"b":[1e308,2],"c":"1e999"}"#),
+            json!({"a": null, "b": [1e308, 2], "c": "1e999"})
+        );
+        assert_eq!(read(&format!("[{}]", "9".repeat(400))), json!([null]));
+        assert_eq!(read("[1e-999]"), json!([0.0]));
+        // Text that is not JSON stays refused, whatever the rewrite touched.
+        for text in ["[1e999", r#""\ud83d"#, "[01]", "[1e999 1]"] {
+            assert!(
+                matches!(super::parse(text), Err(ParseError::Invalid(_))),
                 "{text}"
             );
         }

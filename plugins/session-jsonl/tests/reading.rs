@@ -529,3 +529,45 @@ fn times_at_the_lowest_i64_are_refused_without_a_panic() {
         }
     }
 }
+
+/// Lines dsh writes and `JSON.parse` reads although serde_json refuses them: a string cut
+/// inside an emoji (`JSON.stringify` escapes the lone surrogate) and a number beyond double
+/// range. Each is read (the surrogate as U+FFFD, the number as `null`, what dsh writes back for
+/// Infinity) in a closed turn and in the open last turn, and never cut as a torn tail.
+#[test]
+fn lines_javascript_reads_are_read_in_a_closed_and_an_open_turn_and_never_cut() {
+    let cut_emoji = r#"{"type":"x/note","seq":1,"time":1001,"data":{"turn":1,"text":"cut \ud83d"},"ignorable":true}"#;
+    let infinite = r#"{"type":"x/note","seq":1,"time":1001,"data":{"turn":1,"ratio":1e999},"ignorable":true}"#;
+    let read_as = [
+        json!({"turn": 1, "text": "cut \u{FFFD}"}),
+        json!({"turn": 1, "ratio": null}),
+    ];
+    for (written, read) in [cut_emoji, infinite].into_iter().zip(read_as) {
+        let start = line(&turn(0, 1)[0]);
+        let end = line(&SessionEvent::new("turn/end", 2, 1002, json!({"turn": 1})));
+        for closed in [true, false] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let mut body = vec![start.clone(), written.to_owned()];
+            if closed {
+                body.push(end.clone());
+            }
+            let text = lines("js", &body);
+            let path = write_file(dir.path(), Some("/p"), "js", text.as_bytes());
+            let store = JsonlPersistence::new(dir.path());
+            let stored = load(&store, "js").expect("dsh reads it");
+            assert_eq!(stored.dropped_tail, None, "no torn tail: {written}");
+            assert_eq!(stored.events.len(), body.len(), "{written}");
+            assert_eq!(stored.events[1].data, read, "{written}");
+            // An append keeps the line as it was written.
+            store
+                .append(
+                    &SessionId::new("js"),
+                    &[event("x/more", body.len() as u64)],
+                )
+                .expect("appended");
+            let after = fs::read_to_string(&path).expect("file");
+            assert!(after.starts_with(&text), "nothing cut: {written}");
+            assert_eq!(load(&store, "js").expect("reads").events.len(), body.len() + 1);
+        }
+    }
+}

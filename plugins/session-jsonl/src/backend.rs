@@ -3,6 +3,7 @@
 use crate::compressed::{compress_frame, decoding_reader};
 use crate::decode::Decoded;
 use crate::durable::{append_after, publish_new, PublishError};
+use crate::file_end::FileEnd;
 use crate::header_line::{encode_header_line, parse_header_line, HeaderError};
 use crate::layout::{
     check_placement, compressed_session_file, id_segment, is_compressed, is_cwd_folder,
@@ -38,20 +39,20 @@ struct Cursor {
     committed: u64,
     /// Committed text an append writes again first (see [`Scanned::carry`]).
     carry: Vec<u8>,
-    /// The file's length when it was last read or written: another length means someone
-    /// else changed it.
-    file_len: u64,
+    /// The file's length and last bytes when it was last read or written: another length or
+    /// other last bytes mean someone else changed it.
+    end: FileEnd,
     /// The seq the next appended event must carry (the stored event count).
     next_seq: u64,
 }
 
 impl Cursor {
-    fn of(path: PathBuf, scanned: &Scanned, file_len: u64, next_seq: u64) -> Cursor {
+    fn of(path: PathBuf, scanned: &Scanned, end: FileEnd, next_seq: u64) -> Cursor {
         Cursor {
             path,
             committed: scanned.committed,
             carry: scanned.carry.clone(),
-            file_len,
+            end,
             next_seq,
         }
     }
@@ -247,22 +248,24 @@ impl JsonlPersistence {
             .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })
     }
 
-    /// The cursor of session `id`, rescanning the file when the cached one is missing or the
-    /// file's length no longer matches it.
+    /// The cursor of session `id`, whose file is `locked` (held under its lock), rescanning
+    /// the file when the cached cursor is missing or the file's length or last bytes no
+    /// longer match it (another writer changed it, even at the same length).
     fn cursor(
         &self,
         id: &SessionId,
+        locked: &File,
         cached: &mut Option<Cursor>,
     ) -> Result<Cursor, PersistenceError> {
         if let Some(cursor) = cached.as_ref() {
-            match fs::metadata(&cursor.path) {
-                Ok(meta) if meta.len() == cursor.file_len => return Ok(cursor.clone()),
+            match cursor.end.matches(locked) {
+                Ok(true) => return Ok(cursor.clone()),
                 _ => *cached = None,
             }
         }
         let path = self.require(id)?;
-        let (scanned, file_len) = scan_file(&self.root, id, &path)?;
-        let cursor = Cursor::of(path, &scanned, file_len, scanned.events.len() as u64);
+        let (scanned, end) = scan_file(&self.root, id, &path)?;
+        let cursor = Cursor::of(path, &scanned, end, scanned.events.len() as u64);
         *cached = Some(cursor.clone());
         Ok(cursor)
     }
@@ -333,7 +336,7 @@ impl SessionPersistence for JsonlPersistence {
             path: target,
             committed: bytes.len() as u64,
             carry: Vec::new(),
-            file_len: bytes.len() as u64,
+            end: FileEnd::of(&bytes),
             next_seq: seed.len() as u64,
         });
         Ok(())
@@ -360,9 +363,9 @@ impl SessionPersistence for JsonlPersistence {
         // Another process may append to the same file: hold an exclusive advisory lock from
         // the length check to the sync, so neither cuts off what the other wrote.
         let mut locked = self.lock_exclusive(id, &path)?;
-        let cursor = self.cursor(id, &mut cached)?;
+        let cursor = self.cursor(id, &locked, &mut cached)?;
         check_storable(id, cursor.next_seq, events)?;
-        if events.is_empty() && cursor.file_len == cursor.committed {
+        if events.is_empty() && cursor.end.len() == cursor.committed {
             return Ok(());
         }
         let mut text = cursor.carry.clone();
@@ -382,7 +385,7 @@ impl SessionPersistence for JsonlPersistence {
         *cached = Some(Cursor {
             committed,
             carry: Vec::new(),
-            file_len: committed,
+            end: cursor.end.after_append(cursor.committed, &bytes),
             next_seq: cursor.next_seq + events.len() as u64,
             path: cursor.path,
         });
@@ -405,9 +408,10 @@ impl SessionPersistence for JsonlPersistence {
         // A read that fails leaves no view behind: the next append reads the file again.
         *cached = None;
         let path = self.require(id)?;
-        let (scanned, file_len) = scan_file(&self.root, id, &path)?;
-        let cursor = Cursor::of(path, &scanned, file_len, 0);
-        let stored = into_stored(&cursor.path, scanned, u64::MAX, file_len)?;
+        let (scanned, end) = scan_file(&self.root, id, &path)?;
+        let revision = end.len();
+        let cursor = Cursor::of(path, &scanned, end, 0);
+        let stored = into_stored(&cursor.path, scanned, u64::MAX, revision)?;
         *cached = Some(Cursor {
             next_seq: stored.events.len() as u64,
             ..cursor
@@ -427,8 +431,8 @@ impl SessionPersistence for JsonlPersistence {
         let _serialized = slot.lock();
         let path = self.require(id)?;
         if is_compressed(&path, &[]) {
-            let (scanned, file_len) = scan_file(&self.root, id, &path)?;
-            return into_stored(&path, scanned, len, file_len);
+            let (scanned, end) = scan_file(&self.root, id, &path)?;
+            return into_stored(&path, scanned, len, end.len());
         }
         let (file, revision) = open_with_len(&path)?;
         let scanned =
@@ -481,8 +485,8 @@ impl SessionPersistence for JsonlPersistence {
                 });
             }
         }
-        let (scanned, file_len) = scan_file(&self.root, id, &path)?;
-        Ok(into_stored(&path, scanned, u64::MAX, file_len)?.into_tail(from))
+        let (scanned, end) = scan_file(&self.root, id, &path)?;
+        Ok(into_stored(&path, scanned, u64::MAX, end.len())?.into_tail(from))
     }
 
     /// The headers and revisions of every stored session, sorted by `createdAt` then id.
@@ -549,8 +553,8 @@ impl SessionPersistence for JsonlPersistence {
 ///
 /// Errors: as [`SessionPersistence::load`], except that the file's location is not checked.
 pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError> {
-    let (scanned, file_len) = scan_path(path)?;
-    into_stored(path, scanned, u64::MAX, file_len)
+    let (scanned, end) = scan_path(path)?;
+    into_stored(path, scanned, u64::MAX, end.len())
 }
 
 /// Decodes the bytes of a dsh session file held in memory, exactly as [`read_session_file`]
@@ -583,10 +587,10 @@ pub fn read_session_bytes(path: &Path, bytes: &[u8]) -> Result<StoredSession, Pe
     )
 }
 
-/// Reads and scans the whole file at `path` in its form; returns the scan and the file length.
-fn scan_path(path: &Path) -> Result<(Scanned, u64), PersistenceError> {
+/// Reads and scans the whole file at `path` in its form; returns the scan and the file's end.
+fn scan_path(path: &Path) -> Result<(Scanned, FileEnd), PersistenceError> {
     let bytes = fs::read(path).map_err(|e| io_error(path, e))?;
-    Ok((scan_in_memory(path, &bytes)?, bytes.len() as u64))
+    Ok((scan_in_memory(path, &bytes)?, FileEnd::of(&bytes)))
 }
 
 /// Scans the bytes of the file at `path`, in the form its name or first bytes say.
@@ -600,11 +604,15 @@ fn scan_in_memory(path: &Path, bytes: &[u8]) -> Result<Scanned, PersistenceError
 }
 
 /// Reads the whole file at `path` for session `id` and checks that it belongs there in the
-/// store at `root`; returns the scan and the file length.
-fn scan_file(root: &Path, id: &SessionId, path: &Path) -> Result<(Scanned, u64), PersistenceError> {
-    let (scanned, len) = scan_path(path)?;
+/// store at `root`; returns the scan and the file's end.
+fn scan_file(
+    root: &Path,
+    id: &SessionId,
+    path: &Path,
+) -> Result<(Scanned, FileEnd), PersistenceError> {
+    let (scanned, end) = scan_path(path)?;
     check_placement(root, id, &scanned.header, path)?;
-    Ok((scanned, len))
+    Ok((scanned, end))
 }
 
 /// Opens the file at `path` for reading; returns it and its length in bytes (the revision of

@@ -16,8 +16,8 @@
 //! `null` (what `JSON.stringify` writes for Infinity, so what dsh writes back).
 
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
 use serde_json::{Number, Value};
+use std::borrow::Cow;
 
 /// The largest integer a double holds exactly (`Number.MAX_SAFE_INTEGER`).
 pub(crate) const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
@@ -329,11 +329,20 @@ mod tests {
         let read = |text: &str| super::parse(text).expect("JSON.parse reads it");
         assert_eq!(read(r#""cut \ud83d""#), json!("cut \u{FFFD}"));
         assert_eq!(read(r#""\ude00 low""#), json!("\u{FFFD} low"));
-        assert_eq!(read(r#"["\ud83d\ud83d\ude00"]"#), json!(["\u{FFFD}\u{1F600}"]));
+        assert_eq!(
+            read(r#"["\ud83d\ud83d\ude00"]"#),
+            json!(["\u{FFFD}\u{1F600}"])
+        );
         assert_eq!(read(r#""\ud83d\u0041""#), json!("\u{FFFD}A"));
-        assert_eq!(read(r#"{"\ud83dk":"\\ud83d"}"#), json!({"\u{FFFD}k": "\\ud83d"}));
+        assert_eq!(
+            read(r#"{"\ud83dk":"\\ud83d"}"#),
+            json!({"\u{FFFD}k": "\\ud83d"})
+        );
         assert_eq!(read(r#""\ud83d\ude00""#), json!("\u{1F600}"));
-        assert!(matches!(super::javascript_reading(r#""\ud83d\ude00""#), Cow::Borrowed(_)));
+        assert!(matches!(
+            super::javascript_reading(r#""\ud83d\ude00""#),
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]

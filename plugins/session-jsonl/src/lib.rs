@@ -14,6 +14,7 @@ mod backend;
 mod compressed;
 mod decode;
 mod durable;
+mod file_end;
 mod header_line;
 mod json;
 pub mod layout;

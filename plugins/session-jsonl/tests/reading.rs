@@ -537,7 +537,8 @@ fn times_at_the_lowest_i64_are_refused_without_a_panic() {
 #[test]
 fn lines_javascript_reads_are_read_in_a_closed_and_an_open_turn_and_never_cut() {
     let cut_emoji = r#"{"type":"x/note","seq":1,"time":1001,"data":{"turn":1,"text":"cut \ud83d"},"ignorable":true}"#;
-    let infinite = r#"{"type":"x/note","seq":1,"time":1001,"data":{"turn":1,"ratio":1e999},"ignorable":true}"#;
+    let infinite =
+        r#"{"type":"x/note","seq":1,"time":1001,"data":{"turn":1,"ratio":1e999},"ignorable":true}"#;
     let read_as = [
         json!({"turn": 1, "text": "cut \u{FFFD}"}),
         json!({"turn": 1, "ratio": null}),
@@ -560,14 +561,14 @@ fn lines_javascript_reads_are_read_in_a_closed_and_an_open_turn_and_never_cut() 
             assert_eq!(stored.events[1].data, read, "{written}");
             // An append keeps the line as it was written.
             store
-                .append(
-                    &SessionId::new("js"),
-                    &[event("x/more", body.len() as u64)],
-                )
+                .append(&SessionId::new("js"), &[event("x/more", body.len() as u64)])
                 .expect("appended");
             let after = fs::read_to_string(&path).expect("file");
             assert!(after.starts_with(&text), "nothing cut: {written}");
-            assert_eq!(load(&store, "js").expect("reads").events.len(), body.len() + 1);
+            assert_eq!(
+                load(&store, "js").expect("reads").events.len(),
+                body.len() + 1
+            );
         }
     }
 }

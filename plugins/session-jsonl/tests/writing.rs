@@ -4,9 +4,10 @@ mod support;
 
 use dsh_session::{PersistenceError, SessionId, SessionPersistence};
 use dsh_session_jsonl::layout::session_file;
-use dsh_session_jsonl::JsonlPersistence;
+use dsh_session_jsonl::{Compression, JsonlPersistence};
 use serde_json::json;
 use std::fs;
+use std::io::Write;
 use std::sync::Arc;
 use support::{event, files_under, header, line, turn};
 
@@ -361,6 +362,71 @@ fn two_writers_extending_one_stored_session_never_lose_a_completed_append() {
         let winner_kind = if won[0] == 0 { "x/first" } else { "x/second" };
         assert_eq!(stored.events.len(), 5, "round {round}");
         assert!(stored.events[2..].iter().all(|e| e.kind == winner_kind));
+    }
+}
+
+/// The race the length check alone lost: writer A has read a file ending in a torn tail of T
+/// bytes; writer B (another process) cuts it and appends a record of exactly T bytes, so the
+/// length is unchanged. A's append must see that the file changed under it (`SEQ_MISMATCH`,
+/// nothing written), not cut B's record at its old committed length.
+#[test]
+fn a_writer_whose_file_changed_at_the_same_length_does_not_overwrite_the_other_writes() {
+    for compressed in [false, true] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let id = SessionId::new("raced");
+        let compression = if compressed {
+            Compression::Zstd
+        } else {
+            Compression::None
+        };
+        let backend = || JsonlPersistence::new(dir.path()).with_compression(compression);
+        backend()
+            .create(&header("raced", Some("/p"), 0), &turn(0, 2))
+            .expect("created");
+        let path = backend().locate(&id).expect("located").expect("stored");
+        let theirs = event("x/theirs", 2);
+        // B's append of `theirs` as the bytes it adds, measured on a copy of the file.
+        let added = {
+            let copy = tempfile::tempdir().expect("temp dir");
+            let copied = copy.path().join(path.strip_prefix(dir.path()).expect("under"));
+            fs::create_dir_all(copied.parent().expect("folder")).expect("folders");
+            fs::copy(&path, &copied).expect("copied");
+            let before = fs::metadata(&copied).expect("file").len();
+            JsonlPersistence::new(copy.path())
+                .append(&id, std::slice::from_ref(&theirs))
+                .expect("appended to the copy");
+            fs::metadata(&copied).expect("file").len() - before
+        };
+        // A torn tail of exactly that length (bytes that begin no record or frame).
+        let mut file = fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("opened");
+        file.write_all(&vec![b'x'; added as usize]).expect("torn tail");
+        drop(file);
+        let writer_a = backend();
+        assert!(writer_a.load(&id).expect("A reads").dropped_tail.is_some());
+        let len = fs::metadata(&path).expect("file").len();
+
+        backend()
+            .append(&id, std::slice::from_ref(&theirs))
+            .expect("B cuts the tail and appends");
+        assert_eq!(fs::metadata(&path).expect("file").len(), len, "same length");
+
+        let mine = event("x/mine", 2);
+        let refused = writer_a
+            .append(&id, std::slice::from_ref(&mine))
+            .expect_err("A's view is stale");
+        assert_eq!(refused.code(), "SEQ_MISMATCH", "compressed {compressed}");
+        let stored = backend().load(&id).expect("reads");
+        assert_eq!(stored.events.len(), 3, "compressed {compressed}");
+        assert_eq!(stored.events[2].kind, "x/theirs", "B's record is kept");
+        assert_eq!(stored.dropped_tail, None);
+        // A's next append, at the seq the file now says, lands after B's.
+        writer_a
+            .append(&id, &[event("x/mine", 3)])
+            .expect("A appends after B");
+        assert_eq!(backend().load(&id).expect("reads").events.len(), 4);
     }
 }
 

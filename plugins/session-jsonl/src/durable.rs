@@ -4,7 +4,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
 /// Why publishing a new file failed.
 #[derive(Debug)]
@@ -19,38 +19,48 @@ fn io_at(path: &Path) -> impl FnOnce(io::Error) -> PublishError + '_ {
     move |e| PublishError::Io(path.to_path_buf(), e)
 }
 
+/// The prefix and suffix of the temporary files [`publish_new`] writes next to its target:
+/// `.session.jsonl.<random>.tmp`.
+const TEMP_PREFIX: &str = ".session.jsonl.";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// How long a temporary file nobody holds must have gone unmodified before [`publish_new`]
+/// removes it as left by a killed writer: 10 minutes.
+pub(crate) const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
+
 /// Writes `bytes` as a new file at `target`, durably and never over an existing file.
 ///
-/// The bytes go to a temporary file next to `target`, which is synced, then linked to
-/// `target` (a hard link fails when `target` exists, so no check-then-write race), then
-/// removed; finally the folder of `target` and its two parents are synced so the new entries
-/// survive a crash. Where hard links are unsupported, it falls back to a rename after checking
-/// that `target` is absent.
+/// The bytes go to a temporary file next to `target` with an unpredictable name, created
+/// exclusively and held under an advisory lock while it is written (`tempfile`), which is
+/// synced, then published at `target` without replacing anything (a hard link, or a rename
+/// that refuses an existing target where links are unsupported); finally the folder of
+/// `target` and its two parents are synced so the new entries survive a crash. Only the
+/// temporary file this call created is ever removed, besides the stale ones of
+/// [`remove_stale_temps`].
 pub(crate) fn publish_new(target: &Path, bytes: &[u8]) -> Result<(), PublishError> {
     let dir = target.parent().ok_or_else(|| {
         PublishError::Io(target.to_path_buf(), io::ErrorKind::InvalidInput.into())
     })?;
-    let temp = dir.join(temp_name());
-    let written = write_synced(&temp, bytes);
+    remove_stale_temps(dir, STALE_TEMP_AGE);
+    let mut temp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .suffix(TEMP_SUFFIX)
+        .tempfile_in(dir)
+        .map_err(io_at(dir))?;
+    let written = temp
+        .as_file()
+        .lock()
+        .and_then(|()| temp.write_all(bytes))
+        .and_then(|()| temp.as_file().sync_all());
     if let Err(e) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(PublishError::Io(temp, e));
+        return Err(PublishError::Io(temp.path().to_path_buf(), e));
     }
-    let linked = match fs::hard_link(&temp, target) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(PublishError::Exists),
-        Err(link_error) => {
-            if target.exists() {
-                Err(PublishError::Exists)
-            } else {
-                tracing::debug!(%link_error, path = %target.display(), "hard link refused; renaming");
-                fs::rename(&temp, target).map_err(io_at(target))
-            }
-        }
-    };
-    // After a rename the temporary file is gone already; otherwise it is a second name.
-    let _ = fs::remove_file(&temp);
-    linked?;
+    // Dropping `temp` (on success too, once it is a second name of `target`) removes it.
+    temp.persist_noclobber(target)
+        .map_err(|e| match e.error.kind() {
+            io::ErrorKind::AlreadyExists => PublishError::Exists,
+            _ => PublishError::Io(target.to_path_buf(), e.error),
+        })?;
     let mut folder = Some(dir);
     for _ in 0..3 {
         let Some(path) = folder else { break };
@@ -58,6 +68,51 @@ pub(crate) fn publish_new(target: &Path, bytes: &[u8]) -> Result<(), PublishErro
         folder = path.parent();
     }
     Ok(())
+}
+
+/// Removes from `dir` the temporary files of [`publish_new`] that a killed writer left: named
+/// as they are, not locked by any writer (a live one holds its lock until it is done), and
+/// unmodified for `age` or longer. Anything else, and every file it cannot judge, is left
+/// alone; failures are logged at debug level, never returned (a stale file costs space, not
+/// data).
+pub(crate) fn remove_stale_temps(dir: &Path, age: Duration) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !(name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX)) {
+            continue;
+        }
+        let path = entry.path();
+        let stale = || -> io::Result<bool> {
+            let file = OpenOptions::new().read(true).open(&path)?;
+            let modified = file.metadata()?.modified()?;
+            if SystemTime::now()
+                .duration_since(modified)
+                .unwrap_or_default()
+                < age
+            {
+                return Ok(false);
+            }
+            // Held while we remove it, so a writer that is alive after all keeps its lock.
+            match file.try_lock_shared() {
+                Ok(()) => {}
+                Err(fs::TryLockError::WouldBlock) => return Ok(false),
+                Err(fs::TryLockError::Error(e)) => return Err(e),
+            }
+            fs::remove_file(&path)?;
+            Ok(true)
+        };
+        match stale() {
+            Ok(true) => tracing::info!(path = %path.display(), "removed a stale temporary file"),
+            Ok(false) => {}
+            Err(error) => {
+                tracing::debug!(%error, path = %path.display(), "temporary file left alone")
+            }
+        }
+    }
 }
 
 /// Appends `bytes` to `file` (open for reading and writing) after its first `keep` bytes, dropping whatever
@@ -94,12 +149,6 @@ fn replace_tail(
     written
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
-}
-
 /// Syncs a folder so that entries created in it are durable (a no-op where folders cannot be
 /// opened, as on Windows).
 fn sync_dir(path: &Path) -> io::Result<()> {
@@ -108,13 +157,6 @@ fn sync_dir(path: &Path) -> io::Result<()> {
         Err(_) if cfg!(windows) => Ok(()),
         Err(e) => Err(e),
     }
-}
-
-/// A temporary file name unique within this process and across processes (pid).
-fn temp_name() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!(".session.jsonl.{}.{n}.tmp", std::process::id())
 }
 
 #[cfg(test)]
@@ -137,6 +179,97 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(names, ["session.jsonl"]);
+    }
+
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .expect("listable")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A temporary file of `name` in `dir`, last modified `age` ago.
+    fn temp_aged(dir: &Path, name: &str, age: Duration) -> File {
+        let path = dir.join(name);
+        fs::write(&path, b"half a session").expect("written");
+        let file = OpenOptions::new().write(true).open(&path).expect("opens");
+        file.set_modified(SystemTime::now() - age)
+            .expect("mtime set");
+        file
+    }
+
+    #[test]
+    fn a_temporary_file_of_the_same_pid_or_of_another_writer_does_not_stop_a_publish() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // What the first design named its temporary files: a run killed with this pid.
+        let left = format!(".session.jsonl.{}.0.tmp", std::process::id());
+        temp_aged(dir.path(), &left, Duration::ZERO);
+        let target = dir.path().join("session.jsonl");
+        publish_new(&target, b"header\n").expect("published");
+        assert_eq!(fs::read(&target).expect("readable"), b"header\n");
+        assert_eq!(
+            names_in(dir.path()),
+            [left.clone(), "session.jsonl".to_owned()],
+            "a recent temporary file someone else may be writing is never removed"
+        );
+    }
+
+    #[test]
+    fn only_stale_unlocked_temporary_files_are_removed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let old = STALE_TEMP_AGE + Duration::from_secs(60);
+        temp_aged(dir.path(), ".session.jsonl.killed.tmp", old);
+        let held = temp_aged(dir.path(), ".session.jsonl.alive.tmp", old);
+        held.lock().expect("a live writer's lock");
+        temp_aged(
+            dir.path(),
+            ".session.jsonl.recent.tmp",
+            Duration::from_secs(5),
+        );
+        temp_aged(dir.path(), "notes.tmp", old);
+        temp_aged(dir.path(), ".session.jsonl.old", old);
+        publish_new(&dir.path().join("session.jsonl"), b"header\n").expect("published");
+        assert_eq!(
+            names_in(dir.path()),
+            [
+                ".session.jsonl.alive.tmp",
+                ".session.jsonl.old",
+                ".session.jsonl.recent.tmp",
+                "notes.tmp",
+                "session.jsonl"
+            ],
+            "only the stale one nobody holds went"
+        );
+        drop(held);
+    }
+
+    #[test]
+    fn concurrent_publishes_to_one_target_leave_one_file_and_no_temporary_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let target = dir.path().join("session.jsonl");
+        let outcomes: Vec<bool> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..8)
+                .map(|n| {
+                    let target = &target;
+                    scope.spawn(move || {
+                        publish_new(target, format!("writer {n}\n").as_bytes()).is_ok()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("joined"))
+                .collect()
+        });
+        assert_eq!(
+            outcomes.iter().filter(|won| **won).count(),
+            1,
+            "{outcomes:?}"
+        );
+        assert_eq!(names_in(dir.path()), ["session.jsonl"]);
     }
 
     fn open(path: &Path) -> File {

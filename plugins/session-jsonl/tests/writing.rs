@@ -388,7 +388,9 @@ fn a_writer_whose_file_changed_at_the_same_length_does_not_overwrite_the_other_w
         // B's append of `theirs` as the bytes it adds, measured on a copy of the file.
         let added = {
             let copy = tempfile::tempdir().expect("temp dir");
-            let copied = copy.path().join(path.strip_prefix(dir.path()).expect("under"));
+            let copied = copy
+                .path()
+                .join(path.strip_prefix(dir.path()).expect("under"));
             fs::create_dir_all(copied.parent().expect("folder")).expect("folders");
             fs::copy(&path, &copied).expect("copied");
             let before = fs::metadata(&copied).expect("file").len();
@@ -402,7 +404,8 @@ fn a_writer_whose_file_changed_at_the_same_length_does_not_overwrite_the_other_w
             .append(true)
             .open(&path)
             .expect("opened");
-        file.write_all(&vec![b'x'; added as usize]).expect("torn tail");
+        file.write_all(&vec![b'x'; added as usize])
+            .expect("torn tail");
         drop(file);
         let writer_a = backend();
         assert!(writer_a.load(&id).expect("A reads").dropped_tail.is_some());

@@ -166,16 +166,44 @@ impl JsonlPersistence {
     /// same physical file (through a linked folder) count as one file.
     /// Errors: [`PersistenceError::Conflict`] when the id is stored twice (under two cwd
     /// folders, or in both forms); [`PersistenceError::Io`] when the root cannot be listed.
+    ///
+    /// The path returned is the physical one (symbolic links resolved), and it is inside the
+    /// root: a file reached through a link that leads outside the root is
+    /// [`PersistenceError::OutsideStore`], for reads and writes alike.
     pub fn locate(&self, id: &SessionId) -> Result<Option<PathBuf>, PersistenceError> {
         let segment = id_segment(id.as_str());
         let mut found: Vec<PathBuf> = Vec::new();
         for folder in self.cwd_folders()? {
             found.extend(session_files(&folder.join(&segment)));
         }
-        single_file(found).map_err(|paths| PersistenceError::Conflict {
+        let found = single_file(found).map_err(|paths| PersistenceError::Conflict {
             id: id.clone(),
             reason: stored_twice(&paths),
-        })
+        })?;
+        found.map(|path| self.inside(id, &path)).transpose()
+    }
+
+    /// The physical path of the existing `path` (every symbolic link resolved) when it lies
+    /// inside the root, `None` when it leads outside. Errors: the resolution failing.
+    fn physical(&self, path: &Path) -> io::Result<Option<PathBuf>> {
+        let physical = fs::canonicalize(path)?;
+        let root = fs::canonicalize(&self.root)?;
+        Ok(physical.starts_with(&root).then_some(physical))
+    }
+
+    /// [`JsonlPersistence::physical`] for a path of session `id`, leading outside the root
+    /// being [`PersistenceError::OutsideStore`].
+    fn inside(&self, id: &SessionId, path: &Path) -> Result<PathBuf, PersistenceError> {
+        match self.physical(path) {
+            Ok(Some(physical)) => Ok(physical),
+            Ok(None) => Err(PersistenceError::OutsideStore {
+                id: id.clone(),
+                path: path.display().to_string(),
+                target: fs::canonicalize(path)
+                    .map_or_else(|_| "?".to_owned(), |t| t.display().to_string()),
+            }),
+            Err(e) => Err(io_error(path, e)),
+        }
     }
 
     /// The cwd folders directly under the root, symbolic links to folders included (none when
@@ -200,6 +228,25 @@ impl JsonlPersistence {
         Ok(folders)
     }
 
+    /// Creates the cwd and id folders of the new session file `target` where missing and
+    /// returns the file's physical path. A folder that exists already (a symbolic link
+    /// included) must lie inside the root, checked before anything is created through it.
+    ///
+    /// Errors: [`PersistenceError::OutsideStore`]; [`PersistenceError::Io`].
+    fn prepare_folders(&self, id: &SessionId, target: &Path) -> Result<PathBuf, PersistenceError> {
+        let dir = target
+            .parent()
+            .ok_or_else(|| io_error(target, io::ErrorKind::InvalidInput.into()))?;
+        for folder in [dir.parent(), Some(dir)].into_iter().flatten() {
+            if folder.symlink_metadata().is_ok() {
+                self.inside(id, folder)?;
+            }
+        }
+        fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+        let file_name = target.file_name().unwrap_or_default();
+        Ok(self.inside(id, dir)?.join(file_name))
+    }
+
     fn slot(&self, id: &SessionId) -> Slot {
         let mut slots = self.slots.lock();
         match slots.get(id) {
@@ -214,11 +261,12 @@ impl JsonlPersistence {
     ///
     /// Errors: [`PersistenceError::Locked`] when the lock stayed held; [`PersistenceError::Io`].
     fn lock_exclusive(&self, id: &SessionId, path: &Path) -> Result<File, PersistenceError> {
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| io_error(path, e))?;
+        let mut options = fs::OpenOptions::new();
+        options.read(true).write(true);
+        // The path is physical (see `locate`): a link put in its place since is not followed.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+        let file = options.open(path).map_err(|e| io_error(path, e))?;
         let deadline = Instant::now() + self.lock_timeout;
         loop {
             match file.try_lock() {
@@ -322,9 +370,7 @@ impl SessionPersistence for JsonlPersistence {
         } else {
             bytes.extend(body);
         }
-        if let Some(dir) = target.parent() {
-            fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
-        }
+        let target = self.prepare_folders(id, &target)?;
         publish_new(&target, &bytes).map_err(|e| match e {
             PublishError::Exists => PersistenceError::Conflict {
                 id: id.clone(),
@@ -521,7 +567,17 @@ impl SessionPersistence for JsonlPersistence {
         let mut listed = Vec::new();
         for (id_folder, files) in by_id_folder {
             let path = match single_file(files) {
-                Ok(Some(path)) => path,
+                Ok(Some(path)) => match self.physical(&path) {
+                    Ok(Some(physical)) => physical,
+                    Ok(None) => {
+                        tracing::warn!(path = %path.display(), "skipping a session file outside the store");
+                        continue;
+                    }
+                    Err(error) => {
+                        tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
+                        continue;
+                    }
+                },
                 Ok(None) => continue,
                 Err(paths) => {
                     tracing::warn!(

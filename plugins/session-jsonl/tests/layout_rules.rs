@@ -1,6 +1,7 @@
 //! Where the store is and which files it counts as a session: the store root as the plugin
 //! resolves it, an id stored in more than one file, project folders reached through symbolic
-//! links.
+//! links (followed while they stay inside the root; a link leading outside is neither read nor
+//! written, `PATH_OUTSIDE_STORE`).
 
 mod support;
 
@@ -222,16 +223,82 @@ mod linked_folders {
         check_linked_session(&store);
     }
 
+    /// Every read and write of session "s" on `store` is refused with `PATH_OUTSIDE_STORE`,
+    /// it is not listed, and the file at `outside` keeps `bytes`.
+    fn check_outside_refused(store: &JsonlPersistence, outside: &Path, bytes: &[u8]) {
+        let id = SessionId::new("s");
+        let code = |result: Result<(), PersistenceError>| result.expect_err("refused").code();
+        assert_eq!(code(store.load(&id).map(drop)), "PATH_OUTSIDE_STORE");
+        assert_eq!(
+            code(store.read_prefix(&id, 1).map(drop)),
+            "PATH_OUTSIDE_STORE"
+        );
+        assert_eq!(
+            code(store.read_from(&id, 1).map(drop)),
+            "PATH_OUTSIDE_STORE"
+        );
+        assert_eq!(code(store.append(&id, &turn(2, 2))), "PATH_OUTSIDE_STORE");
+        assert_eq!(code(store.append(&id, &[])), "PATH_OUTSIDE_STORE");
+        assert_eq!(
+            code(store.create(&header("s", Some("/p"), 5), &turn(0, 2))),
+            "PATH_OUTSIDE_STORE"
+        );
+        assert!(listed_ids(store).is_empty(), "not listed either");
+        assert_eq!(fs::read(outside).expect("still there"), bytes, "unchanged");
+    }
+
     #[test]
-    fn a_project_folder_linked_outside_the_root_is_followed() {
+    fn a_project_folder_linked_outside_the_root_is_neither_read_nor_written() {
         let dir = tempfile::tempdir().expect("temp dir");
         let elsewhere = tempfile::tempdir().expect("temp dir");
         let store = JsonlPersistence::new(dir.path());
         store
             .create(&header("s", Some("/p"), 5), &turn(0, 2))
             .expect("created");
-        link_project_folder(dir.path(), &elsewhere.path().join("projects"));
-        check_linked_session(&store);
+        let moved = elsewhere.path().join("projects");
+        link_project_folder(dir.path(), &moved);
+        let outside = moved.join("s/session.jsonl");
+        let bytes = fs::read(&outside).expect("moved file");
+        check_outside_refused(&store, &outside, &bytes);
+        // A new session under the linked folder is not created outside either.
+        let refused = store.create(&header("t", Some("/p"), 5), &turn(0, 2));
+        assert_eq!(refused.expect_err("refused").code(), "PATH_OUTSIDE_STORE");
+        assert!(!moved.join("t").exists(), "no folder made outside");
+    }
+
+    #[test]
+    fn a_session_file_linked_outside_the_root_is_neither_read_nor_written() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let elsewhere = tempfile::tempdir().expect("temp dir");
+        let outside = elsewhere.path().join("session.jsonl");
+        let bytes = file_text("s", "/p");
+        fs::write(&outside, &bytes).expect("written");
+        let file = session_file(dir.path(), Some("/p"), "s");
+        fs::create_dir_all(file.parent().expect("folder")).expect("folders");
+        symlink(&outside, &file).expect("linked");
+        check_outside_refused(
+            &JsonlPersistence::new(dir.path()),
+            &outside,
+            bytes.as_bytes(),
+        );
+    }
+
+    #[test]
+    fn an_id_folder_linked_outside_the_root_gets_no_session_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let elsewhere = tempfile::tempdir().expect("temp dir");
+        let folder = session_dir(dir.path(), Some("/p"), "s");
+        fs::create_dir_all(folder.parent().expect("cwd folder")).expect("folders");
+        symlink(elsewhere.path(), &folder).expect("linked");
+        let store = JsonlPersistence::new(dir.path());
+        let refused = store.create(&header("s", Some("/p"), 5), &turn(0, 2));
+        assert_eq!(refused.expect_err("refused").code(), "PATH_OUTSIDE_STORE");
+        assert_eq!(
+            fs::read_dir(elsewhere.path()).expect("listable").count(),
+            0,
+            "nothing written outside"
+        );
+        assert!(listed_ids(&store).is_empty());
     }
 
     #[test]

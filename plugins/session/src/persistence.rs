@@ -136,6 +136,30 @@ pub enum PersistenceError {
         /// Which lock was held and how long the backend waited.
         reason: String,
     },
+    /// A path of the store leads outside it (a symbolic link to a folder or file elsewhere):
+    /// the backend neither reads nor writes through it, so no write leaves the store and reads
+    /// agree with writes. Nothing was read or written.
+    #[error(
+        "session \"{id}\": {path} leads outside the store, to {target}; it is neither read nor \
+         written"
+    )]
+    OutsideStore {
+        /// The session concerned.
+        id: SessionId,
+        /// The path in the store.
+        path: String,
+        /// Where it leads.
+        target: String,
+    },
+    /// A stored line, frame or record is larger than the backend reads (a bound well above
+    /// anything dsh writes, so that a hostile file cannot exhaust memory). Nothing was read.
+    #[error("session file {file}: {reason}")]
+    TooLarge {
+        /// The file read.
+        file: String,
+        /// What is too large, its size and the bound.
+        reason: String,
+    },
     /// The operating system refused a read or write.
     #[error("i/o error on {path}: {source}")]
     Io {
@@ -159,6 +183,8 @@ impl PersistenceError {
             PersistenceError::SeqMismatch { .. } => "SEQ_MISMATCH",
             PersistenceError::Locked { .. } => "SESSION_LOCKED",
             PersistenceError::Unstorable { .. } => "EVENT_UNSTORABLE",
+            PersistenceError::OutsideStore { .. } => "PATH_OUTSIDE_STORE",
+            PersistenceError::TooLarge { .. } => "LIMIT_EXCEEDED",
             PersistenceError::Io { .. } => "IO_ERROR",
         }
     }

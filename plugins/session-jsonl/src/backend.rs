@@ -787,6 +787,10 @@ fn read_error(path: &Path, error: ReadError) -> PersistenceError {
             file: path.display().to_string(),
             reason,
         },
+        ReadError::TooLarge(reason) => PersistenceError::TooLarge {
+            file: path.display().to_string(),
+            reason,
+        },
         ReadError::Io(e) => io_error(path, e),
     }
 }

@@ -9,8 +9,9 @@
 //! tail too. A complete frame that does not decode (a checksum mismatch, a corrupt block) is
 //! damage no crash causes, and the reader refuses it.
 
+use crate::limits::{read_within, size_text, Bounded, Limits};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader};
 use zstd::zstd_safe::zstd_sys::ZSTD_ErrorCode::ZSTD_error_srcSize_wrong as CUT_SHORT;
 use zstd::zstd_safe::{find_frame_compressed_size, get_error_name, is_error_kind};
 
@@ -47,11 +48,18 @@ pub(crate) enum Frame {
         /// The frame named, and what is wrong with it.
         what: String,
     },
+    /// A frame that decodes to more than [`Limits::frame`] bytes (the header frame: more
+    /// than a header line of [`Limits::header_line`] bytes and its newline); decoding stopped
+    /// there. Always the last item.
+    TooLarge {
+        /// The frame named, and the bound.
+        what: String,
+    },
 }
 
-/// The frames of `bytes`, decoded one at a time as the iterator is advanced. It ends after
-/// the last byte, or after a [`Frame::Torn`].
-pub(crate) fn frames(bytes: &[u8]) -> impl Iterator<Item = Frame> + '_ {
+/// The frames of `bytes`, decoded one at a time as the iterator is advanced, each within
+/// `limits`. It ends after the last byte, or after a [`Frame::Torn`] or [`Frame::TooLarge`].
+pub(crate) fn frames(bytes: &[u8], limits: Limits) -> impl Iterator<Item = Frame> + '_ {
     let mut start = 0usize;
     let mut number = 0usize;
     std::iter::from_fn(move || {
@@ -59,31 +67,48 @@ pub(crate) fn frames(bytes: &[u8]) -> impl Iterator<Item = Frame> + '_ {
         number += 1;
         let at = start;
         let size = find_frame_compressed_size(rest);
+        let max = match number {
+            1 => limits.header_line + 1,
+            _ => limits.frame,
+        };
+        let too_large = |end: String| Frame::TooLarge {
+            what: format!(
+                "zstd frame {number} (bytes {at}..{end}) decodes to more than {}",
+                size_text(max)
+            ),
+        };
         // Whatever happens below, a frame that cannot be measured ends the walk.
         start = bytes.len();
         let frame = match size {
             Ok(size) if size > 0 && size <= rest.len() => {
                 start = at + size;
-                match zstd::stream::decode_all(&rest[..size]) {
+                match decode_within(&rest[..size], max) {
                     Ok(plain) => Frame::Complete {
                         number,
                         start: at as u64,
                         end: start as u64,
                         plain,
                     },
-                    Err(e) => Frame::Broken {
+                    Err(Bounded::TooLarge) => {
+                        start = bytes.len();
+                        too_large((at + size).to_string())
+                    }
+                    Err(Bounded::Io(e)) => Frame::Broken {
                         what: format!(
                             "zstd frame {number} (bytes {at}..{start}) does not decode ({e})"
                         ),
                     },
                 }
             }
-            Err(code) if is_error_kind(code, CUT_SHORT) => Frame::Torn {
-                plain: decode_torn(rest),
-                what: format!(
-                    "zstd frame {number} (bytes {at}..) is incomplete ({})",
-                    get_error_name(code)
-                ),
+            Err(code) if is_error_kind(code, CUT_SHORT) => match decode_torn(rest, max) {
+                Some(plain) => Frame::Torn {
+                    plain,
+                    what: format!(
+                        "zstd frame {number} (bytes {at}..) is incomplete ({})",
+                        get_error_name(code)
+                    ),
+                },
+                None => too_large(String::new()),
             },
             other => {
                 let why = match other {
@@ -100,15 +125,28 @@ pub(crate) fn frames(bytes: &[u8]) -> impl Iterator<Item = Frame> + '_ {
     })
 }
 
+/// What the complete frame `bytes` decodes to, its checksum verified, if that is at most
+/// `max` bytes. Errors: [`Bounded::TooLarge`] (decoding stopped after `max + 1` bytes), or
+/// [`Bounded::Io`] for a frame that does not decode.
+fn decode_within(bytes: &[u8], max: usize) -> Result<Vec<u8>, Bounded> {
+    let decoder = zstd::stream::read::Decoder::with_buffer(bytes).map_err(Bounded::Io)?;
+    let mut plain = Vec::new();
+    read_within(decoder.single_frame(), max, &mut plain)?;
+    Ok(plain)
+}
+
 /// What the complete blocks of the incomplete frame `bytes` decode to: the decoder runs until
 /// the input ends or a block does not decode, and everything it produced until then is kept.
-fn decode_torn(bytes: &[u8]) -> Vec<u8> {
+/// `None` when that is more than `max` bytes.
+fn decode_torn(bytes: &[u8], max: usize) -> Option<Vec<u8>> {
     let mut plain = Vec::new();
     if let Ok(decoder) = zstd::stream::read::Decoder::with_buffer(bytes) {
-        // The error is the cut itself (or damage after it); the output before it stays.
-        let _ = decoder.single_frame().read_to_end(&mut plain);
+        // An error is the cut itself (or damage after it); the output before it stays.
+        if let Err(Bounded::TooLarge) = read_within(decoder.single_frame(), max, &mut plain) {
+            return None;
+        }
     }
-    plain
+    Some(plain)
 }
 
 /// `plain` as one checksummed zstd frame, ready to be appended to a compressed file.
@@ -140,7 +178,7 @@ mod tests {
     #[test]
     fn frames_are_measured_and_decoded_in_order() {
         let (bytes, first_end) = two_frames();
-        let all: Vec<Frame> = frames(&bytes).collect();
+        let all: Vec<Frame> = frames(&bytes, Limits::DEFAULT).collect();
         assert!(matches!(
             &all[..],
             [
@@ -149,14 +187,14 @@ mod tests {
             ] if a == b"one\n" && b == b"two\nthree\n" && *first == first_end
                 && *start == first_end && *end == bytes.len() as u64
         ));
-        assert_eq!(frames(&[]).count(), 0);
+        assert_eq!(frames(&[], Limits::DEFAULT).count(), 0);
     }
 
     #[test]
     fn a_final_frame_cut_short_is_torn_and_keeps_what_its_blocks_decode_to() {
         let (bytes, first_end) = two_frames();
         // Without its 4-byte checksum, the only block of the frame is complete.
-        let torn: Vec<Frame> = frames(&bytes[..bytes.len() - 4]).collect();
+        let torn: Vec<Frame> = frames(&bytes[..bytes.len() - 4], Limits::DEFAULT).collect();
         let named = format!("zstd frame 2 (bytes {first_end}..) is incomplete");
         assert!(matches!(
             &torn[..],
@@ -164,10 +202,10 @@ mod tests {
             if plain == b"two\nthree\n" && what.starts_with(&named)
         ));
         // Cut inside its block: nothing of it decodes.
-        let cut = frames(&bytes[..first_end as usize + 6]).last();
+        let cut = frames(&bytes[..first_end as usize + 6], Limits::DEFAULT).last();
         assert!(matches!(cut, Some(Frame::Torn { plain, .. }) if plain.is_empty()));
         // A partial magic number is a frame cut short too.
-        let magic = frames(&bytes[..first_end as usize + 2]).last();
+        let magic = frames(&bytes[..first_end as usize + 2], Limits::DEFAULT).last();
         assert!(matches!(magic, Some(Frame::Torn { .. })));
     }
 
@@ -176,7 +214,7 @@ mod tests {
         let mut bytes = compress_frame(b"some text that is long enough\n").expect("frame");
         let last = bytes.len() - 1;
         bytes[last] ^= 0xFF;
-        let all: Vec<Frame> = frames(&bytes).collect();
+        let all: Vec<Frame> = frames(&bytes, Limits::DEFAULT).collect();
         let named = format!("zstd frame 1 (bytes 0..{}) does not decode", bytes.len());
         assert!(
             matches!(&all[..], [Frame::Broken { what }]
@@ -186,12 +224,47 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_decoding_beyond_its_bound_ends_the_walk_and_is_named() {
+        let limits = Limits {
+            header_line: 10,
+            line: 100,
+            frame: 100,
+        };
+        let header = compress_frame(&[b' '; 12]).expect("frame");
+        let all: Vec<Frame> = frames(&header, limits).collect();
+        assert!(
+            matches!(&all[..], [Frame::TooLarge { what }]
+            if what.starts_with("zstd frame 1 (bytes 0..") && what.ends_with("more than 11 bytes")),
+            "{all:?}"
+        );
+        let mut bytes = compress_frame(b"header\n").expect("frame");
+        bytes.extend(compress_frame(&[b'x'; 101]).expect("frame"));
+        bytes.extend(compress_frame(b"after\n").expect("frame"));
+        let all: Vec<Frame> = frames(&bytes, limits).collect();
+        assert!(
+            matches!(&all[..], [Frame::Complete { .. }, Frame::TooLarge { what }]
+            if what.starts_with("zstd frame 2") && what.ends_with("more than 100 bytes")),
+            "{all:?}"
+        );
+        // Torn too: what its blocks decode to is bounded as well.
+        let torn = &bytes[..bytes.len() - compress_frame(b"after\n").expect("frame").len() - 4];
+        let last = frames(torn, limits).last();
+        assert!(matches!(last, Some(Frame::TooLarge { .. })), "{last:?}");
+        // Within the bounds, the same frames decode.
+        let roomy = Limits {
+            frame: 101,
+            ..limits
+        };
+        assert_eq!(frames(&bytes, roomy).count(), 3);
+    }
+
+    #[test]
     fn bytes_that_begin_no_frame_end_the_walk_as_a_torn_tail() {
         let (mut bytes, _) = two_frames();
         let end = bytes.len();
         bytes.extend_from_slice(&[0; 64]);
         bytes.extend(compress_frame(b"after\n").expect("frame"));
-        let all: Vec<Frame> = frames(&bytes).collect();
+        let all: Vec<Frame> = frames(&bytes, Limits::DEFAULT).collect();
         let named = format!("zstd frame 3 (bytes {end}..) is not a zstd frame");
         assert!(
             matches!(&all[..], [_, _, Frame::Torn { plain, what }]

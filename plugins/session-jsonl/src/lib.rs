@@ -18,6 +18,7 @@ mod file_end;
 mod header_line;
 mod json;
 pub mod layout;
+pub mod limits;
 pub mod plugin;
 mod record;
 mod scan;

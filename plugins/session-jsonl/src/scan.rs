@@ -17,6 +17,7 @@ use crate::compressed::{frames, Frame};
 use crate::decode::{decode_line, holds_turn_end, Decoded};
 use crate::header_line::{parse_header_line, HeaderError};
 use crate::json::ParseError;
+use crate::limits::{read_line_within, size_text, Bounded, Limits};
 use dsh_session::SessionHeader;
 use std::io::{self, BufRead};
 
@@ -29,6 +30,9 @@ pub(crate) enum ReadError {
     /// read (nested too deep), or (a compressed file) a frame is damaged; the text names the
     /// line or the frame.
     Corrupt(String),
+    /// A header line, record line or zstd frame is larger than the reader accepts
+    /// ([`Limits`]); the text names it and the bound.
+    TooLarge(String),
     /// Reading the bytes failed.
     Io(io::Error),
 }
@@ -64,6 +68,8 @@ struct Issue {
 /// dsh's body scanner, fed one newline-terminated line at a time.
 #[derive(Debug)]
 struct BodyScanner {
+    /// The longest record line read.
+    max_line: usize,
     events: Vec<Decoded>,
     line_no: u64,
     committed: u64,
@@ -72,8 +78,9 @@ struct BodyScanner {
 
 impl BodyScanner {
     /// A scanner for a body that starts at byte `start` of the file.
-    fn new(start: u64) -> BodyScanner {
+    fn new(start: u64, limits: Limits) -> BodyScanner {
         BodyScanner {
+            max_line: limits.line,
             events: Vec::new(),
             line_no: 0,
             committed: start,
@@ -140,19 +147,30 @@ impl BodyScanner {
 
     /// Takes every newline-terminated line of `text`, the file's text from offset `start` on
     /// (an unterminated rest is left for [`BodyScanner::finish`] to report). Errors: the fatal
-    /// refusal.
-    fn feed_text(&mut self, text: &[u8], start: u64) -> Result<(), String> {
+    /// refusal ([`ReadError::Corrupt`]); [`ReadError::TooLarge`] for a line longer than the
+    /// bound, before any line is decoded.
+    fn feed_text(&mut self, text: &[u8], start: u64) -> Result<(), ReadError> {
         let mut lines = Vec::new();
         let mut line_start = 0;
         while let Some(offset) = text[line_start..].iter().position(|b| *b == b'\n') {
             let end = line_start + offset + 1;
-            lines.push(&text[line_start..end - 1]);
+            let line = &text[line_start..end - 1];
+            self.check_line_len(line.len(), self.line_no + lines.len() as u64 + 1)?;
+            lines.push(line);
             line_start = end;
         }
         let mut end = start;
         for (line, decoded) in lines.iter().zip(decode_lines(&lines, text.len())) {
             end += line.len() as u64 + 1;
-            self.feed(decoded, end)?;
+            self.feed(decoded, end).map_err(ReadError::Corrupt)?;
+        }
+        Ok(())
+    }
+
+    /// Refuses line `line_no` of `len` bytes when it is longer than the bound.
+    fn check_line_len(&self, len: usize, line_no: u64) -> Result<(), ReadError> {
+        if len > self.max_line {
+            return Err(line_too_large(line_no, self.max_line));
         }
         Ok(())
     }
@@ -223,9 +241,36 @@ fn decode_lines(lines: &[&[u8]], bytes: usize) -> Vec<Result<Vec<Decoded>, Parse
     })
 }
 
-/// The header line of a file whose first bytes are `first_line` (newline excluded).
-fn header_of(first_line: &[u8]) -> Result<SessionHeader, ReadError> {
+/// The header line of a file whose first bytes are `first_line` (newline excluded), at most
+/// `limits.header_line` bytes long.
+fn header_of(first_line: &[u8], limits: Limits) -> Result<SessionHeader, ReadError> {
+    if first_line.len() > limits.header_line {
+        return Err(header_too_large(limits));
+    }
     parse_header_line(&String::from_utf8_lossy(first_line)).map_err(ReadError::Header)
+}
+
+/// The refusal of record line `line_no`, longer than `max` bytes.
+fn line_too_large(line_no: u64, max: usize) -> ReadError {
+    ReadError::TooLarge(format!(
+        "line {line_no} is longer than the {} a record line may have",
+        size_text(max)
+    ))
+}
+
+/// [`ReadError::Io`] for a failed bounded read, else `too_large`.
+fn bounded_error(error: Bounded, too_large: impl FnOnce() -> ReadError) -> ReadError {
+    match error {
+        Bounded::TooLarge => too_large(),
+        Bounded::Io(e) => ReadError::Io(e),
+    }
+}
+
+fn header_too_large(limits: Limits) -> ReadError {
+    ReadError::TooLarge(format!(
+        "the header line is longer than {}",
+        size_text(limits.header_line)
+    ))
 }
 
 fn header_less() -> ReadError {
@@ -237,18 +282,24 @@ fn header_less() -> ReadError {
 /// Reads a whole file held in memory.
 ///
 /// Errors: [`ReadError::Header`] when there is no newline at all or the header is refused;
-/// [`ReadError::Corrupt`] when the damage is fatal.
+/// [`ReadError::Corrupt`] when the damage is fatal; [`ReadError::TooLarge`] for a line beyond
+/// [`Limits::DEFAULT`].
 pub(crate) fn scan_bytes(bytes: &[u8]) -> Result<Scanned, ReadError> {
-    let newline = bytes
-        .iter()
-        .position(|b| *b == b'\n')
-        .ok_or_else(header_less)?;
-    let header = header_of(&bytes[..newline])?;
+    scan_bytes_within(bytes, Limits::DEFAULT)
+}
+
+/// [`scan_bytes`] within `limits`.
+fn scan_bytes_within(bytes: &[u8], limits: Limits) -> Result<Scanned, ReadError> {
+    let head = &bytes[..bytes.len().min(limits.header_line + 1)];
+    let newline = match head.iter().position(|b| *b == b'\n') {
+        Some(newline) => newline,
+        None if head.len() > limits.header_line => return Err(header_too_large(limits)),
+        None => return Err(header_less()),
+    };
+    let header = header_of(&bytes[..newline], limits)?;
     let start = newline as u64 + 1;
-    let mut scanner = BodyScanner::new(start);
-    scanner
-        .feed_text(&bytes[newline + 1..], start)
-        .map_err(ReadError::Corrupt)?;
+    let mut scanner = BodyScanner::new(start, limits);
+    scanner.feed_text(&bytes[newline + 1..], start)?;
     Ok(scanner.finish(header, bytes.len() as u64))
 }
 
@@ -268,10 +319,17 @@ pub(crate) fn scan_bytes(bytes: &[u8]) -> Result<Scanned, ReadError> {
 /// [`ReadError::Corrupt`] naming the frame for a complete frame that does not decode or ends
 /// inside a record.
 pub(crate) fn scan_compressed(bytes: &[u8]) -> Result<Scanned, ReadError> {
-    let mut frames = frames(bytes);
+    let limits = Limits::DEFAULT;
+    let mut frames = frames(bytes, limits);
     let (header, header_text, header_end) = match frames.next() {
         None => return Err(header_less()),
-        Some(Frame::Complete { plain, end, .. }) => (header_frame(&plain)?, plain, end),
+        Some(Frame::Complete { plain, end, .. }) => (header_frame(&plain, limits)?, plain, end),
+        Some(Frame::TooLarge { what }) => {
+            return Err(ReadError::TooLarge(format!(
+                "the header frame holds more than a header line of {}: {what}",
+                size_text(limits.header_line)
+            )))
+        }
         Some(Frame::Torn { what, .. } | Frame::Broken { what }) => {
             return Err(ReadError::Header(HeaderError::Damaged(format!(
                 "no complete header frame: {what}"
@@ -281,7 +339,7 @@ pub(crate) fn scan_compressed(bytes: &[u8]) -> Result<Scanned, ReadError> {
     let mut plain = header_text;
     // (text length, file offset) at the start of each body frame: where an append may cut.
     let mut bounds: Vec<(usize, u64)> = vec![(plain.len(), header_end)];
-    let mut scanner = BodyScanner::new(plain.len() as u64);
+    let mut scanner = BodyScanner::new(plain.len() as u64, limits);
     let mut torn = None;
     for frame in frames {
         let text = match frame {
@@ -305,10 +363,9 @@ pub(crate) fn scan_compressed(bytes: &[u8]) -> Result<Scanned, ReadError> {
                 text
             }
             Frame::Broken { what } => return Err(ReadError::Corrupt(what)),
+            Frame::TooLarge { what } => return Err(ReadError::TooLarge(what)),
         };
-        scanner
-            .feed_text(&text, plain.len() as u64)
-            .map_err(ReadError::Corrupt)?;
+        scanner.feed_text(&text, plain.len() as u64)?;
         plain.extend_from_slice(&text);
     }
     let mut scanned = scanner.finish(header, plain.len() as u64);
@@ -334,12 +391,12 @@ pub(crate) fn scan_compressed(bytes: &[u8]) -> Result<Scanned, ReadError> {
 }
 
 /// The header of a compressed file whose first frame decodes to `text`.
-fn header_frame(text: &[u8]) -> Result<SessionHeader, ReadError> {
+fn header_frame(text: &[u8], limits: Limits) -> Result<SessionHeader, ReadError> {
     let newline = text
         .iter()
         .position(|b| *b == b'\n')
         .ok_or_else(header_less)?;
-    let header = header_of(&text[..newline])?;
+    let header = header_of(&text[..newline], limits)?;
     if newline + 1 < text.len() {
         return Err(ReadError::Header(HeaderError::Invalid(
             "the first zstd frame holds more than the header line".into(),
@@ -356,14 +413,16 @@ fn header_frame(text: &[u8]) -> Result<SessionHeader, ReadError> {
 /// only the rest of the file tells whether the damage is fatal. Errors as [`scan_bytes`], plus
 /// [`ReadError::Io`].
 pub(crate) fn scan_prefix(reader: &mut impl BufRead, len: u64) -> Result<Scanned, ReadError> {
+    let limits = Limits::DEFAULT;
     let mut line = Vec::new();
-    let read = reader.read_until(b'\n', &mut line).map_err(ReadError::Io)?;
+    let read = read_line_within(reader, limits.header_line, &mut line)
+        .map_err(|e| bounded_error(e, || header_too_large(limits)))?;
     if line.last() != Some(&b'\n') {
         return Err(header_less());
     }
-    let header = header_of(&line[..read - 1])?;
+    let header = header_of(&line[..read - 1], limits)?;
     let mut offset = read as u64;
-    let mut scanner = BodyScanner::new(offset);
+    let mut scanner = BodyScanner::new(offset, limits);
     loop {
         if scanner.events.len() as u64 >= len && !scanner.has_issue() {
             return Ok(Scanned {
@@ -375,7 +434,9 @@ pub(crate) fn scan_prefix(reader: &mut impl BufRead, len: u64) -> Result<Scanned
             });
         }
         line.clear();
-        let read = reader.read_until(b'\n', &mut line).map_err(ReadError::Io)?;
+        let line_no = scanner.line_no + 1;
+        let read = read_line_within(reader, limits.line, &mut line)
+            .map_err(|e| bounded_error(e, || line_too_large(line_no, limits.line)))?;
         offset += read as u64;
         if line.last() != Some(&b'\n') {
             return Ok(scanner.finish(header, offset));
@@ -388,12 +449,14 @@ pub(crate) fn scan_prefix(reader: &mut impl BufRead, len: u64) -> Result<Scanned
 
 /// Reads only the header line from `reader`. Errors as [`scan_bytes`] for the header.
 pub(crate) fn read_header(reader: &mut impl BufRead) -> Result<SessionHeader, ReadError> {
+    let limits = Limits::DEFAULT;
     let mut line = Vec::new();
-    reader.read_until(b'\n', &mut line).map_err(ReadError::Io)?;
+    read_line_within(reader, limits.header_line, &mut line)
+        .map_err(|e| bounded_error(e, || header_too_large(limits)))?;
     if line.pop() != Some(b'\n') {
         return Err(header_less());
     }
-    header_of(&line)
+    header_of(&line, limits)
 }
 
 #[cfg(test)]
@@ -464,6 +527,56 @@ mod tests {
         let scanned = scan_bytes(&bytes).expect("clean");
         assert!(scanned.events.is_empty());
         assert_eq!(scanned.committed, bytes.len() as u64);
+    }
+
+    #[test]
+    fn lines_beyond_the_bounds_refuse_the_file_and_are_never_cut() {
+        let long = format!(
+            r#"{{"type":"x/long","seq":1,"time":0,"data":"{}"}}"#,
+            "a".repeat(80)
+        );
+        let limits = Limits {
+            header_line: HEADER.len(),
+            line: long.len() - 1,
+            frame: 1 << 20,
+        };
+        let text = file(
+            &[event(0, "turn/start"), long.clone(), event(2, "turn/end")],
+            "",
+        );
+        let refused = scan_bytes_within(&text, limits).expect_err("refused");
+        assert!(
+            matches!(&refused, ReadError::TooLarge(why) if why.starts_with("line 2 is longer than")),
+            "{refused:?}"
+        );
+        // Even in the open last turn, where an unparsable line would be a torn tail.
+        let open = file(&[event(0, "turn/start"), long.clone()], "");
+        assert!(matches!(
+            scan_bytes_within(&open, limits),
+            Err(ReadError::TooLarge(_))
+        ));
+        let roomy = Limits {
+            line: long.len(),
+            ..limits
+        };
+        assert_eq!(
+            scan_bytes_within(&text, roomy).expect("read").events.len(),
+            3
+        );
+        let header = Limits {
+            header_line: HEADER.len() - 1,
+            ..roomy
+        };
+        for bytes in [text.clone(), HEADER.as_bytes().to_vec()] {
+            assert!(
+                matches!(
+                    scan_bytes_within(&bytes, header),
+                    Err(ReadError::TooLarge(why)) if why.starts_with("the header line is longer")
+                ),
+                "{}",
+                bytes.len()
+            );
+        }
     }
 
     #[test]

@@ -572,3 +572,41 @@ fn lines_javascript_reads_are_read_in_a_closed_and_an_open_turn_and_never_cut() 
         }
     }
 }
+
+/// A small file whose header frame decodes to far more than a header line (the 263 KB file
+/// of the hardening issue declared 8 GiB) is refused with `LIMIT_EXCEEDED` after at most the
+/// header bound is decoded, and a listing of the store skips it and lists the others; a plain
+/// header line beyond the bound is refused the same way.
+#[test]
+fn a_header_beyond_the_bound_is_refused_with_a_code_and_the_listing_goes_on() {
+    use dsh_session_jsonl::layout::compressed_session_file;
+    use dsh_session_jsonl::limits::MAX_HEADER_LINE_BYTES;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    store
+        .create(&header("fine", Some("/p"), 1), &turn(0, 2))
+        .expect("created");
+    let spaces = vec![b' '; 2 * MAX_HEADER_LINE_BYTES];
+    let huge = zstd::bulk::compress(&spaces, 3).expect("a frame");
+    assert!(huge.len() < spaces.len() / 100, "a small file");
+    let path = compressed_session_file(dir.path(), Some("/p"), "huge");
+    fs::create_dir_all(path.parent().expect("folder")).expect("folders");
+    fs::write(&path, &huge).expect("written");
+    let mut long_line = lines("long", &turn_lines(0, 2)).into_bytes();
+    long_line.splice(0..0, spaces.iter().copied());
+    write_file(dir.path(), Some("/p"), "long", &long_line);
+
+    for id in ["huge", "long"] {
+        let refused = load(&store, id).expect_err("refused");
+        assert_eq!(refused.code(), "LIMIT_EXCEEDED", "{id}: {refused}");
+        assert!(refused.to_string().contains("1 MiB"), "{refused}");
+    }
+    let listed: Vec<String> = store
+        .list()
+        .expect("the listing goes on")
+        .into_iter()
+        .map(|s| s.header.id.as_str().to_owned())
+        .collect();
+    assert_eq!(listed, ["fine"]);
+    assert_eq!(fs::read(&path).expect("file"), huge, "nothing written");
+}

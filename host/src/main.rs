@@ -36,9 +36,21 @@ fn main() {
         )
         .init();
     let cli = Cli::parse();
-    let status = output::emit(run(&cli), cli.json);
+    // Deep data (a fork chain thousands of sessions deep, records nested 16,384 levels) is
+    // serialized and dropped recursively: the command runs on a thread whose stack has room
+    // for it (reserved address space; only what is used is ever touched).
+    let status = std::thread::Builder::new()
+        .name("dsh".into())
+        .stack_size(COMMAND_STACK_BYTES)
+        .spawn(move || output::emit(run(&cli), cli.json))
+        .expect("the command thread starts")
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     std::process::exit(status);
 }
+
+/// The stack of the thread a command runs on: 256 MiB.
+const COMMAND_STACK_BYTES: usize = 256 << 20;
 
 fn run(cli: &Cli) -> Result<output::Output, error::CliError> {
     if let Command::Check { paths, invariants } = &cli.command {

@@ -68,3 +68,65 @@ fn lineage_of_a_stored_session_without_its_backend_says_why_instead_of_not_found
         .error("CAPABILITY_UNAVAILABLE");
     assert!(message.contains("dsh-session-jsonl"), "{message}");
 }
+
+/// A fork chain 10,000 sessions deep, written as dsh writes fork children (header with
+/// `parentSession` and `seedLength`, then the seed): `dsh lineage` of its last child prints the
+/// whole chain in both forms (the first design aborted past about 5,000).
+#[test]
+fn lineage_of_a_10000_deep_fork_chain_prints_the_whole_chain() {
+    const DEPTH: usize = 10_000;
+    let sandbox = Sandbox::new();
+    let seed = concat!(
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#,
+        "\n",
+        r#"{"type":"turn/end","seq":1,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+        "\n"
+    );
+    for n in 0..DEPTH {
+        let parent = match n {
+            0 => String::new(),
+            n => format!(r#","parentSession":"s{}","seedLength":2"#, n - 1),
+        };
+        let folder = sandbox.store().join("--p--").join(format!("s{n}"));
+        std::fs::create_dir_all(&folder).expect("folders");
+        let header = format!(
+            r#"{{"type":"session","version":0,"id":"s{n}","createdAt":{},"cwd":"/p"{parent},"delegationDepth":0}}"#,
+            n + 1
+        );
+        std::fs::write(folder.join("session.jsonl"), format!("{header}\n{seed}")).expect("written");
+    }
+    let leaf = format!("s{}", DEPTH - 1);
+    let run = sandbox.json(&["lineage", &leaf]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // Nested 20,000 levels: read without serde_json's recursion limit, on a stack with room
+    // for the recursive parse and drop.
+    let ids = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || {
+            let mut reader = serde_json::Deserializer::from_str(&run.stdout);
+            reader.disable_recursion_limit();
+            let tree: serde_json::Value =
+                serde::Deserialize::deserialize(&mut reader).expect("one JSON document");
+            let mut ids = Vec::new();
+            let mut node = &tree;
+            while node.is_object() {
+                ids.push(node["id"].as_str().unwrap_or_default().to_owned());
+                node = &node["children"][0];
+            }
+            ids
+        })
+        .expect("a thread")
+        .join()
+        .expect("parsed");
+    assert_eq!(ids.len(), DEPTH);
+    assert!(ids.iter().enumerate().all(|(n, id)| *id == format!("s{n}")));
+    let human = sandbox.human(&["lineage", &leaf]).stdout;
+    assert_eq!(human.lines().count(), DEPTH);
+    assert!(
+        human.ends_with(&format!(
+            "{}{leaf} (branched after turn 1, 2 events) *\n",
+            "  ".repeat(DEPTH - 1)
+        )),
+        "the last line is the leaf, indented by its depth"
+    );
+}

@@ -13,28 +13,32 @@ pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
     use dsh::session::SessionId;
     use dsh::session_fork::{LineageNode, SessionFork};
 
-    fn render(node: &LineageNode, target: &str, depth: usize, out: &mut String) {
-        let mark = if node.id.as_str() == target { " *" } else { "" };
-        let branch = match node.seed_length {
-            Some(seed) if node.parent_session.is_some() => {
-                format!(" (branched after turn {}, {seed} events)", node.branch_turn)
-            }
-            _ => String::new(),
-        };
-        out.push_str(&format!(
-            "{}{}{branch}{mark}\n",
-            "  ".repeat(depth),
-            node.id
-        ));
-        for child in &node.children {
-            render(child, target, depth + 1, out);
+    /// One line per node, depth first, indented by depth (no recursion: a fork chain can
+    /// be as deep as the sessions stored).
+    fn render(tree: &LineageNode, target: &str) -> String {
+        let mut out = String::new();
+        let mut stack = vec![(tree, 0usize)];
+        while let Some((node, depth)) = stack.pop() {
+            let mark = if node.id.as_str() == target { " *" } else { "" };
+            let branch = match node.seed_length {
+                Some(seed) if node.parent_session.is_some() => {
+                    format!(" (branched after turn {}, {seed} events)", node.branch_turn)
+                }
+                _ => String::new(),
+            };
+            out.push_str(&format!(
+                "{}{}{branch}{mark}\n",
+                "  ".repeat(depth),
+                node.id
+            ));
+            stack.extend(node.children.iter().rev().map(|child| (child, depth + 1)));
         }
+        out
     }
 
     let fork = app.require::<SessionFork>()?;
     let tree = fork.lineage(&SessionId::from(id))?;
-    let mut human = String::new();
-    render(&tree, id, 0, &mut human);
+    let human = render(&tree, id);
     Ok(Output::ok(serde_json::json!(tree), human))
 }
 

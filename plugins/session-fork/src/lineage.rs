@@ -70,25 +70,52 @@ impl Known {
             .map(|child| &self.headers[child])
     }
 
-    fn node(
-        &self,
-        header: &SessionHeader,
-        seen: &mut HashSet<SessionId>,
-    ) -> Result<LineageNode, SessionForkError> {
-        seen.insert(header.id.clone());
-        let mut children = Vec::new();
-        for child in self.children(&header.id) {
-            if !seen.contains(&child.id) {
-                children.push(self.node(child, seen)?);
+    /// The tree of `root` and its descendants, built depth first without recursion (a fork
+    /// chain can be as deep as the sessions stored); a session already placed in the tree (a
+    /// `parentSession` cycle of hand-edited files) is not placed again.
+    fn tree(&self, root: &SessionHeader) -> Result<LineageNode, SessionForkError> {
+        /// A session whose children are being built: its header, its children's headers and
+        /// how many of them were visited, and the nodes built so far.
+        struct Open<'a> {
+            header: &'a SessionHeader,
+            pending: Vec<&'a SessionHeader>,
+            visited: usize,
+            built: Vec<LineageNode>,
+        }
+        let mut seen = HashSet::from([root.id.clone()]);
+        let mut stack = vec![Open {
+            header: root,
+            pending: self.children(&root.id).collect(),
+            visited: 0,
+            built: Vec::new(),
+        }];
+        loop {
+            let top = stack.last_mut().expect("the root stays until the end");
+            if let Some(child) = top.pending.get(top.visited).copied() {
+                top.visited += 1;
+                if seen.insert(child.id.clone()) {
+                    stack.push(Open {
+                        header: child,
+                        pending: self.children(&child.id).collect(),
+                        visited: 0,
+                        built: Vec::new(),
+                    });
+                }
+                continue;
+            }
+            let done = stack.pop().expect("the top");
+            let node = LineageNode {
+                id: done.header.id.clone(),
+                parent_session: done.header.parent_session.clone(),
+                seed_length: done.header.seed_length,
+                branch_turn: self.branch_turn(done.header)?,
+                children: done.built,
+            };
+            match stack.last_mut() {
+                Some(parent) => parent.built.push(node),
+                None => return Ok(node),
             }
         }
-        Ok(LineageNode {
-            id: header.id.clone(),
-            parent_session: header.parent_session.clone(),
-            seed_length: header.seed_length,
-            branch_turn: self.branch_turn(header)?,
-            children,
-        })
     }
 
     /// The turn number of the last `turn/end` among the session's first `seedLength` events.
@@ -106,9 +133,20 @@ impl Known {
         let Some(backend) = &self.backend else {
             return Ok(0);
         };
+        let read_error = |source| persistence(&header.id, source);
+        // A fork's seed ends at a `turn/end` (the boundary rule): its last event is read alone
+        // (a follower's read from the end), and the whole seed only when it is not one.
+        let tail = backend
+            .read_from(&header.id, seed_len - 1)
+            .map_err(read_error)?;
+        if let Some(last) = tail.events.first().filter(|e| e.seq == seed_len - 1) {
+            if last.kind == TURN_END {
+                return Ok(last.turn().unwrap_or(0));
+            }
+        }
         let stored = backend
             .read_prefix(&header.id, seed_len)
-            .map_err(|source| persistence(&header.id, source))?;
+            .map_err(read_error)?;
         Ok(last_turn(stored.events.iter().rev()))
     }
 }
@@ -148,8 +186,11 @@ impl SessionFork {
     }
 
     /// The lineage tree of session `id`, rooted at its oldest known ancestor (`id` itself for a
-    /// root) and holding every descendant of that root. `branchTurn` reads each child's seed
-    /// (live, or through the backend's prefix read); nothing is loaded into the store.
+    /// root) and holding every descendant of that root. The stored sessions are known by their
+    /// headers (the backend's `list`); `branchTurn` reads the last event of each child's seed
+    /// (live, or through the backend's `read_from`, the whole seed only when that event is not
+    /// a `turn/end`); nothing is loaded into the store. The tree is built without recursion,
+    /// whatever its depth (dropping or serializing a very deep tree recurses once per level).
     ///
     /// Errors as [`SessionFork::ancestors`], plus the backend's code when a stored child's seed
     /// cannot be read.
@@ -160,7 +201,7 @@ impl SessionFork {
             .last()
             .copied()
             .unwrap_or(&known.headers[id]);
-        known.node(root, &mut HashSet::new())
+        known.tree(root)
     }
 
     fn known(&self, id: &SessionId) -> Result<Known, SessionForkError> {

@@ -69,7 +69,23 @@ impl SessionPersistence for Memory {
     }
 
     fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
-        Ok(self.read(id, usize::MAX)?.into_tail(from))
+        let sessions = self.sessions.lock().unwrap();
+        let (header, events) = sessions
+            .get(id)
+            .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
+        let tail: Vec<SessionEvent> = events
+            .iter()
+            .skip(usize::try_from(from).unwrap_or(usize::MAX))
+            .cloned()
+            .collect();
+        self.events_read.fetch_add(tail.len(), Ordering::SeqCst);
+        Ok(StoredTail {
+            header: header.clone(),
+            events: tail,
+            len: events.len() as u64,
+            dropped_tail: None,
+            revision: events.len() as u64,
+        })
     }
 
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
@@ -326,4 +342,78 @@ fn a_cold_fork_reads_through_the_upgrade_step_as_a_load_does() {
     let error = fork_stored(&ctx, ForkSessionOptions::new("src")).unwrap_err();
     assert_eq!(error.code(), "EVENT_TYPE_UNSUPPORTED", "{error}");
     assert!(error.to_string().contains("\"src\""), "{error}");
+}
+
+/// The depth of `tree`, taking it apart level by level (so that no drop recurses).
+fn depth_of(tree: dsh_session_fork::LineageNode) -> usize {
+    let mut depth = 0;
+    let mut level = vec![tree];
+    while !level.is_empty() {
+        depth += 1;
+        level = level.into_iter().flat_map(|node| node.children).collect();
+    }
+    depth
+}
+
+/// A fork chain 10,000 deep (each child forked from the previous one at its one turn): the
+/// lineage of its last child is built on a 256 KiB stack, where one stack frame per level would
+/// not fit, and holds the whole chain.
+#[test]
+fn the_lineage_of_a_10000_deep_fork_chain_is_built_without_recursion() {
+    const DEPTH: usize = 10_000;
+    let backend = Arc::new(Memory::default());
+    stored(&backend, "s0", 1, false);
+    {
+        let mut sessions = backend.sessions.lock().unwrap();
+        let (root_header, events) = sessions[&SessionId::from("s0")].clone();
+        for n in 1..DEPTH {
+            let mut meta = SessionMeta::from_header(&root_header);
+            meta.parent_session = Some(SessionId::from(format!("s{}", n - 1).as_str()));
+            meta.seed_length = Some(events.len() as u64);
+            let id = SessionId::from(format!("s{n}").as_str());
+            let header = SessionHeader::new(id.clone(), root_header.created_at + n as u64, meta);
+            sessions.insert(id, (header, events.clone()));
+        }
+    }
+    let ctx = context(&backend);
+    let fork = ctx.expect::<SessionFork>();
+    let leaf = SessionId::from(format!("s{}", DEPTH - 1).as_str());
+    let tree = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn_scoped(scope, || fork.lineage(&leaf).unwrap())
+            .expect("a thread")
+            .join()
+            .expect("no stack overflow")
+    });
+    assert_eq!(tree.id.as_str(), "s0");
+    assert_eq!(tree.children[0].branch_turn, 1);
+    assert_eq!(depth_of(tree), DEPTH);
+    assert_eq!(fork.ancestors(&leaf).unwrap().len(), DEPTH - 1);
+}
+
+/// The lineage of a small child of a large session reads headers and the child's last seed
+/// event, not the seed itself (which is as long as the source was at the fork).
+#[test]
+fn lineage_reads_headers_and_the_last_seed_event_not_the_seeds() {
+    let backend = Arc::new(Memory::default());
+    stored(&backend, "large", 100, false);
+    let ctx = context(&backend);
+    let child = fork_stored(&ctx, ForkSessionOptions::new("large").session_id("small")).unwrap();
+    turn(&child, 101);
+    ctx.expect::<SessionStore>().flush(&child).unwrap();
+    drop(child);
+    drop(ctx);
+    let ctx = context(&backend);
+    backend.events_read.store(0, Ordering::SeqCst);
+    let tree = ctx
+        .expect::<SessionFork>()
+        .lineage(&"small".into())
+        .unwrap();
+    assert_eq!(tree.children[0].branch_turn, 100);
+    let read = backend.events_read.load(Ordering::SeqCst);
+    assert!(
+        read <= 7,
+        "the seed's last event and what follows it: {read}"
+    );
 }

@@ -66,6 +66,7 @@ impl<T: ?Sized + Send + Sync + 'static> Dep<T> {
             service: self.cell.name,
             provider: Some(self.provider.to_string()),
             state: None,
+            failure: None,
         }
     }
 
@@ -178,6 +179,7 @@ fn unavailable(rt: &Weak<Runtime>, key: &ServiceKey) -> Unavailable {
             service: key.name(),
             provider: None,
             state: None,
+            failure: None,
         },
     }
 }

@@ -135,7 +135,10 @@ impl CoreError {
 /// The capability is switched off or still starting: report it (the message says which plugin
 /// and its state) or wait on the provider's [`crate::PluginHandle`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("service {service} is not available: {}", reason(provider, state))]
+#[error(
+    "service {service} is not available: {}",
+    reason(provider, state, failure)
+)]
 #[non_exhaustive]
 pub struct Unavailable {
     /// Short type name of the service.
@@ -144,13 +147,23 @@ pub struct Unavailable {
     pub provider: Option<String>,
     /// That provider's state now, `None` when it is gone.
     pub state: Option<PluginState>,
+    /// Why that provider failed (its [`PluginError`]'s message), when its state is
+    /// [`PluginState::Failed`]: the message says it, so that a host need not look elsewhere.
+    pub failure: Option<String>,
 }
 
-fn reason(provider: &Option<String>, state: &Option<PluginState>) -> String {
-    match (provider, state) {
-        (Some(plugin), Some(state)) => format!("its provider plugin \"{plugin}\" is {state}"),
-        (Some(plugin), None) => format!("its provider plugin \"{plugin}\" has gone"),
-        (None, _) => "no plugin in this context provides it".to_owned(),
+fn reason(
+    provider: &Option<String>,
+    state: &Option<PluginState>,
+    failure: &Option<String>,
+) -> String {
+    match (provider, state, failure) {
+        (Some(plugin), Some(state), Some(why)) => {
+            format!("its provider plugin \"{plugin}\" is {state}: {why}")
+        }
+        (Some(plugin), Some(state), None) => format!("its provider plugin \"{plugin}\" is {state}"),
+        (Some(plugin), None, _) => format!("its provider plugin \"{plugin}\" has gone"),
+        (None, _, _) => "no plugin in this context provides it".to_owned(),
     }
 }
 

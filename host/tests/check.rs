@@ -173,6 +173,35 @@ fn checking_a_missing_path_is_an_io_error() {
     failed_entry(&run.doc()[0], &missing, "IO_ERROR");
 }
 
+/// A FIFO nobody writes to would block a read for ever, and `/dev/zero` never ends: `check`
+/// and `import` refuse what is not a regular file before opening it, and go on with the rest.
+#[cfg(unix)]
+#[test]
+fn checking_or_importing_a_fifo_or_a_device_is_refused_without_reading_it() {
+    let sandbox = Sandbox::new();
+    let fifo = sandbox.root().join("pipe.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let good = sandbox.write("s.jsonl", &complete_session("s"));
+    let zero = Path::new("/dev/zero");
+    for command in ["check", "import"] {
+        let run = sandbox.json(&[Path::new(command), &fifo, zero, &good]);
+        assert_eq!(run.code, 1, "{command}: {}", run.stderr);
+        let doc = run.doc();
+        for (entry, path) in doc.as_array().expect("entries").iter().zip([&fifo, zero]) {
+            assert_eq!(entry["ok"], false, "{command}: {entry}");
+            assert_eq!(entry["error"]["code"], "IO_ERROR", "{command}: {entry}");
+            let message = entry["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("not a regular file"), "{message}");
+            assert_eq!(entry["file"], path.display().to_string());
+        }
+        assert_eq!(doc[2]["ok"], true, "{command}: the good file is still done");
+    }
+}
+
 #[test]
 fn checking_an_empty_folder_reports_nothing_and_exits_zero() {
     let sandbox = Sandbox::new();

@@ -403,7 +403,17 @@ fn a_boundary_outside_the_log_or_not_a_safe_integer_is_invalid_boundary() {
         .json(&["fork", EXAMPLE_ID, "--at", "27"])
         .error("INVALID_BOUNDARY");
     assert!(message.contains("last seq: 26"), "{message}");
-    for bad in ["-1", "0.5", "9007199254740992", "x"] {
+    for bad in [
+        "-1",
+        "0.5",
+        "9007199254740992",
+        "x",
+        "+20",
+        "020",
+        " 20",
+        "20 ",
+        "2e1",
+    ] {
         let message = sandbox
             .json(&["fork", EXAMPLE_ID, "--at", bad])
             .error("INVALID_BOUNDARY");

@@ -71,3 +71,31 @@ fn human_repair_output_names_what_was_appended() {
     assert!(run.stdout.contains("appended 1 events"), "{}", run.stdout);
     assert!(run.stdout.contains("2 turn/end"), "{}", run.stdout);
 }
+
+/// A damaged line inside the open last turn, with complete records after it: dsh's load drops
+/// the damaged line and everything after it (no `turn/end` follows), and `repair` says so,
+/// naming the line and the bytes, rather than "a torn final record".
+#[test]
+fn repair_says_exactly_what_it_cut_after_a_damaged_line_of_the_open_turn() {
+    let sandbox = with_open_turn();
+    let file = stored_file(&sandbox.store(), ID);
+    let text = std::fs::read_to_string(&file).expect("stored");
+    let damage = format!(
+        "{{not json\n{}\n",
+        r#"{"type":"step/start","seq":3,"time":1764460800040,"data":{"turn":1,"step":1}}"#
+    );
+    std::fs::write(&file, format!("{text}{damage}")).expect("damaged");
+    let run = sandbox.human(&["repair", ID]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines = text.lines().count();
+    let cut = damage.len();
+    assert!(
+        run.stdout.contains(&format!("line {lines} is unparsable"))
+            && run
+                .stdout
+                .contains(&format!("{cut} trailing bytes dropped")),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("torn final record"), "{}", run.stdout);
+}

@@ -264,11 +264,16 @@ impl Runtime {
 
     /// Why service `key` cannot be read: its declared provider and that provider's state.
     pub(crate) fn unavailable(&self, key: &ServiceKey) -> Unavailable {
-        let (provider, state) = self.state.lock().declared_provider(key).unzip();
+        let declared = self.state.lock().declared_provider(key);
+        let (provider, state, failure) = match declared {
+            Some((provider, state, failure)) => (Some(provider), Some(state), failure),
+            None => (None, None, None),
+        };
         Unavailable {
             service: key.name(),
             provider,
             state,
+            failure,
         }
     }
 

@@ -901,8 +901,16 @@ impl State {
     /// The provider of `key` and its state, for an [`crate::Unavailable`] that says why: the
     /// instance whose slot holds the service, else the first root instance declaring it that
     /// is not disabled (the one the host chose), else the first declaring it at all.
-    pub(crate) fn declared_provider(&self, key: &ServiceKey) -> Option<(String, PluginState)> {
-        let described = |inst: &Instance| (inst.name.to_string(), inst.state);
+    pub(crate) fn declared_provider(
+        &self,
+        key: &ServiceKey,
+    ) -> Option<(String, PluginState, Option<String>)> {
+        let described = |inst: &Instance| {
+            let failure = (inst.state == PluginState::Failed)
+                .then(|| inst.error.as_ref().map(ToString::to_string))
+                .flatten();
+            (inst.name.to_string(), inst.state, failure)
+        };
         if let Some(id) = self.services.get(&key.id()).and_then(|slot| slot.provider) {
             return self.instances.get(&id).map(described);
         }

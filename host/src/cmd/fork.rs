@@ -6,7 +6,8 @@ use crate::app::App;
 use crate::error::CliError;
 use crate::output::Output;
 
-/// `{id, parentSession, seedLength, cwd}`. `--at` must be a non-negative safe integer naming a
+/// `{id, parentSession, seedLength, cwd}`. `--at` must be a non-negative safe integer, in plain
+/// decimal (no sign, no leading zero), naming a
 /// `turn/end` of the source (`INVALID_BOUNDARY`, `OPEN_TURN`).
 #[cfg(feature = "session-fork")]
 pub fn run(app: &App, id: &str, child: Option<&str>, at: Option<&str>) -> Result<Output, CliError> {
@@ -21,9 +22,12 @@ pub fn run(app: &App, id: &str, child: Option<&str>, at: Option<&str>) -> Result
         options = options.session_id(child);
     }
     if let Some(at) = at {
+        // Only the canonical decimal spelling: `+20`, `020` and ` 20` name no seq.
         let seq = at
             .parse::<u64>()
-            .map_err(|_| SessionForkError::InvalidBoundary {
+            .ok()
+            .filter(|seq| seq.to_string() == at)
+            .ok_or_else(|| SessionForkError::InvalidBoundary {
                 id: SessionId::from(id),
                 boundary: at.to_owned(),
                 reason: BoundaryProblem::NotSafeInteger,

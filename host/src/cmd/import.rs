@@ -55,7 +55,10 @@ pub fn run(app: &App, files: &[std::path::PathBuf]) -> Result<Output, CliError> 
             _ => {}
         }
         if let Some(tail) = &dropped {
-            let _ = writeln!(human, "  dropped a torn final record: {tail}");
+            let _ = writeln!(
+                human,
+                "  not imported (after the committed records): {tail}"
+            );
         }
         entries.push(json!({
             "file": file.display().to_string(),

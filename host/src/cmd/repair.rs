@@ -10,7 +10,8 @@ use serde_json::json;
 use std::fmt::Write;
 
 /// `{appended: [events], droppedTail}`: the closers appended (none when the last turn was
-/// already closed, so a second run appends nothing) and the torn record cut, if any.
+/// already closed, so a second run appends nothing) and what was cut after the committed
+/// records, if anything (the first line cut, why, and the bytes dropped).
 pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
     app.persistence()?;
     let resumed = app.store()?.resume(&SessionId::from(id))?;
@@ -34,7 +35,12 @@ pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
         }
     }
     if let Some(tail) = &resumed.dropped_tail {
-        let _ = writeln!(human, "  cut a torn final record: {tail}");
+        // The scanner's account names the first line cut and how many bytes went: everything
+        // after the committed records, as dsh's load cuts it.
+        let _ = writeln!(
+            human,
+            "  cut the file's tail after its committed records: {tail}"
+        );
     }
     let json = json!({
         "appended": resumed.appended.iter().map(|e| e.as_ref()).collect::<Vec<_>>(),

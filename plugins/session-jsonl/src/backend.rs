@@ -119,7 +119,8 @@ impl JsonlPersistence {
     /// makes it.
     ///
     /// Errors: [`PersistenceError::Io`] naming the root when the current directory cannot be
-    /// read, when the root is a file (or lies below one), or when it cannot be inspected.
+    /// read, when the root is a file (or lies below one), a symbolic link to nothing, or when
+    /// it cannot be inspected.
     pub fn open(root: impl Into<PathBuf>) -> Result<JsonlPersistence, PersistenceError> {
         let root = root.into();
         let root = std::path::absolute(&root).map_err(|e| io_error(&root, e))?;
@@ -134,7 +135,21 @@ impl JsonlPersistence {
                     ),
                 ))
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // A dangling symbolic link: no folder can be made through it.
+                if let Ok(target) = fs::read_link(&root) {
+                    return Err(io_error(
+                        &root,
+                        io::Error::new(
+                            io::ErrorKind::NotFound,
+                            format!(
+                                "the store root is a symbolic link to {}, which does not exist",
+                                target.display()
+                            ),
+                        ),
+                    ));
+                }
+            }
             Err(e) => return Err(io_error(&root, e)),
         }
         Ok(JsonlPersistence::new(root))
@@ -607,7 +622,9 @@ impl SessionPersistence for JsonlPersistence {
 /// checks, packed rows expanded, a torn final record dropped and reported in
 /// [`StoredSession::dropped_tail`]. Never writes.
 ///
-/// Errors: as [`SessionPersistence::load`], except that the file's location is not checked.
+/// Errors: as [`SessionPersistence::load`], except that the file's location is not checked;
+/// [`PersistenceError::Io`] for a path that is not a regular file (a FIFO, a device, a
+/// folder), refused before it is opened.
 pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError> {
     let (scanned, end) = scan_path(path)?;
     into_stored(path, scanned, u64::MAX, end.len())
@@ -644,7 +661,20 @@ pub fn read_session_bytes(path: &Path, bytes: &[u8]) -> Result<StoredSession, Pe
 }
 
 /// Reads and scans the whole file at `path` in its form; returns the scan and the file's end.
+///
+/// Only a regular file is read: a FIFO without a writer would block the read for ever and a
+/// device such as `/dev/zero` never ends, so anything else is refused before it is opened.
 fn scan_path(path: &Path) -> Result<(Scanned, FileEnd), PersistenceError> {
+    let meta = fs::metadata(path).map_err(|e| io_error(path, e))?;
+    if !meta.is_file() {
+        return Err(io_error(
+            path,
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file (a folder, FIFO, socket or device); only session files are read",
+            ),
+        ));
+    }
     let bytes = fs::read(path).map_err(|e| io_error(path, e))?;
     Ok((scan_in_memory(path, &bytes)?, FileEnd::of(&bytes)))
 }

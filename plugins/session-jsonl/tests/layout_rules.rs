@@ -161,6 +161,32 @@ fn a_root_that_is_a_file_fails_the_plugin_naming_the_root() {
     }
 }
 
+/// A root that is a symbolic link to nothing cannot get a folder: the plugin fails naming the
+/// root and where it leads (the first design said "File exists" at the first write), and the
+/// service says why when asked for.
+#[cfg(unix)]
+#[test]
+fn a_root_that_is_a_dangling_link_fails_the_plugin_saying_where_it_leads() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("store");
+    std::os::unix::fs::symlink(dir.path().join("gone"), &root).expect("linked");
+    let ctx = context(json!({ "root": root }));
+    let (state, error) = plugin_outcome(&ctx);
+    assert_eq!(state, PluginState::Failed);
+    let (code, message) = error.expect("the failure is recorded");
+    assert_eq!(code, "IO_ERROR", "{message}");
+    assert!(message.contains("symbolic link to"), "{message}");
+    assert!(message.contains("gone"), "{message}");
+    let unavailable = ctx
+        .require::<dyn SessionPersistence>()
+        .map(drop)
+        .expect_err("no backend");
+    assert!(
+        unavailable.to_string().contains("symbolic link to"),
+        "the service names the failure: {unavailable}"
+    );
+}
+
 #[test]
 fn a_root_that_does_not_exist_yet_is_created_by_the_first_write() {
     let dir = tempfile::tempdir().expect("temp dir");

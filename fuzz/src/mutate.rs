@@ -170,10 +170,63 @@ fn lines(bytes: &[u8]) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// What dsh writes and `JSON.parse` reads although serde_json refuses it, spliced into the
+/// text of one line: a lone surrogate escape at the start of a string, a number beyond double
+/// range in place of one, or an array nested up to 20,000 levels (beyond the reader's bound
+/// at times) as a new first member of an object.
+fn javascript_text(rng: &mut Rng, line: &mut Vec<u8>) {
+    let kind = rng.u8(..3);
+    let starts: Vec<usize> = line
+        .windows(2)
+        .enumerate()
+        .filter(|(_, pair)| match kind {
+            0 => pair == b":\"",
+            1 => pair[0] == b':' && pair[1].is_ascii_digit(),
+            _ => pair == b":{",
+        })
+        .map(|(i, _)| i + 1)
+        .collect();
+    let Some(&at) = starts.get(rng.usize(..starts.len().max(1))) else {
+        return;
+    };
+    match line[at] {
+        b'"' => {
+            let surrogate: &[u8] = if rng.bool() { b"\\ud83d" } else { b"\\ude00" };
+            line.splice(at + 1..at + 1, surrogate.iter().copied());
+        }
+        b'{' => {
+            let depth = rng.usize(1..20_000);
+            let mut deep = b"\"deep\":".to_vec();
+            deep.extend(std::iter::repeat_n(b'[', depth));
+            deep.extend(std::iter::repeat_n(b']', depth));
+            deep.push(b',');
+            line.splice(at + 1..at + 1, deep);
+        }
+        _ => {
+            let end = line[at..]
+                .iter()
+                .position(|b| !b.is_ascii_digit())
+                .map_or(line.len(), |n| at + n);
+            let huge: &[u8] = if rng.bool() { b"1e999" } else { b"-1E400" };
+            line.splice(at..end, huge.iter().copied());
+        }
+    }
+}
+
 /// Mutates raw bytes: bit flips, a truncation, a splice from `other`, lines removed,
-/// duplicated or swapped, or one line's JSON mutated.
+/// duplicated or swapped, one line's JSON mutated, or text only `JSON.parse` reads spliced
+/// into a line.
 pub fn bytes(rng: &mut Rng, data: &mut Vec<u8>, other: &[u8]) {
-    match rng.u8(..8) {
+    match rng.u8(..9) {
+        8 => {
+            let mut all = lines(data);
+            if all.is_empty() {
+                return;
+            }
+            let i = rng.usize(..all.len());
+            javascript_text(rng, &mut all[i]);
+            *data = all.concat();
+        }
         0 if !data.is_empty() => {
             for _ in 0..rng.usize(1..4) {
                 let i = rng.usize(..data.len());

@@ -30,6 +30,10 @@ pub(crate) const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 /// stack of a spawned thread in an optimized build: a deeper line is refused, never parsed.
 pub(crate) const MAX_DEPTH: usize = 16_384;
 
+/// The stack a recursive drop of a value nested [`MAX_DEPTH`] levels needs, with a wide
+/// margin for unoptimized builds: 4 MiB (a level takes one frame of well under 256 bytes).
+const DROP_ROOM: usize = 4 << 20;
+
 /// Why a line did not parse: as JSON, or (a packed row) into the events it stores.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub(crate) enum ParseError {
@@ -70,7 +74,14 @@ pub(crate) fn parse(text: &str) -> Result<Value, ParseError> {
         }
         let mut deserializer = serde_json::Deserializer::from_str(&text);
         deserializer.disable_recursion_limit();
-        let value = Value::deserialize(serde_stacker::Deserializer::new(&mut deserializer))?;
+        // A value completed deep in the text can be dropped by the parse itself (a duplicate
+        // key replaces it, or the text fails after it), recursively, from wherever the parse
+        // is: the stack grows whenever less than room for dropping the deepest value remains.
+        let value = Value::deserialize(serde_stacker::Deserializer {
+            de: &mut deserializer,
+            red_zone: DROP_ROOM,
+            stack_size: 2 * DROP_ROOM,
+        })?;
         deserializer.end()?;
         Ok(value)
     })
@@ -362,6 +373,27 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// A deep value the parse itself drops (replaced by a duplicate key, or followed by a
+    /// syntax error) is dropped on a stack with room for it, even from a 512 KiB thread.
+    #[test]
+    fn a_deep_value_dropped_during_the_parse_does_not_overflow_the_stack() {
+        let deep = arrays(MAX_DEPTH - 1);
+        let replaced = format!(r#"{{"a":{deep},"a":1}}"#);
+        let failing = format!(r#"{{"a":{deep},"b":!}}"#);
+        std::thread::Builder::new()
+            .stack_size(512 << 10)
+            .spawn(move || {
+                assert_eq!(super::parse(&replaced).expect("JSON"), json!({"a": 1}));
+                assert!(matches!(
+                    super::parse(&failing),
+                    Err(ParseError::Invalid(_))
+                ));
+            })
+            .expect("a thread")
+            .join()
+            .expect("no overflow");
     }
 
     #[test]

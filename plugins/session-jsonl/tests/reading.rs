@@ -610,3 +610,57 @@ fn a_header_beyond_the_bound_is_refused_with_a_code_and_the_listing_goes_on() {
     assert_eq!(listed, ["fine"]);
     assert_eq!(fs::read(&path).expect("file"), huge, "nothing written");
 }
+
+/// A zstd frame that declares `size` bytes of spaces and decodes to them, built by hand from
+/// RLE blocks of 128 KiB (4 bytes each): a 256 KB frame decodes to 8 GiB.
+fn rle_frame(size: u64) -> Vec<u8> {
+    const BLOCK: u64 = 128 << 10;
+    let mut frame = vec![0x28, 0xB5, 0x2F, 0xFD]; // magic number
+    frame.push(0xC0); // 8-byte content size, no single segment, no checksum, no dictionary
+    frame.push(0x38); // window of 2^(10 + 7) bytes = 128 KiB
+    frame.extend(size.to_le_bytes());
+    let blocks = size.div_ceil(BLOCK);
+    for n in 0..blocks {
+        let len = BLOCK.min(size - n * BLOCK);
+        let last = u64::from(n + 1 == blocks);
+        let header = (len << 3) | (1 << 1) | last; // an RLE block of `len` bytes
+        frame.extend(&header.to_le_bytes()[..3]);
+        frame.push(b' ');
+    }
+    frame
+}
+
+/// The hardening issue's file: 263 KB whose header frame decodes to 8 GiB. It is refused with
+/// `LIMIT_EXCEEDED` after decoding at most the header bound, and never aborts a listing.
+#[test]
+fn a_header_frame_declaring_8_gib_is_refused_after_the_bound() {
+    use dsh_session_jsonl::layout::compressed_session_file;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    store
+        .create(&header("fine", Some("/p"), 1), &turn(0, 2))
+        .expect("created");
+    let huge = rle_frame(8 << 30);
+    assert!(huge.len() < 300_000, "{} bytes", huge.len());
+    let small = rle_frame(300_000);
+    let probe = zstd::stream::read::Decoder::new(&small[..]).expect("a decoder");
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(&mut probe.single_frame(), &mut plain).expect("the frame decodes");
+    assert_eq!(
+        plain,
+        vec![b' '; 300_000],
+        "the hand-made frame is a valid frame"
+    );
+    let path = compressed_session_file(dir.path(), Some("/p"), "huge");
+    fs::create_dir_all(path.parent().expect("folder")).expect("folders");
+    fs::write(&path, &huge).expect("written");
+    let refused = load(&store, "huge").expect_err("refused");
+    assert_eq!(refused.code(), "LIMIT_EXCEEDED", "{refused}");
+    let listed: Vec<String> = store
+        .list()
+        .expect("listed")
+        .into_iter()
+        .map(|s| s.header.id.as_str().to_owned())
+        .collect();
+    assert_eq!(listed, ["fine"]);
+}

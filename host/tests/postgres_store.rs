@@ -179,6 +179,26 @@ mod with_the_plugin {
         );
     }
 
+    /// The race of `stress.rs` on PostgreSQL: racing `import`, `repair` and `fork` processes
+    /// lose no event any of them reported stored.
+    #[cfg(feature = "session-fork")]
+    #[test]
+    fn racing_imports_repairs_and_forks_on_postgres_lose_nothing_reported_stored() {
+        let Some(db) = TestDatabase::new("race") else {
+            return;
+        };
+        let sandbox = Sandbox::new();
+        let store = std::ffi::OsString::from(format!("postgres:{}", db.store));
+        let outcome = super::common::race::race(&sandbox, &store, 8, 8, |_| {});
+        super::common::race::check(&sandbox, &store, &outcome);
+        eprintln!(
+            "race on PostgreSQL: {} processes, {} events stored, {} forks, nothing lost",
+            outcome.processes,
+            outcome.imported,
+            outcome.forks.len()
+        );
+    }
+
     #[test]
     fn a_postgres_store_whose_server_cannot_be_reached_names_the_store_without_the_password() {
         let sandbox = Sandbox::new();

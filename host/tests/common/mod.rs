@@ -10,6 +10,8 @@
 //! with the envelope shapes of `examples/session.jsonl`.
 #![allow(dead_code)]
 
+pub mod race;
+
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};

@@ -47,3 +47,38 @@ fn racing_imports_repairs_and_forks_on_sqlite_lose_nothing_reported_stored() {
     store.push(sandbox.root().join("sessions.db"));
     race_on(store, &sandbox, |_| {});
 }
+
+/// Processes importing the same file into an empty store at once all succeed: one creates
+/// the session, the others find it stored with the same content (dsh's takeover of an equal
+/// log, a no-op), none is told `SESSION_ID_CONFLICT`.
+#[test]
+fn concurrent_imports_of_identical_content_all_succeed() {
+    for sqlite in [false, true] {
+        let sandbox = Sandbox::new();
+        let mut store = sandbox.store().into_os_string();
+        if sqlite {
+            store = OsString::from("sqlite:");
+            store.push(sandbox.root().join("sessions.db"));
+        }
+        let file = sandbox.write("same.jsonl", &common::complete_session("same"));
+        let racing: Vec<_> = (0..8)
+            .map(|_| {
+                sandbox
+                    .command()
+                    .arg("--store")
+                    .arg(&store)
+                    .args(["--json", "import"])
+                    .arg(&file)
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("dsh starts")
+            })
+            .collect();
+        for child in racing {
+            let out = child.wait_with_output().expect("waited");
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            assert_eq!(doc[0]["ok"], true, "sqlite {sqlite}: {doc}");
+            assert_eq!(doc[0]["events"], 6, "sqlite {sqlite}: {doc}");
+        }
+    }
+}

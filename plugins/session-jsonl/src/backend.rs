@@ -438,7 +438,7 @@ impl SessionPersistence for JsonlPersistence {
         } else {
             text
         };
-        if let Err(e) = append_after(&mut locked, cursor.committed, &bytes) {
+        if let Err(e) = append_after(&mut locked, cursor.end.len(), cursor.committed, &bytes) {
             *cached = None;
             return Err(io_error(&cursor.path, e));
         }

@@ -115,24 +115,28 @@ pub(crate) fn remove_stale_temps(dir: &Path, age: Duration) {
     }
 }
 
-/// Appends `bytes` to `file` (open for reading and writing) after its first `keep` bytes, dropping whatever
-/// followed them, then syncs the data. On a failed write the file is put back as it was,
-/// dropped bytes included: they may be a torn compressed frame whose complete records `bytes`
-/// was to write again, and those must not be lost to a full disk.
-pub(crate) fn append_after(file: &mut File, keep: u64, bytes: &[u8]) -> io::Result<()> {
-    replace_tail(file, keep, |file| file.write_all(bytes))
+/// Appends `bytes` to `file` (open for reading and writing, `len` bytes long) after its first
+/// `keep` bytes, dropping whatever followed them, then syncs the data. On a failed write the
+/// file is put back as it was, dropped bytes included: they may be a torn compressed frame
+/// whose complete records `bytes` was to write again, and those must not be lost to a full
+/// disk.
+pub(crate) fn append_after(file: &mut File, len: u64, keep: u64, bytes: &[u8]) -> io::Result<()> {
+    replace_tail(file, len, keep, |file| file.write_all(bytes))
 }
 
 /// [`append_after`] with the write step given: `write` writes at offset `keep` of the file cut
 /// there, then the data is synced; when either fails, the file is cut back to `keep` and the
-/// bytes that followed it are written back.
+/// bytes that followed it are written back. `len` is the file's length (the caller has just
+/// checked it under the lock), so the common case, nothing to cut, costs one seek before the
+/// write.
 fn replace_tail(
     file: &mut File,
+    len: u64,
     keep: u64,
     write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut dropped = Vec::new();
-    if file.metadata()?.len() != keep {
+    if len != keep {
         file.seek(SeekFrom::Start(keep))?;
         file.read_to_end(&mut dropped)?;
         file.set_len(keep)?;
@@ -285,9 +289,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("log");
         fs::write(&path, b"keep\ntorn").expect("written");
-        append_after(&mut open(&path), 5, b"new\n").expect("appended");
+        append_after(&mut open(&path), 9, 5, b"new\n").expect("appended");
         assert_eq!(fs::read(&path).expect("readable"), b"keep\nnew\n");
-        append_after(&mut open(&path), 9, b"more\n").expect("appended");
+        append_after(&mut open(&path), 9, 9, b"more\n").expect("appended");
         assert_eq!(fs::read(&path).expect("readable"), b"keep\nnew\nmore\n");
     }
 
@@ -296,13 +300,15 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("log");
         fs::write(&path, b"keep\ntorn frame").expect("written");
-        let failed = replace_tail(&mut open(&path), 5, |file| {
+        let failed = replace_tail(&mut open(&path), 15, 5, |file| {
             file.write_all(b"half of it")?;
             Err(io::Error::other("disk full"))
         });
         assert_eq!(failed.expect_err("fails").to_string(), "disk full");
         assert_eq!(fs::read(&path).expect("readable"), b"keep\ntorn frame");
-        let failed = replace_tail(&mut open(&path), 15, |_| Err(io::Error::other("disk full")));
+        let failed = replace_tail(&mut open(&path), 15, 15, |_| {
+            Err(io::Error::other("disk full"))
+        });
         assert!(failed.is_err());
         assert_eq!(fs::read(&path).expect("readable"), b"keep\ntorn frame");
     }

@@ -596,8 +596,15 @@ fn a_header_beyond_the_bound_is_refused_with_a_code_and_the_listing_goes_on() {
     long_line.splice(0..0, spaces.iter().copied());
     write_file(dir.path(), Some("/p"), "long", &long_line);
 
-    for id in ["huge", "long"] {
-        let refused = load(&store, id).expect_err("refused");
+    refused_beyond_the_bound_and_not_listed(&store, &["huge", "long"]);
+    assert_eq!(fs::read(&path).expect("file"), huge, "nothing written");
+}
+
+/// Asserts that each of `ids` is refused with `LIMIT_EXCEEDED` naming the 1 MiB header bound,
+/// and that a listing of `store` goes on to list session "fine" alone.
+fn refused_beyond_the_bound_and_not_listed(store: &JsonlPersistence, ids: &[&str]) {
+    for id in ids {
+        let refused = load(store, id).expect_err("refused");
         assert_eq!(refused.code(), "LIMIT_EXCEEDED", "{id}: {refused}");
         assert!(refused.to_string().contains("1 MiB"), "{refused}");
     }
@@ -608,7 +615,6 @@ fn a_header_beyond_the_bound_is_refused_with_a_code_and_the_listing_goes_on() {
         .map(|s| s.header.id.as_str().to_owned())
         .collect();
     assert_eq!(listed, ["fine"]);
-    assert_eq!(fs::read(&path).expect("file"), huge, "nothing written");
 }
 
 /// A zstd frame that declares `size` bytes of spaces and decodes to them, built by hand from
@@ -654,13 +660,5 @@ fn a_header_frame_declaring_8_gib_is_refused_after_the_bound() {
     let path = compressed_session_file(dir.path(), Some("/p"), "huge");
     fs::create_dir_all(path.parent().expect("folder")).expect("folders");
     fs::write(&path, &huge).expect("written");
-    let refused = load(&store, "huge").expect_err("refused");
-    assert_eq!(refused.code(), "LIMIT_EXCEEDED", "{refused}");
-    let listed: Vec<String> = store
-        .list()
-        .expect("listed")
-        .into_iter()
-        .map(|s| s.header.id.as_str().to_owned())
-        .collect();
-    assert_eq!(listed, ["fine"]);
+    refused_beyond_the_bound_and_not_listed(&store, &["huge"]);
 }

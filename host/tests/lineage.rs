@@ -130,3 +130,23 @@ fn lineage_of_a_10000_deep_fork_chain_prints_the_whole_chain() {
         "the last line is the leaf, indented by its depth"
     );
 }
+
+/// A session the listing skips (its file is beyond the reader's bounds) is not "not found":
+/// `lineage` says why, with the code `show` gives.
+#[test]
+fn lineage_of_a_session_the_listing_skips_gives_the_reason_show_gives() {
+    let sandbox = Sandbox::new();
+    sandbox.import(&[Path::new(EXAMPLE)]);
+    let folder = sandbox.store().join("--p--").join("huge");
+    std::fs::create_dir_all(&folder).expect("folders");
+    // A header line of 2 MiB, beyond the 1 MiB bound.
+    let header = format!(
+        r#"{{"type":"session","version":0,"id":"huge","createdAt":1,"cwd":"/p","delegationDepth":0,"title":"{}"}}"#,
+        "x".repeat(2 << 20)
+    );
+    std::fs::write(folder.join("session.jsonl"), format!("{header}\n")).expect("written");
+    sandbox.json(&["show", "huge"]).error("LIMIT_EXCEEDED");
+    sandbox.json(&["lineage", "huge"]).error("LIMIT_EXCEEDED");
+    let listed = sandbox.json(&["sessions"]).ok();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+}

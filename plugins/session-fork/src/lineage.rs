@@ -216,13 +216,17 @@ impl SessionFork {
             headers.insert(live.id().clone(), live.header().clone());
         }
         if !headers.contains_key(id) {
-            // Not live, and the stored sessions cannot be read: say why, as a load does.
+            // Not live, and the stored sessions cannot be read, or this one is not listed
+            // (a listing skips a file it cannot read): say why, as a load does.
             return Err(match backend {
                 Err(source) => SessionForkError::Unavailable {
                     id: id.clone(),
                     source,
                 },
-                Ok(_) => SessionForkError::SessionNotFound { id: id.clone() },
+                Ok(backend) => match backend.read_prefix(id, 0) {
+                    Err(source) if source.code() != "SESSION_NOT_FOUND" => persistence(id, source),
+                    _ => SessionForkError::SessionNotFound { id: id.clone() },
+                },
             });
         }
         let mut ordered: Vec<&SessionHeader> = headers.values().collect();

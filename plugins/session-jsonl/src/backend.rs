@@ -137,17 +137,8 @@ impl JsonlPersistence {
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 // A dangling symbolic link: no folder can be made through it.
-                if let Ok(target) = fs::read_link(&root) {
-                    return Err(io_error(
-                        &root,
-                        io::Error::new(
-                            io::ErrorKind::NotFound,
-                            format!(
-                                "the store root is a symbolic link to {}, which does not exist",
-                                target.display()
-                            ),
-                        ),
-                    ));
+                if let Some(refused) = dangling(&root) {
+                    return Err(refused);
                 }
             }
             Err(e) => return Err(io_error(&root, e)),
@@ -208,6 +199,7 @@ impl JsonlPersistence {
 
     /// [`JsonlPersistence::physical`] for a path of session `id`, leading outside the root
     /// being [`PersistenceError::OutsideStore`].
+    /// A symbolic link to nothing is refused too, naming where it leads.
     fn inside(&self, id: &SessionId, path: &Path) -> Result<PathBuf, PersistenceError> {
         match self.physical(path) {
             Ok(Some(physical)) => Ok(physical),
@@ -217,6 +209,9 @@ impl JsonlPersistence {
                 target: fs::canonicalize(path)
                     .map_or_else(|_| "?".to_owned(), |t| t.display().to_string()),
             }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Err(dangling(path).unwrap_or_else(|| io_error(path, e)))
+            }
             Err(e) => Err(io_error(path, e)),
         }
     }
@@ -256,6 +251,10 @@ impl JsonlPersistence {
             if folder.symlink_metadata().is_ok() {
                 self.inside(id, folder)?;
             }
+        }
+        // `locate` found no file: a link standing where the file goes leads to nothing.
+        if let Some(refused) = dangling(target) {
+            return Err(refused);
         }
         fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
         let file_name = target.file_name().unwrap_or_default();
@@ -615,6 +614,25 @@ impl SessionPersistence for JsonlPersistence {
         });
         Ok(listed)
     }
+}
+
+/// The refusal of `path` when it is a symbolic link to nothing (an entry no folder or file
+/// can be made through or in place of), naming where it leads; `None` for anything else.
+fn dangling(path: &Path) -> Option<PersistenceError> {
+    let target = fs::read_link(path).ok()?;
+    if path.exists() {
+        return None;
+    }
+    Some(io_error(
+        path,
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "it is a symbolic link to {}, which does not exist",
+                target.display()
+            ),
+        ),
+    ))
 }
 
 /// Reads a dsh session file at any path, outside a store layout (what `dsh import` and

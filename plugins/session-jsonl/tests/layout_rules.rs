@@ -363,3 +363,30 @@ mod linked_folders {
         assert!(listed_ids(&store).is_empty());
     }
 }
+
+/// A symbolic link to nothing where a session's id folder or file goes: a create says so,
+/// naming where it leads (not "no such file" or "not stored"), and writes nothing.
+#[cfg(unix)]
+#[test]
+fn a_link_to_nothing_where_a_session_goes_is_refused_saying_where_it_leads() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let gone = dir.path().join("gone");
+    let folder = session_dir(dir.path(), Some("/p"), "s");
+    fs::create_dir_all(folder.parent().expect("cwd folder")).expect("folders");
+    symlink(&gone, &folder).expect("linked");
+    let file = session_file(dir.path(), Some("/p"), "t");
+    fs::create_dir_all(file.parent().expect("id folder")).expect("folders");
+    symlink(&gone, &file).expect("linked");
+    for id in ["s", "t"] {
+        let refused = store
+            .create(&header(id, Some("/p"), 5), &turn(0, 2))
+            .expect_err("refused");
+        assert_eq!(refused.code(), "IO_ERROR", "{id}: {refused}");
+        let message = refused.to_string();
+        assert!(message.contains("symbolic link to"), "{message}");
+        assert!(message.contains("gone"), "{message}");
+    }
+    assert!(!gone.exists(), "nothing made through the links");
+}

@@ -170,12 +170,13 @@ impl JsonlPersistence {
     /// Looks for `<cwd folder>/<encoded id>/session.jsonl` or `session.jsonl.zstd` in every
     /// cwd folder of the root (a cwd folder may be a symbolic link). Paths that lead to the
     /// same physical file (through a linked folder) count as one file.
-    /// Errors: [`PersistenceError::Conflict`] when the id is stored twice (under two cwd
-    /// folders, or in both forms); [`PersistenceError::Io`] when the root cannot be listed.
-    ///
     /// The path returned is the physical one (symbolic links resolved), and it is inside the
-    /// root: a file reached through a link that leads outside the root is
-    /// [`PersistenceError::OutsideStore`], for reads and writes alike.
+    /// root.
+    ///
+    /// Errors: [`PersistenceError::Conflict`] when the id is stored twice (under two cwd
+    /// folders, or in both forms); [`PersistenceError::OutsideStore`] when the file is reached
+    /// through a link that leads outside the root (for reads and writes alike);
+    /// [`PersistenceError::Io`] when the root cannot be listed.
     pub fn locate(&self, id: &SessionId) -> Result<Option<PathBuf>, PersistenceError> {
         let segment = id_segment(id.as_str());
         let mut found: Vec<PathBuf> = Vec::new();
@@ -198,8 +199,8 @@ impl JsonlPersistence {
     }
 
     /// [`JsonlPersistence::physical`] for a path of session `id`, leading outside the root
-    /// being [`PersistenceError::OutsideStore`].
-    /// A symbolic link to nothing is refused too, naming where it leads.
+    /// being [`PersistenceError::OutsideStore`]; a symbolic link to nothing is refused too
+    /// ([`PersistenceError::Io`] naming where it leads).
     fn inside(&self, id: &SessionId, path: &Path) -> Result<PathBuf, PersistenceError> {
         match self.physical(path) {
             Ok(Some(physical)) => Ok(physical),
@@ -460,7 +461,8 @@ impl SessionPersistence for JsonlPersistence {
     /// file whose header names another id or cwd than its folders);
     /// [`PersistenceError::VersionUnsupported`]; [`PersistenceError::Corrupt`] (no header
     /// line, a header line cut short or not JSON, damage before a committed `turn/end`, or an
-    /// event that is not a valid envelope);
+    /// event that is not a valid envelope); [`PersistenceError::TooLarge`] (a line or zstd
+    /// frame beyond [`crate::limits`]); [`PersistenceError::OutsideStore`];
     /// [`PersistenceError::Io`].
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
         let slot = self.slot(id);

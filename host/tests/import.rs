@@ -502,3 +502,41 @@ fn a_store_that_is_a_file_fails_the_import_loudly_and_writes_nothing() {
         "not a folder"
     );
 }
+
+/// An import extending a stored session is killed while it writes (by the file size limit:
+/// `SIGXFSZ` stops the process at the first write beyond it, deterministically in the middle
+/// of the extension). The stored session keeps none of the extension, not a part that a
+/// `repair` would then close as an interrupted turn (after which the import could never
+/// complete); importing again completes it.
+#[cfg(unix)]
+#[test]
+fn an_import_extending_a_stored_session_killed_while_it_writes_leaves_none_of_the_extension() {
+    let sandbox = Sandbox::new();
+    let short = complete_events();
+    sandbox.import_text("short.jsonl", &jsonl(&header("grows"), &short));
+    let stored = stored_bytes(&sandbox.store(), "grows");
+    let mut long = short.clone();
+    let answer = "x".repeat(4000);
+    for n in 0..100 {
+        long.extend(turn(6 + 6 * n, 2 + n, "And then?", &answer));
+    }
+    let file = sandbox.write("long.jsonl", &jsonl(&header("grows"), &long));
+    let extension = std::fs::metadata(&file).unwrap().len() - stored.len() as u64;
+    // In 1024-byte blocks: the stored file plus about half of the extension.
+    let limit = (stored.len() as u64 + extension / 2) / 1024;
+    let run = sandbox.json_limited(&format!("-f {limit}"), &[Path::new("import"), &file]);
+    assert_eq!(run.code, -1, "killed by SIGXFSZ: {run:?}");
+
+    let shown = sandbox.json(&["show", "grows"]).ok();
+    assert_eq!(shown["events"], json!(short.len()), "{shown}");
+    assert_eq!(stored_bytes(&sandbox.store(), "grows"), stored);
+    let repaired = sandbox.json(&["repair", "grows"]).ok();
+    assert_eq!(repaired["appended"], json!([]));
+
+    let again = sandbox.import(&[&file]);
+    assert_eq!(again[0]["events"], json!(long.len()));
+    assert_eq!(
+        sandbox.json(&["show", "grows"]).ok()["events"],
+        json!(long.len())
+    );
+}

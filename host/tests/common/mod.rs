@@ -180,6 +180,33 @@ impl Sandbox {
         self.run(&all)
     }
 
+    /// Runs `dsh --store STORE --json ARGS` under the resource limit `ulimit` (arguments of
+    /// bash's `ulimit`, e.g. `-f 64`: the file size limit in 1024-byte blocks).
+    #[cfg(unix)]
+    pub fn json_limited<S: AsRef<OsStr>>(&self, ulimit: &str, args: &[S]) -> Run {
+        let command = self.command();
+        let program = command.get_program().to_owned();
+        let mut limited = Command::new("bash");
+        limited
+            .current_dir(self.root())
+            .arg("-c")
+            .arg(format!("ulimit {ulimit} && exec \"$0\" \"$@\""))
+            .arg(program)
+            .args([
+                OsStr::new("--store"),
+                self.store().as_os_str(),
+                OsStr::new("--json"),
+            ])
+            .args(args);
+        for (key, value) in command.get_envs() {
+            match value {
+                Some(value) => limited.env(key, value),
+                None => limited.env_remove(key),
+            };
+        }
+        Sandbox::finish(&mut limited)
+    }
+
     /// Imports `files` into the store and asserts that every one succeeded.
     pub fn import(&self, files: &[&Path]) -> Value {
         let mut args: Vec<OsString> = vec!["import".into()];

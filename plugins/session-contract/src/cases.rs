@@ -83,6 +83,30 @@ pub fn appends_then_load_round_trip(fixture: &dyn Fixture) {
     assert_stored(&load_fresh(fixture, "appended"), &header, &events);
 }
 
+/// An atomic append ([`SessionPersistence::append_atomic`]) stores its batch as an append
+/// does, continues from the stored next seq between plain appends, and refuses a batch not at
+/// that seq whole.
+pub fn atomic_appends_round_trip_between_appends(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    let header = header("atomic", 3);
+    let events = turns(3);
+    backend.create(&header, &events[..2]).expect("created");
+    backend
+        .append_atomic(&header.id, &events[2..7])
+        .expect("appended atomically");
+    backend.append(&header.id, &events[7..9]).expect("appended");
+    expect_code(
+        fixture.open().append_atomic(&header.id, &events[8..]),
+        "SEQ_MISMATCH",
+    );
+    assert_stored(&load_fresh(fixture, "atomic"), &header, &events[..9]);
+    fixture
+        .open()
+        .append_atomic(&header.id, &from(&events, 9))
+        .expect("a fresh instance appends atomically at the stored next seq");
+    assert_stored(&load_fresh(fixture, "atomic"), &header, &events);
+}
+
 /// A session created with no events is stored: it loads empty, is listed, and its prefix is
 /// empty.
 pub fn an_empty_session_is_stored_and_loads_empty(fixture: &dyn Fixture) {

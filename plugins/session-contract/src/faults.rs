@@ -107,6 +107,14 @@ impl SessionPersistence for FaultyPersistence {
         self.write(|| self.inner.append(id, events))
     }
 
+    fn append_atomic(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        self.write(|| self.inner.append_atomic(id, events))
+    }
+
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
         self.inner.load(id)
     }

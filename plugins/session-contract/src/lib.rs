@@ -81,6 +81,7 @@ macro_rules! contract_tests {
             create_then_load_round_trips_header_and_events,
             events_read_back_as_identical_json,
             appends_then_load_round_trip,
+            atomic_appends_round_trip_between_appends,
             an_empty_session_is_stored_and_loads_empty,
             an_append_not_at_the_stored_next_seq_is_rejected_and_changes_nothing,
             a_non_contiguous_batch_is_rejected_whole,

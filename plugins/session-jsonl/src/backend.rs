@@ -2,13 +2,14 @@
 
 use crate::compressed::{compress_frame, decoding_reader};
 use crate::decode::Decoded;
-use crate::durable::{append_after, publish_new, PublishError};
+use crate::durable::{append_after, publish_new, replace_atomically, IoAt, PublishError};
 use crate::file_end::FileEnd;
 use crate::header_line::{encode_header_line, parse_header_line, HeaderError};
 use crate::layout::{
     check_placement, compressed_session_file, id_segment, is_compressed, is_cwd_folder,
     session_file, session_files, single_file, stored_twice,
 };
+use crate::limits::MAX_ID_SEGMENT_BYTES;
 use crate::record::{is_row_tag, write_event_line};
 use crate::scan::{read_header, scan_bytes, scan_compressed, scan_prefix, ReadError, Scanned};
 use crate::tail::read_clean_tail;
@@ -56,6 +57,15 @@ impl Cursor {
             next_seq,
         }
     }
+}
+
+/// How an append writes its bytes.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// After the committed records of the file itself (a crash can leave a part).
+    InPlace,
+    /// Into a copy renamed over the file (a crash leaves none or all).
+    Replace,
 }
 
 /// The physical form new session files are written in (`{"compression": ...}` in the
@@ -281,10 +291,15 @@ impl JsonlPersistence {
         // The path is physical (see `locate`): a link put in its place since is not followed.
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
-        let file = options.open(path).map_err(|e| io_error(path, e))?;
         let deadline = Instant::now() + self.lock_timeout;
+        let mut file = options.open(path).map_err(|e| io_error(path, e))?;
         loop {
             match file.try_lock() {
+                // An atomic append (`append_atomic`) may have put a new file in its place
+                // while we waited: lock that one.
+                Ok(()) if !names_file(path, &file).map_err(|e| io_error(path, e))? => {
+                    file = options.open(path).map_err(|e| io_error(path, e))?;
+                }
                 Ok(()) => return Ok(file),
                 Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(5));
@@ -302,6 +317,60 @@ impl JsonlPersistence {
                 Err(fs::TryLockError::Error(e)) => return Err(io_error(path, e)),
             }
         }
+    }
+
+    /// The append of [`SessionPersistence::append`] (`Step::InPlace`) and
+    /// [`SessionPersistence::append_atomic`] (`Step::Replace`).
+    fn append_by(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+        step: Step,
+    ) -> Result<(), PersistenceError> {
+        let slot = self.slot(id);
+        let mut cached = slot.lock();
+        let path = match cached.as_ref() {
+            Some(cursor) => cursor.path.clone(),
+            None => self.require(id)?,
+        };
+        // Another process may append to the same file: hold an exclusive advisory lock from
+        // the length check to the sync, so neither cuts off what the other wrote.
+        let mut locked = self.lock_exclusive(id, &path)?;
+        let cursor = self.cursor(id, &locked, &mut cached)?;
+        check_storable(id, cursor.next_seq, events)?;
+        if events.is_empty() && cursor.end.len() == cursor.committed {
+            return Ok(());
+        }
+        let mut text = cursor.carry.clone();
+        for event in events {
+            write_event_line(event, &mut text).map_err(|e| io_error(&cursor.path, e.into()))?;
+        }
+        let bytes = if is_compressed(&cursor.path, &[]) && !text.is_empty() {
+            compress_frame(&text).map_err(|e| io_error(&cursor.path, e))?
+        } else {
+            text
+        };
+        let written = match step {
+            Step::InPlace => append_after(&mut locked, cursor.end.len(), cursor.committed, &bytes)
+                .map_err(|e| io_error(&cursor.path, e)),
+            Step::Replace => {
+                replace_atomically(&cursor.path, &mut locked, cursor.committed, &bytes)
+                    .map_err(|IoAt(path, source)| io_error(&path, source))
+            }
+        };
+        if let Err(e) = written {
+            *cached = None;
+            return Err(e);
+        }
+        let committed = cursor.committed + bytes.len() as u64;
+        *cached = Some(Cursor {
+            committed,
+            carry: Vec::new(),
+            end: cursor.end.after_append(cursor.committed, &bytes),
+            next_seq: cursor.next_seq + events.len() as u64,
+            path: cursor.path,
+        });
+        Ok(())
     }
 
     /// The file of a stored session. Errors: [`PersistenceError::NotFound`], or as
@@ -345,7 +414,8 @@ impl SessionPersistence for JsonlPersistence {
     /// a packed row tag; [`PersistenceError::HeaderInvalid`] or
     /// [`PersistenceError::VersionUnsupported`] when the header would not read back (relative
     /// `cwd`, `origin` other than `"subagent"`, version other than 0, retired or duplicate
-    /// extra field); [`PersistenceError::Io`].
+    /// extra field); [`PersistenceError::TooLarge`] when the id's folder name would be longer
+    /// than [`crate::limits::MAX_ID_SEGMENT_BYTES`]; [`PersistenceError::Io`].
     fn create(
         &self,
         header: &SessionHeader,
@@ -361,6 +431,16 @@ impl SessionPersistence for JsonlPersistence {
                 compressed_session_file(&self.root, header.cwd.as_deref(), id.as_str())
             }
         };
+        let segment = id_segment(id.as_str()).len();
+        if segment > MAX_ID_SEGMENT_BYTES {
+            return Err(PersistenceError::TooLarge {
+                file: target.display().to_string(),
+                reason: format!(
+                    "session {id}: the id's folder name would be {segment} bytes, beyond the \
+                     {MAX_ID_SEGMENT_BYTES} a file name may have"
+                ),
+            });
+        }
         let header_error = |e| header_error(&target, e);
         let line = encode_header_line(header).map_err(header_error)?;
         parse_header_line(&line).map_err(header_error)?;
@@ -415,42 +495,22 @@ impl SessionPersistence for JsonlPersistence {
     /// errors of [`SessionPersistence::load`] when the file must be rescanned;
     /// [`PersistenceError::Io`] (the file is cut back to its previous length).
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
-        let slot = self.slot(id);
-        let mut cached = slot.lock();
-        let path = match cached.as_ref() {
-            Some(cursor) => cursor.path.clone(),
-            None => self.require(id)?,
-        };
-        // Another process may append to the same file: hold an exclusive advisory lock from
-        // the length check to the sync, so neither cuts off what the other wrote.
-        let mut locked = self.lock_exclusive(id, &path)?;
-        let cursor = self.cursor(id, &locked, &mut cached)?;
-        check_storable(id, cursor.next_seq, events)?;
-        if events.is_empty() && cursor.end.len() == cursor.committed {
-            return Ok(());
-        }
-        let mut text = cursor.carry.clone();
-        for event in events {
-            write_event_line(event, &mut text).map_err(|e| io_error(&cursor.path, e.into()))?;
-        }
-        let bytes = if is_compressed(&cursor.path, &[]) && !text.is_empty() {
-            compress_frame(&text).map_err(|e| io_error(&cursor.path, e))?
-        } else {
-            text
-        };
-        if let Err(e) = append_after(&mut locked, cursor.end.len(), cursor.committed, &bytes) {
-            *cached = None;
-            return Err(io_error(&cursor.path, e));
-        }
-        let committed = cursor.committed + bytes.len() as u64;
-        *cached = Some(Cursor {
-            committed,
-            carry: Vec::new(),
-            end: cursor.end.after_append(cursor.committed, &bytes),
-            next_seq: cursor.next_seq + events.len() as u64,
-            path: cursor.path,
-        });
-        Ok(())
+        self.append_by(id, events, Step::InPlace)
+    }
+
+    /// As [`SessionPersistence::append`], but the file is replaced: a new file holding the
+    /// committed records and then `events` is written next to it (a temporary file as a
+    /// create writes one), synced and renamed over it, so a crash or a kill leaves the stored
+    /// log without any of `events` or with all of them. A writer that waited on the lock of
+    /// the replaced file locks the new one. Costs a copy of the file.
+    ///
+    /// Errors as [`SessionPersistence::append`]; on an error the file is unchanged.
+    fn append_atomic(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        self.append_by(id, events, Step::Replace)
     }
 
     /// Reads the header and every committed event, packed rows expanded. A torn tail is dropped
@@ -615,6 +675,22 @@ impl SessionPersistence for JsonlPersistence {
             (a.header.created_at, &a.header.id).cmp(&(b.header.created_at, &b.header.id))
         });
         Ok(listed)
+    }
+}
+
+/// Whether `path` still names `file` (the same device and inode on unix; always elsewhere,
+/// where files are not replaced under a lock holder).
+fn names_file(path: &Path, file: &File) -> io::Result<bool> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (held, named) = (file.metadata()?, fs::symlink_metadata(path)?);
+        Ok((held.dev(), held.ino()) == (named.dev(), named.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (path, file);
+        Ok(true)
     }
 }
 

@@ -15,8 +15,18 @@ pub(crate) enum PublishError {
     Io(PathBuf, io::Error),
 }
 
-fn io_at(path: &Path) -> impl FnOnce(io::Error) -> PublishError + '_ {
-    move |e| PublishError::Io(path.to_path_buf(), e)
+impl From<IoAt> for PublishError {
+    fn from(IoAt(path, e): IoAt) -> PublishError {
+        PublishError::Io(path, e)
+    }
+}
+
+/// A step the operating system refused, with the path it was on.
+#[derive(Debug)]
+pub(crate) struct IoAt(pub(crate) PathBuf, pub(crate) io::Error);
+
+fn io_at(path: &Path) -> impl FnOnce(io::Error) -> IoAt + '_ {
+    move |e| IoAt(path.to_path_buf(), e)
 }
 
 /// The prefix and suffix of the temporary files [`publish_new`] writes next to its target:
@@ -38,10 +48,66 @@ pub(crate) const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
 /// temporary file this call created is ever removed, besides the stale ones of
 /// [`remove_stale_temps`].
 pub(crate) fn publish_new(target: &Path, bytes: &[u8]) -> Result<(), PublishError> {
-    let dir = target.parent().ok_or_else(|| {
-        PublishError::Io(target.to_path_buf(), io::ErrorKind::InvalidInput.into())
-    })?;
+    let dir = folder_of(target)?;
     remove_stale_temps(dir, STALE_TEMP_AGE);
+    let temp = locked_temp(dir, |temp| temp.write_all(bytes))?;
+    // Dropping `temp` (on success too, once it is a second name of `target`) removes it.
+    temp.persist_noclobber(target)
+        .map_err(|e| match e.error.kind() {
+            io::ErrorKind::AlreadyExists => PublishError::Exists,
+            _ => PublishError::Io(target.to_path_buf(), e.error),
+        })?;
+    Ok(sync_folders(dir, 3)?)
+}
+
+/// Puts at `target` a new file holding the first `keep` bytes of `file` (the current file at
+/// `target`, held under its lock by the caller) followed by `bytes`, in one atomic step: the
+/// new file is written as a temporary file next to `target` as [`publish_new`] writes one,
+/// synced, renamed over `target`, and the folder synced. A crash or a failure at any point
+/// leaves `target` either as it was or holding the whole new content, never a part of
+/// `bytes` (an append can be cut anywhere). The new file is locked from its creation until
+/// this returns; a writer waiting on the lock of the old one must check, once it holds the
+/// lock, that the path still names the file it locked.
+///
+/// Costs a copy of the `keep` bytes kept (read from `file`, streamed).
+pub(crate) fn replace_atomically(
+    target: &Path,
+    file: &mut File,
+    keep: u64,
+    bytes: &[u8],
+) -> Result<(), IoAt> {
+    let dir = folder_of(target)?;
+    remove_stale_temps(dir, STALE_TEMP_AGE);
+    file.seek(SeekFrom::Start(0)).map_err(io_at(target))?;
+    let temp = locked_temp(dir, |temp| {
+        let copied = io::copy(&mut (&mut *file).take(keep), temp)?;
+        if copied != keep {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("the file ended after {copied} of its {keep} committed bytes"),
+            ));
+        }
+        temp.write_all(bytes)
+    })?;
+    temp.persist(target)
+        .map_err(|e| IoAt(target.to_path_buf(), e.error))?;
+    sync_folders(dir, 1)
+}
+
+/// The folder `target` goes in. Errors: `InvalidInput` for a path without one.
+fn folder_of(target: &Path) -> Result<&Path, IoAt> {
+    target
+        .parent()
+        .ok_or_else(|| IoAt(target.to_path_buf(), io::ErrorKind::InvalidInput.into()))
+}
+
+/// A new temporary file in `dir` with an unpredictable name, created exclusively, locked,
+/// filled by `write` and synced. Errors: the step that failed, naming the temporary file
+/// (which is removed).
+fn locked_temp(
+    dir: &Path,
+    write: impl FnOnce(&mut tempfile::NamedTempFile) -> io::Result<()>,
+) -> Result<tempfile::NamedTempFile, IoAt> {
     let mut temp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
         .suffix(TEMP_SUFFIX)
@@ -50,19 +116,18 @@ pub(crate) fn publish_new(target: &Path, bytes: &[u8]) -> Result<(), PublishErro
     let written = temp
         .as_file()
         .lock()
-        .and_then(|()| temp.write_all(bytes))
+        .and_then(|()| write(&mut temp))
         .and_then(|()| temp.as_file().sync_all());
-    if let Err(e) = written {
-        return Err(PublishError::Io(temp.path().to_path_buf(), e));
+    match written {
+        Ok(()) => Ok(temp),
+        Err(e) => Err(IoAt(temp.path().to_path_buf(), e)),
     }
-    // Dropping `temp` (on success too, once it is a second name of `target`) removes it.
-    temp.persist_noclobber(target)
-        .map_err(|e| match e.error.kind() {
-            io::ErrorKind::AlreadyExists => PublishError::Exists,
-            _ => PublishError::Io(target.to_path_buf(), e.error),
-        })?;
+}
+
+/// Syncs `dir` and up to `levels - 1` of its parents, so new entries in them survive a crash.
+fn sync_folders(dir: &Path, levels: usize) -> Result<(), IoAt> {
     let mut folder = Some(dir);
-    for _ in 0..3 {
+    for _ in 0..levels {
         let Some(path) = folder else { break };
         sync_dir(path).map_err(io_at(path))?;
         folder = path.parent();

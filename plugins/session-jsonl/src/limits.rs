@@ -1,7 +1,8 @@
 //! The sizes a reader of session files accepts, so that no file (a hostile one included) can
 //! make a read exhaust memory: a header line, a record line, and what one zstd frame decodes
 //! to. Each bound is far above anything dsh writes; a file beyond one is refused with
-//! `LIMIT_EXCEEDED` naming the line or frame, and a store listing skips it and goes on.
+//! `LIMIT_EXCEEDED` naming the line or frame, and a store listing skips it and goes on. And
+//! the longest id a session file can be created under ([`MAX_ID_SEGMENT_BYTES`]).
 
 use std::io::{self, BufRead, Read};
 
@@ -16,6 +17,13 @@ pub const MAX_LINE_BYTES: usize = 256 << 20;
 /// The most one zstd frame of a compressed file may decode to: 256 MiB (dsh writes one frame
 /// per append batch). The header frame may decode to one header line at most.
 pub const MAX_FRAME_BYTES: usize = 256 << 20;
+
+/// The longest id folder name a create writes: 255 bytes, the most a file name may have on
+/// the common file systems (ext4, XFS, APFS, NTFS). The name is the escaped id
+/// ([`crate::layout::id_segment`]): 255 ASCII letters, digits, `_`, `-` or `.`, fewer for other
+/// characters (5 bytes per UTF-16 unit). A create of a longer id is refused with
+/// `LIMIT_EXCEEDED` before anything is written; such an id is never found stored.
+pub const MAX_ID_SEGMENT_BYTES: usize = 255;
 
 /// The bounds one read applies; [`Limits::DEFAULT`] everywhere but in tests of the bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -462,3 +462,133 @@ fn an_event_typed_as_a_packed_row_tag_is_refused_and_nothing_is_written() {
     let stored = store.load(&SessionId::new("rows")).expect("loads");
     assert_eq!(stored.events.len(), 3);
 }
+
+/// An atomic append writes exactly what an append writes, in plain and compressed files, a
+/// torn tail cut first, and leaves no temporary file behind.
+#[test]
+fn an_atomic_append_stores_what_an_append_stores() {
+    for compression in [Compression::None, Compression::Zstd] {
+        let (plain, atomic) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let all = turn(0, 9);
+        let id = SessionId::new("s");
+        let mut files = Vec::new();
+        for (dir, is_atomic) in [(&plain, false), (&atomic, true)] {
+            let store = JsonlPersistence::new(dir.path()).with_compression(compression);
+            store.create(&header("s", None, 1), &all[..3]).unwrap();
+            let file = store.locate(&id).unwrap().expect("stored");
+            fs::OpenOptions::new()
+                .append(true)
+                .open(&file)
+                .unwrap()
+                .write_all(b"{\"type\":\"tu")
+                .unwrap();
+            let store = JsonlPersistence::new(dir.path());
+            let append = |events| match is_atomic {
+                true => store.append_atomic(&id, events),
+                false => store.append(&id, events),
+            };
+            append(&all[3..5]).unwrap();
+            append(&all[5..]).unwrap();
+            assert_eq!(store.load(&id).unwrap().events.len(), 9);
+            assert_eq!(
+                files_under(dir.path()),
+                std::slice::from_ref(&file),
+                "{compression:?}"
+            );
+            files.push(fs::read(&file).unwrap());
+        }
+        assert_eq!(files[0], files[1], "{compression:?}");
+    }
+}
+
+/// A writer that opened the session file and waits for its lock while another process
+/// replaces the file (an atomic append) must not write into the replaced file, which no
+/// reader sees any more: it locks the file now at the path, finds the log grown, and is
+/// refused with `SEQ_MISMATCH`, losing nothing.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_writer_waiting_on_the_lock_of_a_replaced_file_writes_to_the_new_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let id = SessionId::new("s");
+    let all = turn(0, 8);
+    JsonlPersistence::new(dir.path())
+        .create(&header("s", None, 1), &all[..6])
+        .unwrap();
+    let path = session_file(dir.path(), None, "s");
+    let guard = fs::File::open(&path).unwrap();
+    guard.lock().unwrap();
+    let waiting = std::thread::spawn({
+        let (root, id, next) = (dir.path().to_path_buf(), id.clone(), all[6].clone());
+        move || JsonlPersistence::new(root).append(&id, &[next])
+    });
+    // Until the waiting writer holds the file open: the guard's descriptor and its own.
+    while open_descriptors_of(&path) < 2 {
+        std::thread::yield_now();
+    }
+    let mut grown = fs::read(&path).unwrap();
+    grown.extend(format!("{}\n{}\n", line(&all[6]), line(&all[7])).into_bytes());
+    let temp = dir.path().join("replacement");
+    fs::write(&temp, &grown).unwrap();
+    fs::rename(&temp, &path).unwrap();
+    drop(guard);
+    let refused = waiting
+        .join()
+        .unwrap()
+        .expect_err("the log grew under the writer");
+    assert_eq!(refused.code(), "SEQ_MISMATCH", "{refused}");
+    assert_eq!(fs::read(&path).unwrap(), grown);
+    assert_eq!(
+        JsonlPersistence::new(dir.path())
+            .load(&id)
+            .unwrap()
+            .events
+            .len(),
+        8
+    );
+}
+
+/// How many of this process's open file descriptors name the file at `path`.
+#[cfg(target_os = "linux")]
+fn open_descriptors_of(path: &std::path::Path) -> usize {
+    let target = fs::canonicalize(path).unwrap();
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|fd| fs::read_link(fd.path()).is_ok_and(|link| link == target))
+        .count()
+}
+
+/// An id whose folder name would pass the 255 bytes a file name may have is refused with
+/// `LIMIT_EXCEEDED` naming the session, before anything is written; the longest id that fits
+/// is stored and found.
+#[test]
+fn an_id_too_long_for_a_folder_name_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let longest = "a".repeat(dsh_session_jsonl::limits::MAX_ID_SEGMENT_BYTES);
+    store
+        .create(&header(&longest, Some("/w"), 1), &turn(0, 2))
+        .expect("fits");
+    assert_eq!(
+        store
+            .load(&SessionId::new(longest.as_str()))
+            .unwrap()
+            .events
+            .len(),
+        2
+    );
+    let before = files_under(dir.path());
+    // 52 characters of 5 escaped bytes each: 260 bytes.
+    for id in [format!("{longest}a"), "é".repeat(52)] {
+        let refused = store
+            .create(&header(&id, Some("/w"), 1), &turn(0, 2))
+            .expect_err("too long");
+        assert_eq!(refused.code(), "LIMIT_EXCEEDED", "{refused}");
+        assert!(refused.to_string().contains(&id), "{refused}");
+        assert!(matches!(
+            store.load(&SessionId::new(id.as_str())),
+            Err(PersistenceError::NotFound { .. })
+        ));
+    }
+    assert_eq!(files_under(dir.path()), before);
+}

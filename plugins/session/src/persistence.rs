@@ -152,7 +152,8 @@ pub enum PersistenceError {
         target: String,
     },
     /// A stored line, frame or record is larger than the backend reads (a bound well above
-    /// anything dsh writes, so that a hostile file cannot exhaust memory). Nothing was read.
+    /// anything dsh writes, so that a hostile file cannot exhaust memory; nothing was read),
+    /// or a create names an id longer than the backend stores (nothing was written).
     #[error("session file {file}: {reason}")]
     TooLarge {
         /// The file read.
@@ -208,6 +209,24 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// ([`PersistenceError::SeqMismatch`] otherwise). A torn final record left by a crash is
     /// truncated first; nothing else is ever rewritten.
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError>;
+
+    /// Appends `events` as [`SessionPersistence::append`] does, all or nothing: once it has
+    /// begun, a crash, a kill or an error leaves the stored log with none of `events` or with
+    /// every one of them. The store uses it where a part would be worse than nothing: when a
+    /// session takes over a stored prefix of its log (an `import` extending a stored
+    /// session), since a part of it could then be closed as an interrupted turn and the rest
+    /// could never be added.
+    ///
+    /// The default calls `append`: right for a backend whose append is one transaction (the
+    /// SQL backends). A backend whose append can be cut in the middle (the JSONL files)
+    /// overrides it.
+    fn append_atomic(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        self.append(id, events)
+    }
 
     /// Reads a stored session: header and every complete record. Never writes.
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError>;
@@ -373,7 +392,8 @@ fn take_over(
             ),
         });
     }
-    append_from(backend, session, stored.events.len()).map_err(|error| match error {
+    append_from(backend, session, stored.events.len(), Whole::Required).map_err(|error| match error
+    {
         // Someone else extended the stored log between our read and our append.
         PersistenceError::SeqMismatch { .. } => PersistenceError::Conflict {
             id: id.clone(),
@@ -394,7 +414,7 @@ pub(crate) fn catch_up(
     session: &Session,
     cursor: usize,
 ) -> Result<usize, PersistenceError> {
-    match append_from(backend, session, cursor) {
+    match append_from(backend, session, cursor, Whole::Optional) {
         Err(mismatch @ PersistenceError::SeqMismatch { .. }) => match first_write(backend, session)
         {
             Err(PersistenceError::Conflict { .. }) => Err(mismatch),
@@ -404,16 +424,29 @@ pub(crate) fn catch_up(
     }
 }
 
+/// Whether an append must land whole ([`SessionPersistence::append_atomic`]).
+#[derive(Clone, Copy)]
+enum Whole {
+    /// A part of the events stored after a crash would be worse than none.
+    Required,
+    /// A part is fine (the rest is appended by the next flush).
+    Optional,
+}
+
 /// Appends the session's events from `cursor` on; returns the new cursor.
 fn append_from(
     backend: &dyn SessionPersistence,
     session: &Session,
     cursor: usize,
+    whole: Whole,
 ) -> Result<usize, PersistenceError> {
     let events = session.events();
     let fresh: Vec<Arc<SessionEvent>> = events.iter_from(cursor).cloned().collect();
     if !fresh.is_empty() {
-        backend.append(session.id(), &fresh)?;
+        match whole {
+            Whole::Required => backend.append_atomic(session.id(), &fresh)?,
+            Whole::Optional => backend.append(session.id(), &fresh)?,
+        }
     }
     Ok(events.len())
 }

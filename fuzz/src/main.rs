@@ -1,5 +1,6 @@
-//! dsh-fuzz: fuzzing of the session file decoder and of seed validation on the stable
-//! toolchain, as a plain loop (no cargo-fuzz, no nightly).
+//! dsh-fuzz: fuzzing of the session file decoder, of seed validation and of a JSONL store
+//! laid with symbolic links, on the stable toolchain, as a plain loop (no cargo-fuzz, no
+//! nightly).
 //!
 //! Each iteration generates a valid session (header and log of turns, steps, streamed chunks,
 //! tool calls, replacements, log-only events), then either keeps it, cuts it, mutates it (bit
@@ -8,22 +9,27 @@
 //! it: no panic, typed errors with stable codes, a valid file reads back as written, a cut file
 //! reads as the prefix of its complete records, whatever reads back can be written and read
 //! again unchanged, and a seed `create` accepts is never refused by `dsh check` once written
-//! (the targets module lists them all).
+//! (the targets module lists them all). The `store` target (module `store`) builds stores
+//! whose folders and files are symbolic links and checks that no write leaves the store and
+//! that reads and writes agree.
 //!
 //! ```text
-//! dsh-fuzz [--target jsonl|seed|all] [--seconds N] [--seed S] [--out DIR]
+//! dsh-fuzz [--target jsonl|seed|store|all] [--seconds N] [--seed S] [--out DIR]
 //! dsh-fuzz --replay FILE...
 //! ```
 //!
 //! `--seconds` is per target (default 60); iteration `i` of seed `S` is reproducible. A failing
 //! input is written to `--out` (default `target/fuzz-failures`) as `<target>-<S>-<i>.<ext>`
-//! (`.jsonl`, `.jsonl.zstd`, or `.seed.json`: a JSON array of event records) and can be run
+//! (`.jsonl`, `.jsonl.zstd`, `.seed.json`: a JSON array of event records, or `.store.json`: a
+//! store plan) and can be run
 //! again with `--replay`. The exit status is 1 when any property failed, 2 on a usage error;
 //! `--help` prints the usage.
 
 mod file;
 mod generate;
 mod mutate;
+#[cfg(unix)]
+mod store;
 mod targets;
 
 use fastrand::Rng;
@@ -34,6 +40,13 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use targets::{Case, Expect};
+
+/// The targets `--target all` (the default) runs; `store` needs symbolic links.
+const ALL_TARGETS: &[&str] = if cfg!(unix) {
+    &["jsonl", "seed", "store"]
+} else {
+    &["jsonl", "seed"]
+};
 
 /// At most this many inputs are saved per distinct failure.
 const SAVED_PER_FAILURE: usize = 3;
@@ -47,7 +60,8 @@ struct Options {
     help: bool,
 }
 
-const USAGE: &str = "usage: dsh-fuzz [--target jsonl|seed|all] [--seconds N] [--seed S] [--out DIR]
+const USAGE: &str =
+    "usage: dsh-fuzz [--target jsonl|seed|store|all] [--seconds N] [--seed S] [--out DIR]
        dsh-fuzz --replay FILE...";
 
 fn usage(why: &str) -> ExitCode {
@@ -58,7 +72,7 @@ fn usage(why: &str) -> ExitCode {
 
 fn parse(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
-        targets: vec!["jsonl", "seed"],
+        targets: ALL_TARGETS.to_vec(),
         seconds: 60,
         seed: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -75,7 +89,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 options.targets = match value()?.as_str() {
                     "jsonl" => vec!["jsonl"],
                     "seed" => vec!["seed"],
-                    "all" => vec!["jsonl", "seed"],
+                    "store" => vec!["store"],
+                    "all" => ALL_TARGETS.to_vec(),
                     other => return Err(format!("unknown target {other}")),
                 }
             }
@@ -115,8 +130,10 @@ fn quiet_panics() -> LastPanic {
 
 /// Runs the properties of a case, a panic counting as a failure.
 fn run(case: &Case, last_panic: &LastPanic) -> Result<(), String> {
-    let result = panic::catch_unwind(AssertUnwindSafe(|| {
-        targets::check(&case.bytes, case.extension, &case.expect)
+    let result = panic::catch_unwind(AssertUnwindSafe(|| match case.extension {
+        #[cfg(unix)]
+        "store.json" => store::check_store(&case.bytes),
+        _ => targets::check(&case.bytes, case.extension, &case.expect),
     }));
     result.unwrap_or_else(|_| {
         let message = last_panic.lock().ok().and_then(|mut m| m.take());
@@ -144,6 +161,12 @@ fn fuzz(options: &Options, last_panic: &LastPanic) -> bool {
                 Rng::with_seed(options.seed ^ iterations.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let case = match *target {
                 "jsonl" => targets::jsonl_case(&mut rng),
+                #[cfg(unix)]
+                "store" => Case {
+                    bytes: store::store_case(&mut rng),
+                    extension: "store.json",
+                    expect: Expect::Anything,
+                },
                 _ => targets::seed_case(&mut rng),
             };
             if let Err(message) = run(&case, last_panic) {
@@ -183,7 +206,7 @@ fn replay(files: &[PathBuf], last_panic: &LastPanic) -> bool {
     let mut clean = true;
     for file in files {
         let name = file.to_string_lossy();
-        let extension = ["seed.json", "jsonl.zstd", "jsonl"]
+        let extension = ["seed.json", "store.json", "jsonl.zstd", "jsonl"]
             .into_iter()
             .find(|ext| name.ends_with(ext))
             .unwrap_or("jsonl");

@@ -2,6 +2,8 @@
 //! registry. It owns configuration (store directory, plugin switches) and presentation;
 //! session semantics live in the plugins.
 
+#[cfg(unix)]
+mod alloc;
 mod app;
 mod cli;
 mod cmd;
@@ -25,6 +27,11 @@ use dsh::subagent_fork as _;
 use clap::Parser;
 use cli::{Cli, Command};
 
+/// A refused allocation ends a command with `OUT_OF_MEMORY` instead of an abort.
+#[cfg(unix)]
+#[global_allocator]
+static ALLOCATOR: alloc::Reporting = alloc::Reporting;
+
 fn main() {
     use std::io::IsTerminal;
     tracing_subscriber::fmt()
@@ -36,6 +43,8 @@ fn main() {
         )
         .init();
     let cli = Cli::parse();
+    #[cfg(unix)]
+    alloc::report_as_json(cli.json);
     // Deep data (a fork chain thousands of sessions deep, records nested 16,384 levels) is
     // serialized and dropped recursively: the command runs on a thread whose stack has room
     // for it (reserved address space; only what is used is ever touched).

@@ -321,3 +321,33 @@ fn checking_a_folder_with_two_symlink_loops_finishes() {
     let run = check_within(&sandbox, &folder, std::time::Duration::from_secs(20));
     assert!(run.is_some(), "dsh check did not finish within 20 s");
 }
+
+/// A command that runs out of memory (here: a 96 MiB message checked with about 390 MiB of
+/// address space, a quarter of which the command thread's stack reserves) ends with the
+/// `OUT_OF_MEMORY` error document and status 1, not an abort without output; with the memory
+/// it needs, the same file checks fine.
+#[cfg(unix)]
+#[test]
+fn running_out_of_memory_ends_a_command_with_a_code_instead_of_an_abort() {
+    let sandbox = Sandbox::new();
+    let mut events = complete_events();
+    events[1] = user_message(1, "msg-user-1", &"x".repeat(96 << 20));
+    let file = sandbox.write("big.jsonl", &jsonl(&header("big"), &events));
+    let run = sandbox.json_limited("-v 400000", &[Path::new("check"), &file]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let error = &run.doc()["error"];
+    assert_eq!(error["code"], json!("OUT_OF_MEMORY"), "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("refused an allocation")),
+        "{error}"
+    );
+    let started = sandbox.json_limited("-v 400000", &[Path::new("--version")]);
+    assert_eq!(
+        started.code, 0,
+        "the limit leaves room to start: {started:?}"
+    );
+    let doc = sandbox.json(&[Path::new("check"), &file]).ok();
+    assert_eq!(doc, json!([ok_entry(&file, "big", 6)]));
+}

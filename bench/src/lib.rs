@@ -5,7 +5,8 @@
 //! and [`events`] (emit to 10 listeners). [`run_core`] runs them all into a
 //! [`report::Report`]. The plugins and service types come from the `dsh-bench-chain` crate,
 //! generated at compile time. `session` figures ([`session`]), `fork` figures ([`fork`]) and
-//! `persist` figures ([`persist`], every persistence backend) run on logs from [`generate`],
+//! `persist` figures ([`persist`], every persistence backend) and `async` figures
+//! ([`async_face`], the async face on a tokio runtime with a heartbeat) run on logs from [`generate`],
 //! shaped like dsh turns. No randomness: every run does the
 //! same work.
 //!
@@ -15,12 +16,14 @@
 //! cargo run --release -p dsh-bench -- session --json
 //! cargo run --release -p dsh-bench -- fork --json
 //! cargo run --release -p dsh-bench -- persist --json
+//! cargo run --release -p dsh-bench -- async --json
 //! cargo bench -p dsh-bench                          # the criterion benches, under a minute
 //! ```
 
 #![warn(missing_docs)]
 
 pub mod alloc;
+pub mod async_face;
 pub mod events;
 pub mod fork;
 pub mod generate;

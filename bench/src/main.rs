@@ -1,8 +1,8 @@
 //! `dsh-bench`: measures dsh-core next to in-run baselines.
 //!
-//! `dsh-bench core|session|fork|persist [--json] [--quick]`. Each subcommand is one scenario family;
+//! `dsh-bench core|session|fork|persist|async [--json] [--quick]`. Each subcommand is one scenario family;
 //! the measurements live in the library (`dsh_bench::run_core`, `session::run_session`,
-//! `fork::run_fork`, `persist::run_persist`), this file only parses the command line and prints. The binary counts
+//! `fork::run_fork`, `persist::run_persist`, `async_face::measure`), this file only parses the command line and prints. The binary counts
 //! allocations (`dsh_bench::alloc::Counting`) so that `fork` can report bytes per fork and
 //! `session` the most bytes a load holds at once.
 
@@ -43,6 +43,10 @@ enum Command {
     /// with one sync per flush (on one thread and on eight, each its own file) and parsing
     /// them back.
     Persist(RunOptions),
+    /// The async face on a tokio runtime of two workers (JSONL, SQLite): 8 tasks flushing
+    /// 20-event turns through it while a 5 ms heartbeat records how late it wakes, against
+    /// the sync API on 8 threads, and the heartbeat with the sync API called on the workers.
+    Async(RunOptions),
 }
 
 /// Options of a measuring subcommand.
@@ -64,7 +68,8 @@ fn main() {
     let (Command::Core(opts)
     | Command::Session(opts)
     | Command::Fork(opts)
-    | Command::Persist(opts)) = &cli.command;
+    | Command::Persist(opts)
+    | Command::Async(opts)) = &cli.command;
     let plan = if opts.quick { Plan::QUICK } else { Plan::FULL };
     let json = opts.json;
     let progress = |group: &str| {
@@ -108,6 +113,12 @@ fn main() {
                 report.quick,
             )
         }
+        Command::Async(_) => render(
+            json,
+            "dsh-session async face benchmarks",
+            dsh_bench::async_face::measure(dsh_bench::persist::Sizes::of(plan), progress),
+            plan != Plan::FULL,
+        ),
     };
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{}", text.trim_end()).expect("write to stdout");

@@ -11,7 +11,7 @@ use dsh_bench::lifecycle::{
     pending_to_active_provide, up_down,
 };
 use dsh_bench::lookup::{baseline_map, scaling, spin, Lookup, Resolver};
-use dsh_bench::{fork, generate, persist, session};
+use dsh_bench::{async_face, fork, generate, persist, session};
 use dsh_bench_chain::{CHAIN_LEN, INDEPENDENT_LEN, LOOKUP_SERVICES};
 use std::collections::HashSet;
 
@@ -234,6 +234,44 @@ fn the_persist_scenarios_measure_every_backend_next_to_the_baselines() {
         lines,
         persist::EVENTS_PER_FLUSH,
         "a flushed turn has 20 events"
+    );
+}
+
+#[test]
+fn the_async_scenarios_measure_every_backend_with_the_heartbeat() {
+    let sizes = persist::Sizes {
+        flushes: 3,
+        load_events: 0,
+        reps: 1,
+        paired_reps: 1,
+    };
+    let figures = async_face::measure(sizes, |_| {});
+    let names: Vec<&str> = figures.iter().map(|(name, _)| name.as_str()).collect();
+    let mut expected = Vec::new();
+    for backend in ["jsonl", "sqlite"] {
+        expected.extend([
+            format!("{backend}_async_flush_per_s"),
+            format!("async_flush_ratio_{backend}"),
+            format!("heartbeat_late_ms_p99_{backend}"),
+            format!("heartbeat_late_ms_p99_sync_on_workers_{backend}"),
+        ]);
+    }
+    expected.extend(
+        [
+            "async_flush_ratio",
+            "heartbeat_late_ms_p99",
+            "heartbeat_ms",
+            "events_per_flush",
+            "flush_tasks",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(names, expected);
+    let rates = figures.iter().filter(|(name, _)| name.contains("flush"));
+    assert!(rates.clone().all(|(_, value)| *value > 0.0), "{figures:?}");
+    assert!(
+        figures.iter().all(|(_, value)| *value >= 0.0),
+        "{figures:?}"
     );
 }
 

@@ -23,11 +23,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "tokio")]
+pub mod async_fork;
 pub mod error;
 pub mod fork;
 pub mod lineage;
 pub mod plugin;
 
+#[cfg(feature = "tokio")]
+pub use async_fork::AsyncSessionFork;
 pub use error::{BoundaryProblem, SessionForkError};
 pub use fork::{ForkSessionOptions, SessionFork, SessionForkSeed, SessionForkSource};
 pub use lineage::LineageNode;

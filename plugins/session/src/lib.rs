@@ -20,6 +20,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "tokio")]
+pub mod async_store;
 mod chain;
 pub mod columns;
 pub mod event;
@@ -34,6 +36,8 @@ pub mod store;
 pub mod upgrade;
 pub mod validate;
 
+#[cfg(feature = "tokio")]
+pub use async_store::{AsyncPersistence, AsyncSessionStore};
 pub use event::{EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
 pub use header::{SessionHeader, SessionId, SessionMeta, SESSION_FORMAT_VERSION};
 pub use invariants::{check_invariants, InvariantViolation};

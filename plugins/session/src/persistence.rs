@@ -161,6 +161,18 @@ pub enum PersistenceError {
         /// What is too large, its size and the bound.
         reason: String,
     },
+    /// The backend panicked in `call`. The store contains the panic (no unwinding reaches the
+    /// caller, no process aborts); what the call was writing may or may not have landed, as
+    /// after any failed write, and the next write checks the stored log first.
+    #[error("the persistence backend panicked in {call}: {message}")]
+    Panicked {
+        /// The backend method: `create`, `append`, `append_atomic`, `load`, `read_prefix`,
+        /// `read_from`, `list`; `write` for the writes of a session to a backend that is going
+        /// (drained before it is disabled or replaced).
+        call: &'static str,
+        /// The panic's message (`"unknown panic payload"` when it is not a string).
+        message: String,
+    },
     /// The operating system refused a read or write.
     #[error("i/o error on {path}: {source}")]
     Io {
@@ -186,6 +198,7 @@ impl PersistenceError {
             PersistenceError::Unstorable { .. } => "EVENT_UNSTORABLE",
             PersistenceError::OutsideStore { .. } => "PATH_OUTSIDE_STORE",
             PersistenceError::TooLarge { .. } => "LIMIT_EXCEEDED",
+            PersistenceError::Panicked { .. } => "BACKEND_PANICKED",
             PersistenceError::Io { .. } => "IO_ERROR",
         }
     }
@@ -245,6 +258,65 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// Every stored session's header and revision, sorted by `createdAt` then id, without
     /// reading their logs.
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError>;
+}
+
+/// Runs the backend call `call` with a panic in it contained: it becomes
+/// [`PersistenceError::Panicked`] instead of unwinding into the store and its caller (a host's
+/// async runtime, a thread holding the session's writer lock).
+pub(crate) fn contain<T>(
+    call: &'static str,
+    run: impl FnOnce() -> Result<T, PersistenceError>,
+) -> Result<T, PersistenceError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|m| (*m).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic payload".to_owned());
+        tracing::error!(call, %message, "the persistence backend panicked; contained");
+        Err(PersistenceError::Panicked { call, message })
+    })
+}
+
+/// A backend whose every call is run under [`contain`]: what the store hands out and calls.
+pub(crate) struct Contained(pub(crate) Arc<dyn SessionPersistence>);
+
+impl SessionPersistence for Contained {
+    fn create(
+        &self,
+        header: &SessionHeader,
+        seed: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        contain("create", || self.0.create(header, seed))
+    }
+
+    fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
+        contain("append", || self.0.append(id, events))
+    }
+
+    fn append_atomic(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        contain("append_atomic", || self.0.append_atomic(id, events))
+    }
+
+    fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        contain("load", || self.0.load(id))
+    }
+
+    fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
+        contain("read_prefix", || self.0.read_prefix(id, len))
+    }
+
+    fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
+        contain("read_from", || self.0.read_from(id, from))
+    }
+
+    fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
+        contain("list", || self.0.list())
+    }
 }
 
 impl StoredSession {

@@ -9,6 +9,7 @@ use dsh_session::{
 };
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 const CWD: &str = "/work/project";
@@ -18,9 +19,17 @@ const CWD: &str = "/work/project";
 #[derive(Default)]
 struct Memory {
     sessions: Mutex<BTreeMap<SessionId, (SessionHeader, Vec<SessionEvent>)>>,
+    /// Makes the next `append` or `load` panic (before it touches anything).
+    panic_next: AtomicBool,
 }
 
 impl Memory {
+    fn maybe_panic(&self, call: &str) {
+        if self.panic_next.swap(false, Ordering::SeqCst) {
+            panic!("injected panic in {call}");
+        }
+    }
+
     fn stored(&self, id: &str) -> Option<(SessionHeader, Vec<SessionEvent>)> {
         self.sessions
             .lock()
@@ -49,6 +58,7 @@ impl SessionPersistence for Memory {
     }
 
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
+        self.maybe_panic("append");
         let mut sessions = self.sessions.lock().unwrap();
         let (_, stored) = sessions
             .get_mut(id)
@@ -59,6 +69,7 @@ impl SessionPersistence for Memory {
     }
 
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        self.maybe_panic("load");
         let (header, events) = self
             .stored(id.as_str())
             .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
@@ -420,4 +431,42 @@ fn a_session_handle_kept_after_its_session_went_refuses_appends_instead_of_losin
             "{id}: nothing half-written"
         );
     }
+}
+
+/// A backend that panics is contained: the flush fails with `BACKEND_PANICKED` naming the call
+/// and the panic, the session stays live with its events, and the next flush writes them; a
+/// load whose backend panics fails the same way and loads nothing.
+#[test]
+fn a_panicking_backend_is_contained_as_an_error_and_loses_nothing() {
+    let memory = Arc::new(Memory::default());
+    let ctx = context(&memory);
+    let store = ctx.expect::<SessionStore>();
+    let session = create(&ctx, "panics", CreateOptions::meta(meta(1)));
+    for draft in turn_drafts(1) {
+        session.append(draft).unwrap();
+    }
+    memory.panic_next.store(true, Ordering::SeqCst);
+    let refused = store.flush(&session).expect_err("the backend panicked");
+    assert_eq!(refused.code(), "BACKEND_PANICKED", "{refused}");
+    let message = refused.to_string();
+    assert!(
+        message.contains("panics") && message.contains("append"),
+        "{message}"
+    );
+    assert!(message.contains("injected panic in append"), "{message}");
+    assert!(session.is_live());
+    store.flush(&session).expect("the next flush writes");
+    assert_eq!(memory.stored("panics").unwrap().1.len(), session.len());
+
+    store.dispose(&SessionId::from("panics")).unwrap();
+    memory.panic_next.store(true, Ordering::SeqCst);
+    let refused = store
+        .load(&SessionId::from("panics"))
+        .expect_err("panicked");
+    assert_eq!(refused.code(), "BACKEND_PANICKED", "{refused}");
+    assert!(store.get(&SessionId::from("panics")).is_none());
+    assert_eq!(
+        store.load(&SessionId::from("panics")).unwrap().len(),
+        session.len()
+    );
 }

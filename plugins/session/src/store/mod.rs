@@ -15,7 +15,9 @@ pub use error::StoreError;
 pub use types::{CreateOptions, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush};
 
 use crate::header::{SessionHeader, SessionId};
-use crate::persistence::{catch_up, first_write, PersistenceMode, SessionPersistence};
+use crate::persistence::{
+    catch_up, contain, first_write, Contained, PersistenceMode, SessionPersistence,
+};
 use crate::session::{admit_seed, fold_trusted, now_ms, Events, Link, Session};
 use dsh_core::{Emitter, Optional, PluginState, Unavailable};
 use parking_lot::Mutex;
@@ -317,7 +319,7 @@ impl SessionStore {
         id: &SessionId,
     ) -> Result<Option<Arc<dyn SessionPersistence>>, StoreError> {
         match self.backend.require() {
-            Ok(backend) => Ok(Some(backend)),
+            Ok(backend) => Ok(Some(contained(backend))),
             Err(source) if self.mode.allows_memory(&source) => Ok(None),
             Err(source) => Err(StoreError::Unavailable {
                 id: id.clone(),
@@ -420,7 +422,7 @@ impl SessionStore {
     /// [`Unavailable`] (code `CAPABILITY_UNAVAILABLE`) naming the backend plugin and its
     /// state, when no backend is active.
     pub fn persistence(&self) -> Result<Arc<dyn SessionPersistence>, Unavailable> {
-        self.backend.require()
+        self.backend.require().map(contained)
     }
 
     /// Whether this store keeps sessions in memory when no backend is active (see
@@ -438,6 +440,11 @@ impl SessionStore {
     }
 }
 
+/// `backend` with its panics contained ([`Contained`]).
+fn contained(backend: Arc<dyn SessionPersistence>) -> Arc<dyn SessionPersistence> {
+    Arc::new(Contained(backend))
+}
+
 /// Writes what `backend` lacks of `session`, given how many of its events it holds
 /// (`None`: it does not know the session yet). Returns how many it holds now.
 fn write_to(
@@ -445,10 +452,12 @@ fn write_to(
     session: &Session,
     written: Option<usize>,
 ) -> Result<usize, StoreError> {
-    match written {
+    // The backends the store hands out contain their panics call by call; a backend that is
+    // going is written to as it is, so its writes are contained as a whole.
+    contain("write", || match written {
         Some(cursor) => catch_up(backend, session, cursor),
         None => first_write(backend, session),
-    }
+    })
     .map_err(|source| StoreError::Persistence {
         id: session.id().clone(),
         source,

@@ -1,0 +1,215 @@
+//! The async face of the store for tokio hosts (Cargo feature `tokio`).
+//!
+//! Every [`SessionStore`] call that does I/O blocks its thread for the backend (an fsync, a
+//! database transaction). On a runtime worker that stalls every task scheduled there, so an
+//! async host calls them through [`AsyncSessionStore`] (and [`AsyncPersistence`] for the
+//! backend itself): each call runs the same sync call on tokio's blocking pool
+//! ([`tokio::task::spawn_blocking`]) and awaits it, so no worker ever waits on I/O. Errors and
+//! codes are the sync API's, unchanged. Calls that do no I/O (`Session::append`,
+//! `SessionStore::get`, `list`) are cheap and stay sync.
+//!
+//! A call whose future is dropped before it completes still runs to the end on the blocking
+//! pool (a flush that began is finished, never cut): dropping the future only drops the
+//! answer.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use dsh_core::Context;
+//! use dsh_session::{AsyncSessionStore, EventDraft, SessionPlugin, SessionStore, TurnEndReason};
+//!
+//! let ctx = Context::builder().add_plugin(SessionPlugin).build()?;
+//! let store = AsyncSessionStore::new(ctx.expect::<SessionStore>());
+//! let session = store.create(None, Default::default()).await?;
+//! session.append(EventDraft::turn_start(1))?;
+//! session.append(EventDraft::turn_end(1, TurnEndReason::Completed))?;
+//! store.flush(&session).await?;
+//! assert!(store.dispose(session.id()).await?);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::sync::Arc;
+
+use crate::header::SessionHeader;
+use crate::persistence::{ListedSession, PersistenceError, StoredTail};
+use crate::{
+    CreateOptions, Resumed, Session, SessionEvent, SessionId, SessionPersistence, SessionStore,
+    StoreError, StoredSession,
+};
+use dsh_core::Unavailable;
+
+/// Runs `work` on tokio's blocking pool and returns its result, resuming its panic in the
+/// caller if it panicked (the backends' own panics are contained as errors before that; see
+/// [`PersistenceError::Panicked`]). The work runs to its end even when the returned future is
+/// dropped.
+///
+/// # Panics
+/// Outside a tokio runtime (as [`tokio::task::spawn_blocking`] does); when the runtime shuts
+/// down before the work started (it did not run); when `work` panics.
+pub async fn run_blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => value,
+        Err(error) => match error.try_into_panic() {
+            Ok(payload) => std::panic::resume_unwind(payload),
+            Err(_) => panic!("the tokio runtime shut down before the blocking store call ran"),
+        },
+    }
+}
+
+/// The async face of a [`SessionStore`]: the same calls, run off the runtime's workers (see
+/// the [module docs](self)). Cheap to clone; every clone faces the same store.
+///
+/// # Panics
+/// Every method panics as [`run_blocking`] does: outside a tokio runtime, or when the runtime
+/// shuts down before the call ran.
+#[derive(Clone, Debug)]
+pub struct AsyncSessionStore {
+    store: Arc<SessionStore>,
+}
+
+impl AsyncSessionStore {
+    /// The async face of `store` (e.g. `ctx.expect::<SessionStore>()`).
+    pub fn new(store: Arc<SessionStore>) -> AsyncSessionStore {
+        AsyncSessionStore { store }
+    }
+
+    /// The store itself, for the calls that do no I/O.
+    pub fn store(&self) -> &Arc<SessionStore> {
+        &self.store
+    }
+
+    /// [`SessionStore::create`], off the workers. Errors: as `create`.
+    pub async fn create(
+        &self,
+        id: Option<SessionId>,
+        options: CreateOptions,
+    ) -> Result<Arc<Session>, StoreError> {
+        let store = self.store.clone();
+        run_blocking(move || store.create(id, options)).await
+    }
+
+    /// [`SessionStore::flush`], off the workers. Errors: as `flush`.
+    pub async fn flush(&self, session: &Arc<Session>) -> Result<(), StoreError> {
+        let (store, session) = (self.store.clone(), session.clone());
+        run_blocking(move || store.flush(&session)).await
+    }
+
+    /// [`SessionStore::load`], off the workers. Errors: as `load`.
+    pub async fn load(&self, id: &SessionId) -> Result<Arc<Session>, StoreError> {
+        let (store, id) = (self.store.clone(), id.clone());
+        run_blocking(move || store.load(&id)).await
+    }
+
+    /// [`SessionStore::resume`], off the workers. Errors: as `resume`.
+    pub async fn resume(&self, id: &SessionId) -> Result<Resumed, StoreError> {
+        let (store, id) = (self.store.clone(), id.clone());
+        run_blocking(move || store.resume(&id)).await
+    }
+
+    /// [`SessionStore::refresh`], off the workers. Errors: as `refresh`.
+    pub async fn refresh(
+        &self,
+        session: &Arc<Session>,
+    ) -> Result<Vec<Arc<SessionEvent>>, StoreError> {
+        let (store, session) = (self.store.clone(), session.clone());
+        run_blocking(move || store.refresh(&session)).await
+    }
+
+    /// [`SessionStore::dispose`], off the workers. Errors: as `dispose`.
+    pub async fn dispose(&self, id: &SessionId) -> Result<bool, StoreError> {
+        let (store, id) = (self.store.clone(), id.clone());
+        run_blocking(move || store.dispose(&id)).await
+    }
+
+    /// [`SessionStore::read_stored`], off the workers. Errors: as `read_stored`.
+    pub async fn read_stored(
+        &self,
+        id: &SessionId,
+        len: Option<u64>,
+    ) -> Result<StoredSession, StoreError> {
+        let (store, id) = (self.store.clone(), id.clone());
+        run_blocking(move || store.read_stored(&id, len)).await
+    }
+
+    /// The async face of the active backend ([`SessionStore::persistence`]). Errors: as
+    /// `persistence`.
+    pub fn persistence(&self) -> Result<AsyncPersistence, Unavailable> {
+        self.store.persistence().map(AsyncPersistence::new)
+    }
+}
+
+/// The async face of a [`SessionPersistence`] backend: each call run on tokio's blocking pool
+/// (see the [module docs](self)), with the backend's errors.
+///
+/// # Panics
+/// Every method panics as [`run_blocking`] does.
+#[derive(Clone)]
+pub struct AsyncPersistence {
+    backend: Arc<dyn SessionPersistence>,
+}
+
+impl std::fmt::Debug for AsyncPersistence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AsyncPersistence")
+    }
+}
+
+impl AsyncPersistence {
+    /// The async face of `backend`.
+    pub fn new(backend: Arc<dyn SessionPersistence>) -> AsyncPersistence {
+        AsyncPersistence { backend }
+    }
+
+    /// [`SessionPersistence::create`], off the workers.
+    pub async fn create(
+        &self,
+        header: SessionHeader,
+        seed: Vec<Arc<SessionEvent>>,
+    ) -> Result<(), PersistenceError> {
+        let backend = self.backend.clone();
+        run_blocking(move || backend.create(&header, &seed)).await
+    }
+
+    /// [`SessionPersistence::append`], off the workers.
+    pub async fn append(
+        &self,
+        id: &SessionId,
+        events: Vec<Arc<SessionEvent>>,
+    ) -> Result<(), PersistenceError> {
+        let (backend, id) = (self.backend.clone(), id.clone());
+        run_blocking(move || backend.append(&id, &events)).await
+    }
+
+    /// [`SessionPersistence::load`], off the workers.
+    pub async fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        let (backend, id) = (self.backend.clone(), id.clone());
+        run_blocking(move || backend.load(&id)).await
+    }
+
+    /// [`SessionPersistence::read_prefix`], off the workers.
+    pub async fn read_prefix(
+        &self,
+        id: &SessionId,
+        len: u64,
+    ) -> Result<StoredSession, PersistenceError> {
+        let (backend, id) = (self.backend.clone(), id.clone());
+        run_blocking(move || backend.read_prefix(&id, len)).await
+    }
+
+    /// [`SessionPersistence::read_from`], off the workers.
+    pub async fn read_from(
+        &self,
+        id: &SessionId,
+        from: u64,
+    ) -> Result<StoredTail, PersistenceError> {
+        let (backend, id) = (self.backend.clone(), id.clone());
+        run_blocking(move || backend.read_from(&id, from)).await
+    }
+
+    /// [`SessionPersistence::list`], off the workers.
+    pub async fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
+        let backend = self.backend.clone();
+        run_blocking(move || backend.list()).await
+    }
+}

@@ -1,0 +1,149 @@
+//! A tokio host over the async face (feature `tokio`: `AsyncSessionStore`, `AsyncSessionFork`)
+//! on JSONL and SQLite: a call that waits on the store leaves the runtime's thread free, tasks
+//! writing at once lose nothing, and a context dropped on a worker or on the blocking pool
+//! goes quietly with everything written. `.ci/run` runs it with `--features tokio`.
+#![cfg(feature = "tokio")]
+
+use dsh::session::{
+    AsyncSessionStore, CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionStore,
+    TurnEndReason,
+};
+use dsh::session_fork::{AsyncSessionFork, ForkSessionOptions, SessionFork};
+use dsh::session_jsonl::layout::session_file;
+use dsh::{Context, ContextConfig};
+use serde_json::json;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+const CWD: &str = "/work/project";
+
+#[derive(Clone, Copy, Debug)]
+enum Backend {
+    Jsonl,
+    Sqlite,
+}
+
+/// A context from the registry writing to `backend` under `dir`; the store requires it (no
+/// fallback to memory).
+fn context(backend: Backend, dir: &Path) -> Context {
+    let mut config = ContextConfig::default();
+    config.set_config("dsh-session", json!({"persistence": "required"}));
+    match backend {
+        Backend::Jsonl => config.set_config("dsh-session-jsonl", json!({ "root": dir })),
+        Backend::Sqlite => config
+            .set_enabled("dsh-session-jsonl", false)
+            .set_enabled("dsh-session-sqlite", true)
+            .set_config(
+                "dsh-session-sqlite",
+                json!({ "path": dir.join("sessions.db") }),
+            ),
+    };
+    Context::from_registry(&config).expect("the context builds")
+}
+
+fn options() -> CreateOptions {
+    CreateOptions::meta(SessionMeta::default().cwd(CWD))
+}
+
+fn append_turn(session: &Arc<Session>, turn: u64) {
+    for draft in [
+        EventDraft::turn_start(turn),
+        EventDraft::user_text(&format!("u{turn}"), "q", "user"),
+        EventDraft::step_start(turn, 1),
+        EventDraft::assistant_text(turn, 1, &format!("a{turn}"), "x", "p", "m"),
+        EventDraft::step_end(turn, 1),
+        EventDraft::turn_end(turn, TurnEndReason::Completed),
+    ] {
+        session.append(draft).expect("appended");
+    }
+}
+
+/// On a runtime of one thread, a flush that waits for the session file's lock (held by
+/// another process) waits on the blocking pool: the test's own task keeps running, releases
+/// the lock, and the flush then succeeds. Were the flush run on the runtime's thread, it would
+/// hold that thread until the lock timeout and fail with `SESSION_LOCKED`.
+#[tokio::test(flavor = "current_thread")]
+async fn a_flush_waiting_on_the_store_leaves_the_runtime_thread_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = context(Backend::Jsonl, dir.path());
+    let store = AsyncSessionStore::new(ctx.expect::<SessionStore>());
+    let session = store.create(Some("s".into()), options()).await.unwrap();
+    append_turn(&session, 1);
+    let lock = std::fs::File::open(session_file(dir.path(), Some(CWD), "s")).unwrap();
+    lock.lock().unwrap();
+    let flush = tokio::spawn({
+        let (store, session) = (store.clone(), session.clone());
+        async move { store.flush(&session).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!flush.is_finished(), "the flush waits for the lock");
+    drop(lock);
+    flush
+        .await
+        .unwrap()
+        .expect("the flush succeeds once the lock is free");
+    assert_eq!(store.load(&"s".into()).await.unwrap().len(), 6);
+}
+
+/// Eight tasks on a two-worker runtime each create a session and flush twenty turns, one
+/// turn at a time; a fork of a stored session comes from another task; then the context is
+/// dropped on a worker. A fresh context, built and dropped on the blocking pool, reads every
+/// event back, and the child's lineage.
+async fn tasks_lose_nothing_and_the_context_drops_anywhere(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let ctx = context(backend, &root);
+    let store = AsyncSessionStore::new(ctx.expect::<SessionStore>());
+    let writers: Vec<_> = (0..8)
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let id = SessionId::from(format!("task-{n}"));
+                let session = store.create(Some(id), options()).await?;
+                for turn in 1..=20 {
+                    append_turn(&session, turn);
+                    store.flush(&session).await?;
+                }
+                store.dispose(session.id()).await
+            })
+        })
+        .collect();
+    for writer in writers {
+        assert!(writer.await.unwrap().expect("the task's writes succeed"));
+    }
+    let fork = AsyncSessionFork::new(ctx.expect::<SessionFork>());
+    let child = fork
+        .fork_stored(ForkSessionOptions::new(SessionId::from("task-3")).at(59))
+        .await
+        .expect("forks the stored session");
+    assert_eq!(child.len(), 60);
+    let child_id = child.id().clone();
+    store.dispose(&child_id).await.unwrap();
+    drop((store, fork, child));
+    tokio::spawn(async move { drop(ctx) }).await.unwrap();
+
+    let read = tokio::task::spawn_blocking(move || {
+        let ctx = context(backend, &root);
+        let store = ctx.expect::<SessionStore>();
+        let lens: Vec<usize> = (0..8)
+            .map(|n| store.load(&format!("task-{n}").into()).unwrap().len())
+            .collect();
+        let lineage = ctx.expect::<SessionFork>().lineage(&child_id).unwrap();
+        (lens, lineage.children.len())
+    })
+    .await
+    .unwrap();
+    assert_eq!(read.0, vec![120; 8], "{backend:?}");
+    assert_eq!(read.1, 1, "{backend:?}: task-3 has the child");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_jsonl_tasks_lose_nothing_and_the_context_drops_anywhere() {
+    tasks_lose_nothing_and_the_context_drops_anywhere(Backend::Jsonl).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_tasks_lose_nothing_and_the_context_drops_anywhere() {
+    tasks_lose_nothing_and_the_context_drops_anywhere(Backend::Sqlite).await;
+}

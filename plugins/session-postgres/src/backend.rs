@@ -1,5 +1,6 @@
 //! [`PostgresPersistence`]: the [`SessionPersistence`] backend over one PostgreSQL schema.
 
+use crate::driver::{block, Driver};
 use crate::error::{is_duplicate_key, sql_error, write_error, OpenError, Place};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
 use dsh_session::columns::{
@@ -10,11 +11,11 @@ use dsh_session::{
     SessionPersistence, StoredSession, StoredTail,
 };
 use parking_lot::Mutex;
-use postgres::{Client, IsolationLevel, NoTls, Row, Transaction};
 use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_postgres::{Client, IsolationLevel, Row, Statement, Transaction};
 
 /// How long a write waits for another connection (another process) that holds the session's
 /// row lock before failing with [`PersistenceError::Locked`]: 5 seconds.
@@ -31,6 +32,9 @@ const HEADER_SELECT: &str = "id, version, created_at, cwd, parent_session, seed_
 /// The event columns as selected (JSON read back as its stored text).
 const EVENT_SELECT: &str =
     "seq, type, time, data::text, surface_op::text, source_event_seqs::text, ignorable";
+
+/// A statement parameter.
+type Param<'a> = dyn tokio_postgres::types::ToSql + Sync + 'a;
 
 /// How many idle connections an instance keeps for later calls (one per thread for up to this
 /// many threads calling at once; more are opened while more threads call, and closed when
@@ -60,34 +64,81 @@ const IDLE_CONNECTIONS: usize = 8;
 /// events (one past its greatest seq), read from the `(session_id, seq)` primary key in the
 /// same snapshot as the rest of the read.
 pub struct PostgresPersistence {
-    config: postgres::Config,
+    config: tokio_postgres::Config,
     place: Place,
     lock_timeout: Duration,
     sql: Statements,
-    /// Idle connections, at most [`IDLE_CONNECTIONS`].
-    idle: Mutex<Vec<Client>>,
+    /// Idle connections, at most [`IDLE_CONNECTIONS`] (dropped before the driver).
+    idle: Mutex<Vec<Conn>>,
+    /// The runtime the connections' sockets run on.
+    driver: Driver,
+}
+
+/// An open connection, set up for the store's writes (`lock_timeout`, `synchronous_commit`
+/// set for its whole session) with the store's statements prepared on it, so that a write
+/// costs one round trip per statement.
+struct Conn {
+    client: Client,
+    st: Prepared,
+}
+
+/// The store's statements ([`Statements`]) prepared on one connection.
+struct Prepared {
+    insert_session: Statement,
+    insert_events: Statement,
+    lock_session: Statement,
+    next_seq: Statement,
+    select_header: Statement,
+    select_events: Statement,
+    list: Statement,
+}
+
+impl Conn {
+    /// Sets `client` up for the store's calls: the session settings of its writes, then the
+    /// statements of `sql` prepared. Errors: the server refusing a step.
+    fn ready(
+        client: Client,
+        sql: &Statements,
+        lock_timeout: Duration,
+    ) -> Result<Conn, tokio_postgres::Error> {
+        block(client.batch_execute(&format!(
+            "SET lock_timeout = {}; SET synchronous_commit = on",
+            lock_timeout.as_millis()
+        )))?;
+        let prepare = |text: &str| block(client.prepare(text));
+        let st = Prepared {
+            insert_session: prepare(&sql.insert_session)?,
+            insert_events: prepare(&sql.insert_events)?,
+            lock_session: prepare(&sql.lock_session)?,
+            next_seq: prepare(&sql.next_seq)?,
+            select_header: prepare(&sql.select_header)?,
+            select_events: prepare(&sql.select_events)?,
+            list: prepare(&sql.list)?,
+        };
+        Ok(Conn { client, st })
+    }
 }
 
 /// A connection taken from the idle ones for one call, given back when dropped unless the
 /// server closed it.
 struct Pooled<'a> {
     owner: &'a PostgresPersistence,
-    client: Option<Client>,
+    conn: Option<Conn>,
 }
 
 impl Deref for Pooled<'_> {
-    type Target = Client;
+    type Target = Conn;
 
-    fn deref(&self) -> &Client {
-        self.client
+    fn deref(&self) -> &Conn {
+        self.conn
             .as_ref()
             .expect("a pooled connection is held until dropped")
     }
 }
 
 impl DerefMut for Pooled<'_> {
-    fn deref_mut(&mut self) -> &mut Client {
-        self.client
+    fn deref_mut(&mut self) -> &mut Conn {
+        self.conn
             .as_mut()
             .expect("a pooled connection is held until dropped")
     }
@@ -95,10 +146,10 @@ impl DerefMut for Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        if let Some(client) = self.client.take().filter(|client| !client.is_closed()) {
+        if let Some(conn) = self.conn.take().filter(|conn| !conn.client.is_closed()) {
             let mut idle = self.owner.idle.lock();
             if idle.len() < IDLE_CONNECTIONS {
-                idle.push(client);
+                idle.push(conn);
             }
         }
     }
@@ -189,9 +240,10 @@ impl PostgresPersistence {
         schema: Option<&str>,
         lock_timeout: Duration,
     ) -> Result<PostgresPersistence, OpenError> {
-        let mut config = postgres::Config::from_str(url).map_err(|e| OpenError::InvalidUrl {
-            reason: e.to_string(),
-        })?;
+        let mut config =
+            tokio_postgres::Config::from_str(url).map_err(|e| OpenError::InvalidUrl {
+                reason: e.to_string(),
+            })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
         }
@@ -201,14 +253,24 @@ impl PostgresPersistence {
         let schema = schema.unwrap_or(DEFAULT_SCHEMA);
         check_schema_name(schema)?;
         let place = Place::new(&config, schema);
-        let mut client = connect(&config, &place)?;
+        let driver = Driver::start().map_err(|source| {
+            OpenError::Store(PersistenceError::Io {
+                path: place.to_string(),
+                source,
+            })
+        })?;
+        let mut client = driver.connect(&config, &place)?;
         set_up(&mut client, &place)?;
+        let sql = Statements::new(&place.schema);
+        let lock_timeout = lock_timeout.max(Duration::from_millis(1));
+        let conn = Conn::ready(client, &sql, lock_timeout).map_err(|e| sql_error(&place, e))?;
         Ok(PostgresPersistence {
-            sql: Statements::new(&place.schema),
+            sql,
             config,
             place,
-            lock_timeout: lock_timeout.max(Duration::from_millis(1)),
-            idle: Mutex::new(vec![client]),
+            lock_timeout,
+            idle: Mutex::new(vec![conn]),
+            driver,
         })
     }
 
@@ -219,41 +281,42 @@ impl PostgresPersistence {
 
     /// A connection for one call: an idle one the server did not close, else a new one.
     fn client(&self) -> Result<Pooled<'_>, PersistenceError> {
-        let idle = std::iter::from_fn(|| self.idle.lock().pop()).find(|c| !c.is_closed());
+        let idle = std::iter::from_fn(|| self.idle.lock().pop()).find(|c| !c.client.is_closed());
         let client = match idle {
-            Some(client) => client,
-            None => connect(&self.config, &self.place)?,
+            Some(conn) => conn,
+            None => {
+                let client = self.driver.connect(&self.config, &self.place)?;
+                Conn::ready(client, &self.sql, self.lock_timeout).map_err(self.failed())?
+            }
         };
         Ok(Pooled {
             owner: self,
-            client: Some(client),
+            conn: Some(client),
         })
     }
 
-    fn failed(&self) -> impl Fn(postgres::Error) -> PersistenceError + '_ {
+    fn failed(&self) -> impl Fn(tokio_postgres::Error) -> PersistenceError + '_ {
         |error| sql_error(&self.place, error)
     }
 
-    /// Runs `write` in one transaction on session `id` (lock timeout set, durable commit),
-    /// committed when it returns `Ok`, rolled back otherwise.
+    /// Runs `write` in one transaction on session `id` over `conn` (whose session sets the
+    /// lock timeout and a durable commit), committed when it returns `Ok`, rolled back
+    /// otherwise.
     fn write<T>(
         &self,
-        client: &mut Client,
+        conn: &mut Conn,
         id: &SessionId,
-        write: impl FnOnce(&mut Transaction) -> Result<T, postgres::Error>,
-    ) -> Result<T, postgres::Error> {
-        let mut tx = client.transaction()?;
-        tx.batch_execute(&format!(
-            "SET LOCAL lock_timeout = {}; SET LOCAL synchronous_commit = on",
-            self.lock_timeout.as_millis()
-        ))?;
-        let value = write(&mut tx)?;
-        tx.commit()?;
+        write: impl FnOnce(&mut Transaction, &Prepared) -> Result<T, tokio_postgres::Error>,
+    ) -> Result<T, tokio_postgres::Error> {
+        let Conn { client, st } = conn;
+        let mut tx = block(client.transaction())?;
+        let value = write(&mut tx, st)?;
+        block(tx.commit())?;
         tracing::debug!(session = %id, store = %self.place, "committed");
         Ok(value)
     }
 
-    fn write_error(&self, id: &SessionId, error: postgres::Error) -> PersistenceError {
+    fn write_error(&self, id: &SessionId, error: tokio_postgres::Error) -> PersistenceError {
         write_error(&self.place, id, self.lock_timeout.as_millis(), error)
     }
 
@@ -268,26 +331,32 @@ impl PostgresPersistence {
         }
         let store = self.place.to_string();
         let mut client = self.client()?;
-        let mut tx = client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(self.failed())?;
-        let row = tx
-            .query_opt(&self.sql.select_header, &[&id.as_str()])
-            .map_err(self.failed())?
-            .ok_or_else(not_found)?;
+        let Conn { client, st } = &mut *client;
+        let tx = block(
+            client
+                .build_transaction()
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start(),
+        )
+        .map_err(self.failed())?;
+        // Sent together (one round trip), read in one snapshot.
+        let (key, first, most) = (id.as_str(), sql_int(from), sql_int(limit));
+        let (header_params, events_params): ([&Param<'_>; 1], [&Param<'_>; 3]) =
+            ([&key], [&key, &first, &most]);
+        let (row, rows) = block(async {
+            tokio::join!(
+                tx.query_opt(&st.select_header, &header_params),
+                tx.query(&st.select_events, &events_params),
+            )
+        });
+        // The first statement's error first: the second fails only because the first did.
+        let row = row.map_err(self.failed())?.ok_or_else(not_found)?;
+        let rows = rows.map_err(self.failed())?;
         let header = header_columns(&row)
             .map_err(self.failed())?
             .read_header(&store)?;
         let revision = unsigned(row.try_get(10).map_err(self.failed())?);
-        let rows = tx
-            .query(
-                &self.sql.select_events,
-                &[&id.as_str(), &sql_int(from), &sql_int(limit)],
-            )
-            .map_err(self.failed())?;
         let rows = rows
             .iter()
             .map(event_columns)
@@ -297,7 +366,7 @@ impl PostgresPersistence {
             0 => events_from_rows(&store, id, rows)?,
             _ => tail_from_rows(&store, id, from, revision, rows)?,
         };
-        tx.commit().map_err(self.failed())?;
+        block(tx.commit()).map_err(self.failed())?;
         Ok(StoredRows {
             header,
             events,
@@ -368,9 +437,9 @@ impl SessionPersistence for PostgresPersistence {
         self.check_storable(id, seed)?;
         let mut client = self.client()?;
         let created = self
-            .write(&mut client, id, |tx| {
-                let inserted = tx.execute(
-                    &self.sql.insert_session,
+            .write(&mut client, id, |tx, st| {
+                let inserted = block(tx.execute(
+                    &st.insert_session,
                     &[
                         &row.id,
                         &row.version,
@@ -383,9 +452,9 @@ impl SessionPersistence for PostgresPersistence {
                         &row.agent_preset,
                         &row.extra,
                     ],
-                )?;
+                ))?;
                 if inserted == 1 {
-                    insert_events(tx, &self.sql.insert_events, id, seed)?;
+                    insert_events(tx, &st.insert_events, id, seed)?;
                 }
                 Ok(inserted == 1)
             })
@@ -414,17 +483,25 @@ impl SessionPersistence for PostgresPersistence {
         self.check_storable(id, events)?;
         let mut client = self.client()?;
         let mut refused = None;
-        let written = self.write(&mut client, id, |tx| {
-            if tx
-                .query_opt(&self.sql.lock_session, &[&id.as_str()])?
-                .is_none()
-            {
+        let written = self.write(&mut client, id, |tx, st| {
+            // Sent together (one round trip); run in order, so the next seq is read under the
+            // lock.
+            let key = id.as_str();
+            let params: [&Param<'_>; 1] = [&key];
+            let (locked, next) = block(async {
+                tokio::join!(
+                    tx.query_opt(&st.lock_session, &params),
+                    tx.query_one(&st.next_seq, &params),
+                )
+            });
+            // The lock's error first (a lock timeout): the second fails only because of it.
+            if locked?.is_none() {
                 refused = Some(PersistenceError::NotFound { id: id.clone() });
                 return Ok(());
             }
-            let next: i64 = tx.query_one(&self.sql.next_seq, &[&id.as_str()])?.get(0);
+            let next: i64 = next?.get(0);
             match check_seqs(id, u64::try_from(next).unwrap_or(0), events) {
-                Ok(()) => insert_events(tx, &self.sql.insert_events, id, events),
+                Ok(()) => insert_events(tx, &st.insert_events, id, events),
                 Err(mismatch) => {
                     refused = Some(mismatch);
                     Ok(())
@@ -437,10 +514,13 @@ impl SessionPersistence for PostgresPersistence {
             (Ok(()), None) => Ok(()),
             (Err(error), _) if is_duplicate_key(&error) => {
                 // A writer that did not take the row lock stored one of these seqs first.
-                let next: i64 = client
-                    .query_one(&self.sql.next_seq, &[&id.as_str()])
-                    .map_err(self.failed())?
-                    .get(0);
+                let next: i64 = block(
+                    client
+                        .client
+                        .query_one(&client.st.next_seq, &[&id.as_str()]),
+                )
+                .map_err(self.failed())?
+                .get(0);
                 Err(PersistenceError::SeqMismatch {
                     id: id.clone(),
                     expected: u64::try_from(next).unwrap_or(0),
@@ -483,10 +563,8 @@ impl SessionPersistence for PostgresPersistence {
     /// Errors: [`PersistenceError::Io`] when the table cannot be read.
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
         let store = self.place.to_string();
-        let rows = self
-            .client()?
-            .query(&self.sql.list, &[])
-            .map_err(self.failed())?;
+        let client = self.client()?;
+        let rows = block(client.client.query(&client.st.list, &[])).map_err(self.failed())?;
         let mut listed = Vec::with_capacity(rows.len());
         for row in &rows {
             let read = header_columns(row)
@@ -505,11 +583,6 @@ impl SessionPersistence for PostgresPersistence {
 /// A count read from PostgreSQL (never negative) as `u64`.
 fn unsigned(count: i64) -> u64 {
     u64::try_from(count).unwrap_or(0)
-}
-
-/// Opens a connection to the store's server.
-fn connect(config: &postgres::Config, place: &Place) -> Result<Client, PersistenceError> {
-    config.connect(NoTls).map_err(|e| sql_error(place, e))
 }
 
 /// Refuses a schema name PostgreSQL would refuse or silently cut.
@@ -532,10 +605,10 @@ fn check_schema_name(schema: &str) -> Result<(), OpenError> {
 /// Inserts the `events` rows of `events` for session `id` in one statement.
 fn insert_events(
     tx: &mut Transaction,
-    statement: &str,
+    statement: &Statement,
     id: &SessionId,
     events: &[Arc<SessionEvent>],
-) -> Result<(), postgres::Error> {
+) -> Result<(), tokio_postgres::Error> {
     if events.is_empty() {
         return Ok(());
     }
@@ -550,7 +623,7 @@ fn insert_events(
         .map(|r| r.source_event_seqs.as_deref())
         .collect();
     let ignorable: Vec<Option<bool>> = rows.iter().map(|r| r.ignorable).collect();
-    tx.execute(
+    block(tx.execute(
         statement,
         &[
             &id.as_str(),
@@ -562,12 +635,12 @@ fn insert_events(
             &sources,
             &ignorable,
         ],
-    )?;
+    ))?;
     Ok(())
 }
 
 /// A `sessions` row selected with [`HEADER_SELECT`].
-fn header_columns(row: &Row) -> Result<HeaderColumns, postgres::Error> {
+fn header_columns(row: &Row) -> Result<HeaderColumns, tokio_postgres::Error> {
     Ok(HeaderColumns {
         id: row.try_get(0)?,
         version: row.try_get(1)?,
@@ -583,7 +656,7 @@ fn header_columns(row: &Row) -> Result<HeaderColumns, postgres::Error> {
 }
 
 /// An `events` row selected with [`EVENT_SELECT`].
-fn event_columns(row: &Row) -> Result<EventColumns, postgres::Error> {
+fn event_columns(row: &Row) -> Result<EventColumns, tokio_postgres::Error> {
     Ok(EventColumns {
         seq: row.try_get(0)?,
         kind: row.try_get(1)?,

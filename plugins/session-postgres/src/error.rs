@@ -3,9 +3,9 @@
 
 use crate::schema::quote;
 use dsh_session::{PersistenceError, SessionId};
-use postgres::config::Host;
-use postgres::error::SqlState;
 use std::fmt;
+use tokio_postgres::config::Host;
+use tokio_postgres::error::SqlState;
 
 /// A store: the server and database a connection string names, and the namespace of the
 /// tables. Displayed without the password, e.g. `postgres://dsh@127.0.0.1:5432/sessions
@@ -21,7 +21,7 @@ pub(crate) struct Place {
 }
 
 impl Place {
-    pub(crate) fn new(config: &postgres::Config, schema_name: &str) -> Place {
+    pub(crate) fn new(config: &tokio_postgres::Config, schema_name: &str) -> Place {
         let hosts: Vec<String> = config
             .get_hosts()
             .iter()
@@ -87,7 +87,7 @@ impl OpenError {
 }
 
 /// A refused statement (or a lost connection) as [`PersistenceError::Io`] naming the store.
-pub(crate) fn sql_error(place: &Place, error: postgres::Error) -> PersistenceError {
+pub(crate) fn sql_error(place: &Place, error: tokio_postgres::Error) -> PersistenceError {
     PersistenceError::Io {
         path: place.to_string(),
         source: std::io::Error::other(error),
@@ -100,7 +100,7 @@ pub(crate) fn write_error(
     place: &Place,
     id: &SessionId,
     lock_timeout_ms: u128,
-    error: postgres::Error,
+    error: tokio_postgres::Error,
 ) -> PersistenceError {
     if error.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
         return PersistenceError::Locked {
@@ -115,6 +115,6 @@ pub(crate) fn write_error(
 }
 
 /// Whether `error` is a duplicate key: another writer stored a row this one tried to insert.
-pub(crate) fn is_duplicate_key(error: &postgres::Error) -> bool {
+pub(crate) fn is_duplicate_key(error: &tokio_postgres::Error) -> bool {
     error.code() == Some(&SqlState::UNIQUE_VIOLATION)
 }

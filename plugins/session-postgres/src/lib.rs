@@ -4,7 +4,8 @@
 //! `(session_id, seq)`, in a schema (namespace) of the config's choosing.
 //!
 //! Owns the tables ([`schema`]), [`PostgresPersistence`], which implements
-//! [`dsh_session::SessionPersistence`] over them with the synchronous `postgres` client, and
+//! [`dsh_session::SessionPersistence`] over them with the async `tokio-postgres` client driven
+//! by a runtime of its own (usable and droppable on any thread, tokio workers included), and
 //! the `dsh-session-postgres` plugin ([`SessionPostgresPlugin`]). The row encoding is the
 //! session crate's [`dsh_session::columns`], shared with the SQLite backend. It knows the
 //! session crate's events, header and persistence seam, and nothing else: not fork (a fork
@@ -29,6 +30,7 @@
 //! ```
 
 mod backend;
+mod driver;
 mod error;
 pub mod plugin;
 pub mod schema;

@@ -9,9 +9,10 @@
 //! (namespace), `public` unless the config names another, so several stores can share a
 //! database.
 
+use crate::driver::block;
 use crate::error::{sql_error, Place};
 use dsh_session::PersistenceError;
-use postgres::Client;
+use tokio_postgres::Client;
 
 /// The schema version this build reads and writes, kept in the table `dsh_schema`. A store
 /// with another version is refused with [`PersistenceError::VersionUnsupported`].
@@ -38,35 +39,32 @@ pub(crate) fn quote(name: &str) -> String {
 pub(crate) fn set_up(client: &mut Client, place: &Place) -> Result<(), PersistenceError> {
     let failed = |e| sql_error(place, e);
     let s = &place.schema;
-    let mut tx = client.transaction().map_err(failed)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SETUP_LOCK])
-        .map_err(failed)?;
-    let exists: bool = tx
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
-            &[&place.schema_name],
-        )
-        .map_err(failed)?
-        .get(0);
-    if !exists {
-        tx.batch_execute(&format!("CREATE SCHEMA {s}"))
-            .map_err(failed)?;
-    }
-    tx.batch_execute(&format!(
-        "CREATE TABLE IF NOT EXISTS {s}.dsh_schema (version INTEGER NOT NULL)"
+    let tx = block(client.transaction()).map_err(failed)?;
+    block(tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SETUP_LOCK])).map_err(failed)?;
+    let exists: bool = block(tx.query_one(
+        "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+        &[&place.schema_name],
     ))
+    .map_err(failed)?
+    .get(0);
+    if !exists {
+        block(tx.batch_execute(&format!("CREATE SCHEMA {s}"))).map_err(failed)?;
+    }
+    block(tx.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {s}.dsh_schema (version INTEGER NOT NULL)"
+    )))
     .map_err(failed)?;
-    let stored: Option<i32> = tx
-        .query_opt(&format!("SELECT version FROM {s}.dsh_schema"), &[])
-        .map_err(failed)?
-        .map(|row| row.get(0));
+    let stored: Option<i32> =
+        block(tx.query_opt(&format!("SELECT version FROM {s}.dsh_schema"), &[]))
+            .map_err(failed)?
+            .map(|row| row.get(0));
     match stored {
         None => {
-            tx.batch_execute(&tables(s)).map_err(failed)?;
-            tx.execute(
+            block(tx.batch_execute(&tables(s))).map_err(failed)?;
+            block(tx.execute(
                 &format!("INSERT INTO {s}.dsh_schema (version) VALUES ($1)"),
                 &[&SCHEMA_VERSION],
-            )
+            ))
             .map_err(failed)?;
         }
         Some(SCHEMA_VERSION) => {}
@@ -81,7 +79,7 @@ pub(crate) fn set_up(client: &mut Client, place: &Place) -> Result<(), Persisten
             })
         }
     }
-    tx.commit().map_err(failed)
+    block(tx.commit()).map_err(failed)
 }
 
 /// The tables in namespace `s` (quoted). `created_at` and `time` are epoch milliseconds;

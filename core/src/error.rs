@@ -107,6 +107,16 @@ pub enum CoreError {
         /// The names that are missing.
         missing: Vec<String>,
     },
+    /// [`crate::Scope::spawn`] was called on a thread that is not in a tokio runtime.
+    ///
+    /// ### Handling
+    /// Build (or load into) the context from inside the host's runtime: a task, or
+    /// `tokio::task::spawn_blocking` (whose threads are in the runtime too).
+    #[error("plugin \"{plugin}\" starts async work, but its apply runs outside a tokio runtime")]
+    NoRuntime {
+        /// The instance whose apply spawned.
+        plugin: String,
+    },
 }
 
 impl CoreError {
@@ -123,6 +133,7 @@ impl CoreError {
             CoreError::DependencyCycle { .. } => "DEPENDENCY_CYCLE",
             CoreError::MissingPlugins { .. } => "MISSING_PLUGINS",
             CoreError::InvalidName { .. } => "PLUGIN_NAME_INVALID",
+            CoreError::NoRuntime { .. } => "NO_RUNTIME",
         }
     }
 }

@@ -283,6 +283,34 @@ impl PluginHandle {
         })
     }
 
+    /// [`PluginHandle::wait_active`] for a tokio task (feature `tokio`): the wait runs on the
+    /// runtime's blocking pool, never on a worker.
+    ///
+    /// # Errors
+    /// As `wait_active`.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime, and when the runtime shuts down before the wait started.
+    #[cfg(feature = "tokio")]
+    pub async fn wait_active_async(&self, timeout: Duration) -> Result<(), WaitError> {
+        let handle = self.clone();
+        off_the_workers(move || handle.wait_active(timeout)).await
+    }
+
+    /// [`PluginHandle::wait_settled`] for a tokio task (feature `tokio`), as
+    /// [`PluginHandle::wait_active_async`].
+    ///
+    /// # Errors
+    /// As `wait_settled`.
+    ///
+    /// # Panics
+    /// As `wait_active_async`.
+    #[cfg(feature = "tokio")]
+    pub async fn wait_settled_async(&self, timeout: Duration) -> Result<PluginState, WaitError> {
+        let handle = self.clone();
+        off_the_workers(move || handle.wait_settled(timeout)).await
+    }
+
     fn wait<R>(
         &self,
         timeout: Duration,
@@ -338,5 +366,17 @@ impl fmt::Debug for PluginHandle {
             .field("name", &self.name)
             .field("state", &self.state())
             .finish()
+    }
+}
+
+/// Runs the blocking `wait` on tokio's blocking pool and returns its answer.
+#[cfg(feature = "tokio")]
+async fn off_the_workers<R: Send + 'static>(wait: impl FnOnce() -> R + Send + 'static) -> R {
+    match tokio::task::spawn_blocking(wait).await {
+        Ok(answer) => answer,
+        Err(error) => match error.try_into_panic() {
+            Ok(payload) => std::panic::resume_unwind(payload),
+            Err(_) => panic!("the tokio runtime shut down before the wait ran"),
+        },
     }
 }

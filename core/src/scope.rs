@@ -11,7 +11,7 @@ use crate::handle::{LoadOptions, PluginHandle};
 use crate::key::ServiceKey;
 use crate::runtime::cells::ServiceValue;
 use crate::runtime::plugin::{AnyPlugin, Applying};
-use crate::runtime::state::Owner;
+use crate::runtime::state::{Command, Owner};
 use crate::runtime::Runtime;
 use crate::state::InstanceId;
 use std::fmt;
@@ -163,6 +163,65 @@ impl Scope {
         options: LoadOptions,
     ) -> Result<PluginHandle, CoreError> {
         PluginHandle::load(&self.runtime()?, self.owner(), plugin.into(), options)
+    }
+
+    /// Fails this generation of the instance with `error`, after its apply returned (work it
+    /// started, e.g. with [`Scope::spawn`], failed): the instances using its services are
+    /// torn down first, then the instance, which ends `Failed` with a [`crate::PluginError`]
+    /// of `error` (its code kept, as for an apply's error). Does nothing once the generation
+    /// is over. Never waits for the thread running an apply; on a thread where nothing else
+    /// settles the context, the teardown runs on it before this returns.
+    ///
+    /// # Errors
+    /// [`CoreError::StaleScope`] once the context is gone.
+    pub fn fail(&self, error: impl Into<BoxError>) -> Result<(), CoreError> {
+        let error = crate::error::PluginError::from_apply(&self.name, error.into());
+        self.runtime()?
+            .submit(Some(Command::Fail(self.id, self.generation, error)));
+        Ok(())
+    }
+
+    /// Starts `work` on the tokio runtime the apply runs in (feature `tokio`), owned by this
+    /// generation: it is aborted when the instance is torn down (disabled, restarted,
+    /// disposed, failed). `work` may keep a clone of the scope and [`Scope::provide`] the
+    /// instance's service once it is ready (a connection made, a cache warmed): the instances
+    /// that require the service stay `Pending` until then. When `work` returns an error or
+    /// panics, the instance ends `Failed` with it ([`Scope::fail`]; a panic as
+    /// `APPLY_PANICKED`).
+    ///
+    /// # Errors
+    /// [`CoreError::NoRuntime`] when the calling thread is not in a tokio runtime (a task, or
+    /// `spawn_blocking`); [`CoreError::StaleScope`].
+    #[cfg(feature = "tokio")]
+    pub fn spawn(
+        &self,
+        work: impl std::future::Future<Output = Result<(), BoxError>> + Send + 'static,
+    ) -> Result<(), CoreError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| CoreError::NoRuntime {
+            plugin: self.name.to_string(),
+        })?;
+        self.runtime()?;
+        let task = runtime.spawn(work);
+        let abort = task.abort_handle();
+        if let Err(stale) = self.on_dispose(move || abort.abort()) {
+            task.abort();
+            return Err(stale);
+        }
+        let scope = self.clone();
+        runtime.spawn(async move {
+            let failure: BoxError = match task.await {
+                Ok(Ok(())) => return,
+                Ok(Err(error)) => error,
+                Err(joined) if joined.is_panic() => {
+                    let message = crate::error::panic_message(joined.into_panic().as_ref());
+                    Box::new(crate::error::PluginError::panicked(&scope.name, message))
+                }
+                // Aborted: the generation ended.
+                Err(_) => return,
+            };
+            let _ = scope.fail(failure);
+        });
+        Ok(())
     }
 
     /// The handle a service keeps to publish events of this context.

@@ -113,8 +113,31 @@ impl Runtime {
             Command::Update(id, config) => {
                 self.restart(id, Some(config), TransitionCause::ConfigUpdated)
             }
+            Command::Fail(id, generation, error) => self.fail(id, generation, error),
             Command::DisposeAll => self.dispose_all(),
         }
+    }
+
+    /// Fails `id` with `error` when it is still at `generation` and loading or active (its
+    /// async work failed): the error is recorded and the instance torn down to `Failed`, its
+    /// users first. A failure of a generation that is over is ignored.
+    fn fail(self: &Arc<Self>, id: InstanceId, generation: u64, error: PluginError) {
+        let cause = {
+            let mut state = self.state.lock();
+            let current = state.instance(id).is_some_and(|inst| {
+                inst.generation == generation
+                    && matches!(inst.state, PluginState::Loading | PluginState::Active)
+            });
+            if !current {
+                tracing::debug!(%error, generation, "failure of a stale generation ignored");
+                return;
+            }
+            tracing::warn!(plugin = %error.plugin(), %error, "plugin failed after its apply");
+            let cause = failed(&error);
+            state.set_error(id, error);
+            cause
+        };
+        self.teardown(id, PluginState::Failed, cause);
     }
 
     /// Restarts `id` for `cause` (with a new config when given): a loading or active instance

@@ -83,6 +83,10 @@ pub(crate) enum Command {
     Restart(InstanceId),
     /// A config already checked against the plugin's type.
     Update(InstanceId, Value),
+    /// Work the instance started at this generation failed after its apply returned
+    /// ([`crate::Scope::fail`]): it ends `Failed` with the error, unless that generation is
+    /// over.
+    Fail(InstanceId, u64, PluginError),
     DisposeAll,
 }
 
@@ -94,7 +98,8 @@ impl Command {
             | Command::Disable(id)
             | Command::Dispose(id)
             | Command::Restart(id)
-            | Command::Update(id, _) => Some(*id),
+            | Command::Update(id, _)
+            | Command::Fail(id, _, _) => Some(*id),
             Command::DisposeAll => None,
         }
     }

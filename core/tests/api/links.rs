@@ -104,13 +104,14 @@ fn a_build_with_two_copies_of_dsh_core_is_refused_by_cargo() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Inlines the `[dependencies]` that say `.workspace = true` with a plain `*` version.
+/// Inlines the dependencies inherited from the workspace (`x.workspace = true`, or
+/// `x = { workspace = true, ... }`) with a plain `*` version.
 fn workspace_deps_inline(manifest: &str) -> String {
     manifest
         .lines()
         .map(|line| match line.split_once(".workspace = true") {
             Some((name, "")) if !name.contains(' ') => format!("{name} = \"*\""),
-            _ => line.to_owned(),
+            _ => line.replace("{ workspace = true", "{ version = \"*\""),
         })
         .collect::<Vec<_>>()
         .join("\n")

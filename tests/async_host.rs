@@ -1,7 +1,9 @@
 //! A tokio host over the async face (feature `tokio`: `AsyncSessionStore`, `AsyncSessionFork`)
-//! on JSONL and SQLite: a call that waits on the store leaves the runtime's thread free, tasks
-//! writing at once lose nothing, and a context dropped on a worker or on the blocking pool
-//! goes quietly with everything written. `.ci/run` runs it with `--features tokio`.
+//! on JSONL, SQLite and (feature `session-postgres`, with `DSH_TEST_POSTGRES_URL`; a printed
+//! skip otherwise) PostgreSQL: a call that waits on the store leaves the runtime's thread free,
+//! tasks writing at once lose nothing, and a context dropped on a worker or on the blocking
+//! pool goes quietly with everything written. `.ci/run` runs it with `--features tokio`, and
+//! beside a throwaway PostgreSQL with `session-postgres` too.
 #![cfg(feature = "tokio")]
 
 use dsh::session::{
@@ -22,6 +24,8 @@ const CWD: &str = "/work/project";
 enum Backend {
     Jsonl,
     Sqlite,
+    #[cfg(feature = "session-postgres")]
+    Postgres,
 }
 
 /// A context from the registry writing to `backend` under `dir`; the store requires it (no
@@ -38,6 +42,21 @@ fn context(backend: Backend, dir: &Path) -> Context {
                 "dsh-session-sqlite",
                 json!({ "path": dir.join("sessions.db") }),
             ),
+        #[cfg(feature = "session-postgres")]
+        Backend::Postgres => {
+            let url = std::env::var("DSH_TEST_POSTGRES_URL").expect("checked by the test");
+            // A schema per store folder: each test's sessions apart from every other's.
+            let schema = format!("async_host_{}", dir.file_name().unwrap().to_string_lossy())
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+                .to_lowercase();
+            config
+                .set_enabled("dsh-session-jsonl", false)
+                .set_enabled("dsh-session-postgres", true)
+                .set_config(
+                    "dsh-session-postgres",
+                    json!({ "url": url, "schema": schema }),
+                )
+        }
     };
     Context::from_registry(&config).expect("the context builds")
 }
@@ -93,7 +112,13 @@ async fn a_flush_waiting_on_the_store_leaves_the_runtime_thread_free() {
 async fn tasks_lose_nothing_and_the_context_drops_anywhere(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
-    let ctx = context(backend, &root);
+    // Built on the blocking pool: a backend plugin may connect in its apply.
+    let ctx = tokio::task::spawn_blocking({
+        let root = root.clone();
+        move || context(backend, &root)
+    })
+    .await
+    .unwrap();
     let store = AsyncSessionStore::new(ctx.expect::<SessionStore>());
     let writers: Vec<_> = (0..8)
         .map(|n| {
@@ -146,4 +171,14 @@ async fn on_jsonl_tasks_lose_nothing_and_the_context_drops_anywhere() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_sqlite_tasks_lose_nothing_and_the_context_drops_anywhere() {
     tasks_lose_nothing_and_the_context_drops_anywhere(Backend::Sqlite).await;
+}
+
+#[cfg(feature = "session-postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_tasks_lose_nothing_and_the_context_drops_anywhere() {
+    if std::env::var("DSH_TEST_POSTGRES_URL").map_or(true, |url| url.is_empty()) {
+        eprintln!("skipped: DSH_TEST_POSTGRES_URL is not set (run under scripts/with-postgres.sh)");
+        return;
+    }
+    tasks_lose_nothing_and_the_context_drops_anywhere(Backend::Postgres).await;
 }

@@ -1,43 +1,67 @@
 //! The connections' I/O: the async client (`tokio-postgres`), each connection's socket driven
-//! by a small tokio runtime this backend owns (one worker thread, `dsh-postgres`), whatever
-//! the host runs.
+//! by the host's tokio runtime when the backend is opened inside a multi-thread one, else by a
+//! small runtime this backend owns (one worker thread, `dsh-postgres`): the `dsh` CLI, a
+//! sync host, a `current_thread` runtime. A host runtime needs its I/O and time drivers
+//! (`enable_all`, as `#[tokio::main]` sets).
 //!
 //! The backend's calls are sync ([`dsh_session::SessionPersistence`]): each waits for its
-//! client futures on the calling thread with [`block`], a plain executor that enters no tokio
-//! runtime. So a call is never "a runtime started inside a runtime" (the sync `postgres`
-//! client's panic on a tokio worker), whether it comes from a plain thread, tokio's blocking
-//! pool (the async face) or, blocking it, a worker; and since the sockets are driven by the
-//! backend's own thread, a call waiting on a worker of a one-thread runtime cannot starve its
-//! own connection. Dropping the backend shuts its runtime down in the background: it never
-//! blocks and never panics, on any thread.
+//! client futures on the calling thread with [`block`], a plain executor that starts no tokio
+//! runtime, so a call is never "a runtime started inside a runtime" (the sync `postgres`
+//! client's panic on a tokio worker). On a worker of a multi-thread runtime the wait is
+//! wrapped in `tokio::task::block_in_place`, so the runtime moves its other tasks (the
+//! connections' among them) to another thread first: a sync call made on every worker at once
+//! cannot starve the connections it waits for. On a `current_thread` runtime the connections
+//! run on the backend's own thread for the same reason. Dropping the backend never blocks and
+//! never panics, on any thread: its own runtime is shut down in the background.
 
 use dsh_session::PersistenceError;
 use std::future::Future;
+use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio_postgres::{Client, Config, NoTls};
 
 use crate::error::{sql_error, Place};
 
 /// Waits on the calling thread for `future` (a client's query, a transaction step, a join of
-/// a task on the driver's runtime). Enters no tokio runtime.
+/// a task on the driver's runtime). Starts no tokio runtime; on a thread of a multi-thread
+/// runtime the wait is a `block_in_place`.
 pub(crate) fn block<F: Future>(future: F) -> F::Output {
-    futures_executor::block_on(future)
+    match Handle::try_current() {
+        Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| futures_executor::block_on(future))
+        }
+        _ => futures_executor::block_on(future),
+    }
 }
 
-/// The runtime that drives the connections of one backend.
+/// The runtime that drives the connections of one backend: the host's, or one of its own.
 pub(crate) struct Driver {
-    runtime: Option<tokio::runtime::Runtime>,
+    /// Where connection tasks are spawned.
+    handle: Handle,
+    /// The backend's own runtime, when it is not the host's.
+    own: Option<tokio::runtime::Runtime>,
 }
 
 impl Driver {
-    /// A driver with its runtime started. Errors: the runtime's thread cannot be started.
+    /// The driver of a backend opened on this thread: the host's runtime when the thread is in
+    /// a multi-thread one, else a runtime of its own started now. Errors: that runtime's thread
+    /// cannot be started.
     pub(crate) fn start() -> std::io::Result<Driver> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
+        if let Ok(host) = Handle::try_current() {
+            if host.runtime_flavor() == RuntimeFlavor::MultiThread {
+                return Ok(Driver {
+                    handle: host,
+                    own: None,
+                });
+            }
+        }
+        let own = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("dsh-postgres")
             .enable_all()
             .build()?;
         Ok(Driver {
-            runtime: Some(runtime),
+            handle: own.handle().clone(),
+            own: Some(own),
         })
     }
 
@@ -51,12 +75,8 @@ impl Driver {
         config: &Config,
         place: &Place,
     ) -> Result<Client, PersistenceError> {
-        let runtime = self
-            .runtime
-            .as_ref()
-            .expect("the runtime lives as long as the driver");
         let config = config.clone();
-        let connecting = runtime.spawn(async move {
+        let connecting = self.handle.spawn(async move {
             let (client, connection) = config.connect(NoTls).await?;
             tokio::spawn(async move {
                 if let Err(error) = connection.await {
@@ -69,7 +89,10 @@ impl Driver {
             Ok(connected) => connected.map_err(|e| sql_error(place, e)),
             Err(joined) => Err(PersistenceError::Io {
                 path: place.to_string(),
-                source: std::io::Error::other(format!("the connection task failed: {joined}")),
+                source: std::io::Error::other(format!(
+                    "the connection task failed ({joined}); a host runtime the backend runs \
+                     on needs its I/O and time drivers (`enable_all`)"
+                )),
             }),
         }
     }
@@ -77,8 +100,8 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
+        if let Some(own) = self.own.take() {
+            own.shutdown_background();
         }
     }
 }

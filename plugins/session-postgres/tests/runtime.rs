@@ -1,8 +1,10 @@
 //! The backend inside a tokio host: opened, used and dropped on a runtime worker (where the
 //! sync `postgres` client panicked, "Cannot start a runtime from within a runtime", and its
-//! destructor panicked again, aborting the process), on the only thread of a `current_thread`
-//! runtime, and through a context built and dropped on a worker. Tests that need a server
-//! skip with a printed reason without `DSH_TEST_POSTGRES_URL`.
+//! destructor panicked again, aborting the process) and in a multi-thread runtime's
+//! `block_on`, both with the connections on the host's runtime; on the only thread of a
+//! `current_thread` runtime, with the connections on the backend's own thread; and through a
+//! context built and dropped on a worker. Tests that need a server skip with a printed reason
+//! without `DSH_TEST_POSTGRES_URL`.
 
 mod support;
 
@@ -25,11 +27,31 @@ fn note(seq: u64) -> Arc<SessionEvent> {
     ))
 }
 
+/// Held by each test: the thread count of [`own_driver_threads`] is the whole process's.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The threads of this process named as the backend names its own runtime's thread.
+fn own_driver_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .filter_map(Result::ok)
+                .filter(|task| {
+                    std::fs::read_to_string(task.path().join("comm"))
+                        .is_ok_and(|name| name.trim() == "dsh-postgres")
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 /// Opens the schema's store, creates session `id` with two events, appends a third, reads
-/// it back, lists, and drops the backend, all on the calling thread; returns the events read.
-fn round_trip(url: &str, schema: &str, id: &str) -> usize {
+/// it back, lists, and drops the backend, all on the calling thread; returns the events read
+/// and how many threads of the backend's own runtime ran meanwhile.
+fn round_trip(url: &str, schema: &str, id: &str) -> (usize, usize) {
     let backend = PostgresPersistence::open_with_lock_timeout(url, Some(schema), LOCK_TIMEOUT)
         .expect("the store opens");
+    let own = own_driver_threads();
     let header = SessionHeader::new(SessionId::from(id), 1, SessionMeta::default().cwd("/w"));
     backend
         .create(&header, &[note(0), note(1)])
@@ -42,16 +64,18 @@ fn round_trip(url: &str, schema: &str, id: &str) -> usize {
         .iter()
         .any(|s| s.header.id == header.id));
     drop(backend);
-    loaded
+    (loaded, own)
 }
 
 #[test]
 fn the_backend_opens_writes_reads_and_drops_on_a_runtime_worker() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(schema) = TestSchema::new("worker") else {
         return;
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .enable_all()
         .build()
         .unwrap();
     let (url, name) = (schema.url.clone(), schema.name.clone());
@@ -60,11 +84,14 @@ fn the_backend_opens_writes_reads_and_drops_on_a_runtime_worker() {
             tokio::spawn(async move { round_trip(&url, &name, "on-a-worker") }).await
         })
         .expect("no panic on the worker");
-    assert_eq!(read, 3);
+    assert_eq!(read, (3, 0), "three events, on the host's runtime");
+    let read = runtime.block_on(async { round_trip(&schema.url, &schema.name, "in-block-on") });
+    assert_eq!(read, (3, 0), "three events, on the host's runtime");
 }
 
 #[test]
 fn the_backend_works_on_the_only_thread_of_a_current_thread_runtime() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(schema) = TestSchema::new("current") else {
         return;
     };
@@ -72,17 +99,22 @@ fn the_backend_works_on_the_only_thread_of_a_current_thread_runtime() {
         .build()
         .unwrap();
     let read = runtime.block_on(async { round_trip(&schema.url, &schema.name, "current") });
-    assert_eq!(read, 3);
+    assert_eq!(read.0, 3);
+    if cfg!(target_os = "linux") {
+        assert_eq!(read.1, 1, "the connections on the backend's own thread");
+    }
 }
 
 #[test]
 fn a_context_built_used_and_dropped_on_a_worker_stores_its_sessions() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(schema) = TestSchema::new("context") else {
         return;
     };
     let config = json!({ "url": schema.url, "schema": schema.name });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .enable_all()
         .build()
         .unwrap();
     let written = runtime.block_on(async move {

@@ -8,8 +8,8 @@
 //! ```
 //!
 //! Prints one JSON line: the events each task stored, the fork child and the lineage. The
-//! context is built and dropped on the blocking pool: a backend plugin may connect in its
-//! apply (the PostgreSQL one does, with a sync client that must not run on a worker).
+//! context is built and dropped on the blocking pool: a backend plugin may do I/O in its
+//! apply and its teardown (the PostgreSQL one connects; every store drains its sessions).
 
 use dsh::session::{
     AsyncSessionStore, CreateOptions, EventDraft, SessionId, SessionMeta, SessionStore,
@@ -66,13 +66,31 @@ fn turn(turn: u64) -> Vec<EventDraft> {
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    match host().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("tokio_host: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn host() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [kind, target] = args.as_slice() else {
         return Err("usage: tokio_host jsonl DIR | sqlite FILE | postgres URL".into());
     };
     let config = config(kind, target)?;
-    let ctx = tokio::task::spawn_blocking(move || Context::from_registry(&config)).await??;
+    let ctx = tokio::task::spawn_blocking(move || Context::from_registry(&config))
+        .await?
+        .map_err(|error| match error {
+            dsh::CoreError::UnknownPlugin { plugin } => format!(
+                "this build has no plugin {plugin} (build the example with the feature that \
+                 links it: `--features tokio,session-postgres` for PostgreSQL)"
+            ),
+            other => other.to_string(),
+        })?;
     let store = AsyncSessionStore::new(ctx.expect::<SessionStore>());
     let run = std::process::id();
 

@@ -3,9 +3,10 @@
 //! exit status 1; the JSON document `{"error": {code, message}}` on stdout with `--json`),
 //! where Rust's default is an abort (`SIGABRT`, status 134) with no document and no code.
 //!
-//! The command stops where it ran out: what it had stored stays stored (every write of the
-//! backends is a complete step before the next allocation), what it had not yet written is
-//! not. The report allocates nothing: it is formatted into a buffer on the stack and written
+//! The command stops where it ran out: what it had written stays written (every write of
+//! the backends is a complete step before the next allocation), what it had not yet done is
+//! not done, and its other results (the entries of files already checked or imported) are not
+//! printed: the report is the only output. The report allocates nothing: it is formatted into a buffer on the stack and written
 //! with `write(2)`, then the process ends with `_exit(2)` (no destructor runs, none can need
 //! memory that is not there).
 
@@ -55,8 +56,8 @@ fn granted(ptr: *mut u8, size: usize) -> *mut u8 {
 /// Reports the refused `size` bytes and ends the process with status 1, allocating nothing.
 fn out_of_memory(size: usize) -> ! {
     const MESSAGE: &str = "the system refused an allocation of";
-    const WHY: &str = "bytes; the command stopped there (what it had stored stays stored, \
-                       nothing else was written)";
+    const WHY: &str = "bytes; the command stopped there: what it had written before stays \
+                       written, nothing after it was done, and no other result is printed";
     let mut buffer = [0u8; 512];
     let mut out = std::io::Cursor::new(&mut buffer[..]);
     let as_json = AS_JSON.load(Ordering::Relaxed);

@@ -47,14 +47,26 @@ fn main() {
     alloc::report_as_json(cli.json);
     // Deep data (a fork chain thousands of sessions deep, records nested 16,384 levels) is
     // serialized and dropped recursively: the command runs on a thread whose stack has room
-    // for it (reserved address space; only what is used is ever touched).
-    let status = std::thread::Builder::new()
+    // for it (reserved address space; only what is used is ever touched). Where that much
+    // address space cannot be reserved (a low `ulimit -v`), it runs on this thread instead.
+    let cli = std::sync::Arc::new(cli);
+    let command = {
+        let cli = cli.clone();
+        move || output::emit(run(&cli), cli.json)
+    };
+    let status = match std::thread::Builder::new()
         .name("dsh".into())
         .stack_size(COMMAND_STACK_BYTES)
-        .spawn(move || output::emit(run(&cli), cli.json))
-        .expect("the command thread starts")
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        .spawn(command)
+    {
+        Ok(thread) => thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        Err(error) => {
+            tracing::debug!(%error, "no room for the command thread's stack; running on the main thread");
+            output::emit(run(&cli), cli.json)
+        }
+    };
     std::process::exit(status);
 }
 

@@ -348,6 +348,11 @@ fn running_out_of_memory_ends_a_command_with_a_code_instead_of_an_abort() {
         started.code, 0,
         "the limit leaves room to start: {started:?}"
     );
+    // Less address space than the command thread's 256 MiB stack: the command runs on the
+    // main thread (it panicked, "the command thread starts").
+    let small = sandbox.json_limited("-v 200000", &[Path::new("check"), Path::new(EXAMPLE)]);
+    assert_eq!(small.code, 0, "{small:?}");
+    assert_eq!(small.doc()[0]["events"], json!(27));
     let doc = sandbox.json(&[Path::new("check"), &file]).ok();
     assert_eq!(doc, json!([ok_entry(&file, "big", 6)]));
 }

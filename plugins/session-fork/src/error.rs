@@ -57,8 +57,12 @@ pub enum SessionForkError {
         /// The child id.
         id: SessionId,
     },
-    /// `OPEN_TURN`: the source log is non-empty and does not end at `turn/end`.
-    #[error("cannot fork session \"{id}\" inside an open turn (last event: {last_type})")]
+    /// `OPEN_TURN`: the source log is non-empty and does not end at `turn/end` (it is inside
+    /// a turn, or otherwise not at the boundary: the RFC's one code for both).
+    #[error(
+        "cannot fork session \"{id}\": it is not at a turn boundary (last event: {last_type}, \
+         not turn/end)"
+    )]
     OpenTurn {
         /// The source id.
         id: SessionId,
@@ -77,10 +81,10 @@ pub enum SessionForkError {
         reason: BoundaryProblem,
     },
     /// `OPEN_TURN`: the event at the requested boundary is not `turn/end`, so the prefix
-    /// through it ends inside a turn (or after a standalone event). Nothing was created.
+    /// through it ends inside a turn or after an event outside any turn. Nothing was created.
     #[error(
-        "cannot fork session \"{id}\" at seq {boundary}: the prefix ends inside an open turn \
-         (event at {boundary}: {event_type}, not turn/end)"
+        "cannot fork session \"{id}\" at seq {boundary}: the prefix does not end at a turn \
+         boundary (event at {boundary}: {event_type}, not turn/end)"
     )]
     OpenTurnAt {
         /// The source id.

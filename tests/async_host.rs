@@ -7,12 +7,12 @@
 #![cfg(feature = "tokio")]
 
 use dsh::session::{
-    AsyncSessionStore, CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionStore,
-    TurnEndReason,
+    AsyncSessionStore, CreateOptions, Session, SessionId, SessionMeta, SessionStore,
 };
 use dsh::session_fork::{AsyncSessionFork, ForkSessionOptions, SessionFork};
 use dsh::session_jsonl::layout::session_file;
 use dsh::{Context, ContextConfig};
+use dsh_session_contract::turn_drafts;
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
@@ -66,14 +66,7 @@ fn options() -> CreateOptions {
 }
 
 fn append_turn(session: &Arc<Session>, turn: u64) {
-    for draft in [
-        EventDraft::turn_start(turn),
-        EventDraft::user_text(&format!("u{turn}"), "q", "user"),
-        EventDraft::step_start(turn, 1),
-        EventDraft::assistant_text(turn, 1, &format!("a{turn}"), "x", "p", "m"),
-        EventDraft::step_end(turn, 1),
-        EventDraft::turn_end(turn, TurnEndReason::Completed),
-    ] {
+    for draft in turn_drafts(turn) {
         session.append(draft).expect("appended");
     }
 }

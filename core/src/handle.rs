@@ -294,7 +294,7 @@ impl PluginHandle {
     #[cfg(feature = "tokio")]
     pub async fn wait_active_async(&self, timeout: Duration) -> Result<(), WaitError> {
         let handle = self.clone();
-        off_the_workers(move || handle.wait_active(timeout)).await
+        crate::run_blocking(move || handle.wait_active(timeout)).await
     }
 
     /// [`PluginHandle::wait_settled`] for a tokio task (feature `tokio`), as
@@ -308,7 +308,7 @@ impl PluginHandle {
     #[cfg(feature = "tokio")]
     pub async fn wait_settled_async(&self, timeout: Duration) -> Result<PluginState, WaitError> {
         let handle = self.clone();
-        off_the_workers(move || handle.wait_settled(timeout)).await
+        crate::run_blocking(move || handle.wait_settled(timeout)).await
     }
 
     fn wait<R>(
@@ -366,17 +366,5 @@ impl fmt::Debug for PluginHandle {
             .field("name", &self.name)
             .field("state", &self.state())
             .finish()
-    }
-}
-
-/// Runs the blocking `wait` on tokio's blocking pool and returns its answer.
-#[cfg(feature = "tokio")]
-async fn off_the_workers<R: Send + 'static>(wait: impl FnOnce() -> R + Send + 'static) -> R {
-    match tokio::task::spawn_blocking(wait).await {
-        Ok(answer) => answer,
-        Err(error) => match error.try_into_panic() {
-            Ok(payload) => std::panic::resume_unwind(payload),
-            Err(_) => panic!("the tokio runtime shut down before the wait ran"),
-        },
     }
 }

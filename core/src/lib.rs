@@ -41,6 +41,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "tokio")]
+mod blocking;
 mod config;
 mod context;
 mod dep;
@@ -57,6 +59,8 @@ mod runtime;
 mod scope;
 mod state;
 
+#[cfg(feature = "tokio")]
+pub use blocking::run_blocking;
 pub use config::{ContextConfig, PluginSettings};
 pub use context::{Context, ContextBuilder};
 pub use dep::{Dep, Deps, Optional};

@@ -28,6 +28,8 @@ pub mod drain;
 pub mod faults;
 mod support;
 
+pub use support::turn_drafts;
+
 use dsh_core::AnyPlugin;
 use dsh_session::{SessionId, SessionPersistence};
 use std::any::Any;

@@ -54,8 +54,8 @@ pub(crate) fn header(id: &str, created_at: u64) -> SessionHeader {
 }
 
 /// The drafts of one completed turn `turn`: start, user message, a step with an assistant
-/// message, end.
-pub(crate) fn turn_drafts(turn: u64) -> Vec<EventDraft> {
+/// message, end (every invariant kept).
+pub fn turn_drafts(turn: u64) -> Vec<EventDraft> {
     vec![
         EventDraft::turn_start(turn),
         EventDraft::user_text(&format!("u{turn}"), "hello", "user"),

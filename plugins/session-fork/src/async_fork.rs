@@ -5,7 +5,7 @@
 //! API's. [`SessionFork::snapshot`] does no I/O and stays sync.
 
 use crate::{ForkSessionOptions, LineageNode, SessionFork, SessionForkError};
-use dsh_session::async_store::run_blocking;
+use dsh_core::run_blocking;
 use dsh_session::{Session, SessionHeader, SessionId};
 use std::sync::Arc;
 

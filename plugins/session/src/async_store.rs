@@ -4,7 +4,7 @@
 //! database transaction). On a runtime worker that stalls every task scheduled there, so an
 //! async host calls them through [`AsyncSessionStore`] (and [`AsyncPersistence`] for the
 //! backend itself): each call runs the same sync call on tokio's blocking pool
-//! ([`tokio::task::spawn_blocking`]) and awaits it, so no worker ever waits on I/O. Errors and
+//! ([`dsh_core::run_blocking`]) and awaits it, so no worker ever waits on I/O. Errors and
 //! codes are the sync API's, unchanged. Calls that do no I/O (`Session::append`,
 //! `SessionStore::get`, `list`) are cheap and stay sync.
 //!
@@ -37,32 +37,15 @@ use crate::{
     CreateOptions, Resumed, Session, SessionEvent, SessionId, SessionPersistence, SessionStore,
     StoreError, StoredSession,
 };
-use dsh_core::Unavailable;
-
-/// Runs `work` on tokio's blocking pool and returns its result, resuming its panic in the
-/// caller if it panicked (the backends' own panics are contained as errors before that; see
-/// [`PersistenceError::Panicked`]). The work runs to its end even when the returned future is
-/// dropped.
-///
-/// # Panics
-/// Outside a tokio runtime (as [`tokio::task::spawn_blocking`] does); when the runtime shuts
-/// down before the work started (it did not run); when `work` panics.
-pub async fn run_blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(value) => value,
-        Err(error) => match error.try_into_panic() {
-            Ok(payload) => std::panic::resume_unwind(payload),
-            Err(_) => panic!("the tokio runtime shut down before the blocking store call ran"),
-        },
-    }
-}
+use dsh_core::{run_blocking, Unavailable};
 
 /// The async face of a [`SessionStore`]: the same calls, run off the runtime's workers (see
 /// the [module docs](self)). Cheap to clone; every clone faces the same store.
 ///
 /// # Panics
 /// Every method panics as [`run_blocking`] does: outside a tokio runtime, or when the runtime
-/// shuts down before the call ran.
+/// shuts down before the call ran. The backends' own panics are contained as errors
+/// ([`PersistenceError::Panicked`]) before that.
 #[derive(Clone, Debug)]
 pub struct AsyncSessionStore {
     store: Arc<SessionStore>,

@@ -49,7 +49,8 @@ CREATE TABLE events (
 /// connection settings of this backend (`synchronous=FULL`: in WAL mode every commit syncs the
 /// WAL before it returns; foreign keys on; `lock_timeout` as SQLite's busy timeout), and
 /// prepares it: WAL journal (kept in the file, so every later connection uses it) and, in a
-/// fresh database, the tables.
+/// fresh database, the tables. The preparation waits up to `lock_timeout` for another
+/// connection's lock, including where SQLite itself would refuse at once (the switch to WAL).
 ///
 /// Errors: [`PersistenceError::VersionUnsupported`] for a database of another schema version;
 /// [`PersistenceError::Io`] when the folder, the file or a statement is refused.
@@ -62,25 +63,59 @@ pub fn open_database(path: &Path, lock_timeout: Duration) -> Result<Connection, 
         })?;
     }
     let mut conn = connect(path, OpenFlags::default(), lock_timeout)?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
-        .map_err(failed)?;
+    // While another connection holds the write lock of a file not yet in WAL, SQLite refuses
+    // the switch to WAL at once instead of calling its busy handler (the shared lock this
+    // connection holds could deadlock it), so processes opening one new database together
+    // fail: retry until the lock timeout is spent.
+    let deadline = std::time::Instant::now() + lock_timeout;
+    loop {
+        match prepare(&mut conn, path) {
+            Err(Prepare::Storage(e)) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(Prepare::Storage(e)) => return Err(failed(e)),
+            Err(Prepare::Refused(error)) => return Err(error),
+            Ok(()) => return Ok(conn),
+        }
+    }
+}
+
+/// Why [`prepare`] stopped: a statement SQLite refused (retried while it is the lock), or a
+/// database this build does not read.
+enum Prepare {
+    Storage(rusqlite::Error),
+    Refused(PersistenceError),
+}
+
+impl From<rusqlite::Error> for Prepare {
+    fn from(error: rusqlite::Error) -> Prepare {
+        Prepare::Storage(error)
+    }
+}
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Puts the database at `path` in WAL mode and, when it is fresh, creates the tables.
+fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Prepare> {
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(path = %path.display(), mode, "SQLite refused WAL; using its journal mode");
     }
-    if schema_version(&conn).map_err(failed)? != SCHEMA_VERSION {
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(failed)?;
-        match schema_version(&tx).map_err(failed)? {
+    if schema_version(conn)? != SCHEMA_VERSION {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        match schema_version(&tx)? {
             0 => {
-                tx.execute_batch(TABLES).map_err(failed)?;
-                tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-                    .map_err(failed)?;
+                tx.execute_batch(TABLES)?;
+                tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
             }
             SCHEMA_VERSION => {}
             other => {
-                return Err(PersistenceError::VersionUnsupported {
+                return Err(Prepare::Refused(PersistenceError::VersionUnsupported {
                     file: path.display().to_string(),
                     version: other.to_string(),
                     message: format!(
@@ -88,12 +123,12 @@ pub fn open_database(path: &Path, lock_timeout: Duration) -> Result<Connection, 
                          reads only schema version {SCHEMA_VERSION}",
                         path.display()
                     ),
-                })
+                }))
             }
         }
-        tx.commit().map_err(failed)?;
+        tx.commit()?;
     }
-    Ok(conn)
+    Ok(())
 }
 
 /// Opens a connection to the database at `path` with `flags` and the settings of this
@@ -167,5 +202,29 @@ mod tests {
         assert!(error.to_string().contains("schema version 17"), "{error}");
         let conn = Connection::open(&path).unwrap();
         assert_eq!(schema_version(&conn).unwrap(), 17);
+    }
+
+    /// Another process writing the fresh file while it is switched to WAL makes SQLite refuse
+    /// the switch at once (no busy handler: it sees a possible deadlock); the open waits for
+    /// the writer like for any other lock.
+    #[test]
+    fn an_open_racing_a_writer_of_the_fresh_file_waits_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        let writer = Connection::open(&path).unwrap();
+        writer
+            .execute_batch("CREATE TABLE t(x); BEGIN IMMEDIATE; INSERT INTO t VALUES (1);")
+            .unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            writer.execute_batch("COMMIT").unwrap();
+        });
+        let conn = open_database(&path, Duration::from_secs(5)).unwrap();
+        release.join().unwrap();
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        assert_eq!(schema_version(&conn).unwrap(), SCHEMA_VERSION);
     }
 }

@@ -60,7 +60,7 @@ fn a_stored_rfc_era_disposed_turn_end_loads_as_an_aborted_turn() {
     let end = session.events().get(1).unwrap().clone();
     assert_eq!(end.kind, "turn/end");
     assert_eq!(
-        end.data["reason"],
+        end.data.to_value()["reason"],
         json!({"kind": "aborted", "reason": {"kind": "disposed"}})
     );
     assert_eq!(fs::read(&path).unwrap(), before, "loading writes nothing");

@@ -41,8 +41,8 @@ struct Delta<'a> {
 }
 
 /// The packable shape of a streamed delta, when the event is exactly what a packed row
-/// reproduces.
-fn packable(event: &SessionEvent) -> Option<Delta<'_>> {
+/// reproduces (`data`: the event's data, read).
+fn packable<'a>(event: &SessionEvent, data: &'a Value) -> Option<Delta<'a>> {
     if event.kind != ASSISTANT_CHUNK
         || event.surface_op.is_some()
         || event.source_event_seqs.is_some()
@@ -50,7 +50,7 @@ fn packable(event: &SessionEvent) -> Option<Delta<'_>> {
     {
         return None;
     }
-    let data = event.data.as_object().filter(|d| d.len() == 3)?;
+    let data = data.as_object().filter(|d| d.len() == 3)?;
     data.get("turn").filter(|v| v.is_number())?;
     data.get("step").filter(|v| v.is_number())?;
     let chunk = data.get("chunk")?.as_object()?;
@@ -85,28 +85,31 @@ fn packable(event: &SessionEvent) -> Option<Delta<'_>> {
 
 /// Whether `b` continues the run of `a` in one packed row.
 fn same_block(a: &SessionEvent, b: &SessionEvent) -> bool {
-    let (Some(da), Some(db)) = (packable(a), packable(b)) else {
+    let (va, vb) = (a.data.to_value(), b.data.to_value());
+    let (Some(da), Some(db)) = (packable(a, &va), packable(b, &vb)) else {
         return false;
     };
     (da.tag, da.tool) == (db.tag, db.tool)
-        && a.data["turn"] == b.data["turn"]
-        && a.data["step"] == b.data["step"]
-        && a.data["chunk"]["index"] == b.data["chunk"]["index"]
+        && va["turn"] == vb["turn"]
+        && va["step"] == vb["step"]
+        && va["chunk"]["index"] == vb["chunk"]["index"]
 }
 
 /// The packed row of a run of at least three deltas of one block (`first`: the first one's
 /// packable shape).
 fn packed_row(first: &Delta, run: &[SessionEvent]) -> Value {
     let head = &run[0];
+    let values: Vec<Value> = run.iter().map(|e| e.data.to_value()).collect();
     let members: Vec<&str> = run
         .iter()
-        .filter_map(|e| packable(e).map(|d| d.member))
+        .zip(&values)
+        .filter_map(|(e, v)| packable(e, v).map(|d| d.member))
         .collect();
     let gaps: Vec<i64> = run.windows(2).map(|w| w[1].time - w[0].time).collect();
     let mut data = Map::new();
-    data.insert("turn".into(), head.data["turn"].clone());
-    data.insert("step".into(), head.data["step"].clone());
-    data.insert("index".into(), head.data["chunk"]["index"].clone());
+    data.insert("turn".into(), values[0]["turn"].clone());
+    data.insert("step".into(), values[0]["step"].clone());
+    data.insert("index".into(), values[0]["chunk"]["index"].clone());
     if let Some((id, name)) = first.tool {
         data.insert("id".into(), id.clone());
         if let Some(name) = name {
@@ -134,7 +137,8 @@ pub fn records(events: &[SessionEvent], pack: bool) -> Vec<(String, usize)> {
         while pack && i + run < events.len() && same_block(&events[i], &events[i + run]) {
             run += 1;
         }
-        let delta = packable(&events[i]).filter(|_| run >= 3);
+        let value = events[i].data.to_value();
+        let delta = packable(&events[i], &value).filter(|_| run >= 3);
         if let Some(delta) = delta {
             records.push((packed_row(&delta, &events[i..i + run]).to_string(), run));
             i += run;

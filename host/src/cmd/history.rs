@@ -15,9 +15,9 @@ pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
     for message in &messages {
         let value = message.value();
         let role = value.get("role").and_then(Value::as_str).unwrap_or("?");
-        let _ = writeln!(human, "[{role}] {}", text_of(value));
+        let _ = writeln!(human, "[{role}] {}", text_of(&value));
     }
-    let json = Value::Array(messages.iter().map(|m| m.value().clone()).collect());
+    let json = Value::Array(messages.iter().map(|m| m.value()).collect());
     Ok(Output::ok(json, human))
 }
 

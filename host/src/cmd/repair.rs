@@ -27,6 +27,7 @@ pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
         for event in &resumed.appended {
             let code = event
                 .data
+                .to_value()
                 .pointer("/error/code")
                 .and_then(|c| c.as_str())
                 .map(|c| format!(" {c}"))

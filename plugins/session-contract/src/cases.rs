@@ -814,7 +814,7 @@ fn race_appends(
         .events
         .iter()
         .map(|e| {
-            let n = |key: &str| e.data[key].as_u64().expect("a note") as usize;
+            let n = |key: &str| e.data.get_u64(key).expect("a note") as usize;
             (n("writer"), n("attempt"))
         })
         .collect();

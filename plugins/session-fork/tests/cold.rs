@@ -319,7 +319,7 @@ fn a_cold_fork_reads_through_the_upgrade_step_as_a_load_does() {
     {
         let mut sessions = backend.sessions.lock().unwrap();
         let (_, events) = sessions.get_mut(&SessionId::from("src")).unwrap();
-        events[0].data = serde_json::json!({"turn": 1, "trigger": {"kind": "user"}});
+        events[0].data = serde_json::json!({"turn": 1, "trigger": {"kind": "user"}}).into();
     }
     let ctx = context(&backend);
     let child = fork_stored(&ctx, ForkSessionOptions::new("src")).unwrap();

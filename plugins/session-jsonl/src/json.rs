@@ -22,13 +22,10 @@ use std::borrow::Cow;
 /// The largest integer a double holds exactly (`Number.MAX_SAFE_INTEGER`).
 pub(crate) const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
-/// The deepest nesting of arrays and objects [`parse`] reads.
-///
-/// dsh cannot write deeper values than about 4,200 levels: Node's `JSON.stringify` overflows
-/// its default stack there. The bound is four times that, and keeps a reader of hostile input
-/// from building values whose drop alone (recursive in serde_json) would overflow the 2 MiB
-/// stack of a spawned thread in an optimized build: a deeper line is refused, never parsed.
-pub(crate) const MAX_DEPTH: usize = 16_384;
+/// The deepest nesting of arrays and objects [`parse`] reads: one level (the record) above
+/// the deepest `data` an event holds ([`dsh_session::data::MAX_DEPTH`], which says why), so
+/// that a line is refused exactly when its data would be.
+pub(crate) const MAX_DEPTH: usize = dsh_session::data::MAX_DEPTH + 1;
 
 /// The stack a recursive drop of a value nested [`MAX_DEPTH`] levels needs, with a wide
 /// margin for unoptimized builds: 4 MiB (a level takes one frame of well under 256 bytes).

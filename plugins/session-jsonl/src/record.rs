@@ -16,7 +16,7 @@
 use crate::json::{self, is_integer, safe_integer, ParseError, MAX_SAFE_INTEGER};
 use dsh_session::event::ASSISTANT_CHUNK;
 use dsh_session::validate::{check_storable, ValidationError};
-use dsh_session::{PersistenceError, SessionEvent, SessionId};
+use dsh_session::{EventData, PersistenceError, SessionEvent, SessionId};
 use serde_json::{json, Map, Value};
 
 /// Parses one line (without its newline) as JSON, nested up to [`json::MAX_DEPTH`] levels
@@ -280,7 +280,7 @@ pub(crate) fn into_event(value: Value, index: u64) -> Result<SessionEvent, Strin
     };
     let mut event: SessionEvent =
         serde_json::from_value(Value::Object(map)).map_err(|e| e.to_string())?;
-    event.data = data;
+    event.data = EventData::from_value(&data);
     Ok(event)
 }
 

@@ -135,7 +135,7 @@ fn a_tail_read_is_the_end_of_a_load_with_packed_rows() {
             tail.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
             [66, 67]
         );
-        assert_eq!(tail.events[0].data["chunk"]["text"], "y");
+        assert_eq!(tail.events[0].data.to_value()["chunk"]["text"], "y");
     }
 }
 

@@ -9,6 +9,7 @@
 //! checks on the way back live here once. What is read back equals what was written: the same
 //! JSON values, keys in the same order.
 
+use crate::data::EventData;
 use crate::event::{SessionEvent, SurfaceOp};
 use crate::header::{SessionHeader, SessionId, SESSION_FORMAT_VERSION};
 use crate::persistence::{PersistenceError, StoredSession, StoredTail};
@@ -213,7 +214,7 @@ impl EventColumns {
         let bad = |column: &str| ColumnError {
             reason: format!("event at seq {seq}: column {column} is invalid"),
         };
-        let data = serde_json::from_str(&self.data).map_err(|_| bad("data"))?;
+        let data = EventData::from_json(self.data).map_err(|_| bad("data"))?;
         let surface_op = self
             .surface_op
             .map(|text| serde_json::from_str::<SurfaceOp>(&text))

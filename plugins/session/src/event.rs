@@ -4,6 +4,7 @@
 //! (`reference/dsh-session.md` section 1): `type`, `seq`, `time`, `data`, `surfaceOp`,
 //! `sourceEventSeqs`, `ignorable`.
 
+use crate::data::EventData;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Map, Value};
 
@@ -174,8 +175,8 @@ pub struct SessionEvent {
     pub seq: u64,
     /// Wall-clock time of the append, epoch milliseconds.
     pub time: i64,
-    /// Type-specific payload, arbitrary JSON.
-    pub data: Value,
+    /// Type-specific payload, arbitrary JSON, kept as its text ([`EventData`]).
+    pub data: EventData,
     /// Surface change; required on the three surface types, forbidden elsewhere.
     #[serde(rename = "surfaceOp", default, skip_serializing_if = "Option::is_none")]
     pub surface_op: Option<SurfaceOp>,
@@ -193,12 +194,17 @@ pub struct SessionEvent {
 
 impl SessionEvent {
     /// A log-only event of type `kind` with no surface metadata.
-    pub fn new(kind: impl Into<String>, seq: u64, time: i64, data: Value) -> SessionEvent {
+    pub fn new(
+        kind: impl Into<String>,
+        seq: u64,
+        time: i64,
+        data: impl Into<EventData>,
+    ) -> SessionEvent {
         SessionEvent {
             kind: kind.into(),
             seq,
             time,
-            data,
+            data: data.into(),
             surface_op: None,
             source_event_seqs: None,
             ignorable: None,
@@ -207,12 +213,12 @@ impl SessionEvent {
 
     /// The `turn` field of `data`, when it is a non-negative integer.
     pub fn turn(&self) -> Option<u64> {
-        self.data.get("turn").and_then(Value::as_u64)
+        self.data.get_u64("turn")
     }
 
     /// The `step` field of `data`, when it is a non-negative integer.
     pub fn step(&self) -> Option<u64> {
-        self.data.get("step").and_then(Value::as_u64)
+        self.data.get_u64("step")
     }
 
     /// The turn-end reason of a `turn/end` event; `None` for other types or a missing reason.
@@ -222,7 +228,7 @@ impl SessionEvent {
         }
         self.data
             .get("reason")
-            .and_then(|r| serde_json::from_value(r.clone()).ok())
+            .and_then(|r| serde_json::from_value(r).ok())
     }
 }
 
@@ -371,7 +377,7 @@ impl EventDraft {
             kind: self.kind,
             seq,
             time,
-            data: self.data,
+            data: EventData::from_value(&self.data),
             surface_op: self.surface_op,
             source_event_seqs: self.source_event_seqs,
             ignorable: self.ignorable,

@@ -230,9 +230,9 @@ impl Surface {
 /// message whose `content` is an empty array projects to nothing (it only carries usage);
 /// `tool/result` to `data.message`. Any other type, and a missing or `null` message, gives
 /// `None`.
-pub fn project(event: &SessionEvent) -> Option<&Value> {
+pub fn project(event: &SessionEvent) -> Option<Value> {
     let message = match event.kind.as_str() {
-        USER_MESSAGE => Some(&event.data),
+        USER_MESSAGE => Some(event.data.to_value()),
         ASSISTANT_MESSAGE => event.data.get("message").filter(|message| {
             !message
                 .get("content")
@@ -310,8 +310,8 @@ fn check_tool_result_rewrite<'a>(
             SurfaceError::new("tool/result surface replacement must target a current tool/result")
         })?;
     match (
-        without_tool_output(&original.data),
-        without_tool_output(&event.data),
+        without_tool_output(&original.data.to_value()),
+        without_tool_output(&event.data.to_value()),
     ) {
         (Some(before), Some(after)) if json_equal(&before, &after) => Ok(()),
         _ => Err(SurfaceError::new(
@@ -616,7 +616,7 @@ mod tests {
         let full = EventDraft::assistant_text(1, 1, "a", "x", "p", "m").into_event(0, 0);
         assert_eq!(project(&full), full.data.get("message"));
         let user = user("u").into_event(0, 0);
-        assert_eq!(project(&user), Some(&user.data));
+        assert_eq!(project(&user), Some(user.data.to_value()));
         let tool = EventDraft::tool_result(1, 1, "t", "c", "o").into_event(0, 0);
         assert_eq!(project(&tool), tool.data.get("message"));
         assert_eq!(project(&EventDraft::turn_start(1).into_event(0, 0)), None);

@@ -229,8 +229,8 @@ impl InvariantChecker {
             ));
         }
         let data = &event.data;
-        let turn = data.get("turn");
-        let step = data.get("step");
+        let (turn, step) = (data.get("turn"), data.get("step"));
+        let (turn, step) = (turn.as_ref(), step.as_ref());
         let mut next = (
             self.open_turn,
             self.open_step,
@@ -335,7 +335,7 @@ impl InvariantChecker {
             ASSISTANT_CHUNK | ASSISTANT_MESSAGE => in_open_step()?,
             TOOL_CALL => {
                 in_open_step()?;
-                pending = Pending::Add(call_key(data.get("callId")));
+                pending = Pending::Add(call_key(data.get("callId").as_ref()));
             }
             TOOL_RESULT
                 if event.surface_op != Some(SurfaceOp::Append) && self.open_turn.is_none() =>
@@ -349,6 +349,7 @@ impl InvariantChecker {
             TOOL_RESULT => {
                 in_open_step()?;
                 let message = data.get("message");
+                let message = message.as_ref();
                 let call_id = message
                     .and_then(|m| m.get("source"))
                     .and_then(|s| s.get("callId"));
@@ -360,6 +361,7 @@ impl InvariantChecker {
                     == Some(&Value::Bool(true))
                     && data
                         .get("error")
+                        .as_ref()
                         .and_then(|error| error.get("code"))
                         .and_then(Value::as_str)
                         == Some(TOOL_NOT_STARTED);

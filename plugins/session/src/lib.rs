@@ -24,6 +24,7 @@
 pub mod async_store;
 mod chain;
 pub mod columns;
+pub mod data;
 pub mod event;
 pub mod fold;
 pub mod header;
@@ -38,6 +39,7 @@ pub mod validate;
 
 #[cfg(feature = "tokio")]
 pub use async_store::{AsyncPersistence, AsyncSessionStore};
+pub use data::EventData;
 pub use event::{EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
 pub use header::{SessionHeader, SessionId, SessionMeta, SESSION_FORMAT_VERSION};
 pub use invariants::{check_invariants, InvariantViolation};

@@ -72,7 +72,7 @@ pub fn interrupted_turn_closers<E: Borrow<SessionEvent>>(
     for event in events {
         let event = event.borrow();
         last = Some((event.seq, event.time));
-        let data = &event.data;
+        let data = event.data.to_value();
         match event.kind.as_str() {
             TURN_START => {
                 open_turn = js_present(data.get("turn"));

@@ -138,8 +138,8 @@ pub struct Message {
 impl Message {
     /// The message as dsh stores it: the `data` of a `user/message`, the `data.message` of an
     /// `assistant/message` or `tool/result`.
-    pub fn value(&self) -> &Value {
-        project(&self.event).unwrap_or(&Value::Null)
+    pub fn value(&self) -> Value {
+        project(&self.event).unwrap_or(Value::Null)
     }
 
     /// The surface event the message comes from.

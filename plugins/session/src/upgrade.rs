@@ -31,6 +31,7 @@ use crate::event::{
     is_known_type, is_surface_type, SessionEvent, SurfaceOp, ASSISTANT_MESSAGE, REQUEST_HEADER,
     TOOL_RESULT, TURN_END, TURN_START, USER_MESSAGE,
 };
+use crate::data::EventData;
 use crate::fold::MAX_SAFE_INTEGER;
 use crate::header::SessionId;
 use crate::validate::message_shape_problem;
@@ -161,14 +162,14 @@ pub(crate) fn prepare_stored_tail(
         let event = upgrade_turn_start(id, event)?;
         let event = upgrade_turn_end(id, event)?;
         let event = upgrade_steering(id, event)?;
-        let event = upgrade_message(id, event, |seq| {
+        let (event, data) = upgrade_message(id, event, |seq| {
             match prepared_event(&prepared, contiguous, seq) {
-                Some(event) => message_id(event).map(str::to_owned),
+                Some(event) => message_id(event),
                 None => earlier(seq),
             }
         });
-        if is_surface_type(&event.kind) {
-            if let Some(reason) = message_shape_problem(&event) {
+        if let Some(data) = data.filter(|_| is_surface_type(&event.kind)) {
+            if let Some(reason) = message_shape_problem(&event.kind, &data) {
                 return Err(StoredLogError::MessageShape {
                     id: id.clone(),
                     seq: event.seq,
@@ -217,8 +218,7 @@ fn refuse_retired(id: &SessionId, events: &[SessionEvent]) -> Result<(), StoredL
         }),
         ("mode/set event", |e| e.kind == "mode/set"),
         ("request/header reason \"fallback\"", |e| {
-            e.kind == REQUEST_HEADER
-                && e.data.get("reason").and_then(Value::as_str) == Some("fallback")
+            e.kind == REQUEST_HEADER && e.data.get_str("reason").as_deref() == Some("fallback")
         }),
     ];
     for (what, retired) in checks {
@@ -264,12 +264,13 @@ fn upgrade_turn_start(
     id: &SessionId,
     mut event: SessionEvent,
 ) -> Result<SessionEvent, StoredLogError> {
-    let Some(data) = event.data.as_object() else {
-        return Ok(event);
-    };
-    if event.kind != TURN_START || !data.contains_key("trigger") {
+    if event.kind != TURN_START {
         return Ok(event);
     }
+    let value = event.data.to_value();
+    let Some(data) = value.as_object().filter(|data| data.contains_key("trigger")) else {
+        return Ok(event);
+    };
     let trigger_kind = data
         .get("trigger")
         .and_then(|trigger| trigger.get("kind"))
@@ -281,7 +282,7 @@ fn upgrade_turn_start(
     {
         return Err(malformed(id, &event));
     }
-    event.data = json!({ "turn": turn });
+    event.data = EventData::from_value(&json!({ "turn": turn }));
     Ok(event)
 }
 
@@ -294,7 +295,8 @@ fn upgrade_turn_end(
     if event.kind != TURN_END {
         return Ok(event);
     }
-    let Some(data) = event.data.as_object() else {
+    let mut value = event.data.to_value();
+    let Some(data) = value.as_object() else {
         return Ok(event);
     };
     let reason = data.get("reason").and_then(Value::as_object);
@@ -320,8 +322,9 @@ fn upgrade_turn_end(
         }
         _ => None,
     };
-    if let (Some(upgraded), Some(data)) = (upgraded, event.data.as_object_mut()) {
+    if let (Some(upgraded), Some(data)) = (upgraded, value.as_object_mut()) {
         data.insert("reason".into(), upgraded);
+        event.data = EventData::from_value(&value);
     }
     Ok(event)
 }
@@ -370,7 +373,8 @@ fn upgrade_steering(
     if event.kind != STEERING_MESSAGE {
         return Ok(event);
     }
-    let Some(data) = event.data.as_object() else {
+    let value = event.data.to_value();
+    let Some(data) = value.as_object() else {
         return Err(malformed(id, &event));
     };
     let turn_ok = safe_integer(data.get("turn")).is_some();
@@ -389,34 +393,44 @@ fn upgrade_steering(
         return Err(malformed(id, &event));
     };
     event.kind = USER_MESSAGE.into();
-    event.data = message;
+    event.data = EventData::from_value(&message);
     Ok(event)
 }
 
 /// Gives an RFC-era message event (flat `content` instead of an identified message) its
 /// current shape; other events pass unchanged. `message_ids` maps earlier seqs to the ids of
-/// their messages (a `tool/result` rewrite reuses the id of the node it replaces).
+/// their messages (a `tool/result` rewrite reuses the id of the node it replaces). With the
+/// event comes the value of its `data` when it is a message event (read for the upgrade, and
+/// then for the shape check).
 fn upgrade_message(
     id: &SessionId,
     mut event: SessionEvent,
     message_id_of: impl Fn(u64) -> Option<String>,
-) -> SessionEvent {
+) -> (SessionEvent, Option<Value>) {
+    if !matches!(
+        event.kind.as_str(),
+        USER_MESSAGE | ASSISTANT_MESSAGE | TOOL_RESULT
+    ) {
+        return (event, None);
+    }
     let seq = event.seq;
     let legacy_id = || legacy_message_id(id, seq);
-    let replaced = match event.surface_op {
+    let replaced = || match event.surface_op {
         Some(SurfaceOp::Replace { start, .. }) => Some(message_id_of(start)),
         _ => None,
     };
-    let Some(data) = event.data.as_object_mut() else {
-        return event;
+    let mut value = event.data.to_value();
+    let Some(data) = value.as_object_mut() else {
+        return (event, Some(value));
     };
     let has = |key: &str| data.contains_key(key);
-    match event.kind.as_str() {
+    let upgraded = match event.kind.as_str() {
         USER_MESSAGE
             if !has("id") && !has("role") && !has("message") && has("content") && has("source") =>
         {
             data.insert("id".into(), legacy_id());
             data.insert("role".into(), Value::from("user"));
+            true
         }
         ASSISTANT_MESSAGE if !has("message") && has("content") && has("provenance") => {
             let content = data.shift_remove("content").unwrap_or_default();
@@ -429,13 +443,14 @@ fn upgrade_message(
                 "message".into(),
                 json!({"id": legacy_id(), "role": "assistant", "content": content, "source": source}),
             );
+            true
         }
         TOOL_RESULT if !has("message") && has("callId") && has("content") && has("isError") => {
             let call_id = data.shift_remove("callId").unwrap_or_default();
             let content = data.shift_remove("content").unwrap_or_default();
             let is_error = data.shift_remove("isError").unwrap_or_default();
             let mut message = Map::new();
-            match replaced {
+            match replaced() {
                 None => {
                     message.insert("id".into(), legacy_id());
                 }
@@ -453,21 +468,23 @@ fn upgrade_message(
             );
             message.insert("source".into(), json!({"kind": "tool", "callId": call_id}));
             data.insert("message".into(), Value::Object(message));
+            true
         }
-        _ => {}
+        _ => false,
+    };
+    if upgraded {
+        event.data = EventData::from_value(&value);
     }
-    event
+    (event, Some(value))
 }
 
 /// The id of the message an event carries: `data.id` of a `user/message`, `data.message.id`
 /// of any other event.
 /// The id of a message event's message (`data.id` of a `user/message`, `data.message.id`
 /// otherwise), when it has one.
-pub(crate) fn message_id(event: &SessionEvent) -> Option<&str> {
-    let message = if event.kind == USER_MESSAGE {
-        Some(&event.data)
-    } else {
-        event.data.get("message")
-    };
-    message?.get("id")?.as_str()
+pub(crate) fn message_id(event: &SessionEvent) -> Option<String> {
+    if event.kind == USER_MESSAGE {
+        return event.data.get_str("id");
+    }
+    event.data.get("message")?.get("id")?.as_str().map(str::to_owned)
 }

@@ -12,6 +12,7 @@ use std::borrow::Borrow;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+use crate::data::EventData;
 use crate::event::{is_surface_type, SessionEvent, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT};
 use crate::fold::{Surface, SurfaceError, SurfacePlan, MAX_SAFE_INTEGER};
 
@@ -127,7 +128,7 @@ impl ValidationError {
 /// [`ValidationError::MessageShape`], and last [`ValidationError::LegacyFormat`] for a
 /// `request/header` with reason `fallback`.
 pub fn check_event(event: &SessionEvent, index: u64) -> Result<(), ValidationError> {
-    if let Some(reason) = lossy_number(&event.data, "data") {
+    if let Some(reason) = lossy_data(&event.data) {
         return Err(ValidationError::NotLossless { index, reason });
     }
     check_restored_event(event, index)
@@ -142,7 +143,7 @@ pub fn check_event(event: &SessionEvent, index: u64) -> Result<(), ValidationErr
 ///
 /// [`ValidationError::NotLossless`] or [`ValidationError::Envelope`], with `index` the seq.
 pub fn check_storable(event: &SessionEvent) -> Result<(), ValidationError> {
-    if let Some(reason) = lossy_number(&event.data, "data") {
+    if let Some(reason) = lossy_data(&event.data) {
         return Err(ValidationError::NotLossless {
             index: event.seq,
             reason,
@@ -173,7 +174,7 @@ fn check_restored_event(event: &SessionEvent, index: u64) -> Result<(), Validati
         });
     }
     if event.kind == REQUEST_HEADER {
-        if let Some(reason) = request_header_problem(&event.data) {
+        if let Some(reason) = request_header_problem(&event.data.to_value()) {
             return Err(ValidationError::RequestHeader {
                 index,
                 reason: reason.into(),
@@ -181,7 +182,7 @@ fn check_restored_event(event: &SessionEvent, index: u64) -> Result<(), Validati
         }
     }
     if is_surface_type(&event.kind) {
-        if let Some(reason) = message_shape_problem(event) {
+        if let Some(reason) = message_shape_problem(&event.kind, &event.data.to_value()) {
             return Err(ValidationError::MessageShape {
                 index,
                 kind: event.kind.clone(),
@@ -189,9 +190,7 @@ fn check_restored_event(event: &SessionEvent, index: u64) -> Result<(), Validati
             });
         }
     }
-    if event.kind == REQUEST_HEADER
-        && event.data.get("reason").and_then(Value::as_str) == Some("fallback")
-    {
+    if event.kind == REQUEST_HEADER && event.data.get_str("reason").as_deref() == Some("fallback") {
         return Err(ValidationError::LegacyFormat {
             index,
             reason: format!("{REQUEST_HEADER} reason \"fallback\""),
@@ -343,6 +342,16 @@ fn envelope_problem(event: &SessionEvent) -> Option<&'static str> {
     }
 }
 
+/// Where `data` holds a number JavaScript would not carry through unchanged
+/// ([`lossy_number`]); a text with no number that could be one (no `-0`, no integer of 16
+/// digits or more) is not parsed.
+fn lossy_data(data: &EventData) -> Option<String> {
+    if !data.may_hold_unsafe_number() {
+        return None;
+    }
+    lossy_number(&data.to_value(), "data")
+}
+
 /// Where `value` (found at `path`) holds a number that JavaScript's `JSON.stringify` and
 /// `JSON.parse` would not carry through unchanged: `-0` (written as `0`) or an integer beyond
 /// the safe range (rounded to a nearby double). `None` when the whole value is lossless.
@@ -488,12 +497,11 @@ fn request_header_problem(data: &Value) -> Option<&'static str> {
 
 /// What is wrong with the message of a surface event, if anything (section 3.3, step 5). The
 /// reason reads after a subject, e.g. `lacks an identified message`.
-pub(crate) fn message_shape_problem(event: &SessionEvent) -> Option<String> {
-    let kind = event.kind.as_str();
+pub(crate) fn message_shape_problem(kind: &str, data: &Value) -> Option<String> {
     let message = if kind == ASSISTANT_MESSAGE || kind == TOOL_RESULT {
-        event.data.get("message")
+        data.get("message")
     } else {
-        Some(&event.data)
+        Some(data)
     };
     let Some(message) = message
         .and_then(Value::as_object)
@@ -973,13 +981,13 @@ mod tests {
     #[test]
     fn data_with_negative_zero_or_an_unsafe_integer_is_not_lossless() {
         let mut events = seed(turn());
-        events[4].data["arguments"] = json!(-0.0);
+        events[4].data.update(|d| d["arguments"] = json!(-0.0));
         let err = validate_seed(&events).unwrap_err();
         assert_eq!(
             err.to_string(),
             "seed event at index 4 is not losslessly JSON-serializable: data.arguments is -0"
         );
-        events[4].data["arguments"] = json!({"n": [1, 9_007_199_254_740_992_u64]});
+        events[4].data.update(|d| d["arguments"] = json!({"n": [1, 9_007_199_254_740_992_u64]}));
         let err = validate_seed(&events).unwrap_err();
         assert_eq!(
             err,
@@ -989,7 +997,7 @@ mod tests {
                     .into()
             }
         );
-        events[4].data["arguments"] = json!([-9_007_199_254_740_991_i64, 0.0, 1.5, 1e300]);
+        events[4].data.update(|d| d["arguments"] = json!([-9_007_199_254_740_991_i64, 0.0, 1.5, 1e300]));
         assert!(validate_seed(&events).is_ok(), "safe numbers are lossless");
     }
 
@@ -1005,14 +1013,14 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(reason, format!("data.deep{}.n[1] is -0", "[0]".repeat(200)));
-        event.data["deep"] = json!([[[1, 2.5, "x", null]]]);
+        event.data.update(|d| d["deep"] = json!([[[1, 2.5, "x", null]]]));
         assert!(check_storable(&event).is_ok(), "every number safe");
     }
 
     #[test]
     fn a_restored_log_is_not_checked_for_lossless_data() {
         let mut events = seed(turn());
-        events[4].data["arguments"] = json!(-0.0);
+        events[4].data.update(|d| d["arguments"] = json!(-0.0));
         assert!(validate_restored(&events).is_ok());
         events[3].seq = 9;
         assert_eq!(

@@ -44,15 +44,17 @@ fn kinds(events: &[SessionEvent]) -> Vec<&str> {
     events.iter().map(|e| e.kind.as_str()).collect()
 }
 
-fn error_code(event: &SessionEvent) -> Option<&str> {
-    event.data.pointer("/error/code").and_then(Value::as_str)
+fn error_code(event: &SessionEvent) -> Option<String> {
+    event.data.to_value().pointer("/error/code").and_then(Value::as_str).map(str::to_owned)
 }
 
-fn call_id(event: &SessionEvent) -> Option<&str> {
+fn call_id(event: &SessionEvent) -> Option<String> {
     event
         .data
+        .to_value()
         .pointer("/message/source/callId")
         .and_then(Value::as_str)
+        .map(str::to_owned)
 }
 
 #[test]
@@ -124,34 +126,35 @@ fn an_unrecorded_call_is_not_started_and_a_recorded_one_has_an_unknown_outcome()
     );
 
     let not_started = &closers[0];
-    assert_eq!(error_code(not_started), Some(TOOL_NOT_STARTED));
+    assert_eq!(error_code(not_started).as_deref(), Some(TOOL_NOT_STARTED));
     assert_eq!(not_started.source_event_seqs, None);
     assert_eq!(not_started.surface_op, Some(SurfaceOp::Append));
     assert_eq!(
-        not_started.data.pointer("/message/id"),
+        not_started.data.to_value().pointer("/message/id"),
         Some(&json!("interrupted-tool-result-c1-5"))
     );
     assert_eq!(
-        not_started.data.pointer("/error/name"),
+        not_started.data.to_value().pointer("/error/name"),
         Some(&json!("ToolNotStartedError"))
     );
 
     let unknown = &closers[1];
-    assert_eq!(error_code(unknown), Some(TOOL_OUTCOME_UNKNOWN));
+    assert_eq!(error_code(unknown).as_deref(), Some(TOOL_OUTCOME_UNKNOWN));
     assert_eq!(unknown.source_event_seqs, Some(vec![call]));
     assert_eq!(
-        unknown.data.pointer("/message/id"),
+        unknown.data.to_value().pointer("/message/id"),
         Some(&json!("interrupted-tool-result-c2-6"))
     );
-    let block = unknown.data.pointer("/message/content/0").expect("block");
+    let data = unknown.data.to_value();
+    let block = data.pointer("/message/content/0").expect("block");
     assert_eq!(block["type"], "tool-result");
     assert_eq!(block["toolCallId"], "c2");
     assert_eq!(block["isError"], true);
     assert!(block["content"][0]["text"]
         .as_str()
         .is_some_and(|t| t.contains("outcome is unknown")));
-    assert_eq!(unknown.data["turn"], 1);
-    assert_eq!(unknown.data["step"], 1);
+    assert_eq!(unknown.data.to_value()["turn"], 1);
+    assert_eq!(unknown.data.to_value()["step"], 1);
 }
 
 #[test]
@@ -182,7 +185,7 @@ fn calls_of_an_earlier_committed_turn_are_ignored() {
     log.push(EventDraft::turn_start(2));
     let closers = log.closers();
     assert_eq!(kinds(&closers), ["turn/end"]);
-    assert_eq!(closers[0].data["turn"], 2);
+    assert_eq!(closers[0].data.to_value()["turn"], 2);
 }
 
 #[test]
@@ -195,7 +198,6 @@ fn several_unanswered_calls_are_closed_in_log_order() {
         .closers()
         .iter()
         .filter_map(call_id)
-        .map(str::to_owned)
         .collect();
     assert_eq!(order, ["b", "c"]);
 }

@@ -30,7 +30,7 @@ fn prepare(events: Vec<SessionEvent>) -> Result<Vec<SessionEvent>, StoredLogErro
 fn upgraded(kind: &str, data: Value) -> Value {
     prepare(vec![event(kind, 0, data)]).expect("upgraded")[0]
         .data
-        .clone()
+        .to_value()
 }
 
 fn refused(events: Vec<SessionEvent>) -> StoredLogError {

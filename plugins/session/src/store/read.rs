@@ -152,7 +152,7 @@ impl SessionStore {
         let known = session.events();
         let events = prepare_stored_tail(id, tail.events, |seq| {
             let event = known.get(usize::try_from(seq).ok()?)?;
-            message_id(event).map(str::to_owned)
+            message_id(event)
         })
         .map_err(|source| StoreError::StoredLog {
             id: id.clone(),

@@ -1,0 +1,495 @@
+//! The `data` payload of an event, kept as its JSON text.
+//!
+//! A session holds every event it has loaded, and most of an event is its `data`. Held as a
+//! `serde_json::Value` tree, a dsh file of small events takes about seven times its size in
+//! memory (a map, a key and a value allocation per field); held as text, about its size. So an
+//! [`EventData`] is the compact JSON text of one value, read when asked: [`EventData::get`]
+//! and [`EventData::get_u64`] read one member, [`EventData::to_value`] the whole value.
+//!
+//! The text is always JSON that serde_json reads as it stands: an [`EventData`] is made from
+//! a `Value` (serialized), or from text that [`EventData::from_json`] checks. What `JSON.parse`
+//! reads and serde_json refuses (a lone surrogate escape, a number beyond double range) is for
+//! the reader of a file to spell first, as dsh reads it (the JSONL backend does).
+//!
+//! Values may nest deeper than serde_json's default limit of 128 levels (dsh writes what
+//! `JSON.stringify` can, thousands of levels): reading and writing them grows the stack as it
+//! recurses (`serde_stacker`), up to [`MAX_DEPTH`] levels.
+
+use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::borrow::Cow;
+use std::fmt;
+
+/// The deepest nesting of arrays and objects an [`EventData`] holds.
+///
+/// dsh cannot write deeper values than about 4,200 levels: Node's `JSON.stringify` overflows
+/// its default stack there. The bound is four times that, and keeps a reader of hostile input
+/// from building values whose drop alone (recursive in serde_json) would overflow the 2 MiB
+/// stack of a spawned thread in an optimized build.
+pub const MAX_DEPTH: usize = 16_384;
+
+/// Nesting up to which text is read with serde_json's own recursion (its limit is 128).
+const SHALLOW: usize = 100;
+
+/// The stack room kept free while a deep value is read or written: 4 MiB (a level takes one
+/// frame of well under 256 bytes, so the deepest value's drop fits too).
+const STACK_ROOM: usize = 4 << 20;
+
+/// Text that is not what an [`EventData`] holds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DataError {
+    /// Not one JSON value serde_json reads (the parser's message).
+    #[error("{0}")]
+    Invalid(String),
+    /// JSON nested `depth` levels deep, beyond [`MAX_DEPTH`].
+    #[error("its JSON nests {depth} levels deep, beyond the {MAX_DEPTH} levels this reader accepts")]
+    TooDeep {
+        /// The deepest nesting found.
+        depth: usize,
+    },
+}
+
+/// The `data` of a [`crate::SessionEvent`]: the JSON text of one value (compact when this
+/// crate wrote it; as stored when read from a file), parsed when read.
+///
+/// Equality is equality of the values (`{"a":1}` equals `{ "a": 1 }`; objects compare as
+/// serde_json maps do, without regard to key order); it costs a text comparison when the
+/// texts are the same. An `EventData` also equals the [`Value`] it holds.
+#[derive(Clone)]
+pub struct EventData(Box<RawValue>);
+
+impl EventData {
+    /// `value` as compact JSON text (any depth: the stack grows as the serializer recurses).
+    pub fn from_value(value: &Value) -> EventData {
+        let mut text = Vec::new();
+        let mut serializer = serde_json::Serializer::new(&mut text);
+        value
+            .serialize(serde_stacker::Serializer {
+                ser: &mut serializer,
+                red_zone: STACK_ROOM,
+                stack_size: 2 * STACK_ROOM,
+            })
+            .expect("a Value always serializes");
+        let text = String::from_utf8(text).expect("serde_json writes UTF-8");
+        EventData(RawValue::from_string(text).expect("serde_json writes one JSON value"))
+    }
+
+    /// The text `json` when it is one JSON value that serde_json reads (strings with valid
+    /// escapes, numbers within double range), nested at most [`MAX_DEPTH`] levels deep;
+    /// surrounding whitespace is dropped.
+    ///
+    /// Checking costs one scan of the text; only text that nests deeper than 100 levels or
+    /// holds a surrogate escape or a huge number is parsed in full.
+    ///
+    /// # Errors
+    /// [`DataError::TooDeep`] beyond [`MAX_DEPTH`], else [`DataError::Invalid`] with the
+    /// parser's message.
+    pub fn from_json(json: impl Into<String>) -> Result<EventData, DataError> {
+        let json = json.into();
+        let trimmed = json.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r'));
+        let json = if trimmed.len() == json.len() {
+            json
+        } else {
+            trimmed.to_owned()
+        };
+        let raw = RawValue::from_string(json).map_err(|e| DataError::Invalid(e.to_string()))?;
+        EventData::from_raw(raw)
+    }
+
+    /// `raw` (as serde_json reads it, which checks the syntax but not the escapes or the
+    /// magnitude of numbers) when serde_json also reads its strings and numbers as they stand,
+    /// as [`EventData::from_json`] checks.
+    ///
+    /// # Errors
+    /// As [`EventData::from_json`].
+    pub fn from_raw(raw: Box<RawValue>) -> Result<EventData, DataError> {
+        let scan = Scan::of(raw.get().as_bytes());
+        if scan.depth > MAX_DEPTH {
+            return Err(DataError::TooDeep { depth: scan.depth });
+        }
+        if scan.depth > SHALLOW || scan.unusual {
+            strict_check(raw.get()).map_err(|e| DataError::Invalid(e.to_string()))?;
+        }
+        Ok(EventData(raw))
+    }
+
+    /// `{}`.
+    pub fn empty_object() -> EventData {
+        EventData(RawValue::from_string("{}".to_owned()).expect("{} is JSON"))
+    }
+
+    /// The JSON text.
+    pub fn as_json(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The value the text holds.
+    pub fn to_value(&self) -> Value {
+        parse(self.as_json()).expect("an EventData holds JSON that serde_json reads")
+    }
+
+    /// The text as `T` (`T`'s own errors for a value of another shape).
+    ///
+    /// # Errors
+    /// serde's error when the value is not a `T`.
+    pub fn parse_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        if Scan::of(self.as_json().as_bytes()).depth > SHALLOW {
+            return serde_json::from_value(self.to_value());
+        }
+        serde_json::from_str(self.as_json())
+    }
+
+    /// Whether the text may hold a number JavaScript does not carry through unchanged: a
+    /// `-0` or an integer of 16 digits or more (a safe integer has at most 16). `false` only
+    /// when it certainly holds none.
+    pub(crate) fn may_hold_unsafe_number(&self) -> bool {
+        Scan::of(self.as_json().as_bytes()).unsafe_number
+    }
+
+    /// Whether the value is a JSON object.
+    pub fn is_object(&self) -> bool {
+        self.as_json().starts_with('{')
+    }
+
+    /// The member `key` of an object (the last one when the text repeats the key, as
+    /// `JSON.parse` reads it); `None` for a value that is not an object or lacks `key`.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        self.member(key).map(|raw| parse(raw.get()).expect("a member of valid JSON"))
+    }
+
+    /// The member `key` when it is a non-negative integer (e.g. `turn`, `step`); reads only
+    /// that member.
+    pub fn get_u64(&self, key: &str) -> Option<u64> {
+        self.member(key)
+            .and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok())
+    }
+
+    /// The member `key` when it is a string.
+    pub fn get_str(&self, key: &str) -> Option<String> {
+        self.member(key)
+            .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+    }
+
+    /// The raw text of member `key` of an object, the last when it repeats.
+    fn member(&self, key: &str) -> Option<Box<RawValue>> {
+        if !self.is_object() {
+            return None;
+        }
+        let mut deserializer = serde_json::Deserializer::from_str(self.as_json());
+        deserializer.disable_recursion_limit();
+        deserializer
+            .deserialize_map(Member { key })
+            .expect("an EventData holds JSON")
+    }
+
+    /// Changes the value in place: `edit` gets the parsed value, and the text is written again
+    /// from what it leaves.
+    pub fn update(&mut self, edit: impl FnOnce(&mut Value)) {
+        let mut value = self.to_value();
+        edit(&mut value);
+        *self = EventData::from_value(&value);
+    }
+}
+
+/// Reads one member of an object as raw text, skipping the others unparsed.
+struct Member<'k> {
+    key: &'k str,
+}
+
+impl<'de> Visitor<'de> for Member<'_> {
+    type Value = Option<Box<RawValue>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == self.key {
+                found = Some(map.next_value::<Box<RawValue>>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Parses `text` into a `Value` at any depth up to [`MAX_DEPTH`].
+fn parse(text: &str) -> Result<Value, serde_json::Error> {
+    serde_json::from_str(text).or_else(|error| {
+        if Scan::of(text.as_bytes()).depth <= SHALLOW {
+            return Err(error);
+        }
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        deserializer.disable_recursion_limit();
+        let value = Value::deserialize(serde_stacker::Deserializer {
+            de: &mut deserializer,
+            red_zone: STACK_ROOM,
+            stack_size: 2 * STACK_ROOM,
+        })?;
+        deserializer.end()?;
+        Ok(value)
+    })
+}
+
+/// Reads `text` as serde_json reads a `Value` (every string unescaped, every number
+/// converted), at any depth, keeping nothing: no tree is built, so none is dropped.
+fn strict_check(text: &str) -> Result<(), serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    deserializer.disable_recursion_limit();
+    Strict::deserialize(serde_stacker::Deserializer {
+        de: &mut deserializer,
+        red_zone: STACK_ROOM,
+        stack_size: 2 * STACK_ROOM,
+    })?;
+    deserializer.end()
+}
+
+/// Any JSON value, read in full and kept as nothing (see [`strict_check`]).
+struct Strict;
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Strict, D::Error> {
+        deserializer.deserialize_any(Strict)
+    }
+}
+
+impl<'de> Visitor<'de> for Strict {
+    type Value = Strict;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
+        while seq.next_element::<Strict>()?.is_some() {}
+        Ok(Strict)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
+        while map.next_key::<Strict>()?.is_some() {
+            map.next_value::<Strict>()?;
+        }
+        Ok(Strict)
+    }
+}
+
+/// What one pass over JSON text finds that decides how it must be checked.
+struct Scan {
+    /// The deepest nesting of arrays and objects.
+    depth: usize,
+    /// A `\u` escape of a UTF-16 surrogate, or a number token with an exponent or of 300
+    /// digits or more: what serde_json's lexical check lets through and its parser may refuse.
+    unusual: bool,
+    /// A number token that is `-0` (with any fraction or exponent), or an integer of 16
+    /// digits or more.
+    unsafe_number: bool,
+}
+
+impl Scan {
+    fn of(text: &[u8]) -> Scan {
+        let (mut depth, mut deepest) = (0usize, 0usize);
+        let (mut unusual, mut unsafe_number) = (false, false);
+        let mut i = 0;
+        while i < text.len() {
+            match text[i] {
+                b'"' => {
+                    i += 1;
+                    while i < text.len() && text[i] != b'"' {
+                        if text[i] == b'\\' {
+                            if text.get(i + 1) == Some(&b'u')
+                                && matches!(text.get(i + 2), Some(b'd' | b'D'))
+                                && matches!(text.get(i + 3), Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'))
+                            {
+                                unusual = true;
+                            }
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                }
+                b'[' | b'{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                b'-' | b'0'..=b'9' => {
+                    let start = i;
+                    while i + 1 < text.len()
+                        && matches!(text[i + 1], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                    {
+                        i += 1;
+                    }
+                    let token = &text[start..=i];
+                    let exponent = token.iter().any(|b| matches!(b, b'e' | b'E'));
+                    if token.len() >= 300 || exponent {
+                        unusual = true;
+                    }
+                    let digits = token.strip_prefix(b"-").unwrap_or(token);
+                    let integral = !exponent && !digits.contains(&b'.');
+                    if token.starts_with(b"-0") || (integral && digits.len() >= 16) {
+                        unsafe_number = true;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Scan {
+            depth: deepest,
+            unusual,
+            unsafe_number,
+        }
+    }
+}
+
+impl From<Value> for EventData {
+    fn from(value: Value) -> EventData {
+        EventData::from_value(&value)
+    }
+}
+
+impl From<&Value> for EventData {
+    fn from(value: &Value) -> EventData {
+        EventData::from_value(value)
+    }
+}
+
+impl PartialEq for EventData {
+    fn eq(&self, other: &EventData) -> bool {
+        self.as_json() == other.as_json() || self.to_value() == other.to_value()
+    }
+}
+
+impl PartialEq<Value> for EventData {
+    fn eq(&self, other: &Value) -> bool {
+        self.to_value() == *other
+    }
+}
+
+impl fmt::Debug for EventData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_json())
+    }
+}
+
+impl fmt::Display for EventData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_json())
+    }
+}
+
+impl Serialize for EventData {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for EventData {
+    /// Reads the raw text of the value (serde_json's deserializers, of text or of a
+    /// `Value`) and checks it as [`EventData::from_json`] does.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<EventData, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        EventData::from_raw(raw).map_err(de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn members_are_read_without_the_rest() {
+        let data = EventData::from_json(r#"{"turn":3,"step":1,"x":{"turn":9},"turn":4}"#).unwrap();
+        assert_eq!(data.get_u64("turn"), Some(4), "the last of a repeated key");
+        assert_eq!(data.get_u64("step"), Some(1));
+        assert_eq!(data.get("x"), Some(json!({"turn": 9})));
+        assert_eq!(data.get("missing"), None);
+        assert_eq!(EventData::from_value(&json!([1])).get("turn"), None);
+    }
+
+    #[test]
+    fn equality_is_of_values() {
+        let spaced = EventData::from_json(" { \"a\" : [1, 2], \"b\": null }\n").unwrap();
+        assert_eq!(spaced.as_json(), "{ \"a\" : [1, 2], \"b\": null }");
+        assert_eq!(spaced, EventData::from_value(&json!({"b": null, "a": [1, 2]})));
+        assert_eq!(spaced, json!({"a": [1, 2], "b": null}));
+        assert_ne!(spaced, EventData::from_value(&json!({"a": [2, 1], "b": null})));
+    }
+
+    #[test]
+    fn text_serde_json_refuses_is_refused() {
+        for bad in [r#""\ud83d""#, "1e999", "-1e400", "[1,", "{\"a\" 1}", "\"\u{1}\"", ""] {
+            assert!(
+                matches!(EventData::from_json(bad), Err(DataError::Invalid(_))),
+                "{bad:?}"
+            );
+        }
+        for good in [r#""\ud83d\ude00""#, "1e300", "-0", "18446744073709551616", "\"e\\u00e9\""] {
+            assert_eq!(EventData::from_json(good).unwrap().as_json(), good);
+        }
+        let value: Result<EventData, _> = serde_json::from_str(r#""\udc00""#);
+        assert!(value.is_err(), "deserializing checks as from_json does");
+    }
+
+    #[test]
+    fn values_nested_beyond_serde_json_limit_read_and_write() {
+        let depth = 5_000;
+        let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let data = EventData::from_json(text.clone()).unwrap();
+        let value = data.to_value();
+        assert_eq!(EventData::from_value(&value).as_json(), text);
+        let too_deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        assert_eq!(
+            EventData::from_json(too_deep),
+            Err(DataError::TooDeep {
+                depth: MAX_DEPTH + 1
+            })
+        );
+        // A value deep enough to need the grown stack is dropped on it too.
+        let wrapped: EventData = serde_json::from_str(&text).unwrap();
+        assert_eq!(wrapped.get("x"), None);
+        drop(value);
+    }
+
+    #[test]
+    fn serializes_as_its_text_and_reads_from_a_value() {
+        let data = EventData::from_json(r#"{"b":1,"a":[true]}"#).unwrap();
+        assert_eq!(serde_json::to_string(&data).unwrap(), r#"{"b":1,"a":[true]}"#);
+        let back: EventData = serde_json::from_value(json!({"b": 1, "a": [true]})).unwrap();
+        assert_eq!(back, data);
+        let mut edited = data.clone();
+        edited.update(|v| v["c"] = json!(2));
+        assert_eq!(edited.as_json(), r#"{"b":1,"a":[true],"c":2}"#);
+        assert_eq!(edited.parse_as::<Value>().unwrap()["c"], 2);
+    }
+}

@@ -833,12 +833,14 @@ fn into_stored(
     revision: u64,
 ) -> Result<StoredSession, PersistenceError> {
     let keep = usize::try_from(len).unwrap_or(usize::MAX);
+    // One pass that reuses the scan's buffer where the two types allow it (the decoded and
+    // the converted events are alike in size), so a large log is not held twice.
     let events = scanned
         .events
         .into_iter()
         .take(keep)
-        .zip(0u64..)
-        .map(|(decoded, seq)| event_at(path, decoded, seq))
+        .enumerate()
+        .map(|(seq, decoded)| event_at(path, decoded, seq as u64))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(tail) = &scanned.dropped_tail {
         tracing::info!(path = %path.display(), tail, "dropped a torn tail in memory");

@@ -159,10 +159,14 @@ impl BodyScanner {
             lines.push(line);
             line_start = end;
         }
+        self.events.reserve(lines.len());
         let mut end = start;
-        for (line, decoded) in lines.iter().zip(decode_lines(&lines, text.len())) {
-            end += line.len() as u64 + 1;
-            self.feed(decoded, end).map_err(ReadError::Corrupt)?;
+        for batch in batches(&lines) {
+            let bytes = batch.iter().map(|line| line.len() + 1).sum();
+            for (line, decoded) in batch.iter().zip(decode_lines(batch, bytes)) {
+                end += line.len() as u64 + 1;
+                self.feed(decoded, end).map_err(ReadError::Corrupt)?;
+            }
         }
         Ok(())
     }
@@ -201,6 +205,32 @@ impl BodyScanner {
             dropped_tail,
         }
     }
+}
+
+/// About how much text is decoded at once: the decoded lines of one batch wait to be scanned,
+/// so a batch bounds that transient memory whatever the file's size.
+const DECODE_BATCH_BYTES: usize = 2 << 20;
+
+/// `lines` in consecutive batches of about [`DECODE_BATCH_BYTES`] of text (at least one line
+/// each).
+fn batches<'a, 'b>(lines: &'a [&'b [u8]]) -> impl Iterator<Item = &'a [&'b [u8]]> {
+    let mut rest = lines;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut bytes = 0;
+        let len = rest
+            .iter()
+            .position(|line| {
+                bytes += line.len() + 1;
+                bytes > DECODE_BATCH_BYTES
+            })
+            .map_or(rest.len(), |over| over.max(1));
+        let (batch, after) = rest.split_at(len);
+        rest = after;
+        Some(batch)
+    })
 }
 
 /// Text below this size is decoded on the calling thread alone.

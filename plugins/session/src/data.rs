@@ -125,6 +125,11 @@ impl EventData {
         self.0.get()
     }
 
+    /// The JSON text as a [`RawValue`] (for [`members_of`]).
+    pub fn as_raw(&self) -> &RawValue {
+        &self.0
+    }
+
     /// The value the text holds.
     pub fn to_value(&self) -> Value {
         parse(self.as_json()).expect("an EventData holds JSON that serde_json reads")
@@ -135,10 +140,12 @@ impl EventData {
     /// # Errors
     /// serde's error when the value is not a `T`.
     pub fn parse_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        if Scan::of(self.as_json().as_bytes()).depth > SHALLOW {
-            return serde_json::from_value(self.to_value());
-        }
-        serde_json::from_str(self.as_json())
+        serde_json::from_str(self.as_json()).or_else(|error| {
+            if Scan::of(self.as_json().as_bytes()).depth <= SHALLOW {
+                return Err(error);
+            }
+            serde_json::from_value(self.to_value())
+        })
     }
 
     /// Whether the text may hold a number JavaScript does not carry through unchanged: a
@@ -156,32 +163,28 @@ impl EventData {
     /// The member `key` of an object (the last one when the text repeats the key, as
     /// `JSON.parse` reads it); `None` for a value that is not an object or lacks `key`.
     pub fn get(&self, key: &str) -> Option<Value> {
-        self.member(key).map(|raw| parse(raw.get()).expect("a member of valid JSON"))
+        let [member] = self.members([key]);
+        member.map(value_of)
     }
 
     /// The member `key` when it is a non-negative integer (e.g. `turn`, `step`); reads only
     /// that member.
     pub fn get_u64(&self, key: &str) -> Option<u64> {
-        self.member(key)
-            .and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok())
+        let [member] = self.members([key]);
+        member.and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok())
     }
 
     /// The member `key` when it is a string.
     pub fn get_str(&self, key: &str) -> Option<String> {
-        self.member(key)
-            .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+        let [member] = self.members([key]);
+        member.and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
     }
 
-    /// The raw text of member `key` of an object, the last when it repeats.
-    fn member(&self, key: &str) -> Option<Box<RawValue>> {
-        if !self.is_object() {
-            return None;
-        }
-        let mut deserializer = serde_json::Deserializer::from_str(self.as_json());
-        deserializer.disable_recursion_limit();
-        deserializer
-            .deserialize_map(Member { key })
-            .expect("an EventData holds JSON")
+    /// The text of members `keys` of an object, in the order of `keys` (for each, the last
+    /// when the text repeats it; `None` when absent or when the value is not an object), in
+    /// one pass that parses none of the values.
+    pub fn members<const N: usize>(&self, keys: [&str; N]) -> [Option<&RawValue>; N] {
+        members_of(&self.0, keys)
     }
 
     /// Changes the value in place: `edit` gets the parsed value, and the text is written again
@@ -193,30 +196,56 @@ impl EventData {
     }
 }
 
-/// Reads one member of an object as raw text, skipping the others unparsed.
-struct Member<'k> {
-    key: &'k str,
+/// [`EventData::members`] of any JSON text `raw` (e.g. a member read before).
+pub fn members_of<'a, const N: usize>(
+    raw: &'a RawValue,
+    keys: [&str; N],
+) -> [Option<&'a RawValue>; N] {
+    if !raw.get().starts_with('{') {
+        return [None; N];
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+    deserializer.disable_recursion_limit();
+    deserializer
+        .deserialize_map(Members { keys })
+        .expect("members are read of valid JSON")
 }
 
-impl<'de> Visitor<'de> for Member<'_> {
-    type Value = Option<Box<RawValue>>;
+/// The value of `raw`, a member of an [`EventData`] ([`EventData::members`], [`members_of`]):
+/// parsed at any depth.
+///
+/// # Panics
+/// When `raw` is not JSON serde_json reads, which a member of an `EventData` always is.
+pub fn value_of(raw: &RawValue) -> Value {
+    parse(raw.get()).expect("a member of an EventData holds JSON that serde_json reads")
+}
+
+/// Reads members of an object as raw text, skipping the others unparsed.
+struct Members<'k, const N: usize> {
+    keys: [&'k str; N],
+}
+
+impl<'de, const N: usize> Visitor<'de> for Members<'_, N> {
+    type Value = [Option<&'de RawValue>; N];
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut found = None;
+        let mut found = [None; N];
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if key == self.key {
-                found = Some(map.next_value::<Box<RawValue>>()?);
-            } else {
-                map.next_value::<IgnoredAny>()?;
+            match self.keys.iter().position(|k| *k == key) {
+                Some(i) => found[i] = Some(map.next_value::<&'de RawValue>()?),
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
         Ok(found)
     }
 }
+
 
 /// Parses `text` into a `Value` at any depth up to [`MAX_DEPTH`].
 fn parse(text: &str) -> Result<Value, serde_json::Error> {

@@ -69,9 +69,19 @@ pub fn interrupted_turn_closers<E: Borrow<SessionEvent>>(
     let mut open_step: Option<Option<Value>> = None;
     let mut pending: Vec<Pending> = Vec::new();
     let mut last: Option<(u64, i64)> = None;
+    // Every turn/start and turn/end resets the state below: only the events from the last of
+    // them on are read (and only their data parsed).
+    let mut since_boundary: Vec<E> = Vec::new();
     for event in events {
+        let borrowed = event.borrow();
+        last = Some((borrowed.seq, borrowed.time));
+        if matches!(borrowed.kind.as_str(), TURN_START | TURN_END) {
+            since_boundary.clear();
+        }
+        since_boundary.push(event);
+    }
+    for event in &since_boundary {
         let event = event.borrow();
-        last = Some((event.seq, event.time));
         let data = event.data.to_value();
         match event.kind.as_str() {
             TURN_START => {

@@ -162,14 +162,14 @@ pub(crate) fn prepare_stored_tail(
         let event = upgrade_turn_start(id, event)?;
         let event = upgrade_turn_end(id, event)?;
         let event = upgrade_steering(id, event)?;
-        let (event, data) = upgrade_message(id, event, |seq| {
+        let event = upgrade_message(id, event, |seq| {
             match prepared_event(&prepared, contiguous, seq) {
                 Some(event) => message_id(event),
                 None => earlier(seq),
             }
         });
-        if let Some(data) = data.filter(|_| is_surface_type(&event.kind)) {
-            if let Some(reason) = message_shape_problem(&event.kind, &data) {
+        if is_surface_type(&event.kind) {
+            if let Some(reason) = message_shape_problem(&event.kind, &event.data) {
                 return Err(StoredLogError::MessageShape {
                     id: id.clone(),
                     seq: event.seq,
@@ -399,19 +399,33 @@ fn upgrade_steering(
 
 /// Gives an RFC-era message event (flat `content` instead of an identified message) its
 /// current shape; other events pass unchanged. `message_ids` maps earlier seqs to the ids of
-/// their messages (a `tool/result` rewrite reuses the id of the node it replaces). With the
-/// event comes the value of its `data` when it is a message event (read for the upgrade, and
-/// then for the shape check).
+/// their messages (a `tool/result` rewrite reuses the id of the node it replaces). Only an
+/// event of the legacy shape (told by which keys its data has) is parsed.
 fn upgrade_message(
     id: &SessionId,
     mut event: SessionEvent,
     message_id_of: impl Fn(u64) -> Option<String>,
-) -> (SessionEvent, Option<Value>) {
-    if !matches!(
-        event.kind.as_str(),
-        USER_MESSAGE | ASSISTANT_MESSAGE | TOOL_RESULT
-    ) {
-        return (event, None);
+) -> SessionEvent {
+    let [id_key, role, message, content, source, provenance, call_id, is_error] =
+        event.data.members([
+            "id", "role", "message", "content", "source", "provenance", "callId", "isError",
+        ]);
+    let legacy = match event.kind.as_str() {
+        USER_MESSAGE => {
+            id_key.is_none()
+                && role.is_none()
+                && message.is_none()
+                && content.is_some()
+                && source.is_some()
+        }
+        ASSISTANT_MESSAGE => message.is_none() && content.is_some() && provenance.is_some(),
+        TOOL_RESULT => {
+            message.is_none() && call_id.is_some() && content.is_some() && is_error.is_some()
+        }
+        _ => false,
+    };
+    if !legacy {
+        return event;
     }
     let seq = event.seq;
     let legacy_id = || legacy_message_id(id, seq);
@@ -421,7 +435,7 @@ fn upgrade_message(
     };
     let mut value = event.data.to_value();
     let Some(data) = value.as_object_mut() else {
-        return (event, Some(value));
+        return event;
     };
     let has = |key: &str| data.contains_key(key);
     let upgraded = match event.kind.as_str() {
@@ -475,7 +489,7 @@ fn upgrade_message(
     if upgraded {
         event.data = EventData::from_value(&value);
     }
-    (event, Some(value))
+    event
 }
 
 /// The id of the message an event carries: `data.id` of a `user/message`, `data.message.id`

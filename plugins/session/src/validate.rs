@@ -12,7 +12,8 @@ use std::borrow::Borrow;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-use crate::data::EventData;
+use crate::data::{members_of, value_of, EventData};
+use serde_json::value::RawValue;
 use crate::event::{is_surface_type, SessionEvent, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT};
 use crate::fold::{Surface, SurfaceError, SurfacePlan, MAX_SAFE_INTEGER};
 
@@ -182,7 +183,7 @@ fn check_restored_event(event: &SessionEvent, index: u64) -> Result<(), Validati
         }
     }
     if is_surface_type(&event.kind) {
-        if let Some(reason) = message_shape_problem(&event.kind, &event.data.to_value()) {
+        if let Some(reason) = message_shape_problem(&event.kind, &event.data) {
             return Err(ValidationError::MessageShape {
                 index,
                 kind: event.kind.clone(),
@@ -497,34 +498,38 @@ fn request_header_problem(data: &Value) -> Option<&'static str> {
 
 /// What is wrong with the message of a surface event, if anything (section 3.3, step 5). The
 /// reason reads after a subject, e.g. `lacks an identified message`.
-pub(crate) fn message_shape_problem(kind: &str, data: &Value) -> Option<String> {
+pub(crate) fn message_shape_problem(kind: &str, data: &EventData) -> Option<String> {
     let message = if kind == ASSISTANT_MESSAGE || kind == TOOL_RESULT {
-        data.get("message")
+        data.members(["message"])[0]
     } else {
-        Some(data)
+        Some(data.as_raw())
     };
-    let Some(message) = message
-        .and_then(Value::as_object)
-        .filter(|message| non_empty_str(message.get("id")))
-    else {
-        return Some("lacks an identified message".into());
+    let lacks = || Some("lacks an identified message".to_owned());
+    let Some(message) = message.filter(|m| m.get().starts_with('{')) else {
+        return lacks();
     };
-    let role = if kind == ASSISTANT_MESSAGE {
+    let [id, role, source, content] = members_of(message, ["id", "role", "source", "content"]);
+    if !id.is_some_and(is_non_empty_string) {
+        return lacks();
+    }
+    let role_wanted = if kind == ASSISTANT_MESSAGE {
         "assistant"
     } else {
         "user"
     };
-    if message.get("role").and_then(Value::as_str) != Some(role) {
-        return Some(format!("message must have role \"{role}\""));
+    if role.and_then(|r| serde_json::from_str::<String>(r.get()).ok()).as_deref() != Some(role_wanted)
+    {
+        return Some(format!("message must have role \"{role_wanted}\""));
     }
-    let Some(source) = message
-        .get("source")
+    let source = source.map(value_of);
+    let Some(source) = source
+        .as_ref()
         .and_then(Value::as_object)
         .filter(|source| non_empty_str(source.get("kind")))
     else {
         return Some("message has invalid source".into());
     };
-    let Some(content) = message.get("content").and_then(Value::as_array) else {
+    let Some(content) = content.filter(|c| c.get().starts_with('[')) else {
         return Some("message has invalid content".into());
     };
     let source_kind = source.get("kind").and_then(Value::as_str);
@@ -539,7 +544,8 @@ pub(crate) fn message_shape_problem(kind: &str, data: &Value) -> Option<String> 
     let (Some(call_id), Some("tool")) = (call_id, source_kind) else {
         return Some("message must have tool source".into());
     };
-    let [Value::Object(block)] = content.as_slice() else {
+    let content = value_of(content);
+    let Some([Value::Object(block)]) = content.as_array().map(Vec::as_slice) else {
         return Some("message must contain one tool-result block".into());
     };
     if block.get("type").and_then(Value::as_str) != Some("tool-result")
@@ -549,6 +555,12 @@ pub(crate) fn message_shape_problem(kind: &str, data: &Value) -> Option<String> 
     }
     (block.get("toolCallId") != Some(call_id))
         .then(|| "message has mismatched tool call ids".into())
+}
+
+/// Whether the JSON text `raw` is a string other than `""` (the one spelling of the empty
+/// string).
+fn is_non_empty_string(raw: &RawValue) -> bool {
+    raw.get().starts_with('"') && raw.get() != "\"\""
 }
 
 #[cfg(test)]

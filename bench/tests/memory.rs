@@ -83,3 +83,26 @@ fn the_load_memory_of_a_generated_session_is_counted() {
         "the loaded session holds its events, no more than the peak: {memory:?}"
     );
 }
+
+/// The compact in-memory form: a loaded session keeps its events' data as JSON text, so it
+/// holds about one and a half times its file (a `Value` tree per event held about seven), and
+/// the load's peak stays within the bound of three times the file.
+#[test]
+fn a_loaded_session_holds_about_its_file_not_a_value_tree() {
+    let _alone = counting_alone();
+    let dir = tempfile::tempdir().unwrap();
+    let (id, file) = session::write_session(dir.path(), 20_000);
+    let bytes = std::fs::metadata(file).unwrap().len();
+    let memory = session::load_memory(dir.path(), &id);
+    assert_eq!(memory.events, 20_000);
+    assert!(
+        memory.retained_bytes < 2 * bytes,
+        "retained {} bytes for a file of {bytes}",
+        memory.retained_bytes
+    );
+    assert!(
+        memory.peak_bytes < 3 * bytes,
+        "peak {} bytes for a file of {bytes}",
+        memory.peak_bytes
+    );
+}

@@ -102,7 +102,10 @@ fn snapshots_a_completed_boundary_by_live_session_id_into_an_immutable_shared_se
     assert!(source.events().get(7).is_none());
     assert_eq!(child.len(), 8);
     assert_eq!(child.events().get(6).unwrap().data, json!({"turn": 2}));
-    assert_eq!(child.events().get(7).unwrap().data.to_value()["id"], "child-only");
+    assert_eq!(
+        child.events().get(7).unwrap().data.to_value()["id"],
+        "child-only"
+    );
     assert_eq!(snap.seed.len(), 6);
 }
 

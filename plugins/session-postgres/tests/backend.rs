@@ -71,7 +71,8 @@ fn an_append_racing_a_writer_that_skips_the_row_lock_loses_on_the_key_with_seq_m
     let log = schema.open().load(&header.id).unwrap();
     assert_eq!(log.events.len(), 3);
     assert_eq!(
-        log.events[2].data.to_value()["from"], "rogue",
+        log.events[2].data.to_value()["from"],
+        "rogue",
         "the first writer's row stays"
     );
 }

@@ -44,11 +44,23 @@ pub enum DataError {
     #[error("{0}")]
     Invalid(String),
     /// JSON nested `depth` levels deep, beyond [`MAX_DEPTH`].
-    #[error("its JSON nests {depth} levels deep, beyond the {MAX_DEPTH} levels this reader accepts")]
+    #[error(
+        "its JSON nests {depth} levels deep, beyond the {MAX_DEPTH} levels this reader accepts"
+    )]
     TooDeep {
         /// The deepest nesting found.
         depth: usize,
     },
+}
+
+impl DataError {
+    /// The stable code: `DATA_INVALID` or `DATA_TOO_DEEP`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DataError::Invalid(_) => "DATA_INVALID",
+            DataError::TooDeep { .. } => "DATA_TOO_DEEP",
+        }
+    }
 }
 
 /// The `data` of a [`crate::SessionEvent`]: the JSON text of one value (compact when this
@@ -61,19 +73,15 @@ pub enum DataError {
 pub struct EventData(Box<RawValue>);
 
 impl EventData {
-    /// `value` as compact JSON text (any depth: the stack grows as the serializer recurses).
+    /// `value` as compact JSON text (any depth: past 100 levels the stack grows as the
+    /// serializer recurses).
     pub fn from_value(value: &Value) -> EventData {
-        let mut text = Vec::new();
-        let mut serializer = serde_json::Serializer::new(&mut text);
-        value
-            .serialize(serde_stacker::Serializer {
-                ser: &mut serializer,
-                red_zone: STACK_ROOM,
-                stack_size: 2 * STACK_ROOM,
-            })
-            .expect("a Value always serializes");
-        let text = String::from_utf8(text).expect("serde_json writes UTF-8");
-        EventData(RawValue::from_string(text).expect("serde_json writes one JSON value"))
+        let raw = if nests_within(value, SHALLOW) {
+            serde_json::value::to_raw_value(value)
+        } else {
+            serde_json::value::to_raw_value(&Deep(value))
+        };
+        EventData(raw.expect("a Value always serializes"))
     }
 
     /// The text `json` when it is one JSON value that serde_json reads (strings with valid
@@ -87,14 +95,8 @@ impl EventData {
     /// [`DataError::TooDeep`] beyond [`MAX_DEPTH`], else [`DataError::Invalid`] with the
     /// parser's message.
     pub fn from_json(json: impl Into<String>) -> Result<EventData, DataError> {
-        let json = json.into();
-        let trimmed = json.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r'));
-        let json = if trimmed.len() == json.len() {
-            json
-        } else {
-            trimmed.to_owned()
-        };
-        let raw = RawValue::from_string(json).map_err(|e| DataError::Invalid(e.to_string()))?;
+        let raw =
+            RawValue::from_string(json.into()).map_err(|e| DataError::Invalid(e.to_string()))?;
         EventData::from_raw(raw)
     }
 
@@ -113,11 +115,6 @@ impl EventData {
             strict_check(raw.get()).map_err(|e| DataError::Invalid(e.to_string()))?;
         }
         Ok(EventData(raw))
-    }
-
-    /// `{}`.
-    pub fn empty_object() -> EventData {
-        EventData(RawValue::from_string("{}".to_owned()).expect("{} is JSON"))
     }
 
     /// The JSON text.
@@ -196,6 +193,28 @@ impl EventData {
     }
 }
 
+/// A value serialized on a stack that grows as the serializer recurses.
+struct Deep<'a>(&'a Value);
+
+impl Serialize for Deep<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serde_stacker::Serializer {
+            ser: serializer,
+            red_zone: STACK_ROOM,
+            stack_size: 2 * STACK_ROOM,
+        })
+    }
+}
+
+/// Whether `value` nests at most `levels` arrays and objects deep (walks at most that deep).
+fn nests_within(value: &Value, levels: usize) -> bool {
+    match value {
+        Value::Array(items) => levels > 0 && items.iter().all(|v| nests_within(v, levels - 1)),
+        Value::Object(map) => levels > 0 && map.values().all(|v| nests_within(v, levels - 1)),
+        _ => true,
+    }
+}
+
 /// [`EventData::members`] of any JSON text `raw` (e.g. a member read before).
 pub fn members_of<'a, const N: usize>(
     raw: &'a RawValue,
@@ -245,7 +264,6 @@ impl<'de, const N: usize> Visitor<'de> for Members<'_, N> {
         Ok(found)
     }
 }
-
 
 /// Parses `text` into a `Value` at any depth up to [`MAX_DEPTH`].
 fn parse(text: &str) -> Result<Value, serde_json::Error> {
@@ -356,7 +374,10 @@ impl Scan {
                         if text[i] == b'\\' {
                             if text.get(i + 1) == Some(&b'u')
                                 && matches!(text.get(i + 2), Some(b'd' | b'D'))
-                                && matches!(text.get(i + 3), Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'))
+                                && matches!(
+                                    text.get(i + 3),
+                                    Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+                                )
                             {
                                 unusual = true;
                             }
@@ -470,24 +491,48 @@ mod tests {
     fn equality_is_of_values() {
         let spaced = EventData::from_json(" { \"a\" : [1, 2], \"b\": null }\n").unwrap();
         assert_eq!(spaced.as_json(), "{ \"a\" : [1, 2], \"b\": null }");
-        assert_eq!(spaced, EventData::from_value(&json!({"b": null, "a": [1, 2]})));
+        assert_eq!(
+            spaced,
+            EventData::from_value(&json!({"b": null, "a": [1, 2]}))
+        );
         assert_eq!(spaced, json!({"a": [1, 2], "b": null}));
-        assert_ne!(spaced, EventData::from_value(&json!({"a": [2, 1], "b": null})));
+        assert_ne!(
+            spaced,
+            EventData::from_value(&json!({"a": [2, 1], "b": null}))
+        );
     }
 
     #[test]
     fn text_serde_json_refuses_is_refused() {
-        for bad in [r#""\ud83d""#, "1e999", "-1e400", "[1,", "{\"a\" 1}", "\"\u{1}\"", ""] {
+        for bad in [
+            r#""\ud83d""#,
+            "1e999",
+            "-1e400",
+            "[1,",
+            "{\"a\" 1}",
+            "\"\u{1}\"",
+            "",
+        ] {
             assert!(
                 matches!(EventData::from_json(bad), Err(DataError::Invalid(_))),
                 "{bad:?}"
             );
         }
-        for good in [r#""\ud83d\ude00""#, "1e300", "-0", "18446744073709551616", "\"e\\u00e9\""] {
+        for good in [
+            r#""\ud83d\ude00""#,
+            "1e300",
+            "-0",
+            "18446744073709551616",
+            "\"e\\u00e9\"",
+        ] {
             assert_eq!(EventData::from_json(good).unwrap().as_json(), good);
         }
         let value: Result<EventData, _> = serde_json::from_str(r#""\udc00""#);
         assert!(value.is_err(), "deserializing checks as from_json does");
+        assert_eq!(
+            EventData::from_json("[").unwrap_err().code(),
+            "DATA_INVALID"
+        );
     }
 
     #[test]
@@ -513,7 +558,10 @@ mod tests {
     #[test]
     fn serializes_as_its_text_and_reads_from_a_value() {
         let data = EventData::from_json(r#"{"b":1,"a":[true]}"#).unwrap();
-        assert_eq!(serde_json::to_string(&data).unwrap(), r#"{"b":1,"a":[true]}"#);
+        assert_eq!(
+            serde_json::to_string(&data).unwrap(),
+            r#"{"b":1,"a":[true]}"#
+        );
         let back: EventData = serde_json::from_value(json!({"b": 1, "a": [true]})).unwrap();
         assert_eq!(back, data);
         let mut edited = data.clone();

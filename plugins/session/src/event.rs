@@ -371,13 +371,19 @@ impl EventDraft {
         self
     }
 
-    /// Stamps the draft into an event at `seq` and `time`.
+    /// Stamps the draft into an event at `seq` and `time` (its data written as text).
     pub fn into_event(self, seq: u64, time: i64) -> SessionEvent {
+        let data = EventData::from_value(&self.data);
+        self.into_event_with(data, seq, time)
+    }
+
+    /// [`EventDraft::into_event`] with the data already written as text.
+    pub(crate) fn into_event_with(self, data: EventData, seq: u64, time: i64) -> SessionEvent {
         SessionEvent {
             kind: self.kind,
             seq,
             time,
-            data: EventData::from_value(&self.data),
+            data,
             surface_op: self.surface_op,
             source_event_seqs: self.source_event_seqs,
             ignorable: self.ignorable,

@@ -39,6 +39,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::data::value_of;
 use crate::event::{
     SessionEvent, SurfaceOp, ASSISTANT_CHUNK, ASSISTANT_MESSAGE, REQUEST_CONTEXT, REQUEST_HEADER,
     STEP_END, STEP_START, TODO_WRITE, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START,
@@ -228,8 +229,11 @@ impl InvariantChecker {
                 format!("seq must strictly increase: saw {} after {last}", event.seq),
             ));
         }
-        let data = &event.data;
-        let (turn, step) = (data.get("turn"), data.get("step"));
+        // One pass over the data finds every member the rules read; each is parsed on its own.
+        let [turn, step, call_id_member, message, error] = event
+            .data
+            .members(["turn", "step", "callId", "message", "error"]);
+        let (turn, step) = (turn.map(value_of), step.map(value_of));
         let (turn, step) = (turn.as_ref(), step.as_ref());
         let mut next = (
             self.open_turn,
@@ -335,7 +339,7 @@ impl InvariantChecker {
             ASSISTANT_CHUNK | ASSISTANT_MESSAGE => in_open_step()?,
             TOOL_CALL => {
                 in_open_step()?;
-                pending = Pending::Add(call_key(data.get("callId").as_ref()));
+                pending = Pending::Add(call_key(call_id_member.map(value_of).as_ref()));
             }
             TOOL_RESULT
                 if event.surface_op != Some(SurfaceOp::Append) && self.open_turn.is_none() =>
@@ -348,7 +352,7 @@ impl InvariantChecker {
             TOOL_RESULT if event.surface_op != Some(SurfaceOp::Append) => {}
             TOOL_RESULT => {
                 in_open_step()?;
-                let message = data.get("message");
+                let message = message.map(value_of);
                 let message = message.as_ref();
                 let call_id = message
                     .and_then(|m| m.get("source"))
@@ -359,8 +363,8 @@ impl InvariantChecker {
                     .and_then(|c| c.get(0))
                     .and_then(|block| block.get("isError"))
                     == Some(&Value::Bool(true))
-                    && data
-                        .get("error")
+                    && error
+                        .map(value_of)
                         .as_ref()
                         .and_then(|error| error.get("code"))
                         .and_then(Value::as_str)

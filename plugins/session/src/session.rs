@@ -8,11 +8,12 @@
 //! fold too: creating it reads no event of the seed, whatever the seed's length.
 
 use crate::chain::Chain;
+use crate::data::EventData;
 use crate::event::{EventDraft, SessionEvent};
 use crate::fold::{project, Surface, SurfacePlan};
 use crate::header::{SessionHeader, SessionId};
 use crate::invariants::{InvariantChecker, InvariantViolation};
-use crate::validate::{validate_append, validate_restored_append, ValidationError};
+use crate::validate::{lossy_number, validate_restored_append, ValidationError};
 use dsh_core::Emitter;
 use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard, RwLock};
 use serde_json::Value;
@@ -461,15 +462,24 @@ impl Session {
     /// [`AppendError::Reentrant`] when called from a listener of this session's own append.
     pub fn append(self: &Arc<Self>, draft: EventDraft) -> Result<Arc<SessionEvent>, AppendError> {
         let guard = self.admit_append()?;
+        // The data is checked and written as text before the log is locked; the checks that
+        // need the log follow under the lock, in dsh's order (the lossless step first).
+        let lossy = lossy_number(&draft.data, "data");
+        let data = EventData::from_value(&draft.data);
         let event = {
             let mut log = self.log.write();
             let seq = log.events.len() as u64;
-            let event = draft.into_event(seq, now_ms());
-            let plan: SurfacePlan = validate_append(&log.surface, &event, log.events.lookup())
-                .map_err(|source| AppendError::Invalid {
-                    id: self.id().clone(),
-                    source,
-                })?;
+            let invalid = |source| AppendError::Invalid {
+                id: self.id().clone(),
+                source,
+            };
+            if let Some(reason) = lossy {
+                return Err(invalid(ValidationError::NotLossless { index: seq, reason }));
+            }
+            let event = draft.into_event_with(data, seq, now_ms());
+            let plan: SurfacePlan =
+                validate_restored_append(&log.surface, &event, log.events.lookup())
+                    .map_err(invalid)?;
             if let Some(trace) = log.trace() {
                 trace
                     .admit(&event)

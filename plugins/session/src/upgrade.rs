@@ -27,11 +27,11 @@
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 
+use crate::data::EventData;
 use crate::event::{
     is_known_type, is_surface_type, SessionEvent, SurfaceOp, ASSISTANT_MESSAGE, REQUEST_HEADER,
     TOOL_RESULT, TURN_END, TURN_START, USER_MESSAGE,
 };
-use crate::data::EventData;
 use crate::fold::MAX_SAFE_INTEGER;
 use crate::header::SessionId;
 use crate::validate::message_shape_problem;
@@ -268,7 +268,10 @@ fn upgrade_turn_start(
         return Ok(event);
     }
     let value = event.data.to_value();
-    let Some(data) = value.as_object().filter(|data| data.contains_key("trigger")) else {
+    let Some(data) = value
+        .as_object()
+        .filter(|data| data.contains_key("trigger"))
+    else {
         return Ok(event);
     };
     let trigger_kind = data
@@ -408,7 +411,14 @@ fn upgrade_message(
 ) -> SessionEvent {
     let [id_key, role, message, content, source, provenance, call_id, is_error] =
         event.data.members([
-            "id", "role", "message", "content", "source", "provenance", "callId", "isError",
+            "id",
+            "role",
+            "message",
+            "content",
+            "source",
+            "provenance",
+            "callId",
+            "isError",
         ]);
     let legacy = match event.kind.as_str() {
         USER_MESSAGE => {
@@ -500,5 +510,10 @@ pub(crate) fn message_id(event: &SessionEvent) -> Option<String> {
     if event.kind == USER_MESSAGE {
         return event.data.get_str("id");
     }
-    event.data.get("message")?.get("id")?.as_str().map(str::to_owned)
+    event
+        .data
+        .get("message")?
+        .get("id")?
+        .as_str()
+        .map(str::to_owned)
 }

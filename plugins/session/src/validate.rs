@@ -13,9 +13,9 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 use crate::data::{members_of, value_of, EventData};
-use serde_json::value::RawValue;
 use crate::event::{is_surface_type, SessionEvent, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT};
 use crate::fold::{Surface, SurfaceError, SurfacePlan, MAX_SAFE_INTEGER};
+use serde_json::value::RawValue;
 
 /// The retired event type that carried request-header changes as deltas; dsh refuses it.
 const LEGACY_REQUEST_HEADER_DELTA: &str = "request/header-delta";
@@ -360,7 +360,7 @@ fn lossy_data(data: &EventData) -> Option<String> {
 /// A lossless value costs one allocation-free traversal ([`may_be_lossy`]); only a value that
 /// may hold such a number is walked again with an explicit stack (data may nest thousands of
 /// levels deep), spelling the path of the offending number.
-fn lossy_number(value: &Value, path: &str) -> Option<String> {
+pub(crate) fn lossy_number(value: &Value, path: &str) -> Option<String> {
     if !may_be_lossy(value, 0) {
         return None;
     }
@@ -517,7 +517,10 @@ pub(crate) fn message_shape_problem(kind: &str, data: &EventData) -> Option<Stri
     } else {
         "user"
     };
-    if role.and_then(|r| serde_json::from_str::<String>(r.get()).ok()).as_deref() != Some(role_wanted)
+    if role
+        .and_then(|r| serde_json::from_str::<String>(r.get()).ok())
+        .as_deref()
+        != Some(role_wanted)
     {
         return Some(format!("message must have role \"{role_wanted}\""));
     }
@@ -999,7 +1002,9 @@ mod tests {
             err.to_string(),
             "seed event at index 4 is not losslessly JSON-serializable: data.arguments is -0"
         );
-        events[4].data.update(|d| d["arguments"] = json!({"n": [1, 9_007_199_254_740_992_u64]}));
+        events[4]
+            .data
+            .update(|d| d["arguments"] = json!({"n": [1, 9_007_199_254_740_992_u64]}));
         let err = validate_seed(&events).unwrap_err();
         assert_eq!(
             err,
@@ -1009,7 +1014,9 @@ mod tests {
                     .into()
             }
         );
-        events[4].data.update(|d| d["arguments"] = json!([-9_007_199_254_740_991_i64, 0.0, 1.5, 1e300]));
+        events[4]
+            .data
+            .update(|d| d["arguments"] = json!([-9_007_199_254_740_991_i64, 0.0, 1.5, 1e300]));
         assert!(validate_seed(&events).is_ok(), "safe numbers are lossless");
     }
 
@@ -1025,7 +1032,9 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(reason, format!("data.deep{}.n[1] is -0", "[0]".repeat(200)));
-        event.data.update(|d| d["deep"] = json!([[[1, 2.5, "x", null]]]));
+        event
+            .data
+            .update(|d| d["deep"] = json!([[[1, 2.5, "x", null]]]));
         assert!(check_storable(&event).is_ok(), "every number safe");
     }
 

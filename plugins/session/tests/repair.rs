@@ -45,7 +45,12 @@ fn kinds(events: &[SessionEvent]) -> Vec<&str> {
 }
 
 fn error_code(event: &SessionEvent) -> Option<String> {
-    event.data.to_value().pointer("/error/code").and_then(Value::as_str).map(str::to_owned)
+    event
+        .data
+        .to_value()
+        .pointer("/error/code")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
 }
 
 fn call_id(event: &SessionEvent) -> Option<String> {
@@ -194,11 +199,7 @@ fn several_unanswered_calls_are_closed_in_log_order() {
     log.ask(1, 1, &["b", "a"]);
     log.ask(1, 1, &["c"]);
     log.push(EventDraft::tool_result(1, 1, "r", "a", "ok"));
-    let order: Vec<_> = log
-        .closers()
-        .iter()
-        .filter_map(call_id)
-        .collect();
+    let order: Vec<_> = log.closers().iter().filter_map(call_id).collect();
     assert_eq!(order, ["b", "c"]);
 }
 

@@ -31,28 +31,11 @@ pub(crate) const MAX_DEPTH: usize = dsh_session::data::MAX_DEPTH + 1;
 /// margin for unoptimized builds: 4 MiB (a level takes one frame of well under 256 bytes).
 const DROP_ROOM: usize = 4 << 20;
 
-/// Why a line did not parse: as JSON, or (a packed row) into the events it stores.
-#[derive(Debug, PartialEq, thiserror::Error)]
-pub(crate) enum ParseError {
-    /// Not JSON, or a malformed packed row: the reason. dsh calls such a line unparsable.
-    #[error("{0}")]
-    Invalid(String),
-    /// JSON that nests arrays and objects `depth` levels deep, beyond [`MAX_DEPTH`]. dsh reads
-    /// it, so it is no damage: a reader refuses the file rather than drop the line.
-    #[error(
-        "its JSON nests {depth} levels deep, beyond the {MAX_DEPTH} levels this reader accepts"
-    )]
-    TooDeep {
-        /// The deepest nesting found.
-        depth: usize,
-    },
-}
-
-impl From<serde_json::Error> for ParseError {
-    fn from(error: serde_json::Error) -> ParseError {
-        ParseError::Invalid(error.to_string())
-    }
-}
+/// Why a line did not parse: as JSON, or (a packed row) into the events it stores
+/// ([`ParseError::Invalid`], which dsh calls unparsable), or nesting beyond [`MAX_DEPTH`]
+/// ([`ParseError::TooDeep`]: dsh reads it, so it is no damage, and a reader refuses the file
+/// rather than drop the line). The errors of event data itself.
+pub(crate) use dsh_session::data::DataError as ParseError;
 
 /// Parses `text` as one JSON value as `JSON.parse` reads it, nested at most [`MAX_DEPTH`]
 /// levels deep.

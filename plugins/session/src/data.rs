@@ -43,14 +43,22 @@ pub enum DataError {
     /// Not one JSON value serde_json reads (the parser's message).
     #[error("{0}")]
     Invalid(String),
-    /// JSON nested `depth` levels deep, beyond [`MAX_DEPTH`].
+    /// JSON nested `depth` levels deep, beyond [`MAX_DEPTH`] levels of data (a record
+    /// around it may add its own level).
     #[error(
-        "its JSON nests {depth} levels deep, beyond the {MAX_DEPTH} levels this reader accepts"
+        "its JSON nests {depth} levels deep, beyond the {MAX_DEPTH} levels of event data this \
+         reader accepts"
     )]
     TooDeep {
         /// The deepest nesting found.
         depth: usize,
     },
+}
+
+impl From<serde_json::Error> for DataError {
+    fn from(error: serde_json::Error) -> DataError {
+        DataError::Invalid(error.to_string())
+    }
 }
 
 impl DataError {

@@ -44,22 +44,20 @@ fn kinds(events: &[SessionEvent]) -> Vec<&str> {
     events.iter().map(|e| e.kind.as_str()).collect()
 }
 
-fn error_code(event: &SessionEvent) -> Option<String> {
-    event
-        .data
-        .to_value()
-        .pointer("/error/code")
+/// The string at JSON `pointer` in the event's data.
+fn text_at(event: &SessionEvent, pointer: &str) -> Option<String> {
+    let data = event.data.to_value();
+    data.pointer(pointer)
         .and_then(Value::as_str)
         .map(str::to_owned)
 }
 
+fn error_code(event: &SessionEvent) -> Option<String> {
+    text_at(event, "/error/code")
+}
+
 fn call_id(event: &SessionEvent) -> Option<String> {
-    event
-        .data
-        .to_value()
-        .pointer("/message/source/callId")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
+    text_at(event, "/message/source/callId")
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use crate::compressed::{compress_frame, decoding_reader};
 use crate::decode::Decoded;
-use crate::durable::{append_after, publish_new, replace_atomically, IoAt, PublishError};
+use crate::durable::{append_after, publish_new_with, replace_atomically, IoAt, PublishError};
 use crate::file_end::FileEnd;
 use crate::header_line::{encode_header_line, parse_header_line, HeaderError};
 use crate::layout::{
@@ -11,7 +11,9 @@ use crate::layout::{
 };
 use crate::limits::MAX_ID_SEGMENT_BYTES;
 use crate::record::{is_row_tag, write_event_line};
-use crate::scan::{read_header, scan_bytes, scan_compressed, scan_prefix, ReadError, Scanned};
+use crate::scan::{
+    read_header, scan_bytes, scan_compressed, scan_prefix, scan_reader, ReadError, Scanned,
+};
 use crate::tail::read_clean_tail;
 use dsh_session::{
     check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
@@ -21,7 +23,7 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::fs::{self, File};
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -450,23 +452,38 @@ impl SessionPersistence for JsonlPersistence {
                 reason: format!("a session file exists at {}", existing.display()),
             });
         }
-        let mut bytes = line.into_bytes();
-        bytes.push(b'\n');
-        let mut body = Vec::new();
-        for event in seed {
-            write_event_line(event, &mut body).map_err(|e| io_error(&target, e.into()))?;
-        }
-        if self.compression == Compression::Zstd {
-            let frame = |text: &[u8]| compress_frame(text).map_err(|e| io_error(&target, e));
-            bytes = frame(&bytes)?;
-            if !body.is_empty() {
-                bytes.extend(frame(&body)?);
-            }
-        } else {
-            bytes.extend(body);
-        }
+        let mut header_line = line.into_bytes();
+        header_line.push(b'\n');
         let target = self.prepare_folders(id, &target)?;
-        publish_new(&target, &bytes).map_err(|e| match e {
+        let mut end = FileEnd::of(&header_line);
+        let write = |out: &mut dyn Write| -> io::Result<()> {
+            if self.compression == Compression::Zstd {
+                let mut body = Vec::new();
+                for event in seed {
+                    write_event_line(event, &mut body)?;
+                }
+                let mut bytes = compress_frame(&header_line)?;
+                if !body.is_empty() {
+                    bytes.extend(compress_frame(&body)?);
+                }
+                end = FileEnd::of(&bytes);
+                return out.write_all(&bytes);
+            }
+            // A plain file is written as its lines are produced, a chunk at a time: a large
+            // seed (an import, a fork's copy) is never held twice.
+            out.write_all(&header_line)?;
+            let mut chunk = Vec::with_capacity(CREATE_CHUNK_BYTES);
+            for (i, event) in seed.iter().enumerate() {
+                write_event_line(event, &mut chunk)?;
+                if chunk.len() >= CREATE_CHUNK_BYTES || i + 1 == seed.len() {
+                    out.write_all(&chunk)?;
+                    end = end.after_append(end.len(), &chunk);
+                    chunk.clear();
+                }
+            }
+            Ok(())
+        };
+        publish_new_with(&target, write).map_err(|e| match e {
             PublishError::Exists => PersistenceError::Conflict {
                 id: id.clone(),
                 reason: format!("a session file appeared at {}", target.display()),
@@ -475,9 +492,9 @@ impl SessionPersistence for JsonlPersistence {
         })?;
         *cached = Some(Cursor {
             path: target,
-            committed: bytes.len() as u64,
+            committed: end.len(),
             carry: Vec::new(),
-            end: FileEnd::of(&bytes),
+            end,
             next_seq: seed.len() as u64,
         });
         Ok(())
@@ -678,6 +695,9 @@ impl SessionPersistence for JsonlPersistence {
     }
 }
 
+/// How much of a new plain session file is written at a time: 64 KiB.
+const CREATE_CHUNK_BYTES: usize = 1 << 16;
+
 /// Whether `path` still names `file` (the same device and inode on unix; always elsewhere,
 /// where files are not replaced under a lock holder).
 fn names_file(path: &Path, file: &File) -> io::Result<bool> {
@@ -771,7 +791,16 @@ fn scan_path(path: &Path) -> Result<(Scanned, FileEnd), PersistenceError> {
             ),
         ));
     }
-    let bytes = fs::read(path).map_err(|e| io_error(path, e))?;
+    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    let mut reader = BufReader::new(file);
+    let start = reader.fill_buf().map_err(|e| io_error(path, e))?;
+    if !is_compressed(path, start) {
+        return scan_reader(reader).map_err(|e| read_error(path, e));
+    }
+    let mut bytes = Vec::new();
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(path, e))?;
     Ok((scan_in_memory(path, &bytes)?, FileEnd::of(&bytes)))
 }
 

@@ -47,10 +47,24 @@ pub(crate) const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
 /// `target` and its two parents are synced so the new entries survive a crash. Only the
 /// temporary file this call created is ever removed, besides the stale ones of
 /// [`remove_stale_temps`].
+#[cfg(test)]
 pub(crate) fn publish_new(target: &Path, bytes: &[u8]) -> Result<(), PublishError> {
+    publish_new_with(target, |out| out.write_all(bytes))
+}
+
+/// [`publish_new`] of what `write` writes to the temporary file (through a buffer: a large
+/// file is written as it is produced, never held whole in memory).
+pub(crate) fn publish_new_with(
+    target: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), PublishError> {
     let dir = folder_of(target)?;
     remove_stale_temps(dir, STALE_TEMP_AGE);
-    let temp = locked_temp(dir, |temp| temp.write_all(bytes))?;
+    let temp = locked_temp(dir, |temp| {
+        let mut out = io::BufWriter::with_capacity(1 << 16, temp.as_file_mut());
+        write(&mut out)?;
+        out.flush()
+    })?;
     // Dropping `temp` (on success too, once it is a second name of `target`) removes it.
     temp.persist_noclobber(target)
         .map_err(|e| match e.error.kind() {

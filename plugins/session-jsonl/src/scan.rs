@@ -15,6 +15,7 @@
 
 use crate::compressed::{frames, Frame};
 use crate::decode::{decode_line, holds_turn_end, Decoded};
+use crate::file_end::FileEnd;
 use crate::header_line::{parse_header_line, HeaderError};
 use crate::json::ParseError;
 use crate::limits::{read_line_within, size_text, Bounded, Limits};
@@ -318,6 +319,76 @@ pub(crate) fn scan_bytes(bytes: &[u8]) -> Result<Scanned, ReadError> {
     scan_bytes_within(bytes, Limits::DEFAULT)
 }
 
+/// How much of a plain file [`scan_reader`] reads at a time: 8 MiB.
+const READ_CHUNK_BYTES: usize = 8 << 20;
+
+/// Reads a plain session file from `reader` a piece at a time and scans it exactly as
+/// [`scan_bytes`] scans the whole text: only the events and the line being read are held,
+/// never the file. Returns the scan and the file's end (length and last bytes).
+///
+/// Errors: as [`scan_bytes`]; [`ReadError::Io`] when a read fails.
+pub(crate) fn scan_reader(mut reader: impl io::Read) -> Result<(Scanned, FileEnd), ReadError> {
+    let limits = Limits::DEFAULT;
+    let mut chunk = vec![0; READ_CHUNK_BYTES];
+    // Bytes read and not yet scanned (the header, then a line still being read), starting at
+    // file offset `offset`.
+    let (mut pending, mut offset) = (Vec::new(), 0u64);
+    let mut end = FileEnd::default();
+    let mut body: Option<(SessionHeader, BodyScanner)> = None;
+    loop {
+        let read = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ReadError::Io(e)),
+        };
+        end = end.after_append(end.len(), &chunk[..read]);
+        // Only the bytes just read are searched: those before hold no newline still unseen.
+        let mut fresh = pending.len();
+        pending.extend_from_slice(&chunk[..read]);
+        if body.is_none() {
+            let head = &pending[..pending.len().min(limits.header_line + 1)];
+            let found = head.get(fresh..).and_then(|new| new.iter().position(|b| *b == b'\n'));
+            let Some(newline) = found.map(|at| fresh + at) else {
+                if head.len() > limits.header_line {
+                    return Err(header_too_large(limits));
+                }
+                continue;
+            };
+            let header = header_of(&pending[..newline], limits)?;
+            offset = newline as u64 + 1;
+            body = Some((header, BodyScanner::new(offset, limits)));
+            pending.drain(..=newline);
+            fresh = 0;
+        }
+        if let Some((_, scanner)) = body.as_mut() {
+            feed_lines(scanner, &mut pending, &mut offset, fresh)?;
+        }
+    }
+    let Some((header, scanner)) = body else {
+        return Err(header_less());
+    };
+    Ok((scanner.finish(header, end.len()), end))
+}
+
+/// Feeds `scanner` the complete lines of `pending` (at file offset `offset`), whose newlines
+/// are all at or after `fresh`, and keeps the line still being read.
+fn feed_lines(
+    scanner: &mut BodyScanner,
+    pending: &mut Vec<u8>,
+    offset: &mut u64,
+    fresh: usize,
+) -> Result<(), ReadError> {
+    if let Some(last) = pending[fresh..].iter().rposition(|b| *b == b'\n') {
+        let last = fresh + last;
+        scanner.feed_text(&pending[..=last], *offset)?;
+        *offset += last as u64 + 1;
+        pending.drain(..=last);
+    }
+    Ok(())
+}
+
+
 /// [`scan_bytes`] within `limits`.
 fn scan_bytes_within(bytes: &[u8], limits: Limits) -> Result<Scanned, ReadError> {
     let head = &bytes[..bytes.len().min(limits.header_line + 1)];
@@ -514,6 +585,55 @@ mod tests {
         match scan_bytes(bytes) {
             Err(ReadError::Corrupt(reason)) => reason,
             other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    /// A reader handing out at most `piece` bytes per read: lines and the header arrive cut
+    /// anywhere.
+    struct Pieces<'a> {
+        bytes: &'a [u8],
+        piece: usize,
+    }
+
+    impl io::Read for Pieces<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.piece.min(buf.len()).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_file_read_in_pieces_scans_as_the_whole_text_does() {
+        let turn_end = r#"{"type":"turn/end","seq":3,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}"#;
+        let files = [
+            file(&[event(0, "x"), event(1, "x")], ""),
+            file(&[event(0, "x"), event(1, "x")], r#"{"type":"x","se"#),
+            file(&[event(0, "x"), "{not json".into()], ""),
+            file(&[event(0, "x"), "{not json".into(), event(2, "x"), turn_end.into()], ""),
+            file(&[event(0, "x"), event(5, "x")], ""),
+            file(&[], ""),
+            format!("{HEADER}").into_bytes(),
+            Vec::new(),
+            b"\n".to_vec(),
+            format!("{}\n", "x".repeat(Limits::DEFAULT.header_line + 10)).into_bytes(),
+        ];
+        for bytes in &files {
+            let whole = format!("{:?}", scan_bytes(bytes));
+            let pieces: &[usize] = if bytes.len() < 1 << 16 {
+                &[1, 7, 64, 1 << 20]
+            } else {
+                &[4096, 1 << 20]
+            };
+            for &piece in pieces {
+                let read = scan_reader(Pieces { bytes, piece });
+                let end = read.as_ref().ok().map(|(_, end)| end.clone());
+                assert_eq!(format!("{:?}", read.map(|(s, _)| s)), whole, "pieces of {piece}");
+                if let Some(end) = end {
+                    assert_eq!(end, FileEnd::of(bytes), "pieces of {piece}");
+                }
+            }
         }
     }
 

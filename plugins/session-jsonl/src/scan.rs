@@ -20,7 +20,7 @@ use crate::header_line::{parse_header_line, HeaderError};
 use crate::json::ParseError;
 use crate::limits::{read_line_within, size_text, Bounded, Limits};
 use dsh_session::SessionHeader;
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Read};
 
 /// Why a file could not be read.
 #[derive(Debug)]
@@ -319,36 +319,43 @@ pub(crate) fn scan_bytes(bytes: &[u8]) -> Result<Scanned, ReadError> {
     scan_bytes_within(bytes, Limits::DEFAULT)
 }
 
-/// How much of a plain file [`scan_reader`] reads at a time: 8 MiB.
-const READ_CHUNK_BYTES: usize = 8 << 20;
+/// How much of a plain file [`scan_reader`] reads at a time: 4 MiB (twice a decode batch, so
+/// that a read's lines are still decoded on several threads).
+const READ_CHUNK_BYTES: u64 = 4 << 20;
 
 /// Reads a plain session file from `reader` a piece at a time and scans it exactly as
 /// [`scan_bytes`] scans the whole text: only the events and the line being read are held,
 /// never the file. Returns the scan and the file's end (length and last bytes).
 ///
 /// Errors: as [`scan_bytes`]; [`ReadError::Io`] when a read fails.
-pub(crate) fn scan_reader(mut reader: impl io::Read) -> Result<(Scanned, FileEnd), ReadError> {
+pub(crate) fn scan_reader(reader: impl io::Read) -> Result<(Scanned, FileEnd), ReadError> {
+    scan_reader_by(reader, READ_CHUNK_BYTES)
+}
+
+/// [`scan_reader`] reading at most `chunk` bytes at a time.
+fn scan_reader_by(mut reader: impl io::Read, chunk: u64) -> Result<(Scanned, FileEnd), ReadError> {
     let limits = Limits::DEFAULT;
-    let mut chunk = vec![0; READ_CHUNK_BYTES];
     // Bytes read and not yet scanned (the header, then a line still being read), starting at
-    // file offset `offset`.
+    // file offset `offset`. Reads go straight into it.
     let (mut pending, mut offset) = (Vec::new(), 0u64);
     let mut end = FileEnd::default();
     let mut body: Option<(SessionHeader, BodyScanner)> = None;
     loop {
-        let read = match reader.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(read) => read,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(ReadError::Io(e)),
-        };
-        end = end.after_append(end.len(), &chunk[..read]);
         // Only the bytes just read are searched: those before hold no newline still unseen.
         let mut fresh = pending.len();
-        pending.extend_from_slice(&chunk[..read]);
+        let read = (&mut reader)
+            .take(chunk)
+            .read_to_end(&mut pending)
+            .map_err(ReadError::Io)?;
+        if read == 0 {
+            break;
+        }
+        end = end.after_append(end.len(), &pending[fresh..]);
         if body.is_none() {
             let head = &pending[..pending.len().min(limits.header_line + 1)];
-            let found = head.get(fresh..).and_then(|new| new.iter().position(|b| *b == b'\n'));
+            let found = head
+                .get(fresh..)
+                .and_then(|new| new.iter().position(|b| *b == b'\n'));
             let Some(newline) = found.map(|at| fresh + at) else {
                 if head.len() > limits.header_line {
                     return Err(header_too_large(limits));
@@ -387,7 +394,6 @@ fn feed_lines(
     }
     Ok(())
 }
-
 
 /// [`scan_bytes`] within `limits`.
 fn scan_bytes_within(bytes: &[u8], limits: Limits) -> Result<Scanned, ReadError> {
@@ -588,22 +594,6 @@ mod tests {
         }
     }
 
-    /// A reader handing out at most `piece` bytes per read: lines and the header arrive cut
-    /// anywhere.
-    struct Pieces<'a> {
-        bytes: &'a [u8],
-        piece: usize,
-    }
-
-    impl io::Read for Pieces<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            let n = self.piece.min(buf.len()).min(self.bytes.len());
-            buf[..n].copy_from_slice(&self.bytes[..n]);
-            self.bytes = &self.bytes[n..];
-            Ok(n)
-        }
-    }
-
     #[test]
     fn a_file_read_in_pieces_scans_as_the_whole_text_does() {
         let turn_end = r#"{"type":"turn/end","seq":3,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}"#;
@@ -611,10 +601,18 @@ mod tests {
             file(&[event(0, "x"), event(1, "x")], ""),
             file(&[event(0, "x"), event(1, "x")], r#"{"type":"x","se"#),
             file(&[event(0, "x"), "{not json".into()], ""),
-            file(&[event(0, "x"), "{not json".into(), event(2, "x"), turn_end.into()], ""),
+            file(
+                &[
+                    event(0, "x"),
+                    "{not json".into(),
+                    event(2, "x"),
+                    turn_end.into(),
+                ],
+                "",
+            ),
             file(&[event(0, "x"), event(5, "x")], ""),
             file(&[], ""),
-            format!("{HEADER}").into_bytes(),
+            HEADER.as_bytes().to_vec(),
             Vec::new(),
             b"\n".to_vec(),
             format!("{}\n", "x".repeat(Limits::DEFAULT.header_line + 10)).into_bytes(),
@@ -627,9 +625,13 @@ mod tests {
                 &[4096, 1 << 20]
             };
             for &piece in pieces {
-                let read = scan_reader(Pieces { bytes, piece });
+                let read = scan_reader_by(&bytes[..], piece as u64);
                 let end = read.as_ref().ok().map(|(_, end)| end.clone());
-                assert_eq!(format!("{:?}", read.map(|(s, _)| s)), whole, "pieces of {piece}");
+                assert_eq!(
+                    format!("{:?}", read.map(|(s, _)| s)),
+                    whole,
+                    "pieces of {piece}"
+                );
                 if let Some(end) = end {
                     assert_eq!(end, FileEnd::of(bytes), "pieces of {piece}");
                 }

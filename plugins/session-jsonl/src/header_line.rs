@@ -95,7 +95,8 @@ pub(crate) fn encode_header_line(header: &SessionHeader) -> Result<String, Heade
 /// numeric `version` other than 0, checked before the shape; [`HeaderError::Invalid`] naming the first field that is missing or wrong. Fields
 /// this crate does not model are kept in `extra`; `delegationDepth` is kept as stored.
 pub(crate) fn parse_header_line(text: &str) -> Result<SessionHeader, HeaderError> {
-    let value: Value = serde_json::from_str(text)
+    // Read as `JSON.parse` reads it (a lone surrogate escape in a `cwd` is U+FFFD).
+    let value = crate::json::parse(text)
         .map_err(|_| HeaderError::Damaged("header line is not valid JSON".into()))?;
     if let Value::Object(map) = &value {
         check_version(map)?;
@@ -248,6 +249,15 @@ mod tests {
         let extra: Vec<&str> = header.extra.keys().map(String::as_str).collect();
         assert_eq!(extra, ["zeta", "alpha"]);
         assert_eq!(encode_header_line(&header).expect("encodes"), line);
+    }
+
+    /// dsh reads its header with `JSON.parse`, which takes a lone surrogate escape (a `cwd`
+    /// cut inside an emoji); it is read as U+FFFD, as in event data.
+    #[test]
+    fn a_lone_surrogate_in_the_header_reads_as_the_replacement_character() {
+        let line = r#"{"type":"session","version":0,"id":"s","createdAt":1,"cwd":"/tmp/p\ud83d","delegationDepth":0}"#;
+        let header = parse_header_line(line).expect("read as dsh reads it");
+        assert_eq!(header.cwd.as_deref(), Some("/tmp/p\u{fffd}"));
     }
 
     #[test]

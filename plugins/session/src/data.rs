@@ -145,12 +145,7 @@ impl EventData {
     /// # Errors
     /// serde's error when the value is not a `T`.
     pub fn parse_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        serde_json::from_str(self.as_json()).or_else(|error| {
-            if Scan::of(self.as_json().as_bytes()).depth <= SHALLOW {
-                return Err(error);
-            }
-            serde_json::from_value(self.to_value())
-        })
+        parse(self.as_json())
     }
 
     /// Whether the text may hold a number JavaScript does not carry through unchanged: a
@@ -273,15 +268,16 @@ impl<'de, const N: usize> Visitor<'de> for Members<'_, N> {
     }
 }
 
-/// Parses `text` into a `Value` at any depth up to [`MAX_DEPTH`].
-fn parse(text: &str) -> Result<Value, serde_json::Error> {
+/// Parses `text` into a `T` at any depth up to [`MAX_DEPTH`] (past serde_json's own limit,
+/// on a stack that grows as the parser recurses).
+fn parse<T: DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
     serde_json::from_str(text).or_else(|error| {
         if Scan::of(text.as_bytes()).depth <= SHALLOW {
             return Err(error);
         }
         let mut deserializer = serde_json::Deserializer::from_str(text);
         deserializer.disable_recursion_limit();
-        let value = Value::deserialize(serde_stacker::Deserializer {
+        let value = T::deserialize(serde_stacker::Deserializer {
             de: &mut deserializer,
             red_zone: STACK_ROOM,
             stack_size: 2 * STACK_ROOM,
@@ -453,6 +449,12 @@ impl PartialEq<Value> for EventData {
     }
 }
 
+impl PartialEq<EventData> for Value {
+    fn eq(&self, other: &EventData) -> bool {
+        other == self
+    }
+}
+
 impl fmt::Debug for EventData {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_json())
@@ -504,6 +506,7 @@ mod tests {
             EventData::from_value(&json!({"b": null, "a": [1, 2]}))
         );
         assert_eq!(spaced, json!({"a": [1, 2], "b": null}));
+        assert_eq!(json!({"a": [1, 2], "b": null}), spaced);
         assert_ne!(
             spaced,
             EventData::from_value(&json!({"a": [2, 1], "b": null}))
@@ -561,6 +564,36 @@ mod tests {
         let wrapped: EventData = serde_json::from_str(&text).unwrap();
         assert_eq!(wrapped.get("x"), None);
         drop(value);
+    }
+
+    /// Deep data reads as any type on a thread of the default 2 MiB stack, not only as a
+    /// `Value` (the parse grows the stack past serde_json's limit).
+    #[test]
+    fn deep_data_parses_as_a_type_on_a_small_stack() {
+        let depth = 8_000;
+        let text = format!(
+            r#"{{"turn":3,"x":{}1{}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let data = EventData::from_json(text).unwrap();
+        let turn = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                #[derive(serde::Deserialize)]
+                struct Turn {
+                    turn: u64,
+                }
+                let typed: Turn = data.parse_as().expect("typed");
+                let value: Value = data.parse_as().expect("as a value");
+                assert_eq!(value["turn"], 3);
+                drop(value);
+                typed.turn
+            })
+            .unwrap()
+            .join()
+            .expect("no overflow");
+        assert_eq!(turn, 3);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 
 fn ok_entry(file: &Path, id: &str, events: u64) -> Value {
-    json!({"file": file.display().to_string(), "id": id, "events": events, "ok": true, "error": null})
+    json!({"file": file.display().to_string(), "id": id, "events": events, "ok": true, "error": null, "droppedTail": null})
 }
 
 /// Asserts a failed check entry with `code`; returns its message.
@@ -18,7 +18,7 @@ fn failed_entry(entry: &Value, file: &Path, code: &str) -> String {
         .to_owned();
     assert_eq!(
         entry,
-        &json!({"file": file.display().to_string(), "id": null, "events": null, "ok": false, "error": {"code": code, "message": message}})
+        &json!({"file": file.display().to_string(), "id": null, "events": null, "ok": false, "error": {"code": code, "message": message}, "droppedTail": null})
     );
     message
 }
@@ -155,12 +155,25 @@ fn checking_reports_each_kind_of_bad_input_with_its_code() {
 }
 
 #[test]
-fn checking_a_torn_file_counts_only_the_complete_records() {
+fn checking_a_torn_file_counts_only_the_complete_records_and_says_what_a_load_drops() {
     let sandbox = Sandbox::new();
     let text = format!("{}{{\"type\":\"turn/sta", complete_session("torn"));
     let file = sandbox.write("torn.jsonl", &text);
     let doc = sandbox.json(&[Path::new("check"), &file]).ok();
-    assert_eq!(doc, json!([ok_entry(&file, "torn", 6)]));
+    let tail = "line 7 has no terminating newline (a torn write); 17 trailing bytes dropped";
+    let mut entry = ok_entry(&file, "torn", 6);
+    entry["droppedTail"] = json!(tail);
+    assert_eq!(doc, json!([entry]));
+    // What import reports for the same file.
+    assert_eq!(sandbox.import(&[&file])[0]["droppedTail"], tail);
+    let human = sandbox.human(&[Path::new("check"), &file]);
+    assert!(
+        human
+            .stdout
+            .contains(&format!("a load drops its torn tail: {tail}")),
+        "{}",
+        human.stdout
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
 }
 
@@ -207,6 +220,9 @@ fn checking_an_empty_folder_reports_nothing_and_exits_zero() {
     let sandbox = Sandbox::new();
     let folder = sandbox.root().join("files");
     assert_eq!(sandbox.json(&[Path::new("check"), &folder]).ok(), json!([]));
+    let human = sandbox.human(&[Path::new("check"), &folder]);
+    assert_eq!(human.code, 0);
+    assert_eq!(human.stdout, "no session files (*.jsonl, *.zstd) found\n");
 }
 
 #[test]

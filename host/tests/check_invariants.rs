@@ -33,7 +33,7 @@ fn checking_invariants_of_a_clean_file_adds_an_empty_list() {
     assert_eq!(
         entry,
         json!({"file": file.display().to_string(), "id": "s", "events": 6, "ok": true,
-               "error": null, "invariantViolations": []})
+               "error": null, "droppedTail": null, "invariantViolations": []})
     );
 }
 

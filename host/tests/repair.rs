@@ -68,7 +68,7 @@ fn human_repair_output_names_what_was_appended() {
     let sandbox = with_open_turn();
     let run = sandbox.human(&["repair", ID]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("appended 1 events"), "{}", run.stdout);
+    assert!(run.stdout.contains("appended 1 event\n"), "{}", run.stdout);
     assert!(run.stdout.contains("2 turn/end"), "{}", run.stdout);
 }
 

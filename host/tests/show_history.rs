@@ -10,6 +10,11 @@ use std::path::Path;
 fn sessions_of_a_store_that_does_not_exist_is_an_empty_array_and_creates_nothing() {
     let sandbox = Sandbox::new();
     assert_eq!(sandbox.json(&["sessions"]).ok(), json!([]));
+    let human = sandbox.human(&["sessions"]);
+    assert_eq!(
+        (human.code, human.stdout.as_str()),
+        (0, "no sessions stored\n")
+    );
     assert!(!sandbox.store().exists());
 }
 

@@ -8,7 +8,9 @@ use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-/// `[{file, id, events, ok, error}]`, plus `invariantViolations: [{seq, rule, message}]` on
+/// `[{file, id, events, ok, error, droppedTail}]` (`droppedTail`: what a load drops after the
+/// committed records, as `import` reports it; `null` when nothing), plus
+/// `invariantViolations: [{seq, rule, message}]` on
 /// every entry when `invariants` is set (the checker of reference section 4.1 over the log as
 /// dsh restores it; empty when clean, `null` for a file that does not load). Fails when any
 /// file fails to load or a path cannot be read; violations are reported, never a failure (dsh
@@ -18,7 +20,7 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
     let mut human = String::new();
     let mut failed = false;
     for file in expand(paths) {
-        let (id, events, violations, error) = match file
+        let (id, events, violations, dropped_tail, error) = match file
             .as_ref()
             .map_err(Clone::clone)
             .and_then(|f| read_valid(f))
@@ -27,9 +29,10 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
                 Some(stored.header.id.to_string()),
                 Some(stored.events.len()),
                 invariants.then(|| check_invariants(&stored.events)),
+                stored.dropped_tail,
                 None,
             ),
-            Err(e) => (None, None, None, Some(e)),
+            Err(e) => (None, None, None, None, Some(e)),
         };
         let shown = match &file {
             Ok(f) => f.display().to_string(),
@@ -38,7 +41,14 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
         failed |= error.is_some();
         match &error {
             None => {
-                let _ = writeln!(human, "ok    {shown} ({} events)", events.unwrap_or(0));
+                let _ = writeln!(
+                    human,
+                    "ok    {shown} ({})",
+                    super::events(events.unwrap_or(0))
+                );
+                if let Some(tail) = &dropped_tail {
+                    let _ = writeln!(human, "      a load drops its torn tail: {tail}");
+                }
             }
             Some(e) => {
                 let _ = writeln!(human, "FAIL  {shown}: [{}] {}", e.code, e.message);
@@ -53,11 +63,15 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
             "events": events,
             "ok": error.is_none(),
             "error": error_json(&error),
+            "droppedTail": dropped_tail,
         });
         if invariants {
             entry["invariantViolations"] = json!(violations);
         }
         entries.push(entry);
+    }
+    if entries.is_empty() {
+        let _ = writeln!(human, "no session files (*.jsonl, *.zstd) found");
     }
     Output {
         json: Value::Array(entries),

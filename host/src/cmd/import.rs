@@ -38,8 +38,8 @@ pub fn run(app: &App, files: &[std::path::PathBuf]) -> Result<Output, CliError> 
             (Some(id), None) => {
                 let _ = writeln!(
                     human,
-                    "imported {id} ({} events) from {}",
-                    events.unwrap_or(0),
+                    "imported {id} ({}) from {}",
+                    super::events(events.unwrap_or(0)),
                     file.display()
                 );
             }

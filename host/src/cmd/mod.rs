@@ -19,3 +19,12 @@ pub(crate) fn forked_from(parent: &impl std::fmt::Display, seed_length: Option<u
         None => format!("forked from {parent} (seed length not recorded)"),
     }
 }
+
+/// `n events`, or `1 event`, for the text output.
+pub(crate) fn events(n: usize) -> String {
+    if n == 1 {
+        "1 event".into()
+    } else {
+        format!("{n} events")
+    }
+}

@@ -21,8 +21,8 @@ pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
     } else {
         let _ = writeln!(
             human,
-            "session {id}: appended {} events",
-            resumed.appended.len()
+            "session {id}: appended {}",
+            super::events(resumed.appended.len())
         );
         for event in &resumed.appended {
             let code = event

@@ -31,5 +31,8 @@ pub fn run(app: &App) -> Result<Output, CliError> {
         }
         human.push('\n');
     }
+    if headers.is_empty() {
+        human.push_str("no sessions stored\n");
+    }
     Ok(Output::ok(json, human))
 }

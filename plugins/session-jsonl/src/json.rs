@@ -15,7 +15,8 @@
 //! them as [`javascript_reading`] says: a lone surrogate as U+FFFD, an infinite number as
 //! `null` (what `JSON.stringify` writes for Infinity, so what dsh writes back).
 
-use serde::{Deserialize, Serialize};
+use dsh_session::data::{deserialize_deep, nesting_depth};
+use serde::Serialize;
 use serde_json::{Number, Value};
 use std::borrow::Cow;
 
@@ -26,10 +27,6 @@ pub(crate) const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 /// the deepest `data` an event holds ([`dsh_session::data::MAX_DEPTH`], which says why), so
 /// that a line is refused exactly when its data would be.
 pub(crate) const MAX_DEPTH: usize = dsh_session::data::MAX_DEPTH + 1;
-
-/// The stack a recursive drop of a value nested [`MAX_DEPTH`] levels needs, with a wide
-/// margin for unoptimized builds: 4 MiB (a level takes one frame of well under 256 bytes).
-const DROP_ROOM: usize = 4 << 20;
 
 /// Why a line did not parse: as JSON, or (a packed row) into the events it stores
 /// ([`ParseError::Invalid`], which dsh calls unparsable), or nesting beyond [`MAX_DEPTH`]
@@ -52,18 +49,7 @@ pub(crate) fn parse(text: &str) -> Result<Value, ParseError> {
         if depth > MAX_DEPTH {
             return Err(ParseError::TooDeep { depth });
         }
-        let mut deserializer = serde_json::Deserializer::from_str(&text);
-        deserializer.disable_recursion_limit();
-        // A value completed deep in the text can be dropped by the parse itself (a duplicate
-        // key replaces it, or the text fails after it), recursively, from wherever the parse
-        // is: the stack grows whenever less than room for dropping the deepest value remains.
-        let value = Value::deserialize(serde_stacker::Deserializer {
-            de: &mut deserializer,
-            red_zone: DROP_ROOM,
-            stack_size: 2 * DROP_ROOM,
-        })?;
-        deserializer.end()?;
-        Ok(value)
+        Ok(deserialize_deep(&text)?)
     })
 }
 
@@ -143,27 +129,6 @@ fn is_high_surrogate(unit: u16) -> bool {
 
 fn is_low_surrogate(unit: u16) -> bool {
     (0xDC00..=0xDFFF).contains(&unit)
-}
-
-/// The deepest nesting of arrays and objects in the JSON text `text` (brackets inside strings
-/// do not count). Any text gets a number; for text that is not JSON it means little.
-fn nesting_depth(text: &[u8]) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for byte in text {
-        match (in_string, byte) {
-            (true, _) if escaped => escaped = false,
-            (true, b'\\') => escaped = true,
-            (_, b'"') => in_string = !in_string,
-            (false, b'[' | b'{') => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            (false, b']' | b'}') => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
 }
 
 /// Appends `value` to `out` as compact JSON, as `serde_json::to_writer` does, at any nesting

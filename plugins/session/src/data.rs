@@ -103,9 +103,7 @@ impl EventData {
     /// [`DataError::TooDeep`] beyond [`MAX_DEPTH`], else [`DataError::Invalid`] with the
     /// parser's message.
     pub fn from_json(json: impl Into<String>) -> Result<EventData, DataError> {
-        let raw =
-            RawValue::from_string(json.into()).map_err(|e| DataError::Invalid(e.to_string()))?;
-        EventData::from_raw(raw)
+        EventData::from_raw(RawValue::from_string(json.into())?)
     }
 
     /// `raw` (as serde_json reads it, which checks the syntax but not the escapes or the
@@ -120,7 +118,7 @@ impl EventData {
             return Err(DataError::TooDeep { depth: scan.depth });
         }
         if scan.depth > SHALLOW || scan.unusual {
-            strict_check(raw.get()).map_err(|e| DataError::Invalid(e.to_string()))?;
+            deserialize_deep::<Strict>(raw.get())?;
         }
         Ok(EventData(raw))
     }
@@ -272,35 +270,40 @@ impl<'de, const N: usize> Visitor<'de> for Members<'_, N> {
 /// on a stack that grows as the parser recurses).
 fn parse<T: DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
     serde_json::from_str(text).or_else(|error| {
-        if Scan::of(text.as_bytes()).depth <= SHALLOW {
+        if nesting_depth(text.as_bytes()) <= SHALLOW {
             return Err(error);
         }
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        deserializer.disable_recursion_limit();
-        let value = T::deserialize(serde_stacker::Deserializer {
-            de: &mut deserializer,
-            red_zone: STACK_ROOM,
-            stack_size: 2 * STACK_ROOM,
-        })?;
-        deserializer.end()?;
-        Ok(value)
+        deserialize_deep(text)
     })
 }
 
-/// Reads `text` as serde_json reads a `Value` (every string unescaped, every number
-/// converted), at any depth, keeping nothing: no tree is built, so none is dropped.
-fn strict_check(text: &str) -> Result<(), serde_json::Error> {
+/// Deserializes the JSON text `text` as a `T` without serde_json's recursion limit: the stack
+/// grows whenever less than 4 MiB remains as the parser recurses, which also leaves
+/// room for dropping, recursively, a value the parse completes deep in the text (a duplicate
+/// key replaces it, or the text fails after it). Callers bound the nesting first.
+///
+/// # Errors
+/// serde_json's, for text that is not one JSON value or not a `T`.
+pub fn deserialize_deep<T: DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     deserializer.disable_recursion_limit();
-    Strict::deserialize(serde_stacker::Deserializer {
+    let value = T::deserialize(serde_stacker::Deserializer {
         de: &mut deserializer,
         red_zone: STACK_ROOM,
         stack_size: 2 * STACK_ROOM,
     })?;
-    deserializer.end()
+    deserializer.end()?;
+    Ok(value)
 }
 
-/// Any JSON value, read in full and kept as nothing (see [`strict_check`]).
+/// The deepest nesting of arrays and objects in the JSON text `text` (brackets inside strings
+/// do not count). Any text gets a number; for text that is not JSON it means little.
+pub fn nesting_depth(text: &[u8]) -> usize {
+    Scan::of(text).depth
+}
+
+/// Any JSON value, read as serde_json reads a `Value` (every string unescaped, every number
+/// converted) and kept as nothing: checking text with it builds no tree, so drops none.
 struct Strict;
 
 impl<'de> Deserialize<'de> for Strict {

@@ -409,6 +409,9 @@ fn upgrade_message(
     mut event: SessionEvent,
     message_id_of: impl Fn(u64) -> Option<String>,
 ) -> SessionEvent {
+    if !is_surface_type(&event.kind) {
+        return event;
+    }
     let [id_key, role, message, content, source, provenance, call_id, is_error] =
         event.data.members([
             "id",

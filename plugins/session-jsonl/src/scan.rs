@@ -321,7 +321,7 @@ pub(crate) fn scan_bytes(bytes: &[u8]) -> Result<Scanned, ReadError> {
 
 /// How much of a plain file [`scan_reader`] reads at a time: 4 MiB (twice a decode batch, so
 /// that a read's lines are still decoded on several threads).
-const READ_CHUNK_BYTES: u64 = 4 << 20;
+const READ_CHUNK_BYTES: usize = 4 << 20;
 
 /// Reads a plain session file from `reader` a piece at a time and scans it exactly as
 /// [`scan_bytes`] scans the whole text: only the events and the line being read are held,
@@ -333,7 +333,10 @@ pub(crate) fn scan_reader(reader: impl io::Read) -> Result<(Scanned, FileEnd), R
 }
 
 /// [`scan_reader`] reading at most `chunk` bytes at a time.
-fn scan_reader_by(mut reader: impl io::Read, chunk: u64) -> Result<(Scanned, FileEnd), ReadError> {
+fn scan_reader_by(
+    mut reader: impl io::Read,
+    chunk: usize,
+) -> Result<(Scanned, FileEnd), ReadError> {
     let limits = Limits::DEFAULT;
     // Bytes read and not yet scanned (the header, then a line still being read), starting at
     // file offset `offset`. Reads go straight into it.
@@ -343,8 +346,10 @@ fn scan_reader_by(mut reader: impl io::Read, chunk: u64) -> Result<(Scanned, Fil
     loop {
         // Only the bytes just read are searched: those before hold no newline still unseen.
         let mut fresh = pending.len();
+        // Room for one read exactly: `read_to_end` would otherwise grow the buffer by doubling.
+        pending.reserve_exact(chunk);
         let read = (&mut reader)
-            .take(chunk)
+            .take(chunk as u64)
             .read_to_end(&mut pending)
             .map_err(ReadError::Io)?;
         if read == 0 {
@@ -625,7 +630,7 @@ mod tests {
                 &[4096, 1 << 20]
             };
             for &piece in pieces {
-                let read = scan_reader_by(&bytes[..], piece as u64);
+                let read = scan_reader_by(&bytes[..], piece);
                 let end = read.as_ref().ok().map(|(_, end)| end.clone());
                 assert_eq!(
                     format!("{:?}", read.map(|(s, _)| s)),

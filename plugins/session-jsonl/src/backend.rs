@@ -284,10 +284,11 @@ impl JsonlPersistence {
 
     /// Opens the file of session `id` at `path` for reading and writing and takes an exclusive
     /// advisory lock on it (released when the file drops), retrying for up to the lock timeout
-    /// while another writer holds it. The append writes through this same handle.
+    /// while another writer holds it. The append writes through this same handle. Returns the
+    /// handle and the file's length under the lock.
     ///
     /// Errors: [`PersistenceError::Locked`] when the lock stayed held; [`PersistenceError::Io`].
-    fn lock_exclusive(&self, id: &SessionId, path: &Path) -> Result<File, PersistenceError> {
+    fn lock_exclusive(&self, id: &SessionId, path: &Path) -> Result<(File, u64), PersistenceError> {
         let mut options = fs::OpenOptions::new();
         options.read(true).write(true);
         // The path is physical (see `locate`): a link put in its place since is not followed.
@@ -299,10 +300,10 @@ impl JsonlPersistence {
             match file.try_lock() {
                 // An atomic append (`append_atomic`) may have put a new file in its place
                 // while we waited: lock that one.
-                Ok(()) if !names_file(path, &file).map_err(|e| io_error(path, e))? => {
-                    file = options.open(path).map_err(|e| io_error(path, e))?;
-                }
-                Ok(()) => return Ok(file),
+                Ok(()) => match named_len(path, &file).map_err(|e| io_error(path, e))? {
+                    Some(len) => return Ok((file, len)),
+                    None => file = options.open(path).map_err(|e| io_error(path, e))?,
+                },
                 Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(5));
                 }
@@ -337,8 +338,8 @@ impl JsonlPersistence {
         };
         // Another process may append to the same file: hold an exclusive advisory lock from
         // the length check to the sync, so neither cuts off what the other wrote.
-        let mut locked = self.lock_exclusive(id, &path)?;
-        let cursor = self.cursor(id, &locked, &mut cached)?;
+        let (mut locked, len) = self.lock_exclusive(id, &path)?;
+        let cursor = self.cursor(id, &locked, len, &mut cached)?;
         check_storable(id, cursor.next_seq, events)?;
         if events.is_empty() && cursor.end.len() == cursor.committed {
             return Ok(());
@@ -364,14 +365,10 @@ impl JsonlPersistence {
             *cached = None;
             return Err(e);
         }
-        let committed = cursor.committed + bytes.len() as u64;
-        *cached = Some(Cursor {
-            committed,
-            carry: Vec::new(),
-            end: cursor.end.after_append(cursor.committed, &bytes),
-            next_seq: cursor.next_seq + events.len() as u64,
-            path: cursor.path,
-        });
+        cursor.end = cursor.end.after_append(cursor.committed, &bytes);
+        cursor.committed += bytes.len() as u64;
+        cursor.carry.clear();
+        cursor.next_seq += events.len() as u64;
         Ok(())
     }
 
@@ -382,26 +379,27 @@ impl JsonlPersistence {
             .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })
     }
 
-    /// The cursor of session `id`, whose file is `locked` (held under its lock), rescanning
-    /// the file when the cached cursor is missing or the file's length or last bytes no
-    /// longer match it (another writer changed it, even at the same length).
-    fn cursor(
+    /// The cached cursor of session `id`, whose file is `locked` (held under its lock, `len`
+    /// bytes long), rescanning the file first when the cached cursor is missing or the file's
+    /// length or last bytes no longer match it (another writer changed it, even at the same
+    /// length).
+    fn cursor<'c>(
         &self,
         id: &SessionId,
         locked: &File,
-        cached: &mut Option<Cursor>,
-    ) -> Result<Cursor, PersistenceError> {
-        if let Some(cursor) = cached.as_ref() {
-            match cursor.end.matches(locked) {
-                Ok(true) => return Ok(cursor.clone()),
-                _ => *cached = None,
-            }
+        len: u64,
+        cached: &'c mut Option<Cursor>,
+    ) -> Result<&'c mut Cursor, PersistenceError> {
+        let holds = cached
+            .as_ref()
+            .is_some_and(|cursor| matches!(cursor.end.matches(locked, len), Ok(true)));
+        if !holds {
+            *cached = None;
+            let path = self.require(id)?;
+            let (scanned, end) = scan_file(&self.root, id, &path)?;
+            *cached = Some(Cursor::of(path, &scanned, end, scanned.events.len() as u64));
         }
-        let path = self.require(id)?;
-        let (scanned, end) = scan_file(&self.root, id, &path)?;
-        let cursor = Cursor::of(path, &scanned, end, scanned.events.len() as u64);
-        *cached = Some(cursor.clone());
-        Ok(cursor)
+        Ok(cached.as_mut().expect("the cursor is cached above"))
     }
 }
 
@@ -698,20 +696,21 @@ impl SessionPersistence for JsonlPersistence {
 /// How much of a new plain session file is written at a time: 64 KiB.
 const CREATE_CHUNK_BYTES: usize = 1 << 16;
 
-/// Whether `path` still names `file` (the same device and inode on unix; always elsewhere,
-/// where files are not replaced under a lock holder).
-fn names_file(path: &Path, file: &File) -> io::Result<bool> {
+/// The length of `file` when `path` still names it (the same device and inode on unix;
+/// always elsewhere, where files are not replaced under a lock holder), else `None`.
+fn named_len(path: &Path, file: &File) -> io::Result<Option<u64>> {
+    let held = file.metadata()?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        let (held, named) = (file.metadata()?, fs::symlink_metadata(path)?);
-        Ok((held.dev(), held.ino()) == (named.dev(), named.ino()))
+        let named = fs::symlink_metadata(path)?;
+        if (held.dev(), held.ino()) != (named.dev(), named.ino()) {
+            return Ok(None);
+        }
     }
     #[cfg(not(unix))]
-    {
-        let _ = (path, file);
-        Ok(true)
-    }
+    let _ = path;
+    Ok(Some(held.len()))
 }
 
 /// The refusal of `path` when it is a symbolic link to nothing (an entry no folder or file

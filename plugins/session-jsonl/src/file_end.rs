@@ -59,16 +59,18 @@ impl FileEnd {
         }
     }
 
-    /// Whether `file` still has this length and ends with these bytes.
+    /// Whether `file`, whose length is `len` (from a `fstat` the caller made), still has this
+    /// length and ends with these bytes.
     ///
-    /// Errors: the `fstat` or the read failing.
-    pub(crate) fn matches(&self, file: &File) -> io::Result<bool> {
-        if file.metadata()?.len() != self.len {
+    /// Errors: the read failing.
+    pub(crate) fn matches(&self, file: &File, len: u64) -> io::Result<bool> {
+        if len != self.len {
             return Ok(false);
         }
-        let mut found = vec![0; self.last.len()];
-        read_exact_at(file, &mut found, self.len - self.last.len() as u64)?;
-        Ok(found == self.last)
+        let mut buffer = [0; KEPT];
+        let found = &mut buffer[..self.last.len()];
+        read_exact_at(file, found, self.len - self.last.len() as u64)?;
+        Ok(*found == *self.last)
     }
 }
 
@@ -97,6 +99,10 @@ mod tests {
     use super::*;
     use std::io::Write;
 
+    fn len(file: &File) -> u64 {
+        file.metadata().expect("fstat").len()
+    }
+
     fn file_with(bytes: &[u8]) -> (tempfile::NamedTempFile, File) {
         let mut named = tempfile::NamedTempFile::new().expect("a temp file");
         named.write_all(bytes).expect("written");
@@ -109,13 +115,13 @@ mod tests {
         let bytes = b"header\nrecord one\ntorn tail".to_vec();
         let (_named, file) = file_with(&bytes);
         let end = FileEnd::of(&bytes);
-        assert!(end.matches(&file).expect("readable"));
+        assert!(end.matches(&file, len(&file)).expect("readable"));
         let mut changed = bytes.clone();
         changed[20] = b'X';
         let (_other, file) = file_with(&changed);
-        assert!(!end.matches(&file).expect("readable"));
+        assert!(!end.matches(&file, len(&file)).expect("readable"));
         let (_short, file) = file_with(&bytes[..10]);
-        assert!(!end.matches(&file).expect("readable"));
+        assert!(!end.matches(&file, len(&file)).expect("readable"));
     }
 
     #[test]

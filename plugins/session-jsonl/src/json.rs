@@ -6,8 +6,9 @@
 //! floats apart.
 //!
 //! `JSON.parse` has no nesting limit, and dsh's `JSON.stringify` writes values as deep as its
-//! stack allows; serde_json stops at 128 levels. [`parse`] and [`write`] lift that limit up to
-//! [`MAX_DEPTH`], growing the stack as they recurse (`serde_stacker`).
+//! stack allows; serde_json stops at 128 levels. [`parse`] lifts that limit up to
+//! [`MAX_DEPTH`], growing the stack as it recurses. (Writing needs no such care: an event's
+//! data is written as the text it already is.)
 //!
 //! `JSON.parse` also reads two things serde_json refuses, and dsh writes both: a lone UTF-16
 //! surrogate escape (`"\ud83d"`, what `JSON.stringify` writes for a string cut inside an
@@ -16,7 +17,6 @@
 //! `null` (what `JSON.stringify` writes for Infinity, so what dsh writes back).
 
 use dsh_session::data::{deserialize_deep, nesting_depth};
-use serde::Serialize;
 use serde_json::{Number, Value};
 use std::borrow::Cow;
 
@@ -131,13 +131,6 @@ fn is_low_surrogate(unit: u16) -> bool {
     (0xDC00..=0xDFFF).contains(&unit)
 }
 
-/// Appends `value` to `out` as compact JSON, as `serde_json::to_writer` does, at any nesting
-/// depth (the stack grows as the serializer recurses). Errors: serialization failures.
-pub(crate) fn write(value: &impl Serialize, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-    let mut serializer = serde_json::Serializer::new(out);
-    value.serialize(serde_stacker::Serializer::new(&mut serializer))
-}
-
 /// `value` as an integer when it is a JSON number that is a safe integer (`Number.isSafeInteger`),
 /// integral floats included; `-0` reads as 0. `None` for anything else.
 pub(crate) fn safe_integer(value: &Value) -> Option<i64> {
@@ -236,6 +229,7 @@ pub(crate) fn js_number(n: &Number) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dsh_session::EventData;
     use serde_json::{json, Map};
 
     fn parse(text: &str) -> Value {
@@ -359,16 +353,13 @@ mod tests {
                 Value::Object(Map::from_iter([("k".to_owned(), value)]))
             };
         }
-        let mut out = Vec::new();
-        write(&value, &mut out).expect("written");
-        let text = String::from_utf8(out).expect("UTF-8");
+        let text = EventData::from_value(&value).as_json().to_owned();
         assert_eq!(nesting_depth(text.as_bytes()), 5_000);
         assert!(text.starts_with(r#"{"k":[{"k":["#), "{}", &text[..20]);
         assert!(text.contains(r#"["core"]"#));
         let back = super::parse(&text).expect("read back");
-        let mut again = Vec::new();
-        write(&back, &mut again).expect("written again");
-        assert_eq!(again, text.as_bytes(), "the value reads back unchanged");
+        let again = EventData::from_value(&back);
+        assert_eq!(again.as_json(), text, "the value reads back unchanged");
     }
 
     #[test]

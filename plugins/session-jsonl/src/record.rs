@@ -285,14 +285,14 @@ pub(crate) fn into_event(value: Value, index: u64) -> Result<SessionEvent, Strin
 }
 
 /// Appends `event` to `out` as one line: the envelope keys in the order `type`, `seq`, `time`,
-/// `data`, `surfaceOp`, `sourceEventSeqs`, `ignorable` (absent ones omitted), then `\n`. Data
-/// nested deeper than serde_json's default limit is written too ([`json::write`]).
+/// `data`, `surfaceOp`, `sourceEventSeqs`, `ignorable` (absent ones omitted), then `\n`. The
+/// data is copied as the text it holds, however deep it nests.
 /// Errors: serialization failures from `serde_json`.
 pub(crate) fn write_event_line(
     event: &SessionEvent,
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
-    json::write(event, out)?;
+    serde_json::to_writer(&mut *out, event)?;
     out.push(b'\n');
     Ok(())
 }

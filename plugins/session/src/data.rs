@@ -13,13 +13,15 @@
 //!
 //! Values may nest deeper than serde_json's default limit of 128 levels (dsh writes what
 //! `JSON.stringify` can, thousands of levels): reading and writing them grows the stack as it
-//! recurses (`serde_stacker`), up to [`MAX_DEPTH`] levels.
+//! recurses (`stacker`), up to [`MAX_DEPTH`] levels.
 
 use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
+use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Number, Value};
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 
 /// The deepest nesting of arrays and objects an [`EventData`] holds.
@@ -29,6 +31,10 @@ use std::fmt;
 /// from building values whose drop alone (recursive in serde_json) would overflow the 2 MiB
 /// stack of a spawned thread in an optimized build.
 pub const MAX_DEPTH: usize = 16_384;
+
+/// The largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`); dsh
+/// requires seqs and times to stay within it, and data to hold no integer beyond it.
+pub(crate) const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Nesting up to which text is read with serde_json's own recursion (its limit is 128).
 const SHALLOW: usize = 100;
@@ -84,12 +90,20 @@ impl EventData {
     /// `value` as compact JSON text (any depth: past 100 levels the stack grows as the
     /// serializer recurses).
     pub fn from_value(value: &Value) -> EventData {
-        let raw = if nests_within(value, SHALLOW) {
-            serde_json::value::to_raw_value(value)
-        } else {
-            serde_json::value::to_raw_value(&Deep(value))
+        EventData::from_value_noting_lossy(value).0
+    }
+
+    /// [`EventData::from_value`], and whether `value` holds a number JavaScript would not
+    /// carry through unchanged (`-0`, an integer beyond 2^53 - 1), found in the same walk.
+    pub(crate) fn from_value_noting_lossy(value: &Value) -> (EventData, bool) {
+        let lossy = Cell::new(false);
+        let checked = Checked {
+            value,
+            lossy: &lossy,
+            depth: 0,
         };
-        EventData(raw.expect("a Value always serializes"))
+        let raw = serde_json::value::to_raw_value(&checked).expect("a Value always serializes");
+        (EventData(raw), lossy.get())
     }
 
     /// The text `json` when it is one JSON value that serde_json reads (strings with valid
@@ -194,26 +208,79 @@ impl EventData {
     }
 }
 
-/// A value serialized on a stack that grows as the serializer recurses.
-struct Deep<'a>(&'a Value);
+/// A value serialized as serde_json serializes it, noting in `lossy` whether it holds a
+/// number that [`is_lossy_number`]. It is `depth` arrays and objects deep in the value being
+/// serialized: every [`GROW_EVERY`] levels the stack is grown when less than [`STACK_ROOM`]
+/// remains, so any depth serializes.
+struct Checked<'a> {
+    value: &'a Value,
+    lossy: &'a Cell<bool>,
+    depth: usize,
+}
 
-impl Serialize for Deep<'_> {
+/// How many levels of a value [`Checked`] serializes between two checks of the stack room.
+const GROW_EVERY: usize = 64;
+
+impl Serialize for Checked<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serde_stacker::Serializer {
-            ser: serializer,
-            red_zone: STACK_ROOM,
-            stack_size: 2 * STACK_ROOM,
-        })
+        if self.depth % GROW_EVERY == GROW_EVERY - 1 {
+            stacker::maybe_grow(STACK_ROOM, 2 * STACK_ROOM, || {
+                self.serialize_here(serializer)
+            })
+        } else {
+            self.serialize_here(serializer)
+        }
     }
 }
 
-/// Whether `value` nests at most `levels` arrays and objects deep (walks at most that deep).
-fn nests_within(value: &Value, levels: usize) -> bool {
-    match value {
-        Value::Array(items) => levels > 0 && items.iter().all(|v| nests_within(v, levels - 1)),
-        Value::Object(map) => levels > 0 && map.values().all(|v| nests_within(v, levels - 1)),
-        _ => true,
+impl Checked<'_> {
+    fn serialize_here<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let inner = |value| Checked {
+            value,
+            lossy: self.lossy,
+            depth: self.depth + 1,
+        };
+        match self.value {
+            Value::Number(n) => {
+                if is_lossy_number(n) {
+                    self.lossy.set(true);
+                }
+                n.serialize(serializer)
+            }
+            Value::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&inner(item))?;
+                }
+                seq.end()
+            }
+            Value::Object(map) => {
+                let mut object = serializer.serialize_map(Some(map.len()))?;
+                for (key, item) in map {
+                    object.serialize_entry(key, &inner(item))?;
+                }
+                object.end()
+            }
+            Value::Null | Value::Bool(_) | Value::String(_) => self.value.serialize(serializer),
+        }
     }
+}
+
+/// Whether JavaScript's `JSON.stringify` and `JSON.parse` would not carry the number `n`
+/// through unchanged: `-0` (written as `0`) or an integer beyond the safe range.
+pub(crate) fn is_lossy_number(n: &Number) -> bool {
+    is_unsafe_integer(n) || is_negative_zero(n)
+}
+
+/// Whether `n` is an integer beyond 2^53 - 1 in magnitude.
+pub(crate) fn is_unsafe_integer(n: &Number) -> bool {
+    n.as_i64()
+        .map_or_else(|| n.is_u64(), |i| i.unsigned_abs() > MAX_SAFE_INTEGER)
+}
+
+/// Whether `n` is `-0`.
+pub(crate) fn is_negative_zero(n: &Number) -> bool {
+    n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative())
 }
 
 /// [`EventData::members`] of any JSON text `raw` (e.g. a member read before).
@@ -567,6 +634,34 @@ mod tests {
         let wrapped: EventData = serde_json::from_str(&text).unwrap();
         assert_eq!(wrapped.get("x"), None);
         drop(value);
+    }
+
+    #[test]
+    fn writing_a_value_notes_lossy_numbers_at_any_depth() {
+        let noted = |value: &Value| EventData::from_value_noting_lossy(value).1;
+        assert!(!noted(
+            &json!({"a": [1, 2.5, -3, 9007199254740991_i64], "b": "-0"})
+        ));
+        assert!(noted(&json!({"a": [1, {"b": 9007199254740992_i64}]})));
+        assert!(noted(&json!([-9007199254740992_i64])));
+        assert!(noted(&json!({"z": -0.0})));
+        assert!(!noted(&json!(0.0)));
+        // Past the levels between two stack checks, on a small stack: the stack grows.
+        let depth = 16_000;
+        let text = format!("{}-0.0{}", "[".repeat(depth), "]".repeat(depth));
+        let value = EventData::from_json(text.clone()).unwrap().to_value();
+        let (written, lossy) = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let (data, lossy) = EventData::from_value_noting_lossy(&value);
+                std::mem::forget(value); // its recursive drop is not what this test is about
+                (data.as_json().to_owned(), lossy)
+            })
+            .unwrap()
+            .join()
+            .expect("no overflow");
+        assert!(lossy);
+        assert!(written == text, "written as read");
     }
 
     /// Deep data reads as any type on a thread of the default 2 MiB stack, not only as a

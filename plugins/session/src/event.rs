@@ -374,12 +374,18 @@ impl EventDraft {
     /// Stamps the draft into an event at `seq` and `time` (its data written as text).
     pub fn into_event(self, seq: u64, time: i64) -> SessionEvent {
         let data = EventData::from_value(&self.data);
-        self.into_event_with(data, seq, time)
+        self.into_event_with(data, seq, time).0
     }
 
-    /// [`EventDraft::into_event`] with the data already written as text.
-    pub(crate) fn into_event_with(self, data: EventData, seq: u64, time: i64) -> SessionEvent {
-        SessionEvent {
+    /// [`EventDraft::into_event`] with the data already written as text; also returns the
+    /// draft's data, for rules that read the tree instead of the text.
+    pub(crate) fn into_event_with(
+        self,
+        data: EventData,
+        seq: u64,
+        time: i64,
+    ) -> (SessionEvent, Value) {
+        let event = SessionEvent {
             kind: self.kind,
             seq,
             time,
@@ -387,7 +393,8 @@ impl EventDraft {
             surface_op: self.surface_op,
             source_event_seqs: self.source_event_seqs,
             ignorable: self.ignorable,
-        }
+        };
+        (event, self.data)
     }
 }
 

@@ -14,13 +14,10 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 use crate::chain::Chain;
+use crate::data::MAX_SAFE_INTEGER;
 use crate::event::{
     is_surface_type, SessionEvent, SurfaceOp, ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE,
 };
-
-/// The largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`); dsh
-/// requires seqs and times to stay within it.
-pub(crate) const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Why a surface transition was refused (reference section 5.1).
 ///

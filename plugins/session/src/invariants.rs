@@ -39,11 +39,11 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::data::value_of;
 use crate::event::{
     SessionEvent, SurfaceOp, ASSISTANT_CHUNK, ASSISTANT_MESSAGE, REQUEST_CONTEXT, REQUEST_HEADER,
     STEP_END, STEP_START, TODO_WRITE, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START,
 };
+use crate::view::Json;
 
 /// The error code of dsh's synthetic tool result for a call that never started; such a result
 /// needs no pending `tool/call`.
@@ -218,6 +218,16 @@ impl InvariantChecker {
     /// The violation (the first rule the event breaks, in the companion's order); the trace is
     /// then unchanged.
     pub fn admit(&mut self, event: &SessionEvent) -> Result<(), InvariantViolation> {
+        self.admit_data(event, Json::of(&event.data))
+    }
+
+    /// [`InvariantChecker::admit`] reading the event's data from `data` (its stored text, or
+    /// the tree of the draft it was made from).
+    pub(crate) fn admit_data(
+        &mut self,
+        event: &SessionEvent,
+        data: Json<'_>,
+    ) -> Result<(), InvariantViolation> {
         let violation = |rule: InvariantRule, message: String| InvariantViolation {
             seq: event.seq,
             rule,
@@ -230,11 +240,10 @@ impl InvariantChecker {
             ));
         }
         // One pass over the data finds every member the rules read; each is parsed on its own.
-        let [turn, step, call_id_member, message, error] = event
-            .data
-            .members(["turn", "step", "callId", "message", "error"]);
-        let (turn, step) = (turn.map(value_of), step.map(value_of));
-        let (turn, step) = (turn.as_ref(), step.as_ref());
+        let [turn, step, call_id_member, message, error] =
+            data.members(["turn", "step", "callId", "message", "error"]);
+        let (turn, step) = (turn.map(Json::value), step.map(Json::value));
+        let (turn, step) = (turn.as_deref(), step.as_deref());
         let mut next = (
             self.open_turn,
             self.open_step,
@@ -339,7 +348,7 @@ impl InvariantChecker {
             ASSISTANT_CHUNK | ASSISTANT_MESSAGE => in_open_step()?,
             TOOL_CALL => {
                 in_open_step()?;
-                pending = Pending::Add(call_key(call_id_member.map(value_of).as_ref()));
+                pending = Pending::Add(call_key(call_id_member.map(Json::value).as_deref()));
             }
             TOOL_RESULT
                 if event.surface_op != Some(SurfaceOp::Append) && self.open_turn.is_none() =>
@@ -352,8 +361,8 @@ impl InvariantChecker {
             TOOL_RESULT if event.surface_op != Some(SurfaceOp::Append) => {}
             TOOL_RESULT => {
                 in_open_step()?;
-                let message = message.map(value_of);
-                let message = message.as_ref();
+                let message = message.map(Json::value);
+                let message = message.as_deref();
                 let call_id = message
                     .and_then(|m| m.get("source"))
                     .and_then(|s| s.get("callId"));
@@ -364,8 +373,8 @@ impl InvariantChecker {
                     .and_then(|block| block.get("isError"))
                     == Some(&Value::Bool(true))
                     && error
-                        .map(value_of)
-                        .as_ref()
+                        .map(Json::value)
+                        .as_deref()
                         .and_then(|error| error.get("code"))
                         .and_then(Value::as_str)
                         == Some(TOOL_NOT_STARTED);

@@ -36,6 +36,7 @@ pub mod session;
 pub mod store;
 pub mod upgrade;
 pub mod validate;
+mod view;
 
 #[cfg(feature = "tokio")]
 pub use async_store::{AsyncPersistence, AsyncSessionStore};

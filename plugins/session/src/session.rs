@@ -14,6 +14,7 @@ use crate::fold::{project, Surface, SurfacePlan};
 use crate::header::{SessionHeader, SessionId};
 use crate::invariants::{InvariantChecker, InvariantViolation};
 use crate::validate::{lossy_number, validate_restored_append, ValidationError};
+use crate::view::Json;
 use dsh_core::Emitter;
 use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard, RwLock};
 use serde_json::Value;
@@ -462,11 +463,15 @@ impl Session {
     /// [`AppendError::Reentrant`] when called from a listener of this session's own append.
     pub fn append(self: &Arc<Self>, draft: EventDraft) -> Result<Arc<SessionEvent>, AppendError> {
         let guard = self.admit_append()?;
-        // The data is checked and written as text before the log is locked; the checks that
-        // need the log follow under the lock, in dsh's order (the lossless step first).
-        let lossy = lossy_number(&draft.data, "data");
-        let data = EventData::from_value(&draft.data);
-        let event = {
+        // The data is written as text, and checked for lossy numbers in the same walk, before
+        // the log is locked; the checks that need the log follow under the lock, in dsh's
+        // order (the lossless step first), reading the draft's tree rather than the text.
+        let (data, may_be_lossy) = EventData::from_value_noting_lossy(&draft.data);
+        let lossy = may_be_lossy
+            .then(|| lossy_number(&draft.data, "data"))
+            .flatten();
+        // The draft's tree is dropped once the log is unlocked.
+        let (event, _drafted) = {
             let mut log = self.log.write();
             let seq = log.events.len() as u64;
             let invalid = |source| AppendError::Invalid {
@@ -476,13 +481,14 @@ impl Session {
             if let Some(reason) = lossy {
                 return Err(invalid(ValidationError::NotLossless { index: seq, reason }));
             }
-            let event = draft.into_event_with(data, seq, now_ms());
+            let (event, drafted) = draft.into_event_with(data, seq, now_ms());
+            let tree = Json::Tree(&drafted);
             let plan: SurfacePlan =
-                validate_restored_append(&log.surface, &event, log.events.lookup())
+                validate_restored_append(&log.surface, &event, tree, log.events.lookup())
                     .map_err(invalid)?;
             if let Some(trace) = log.trace() {
                 trace
-                    .admit(&event)
+                    .admit_data(&event, tree)
                     .map_err(|violation| AppendError::Invariant {
                         id: self.id().clone(),
                         violation,
@@ -491,7 +497,7 @@ impl Session {
             let event = Arc::new(event);
             log.events.chain.push(event.clone());
             log.surface.apply(plan, seq);
-            event
+            (event, drafted)
         };
         self.announce(&guard, std::slice::from_ref(&event));
         Ok(event)
@@ -517,7 +523,12 @@ impl Session {
             for event in events {
                 let expected = log.events.len() as u64;
                 let checked = if event.seq == expected {
-                    validate_restored_append(&log.surface, &event, log.events.lookup())
+                    validate_restored_append(
+                        &log.surface,
+                        &event,
+                        Json::of(&event.data),
+                        log.events.lookup(),
+                    )
                 } else {
                     Err(ValidationError::NotContiguous {
                         index: expected,

@@ -28,13 +28,14 @@ use serde_json::{json, Map, Value};
 use thiserror::Error;
 
 use crate::data::EventData;
+use crate::data::MAX_SAFE_INTEGER;
 use crate::event::{
     is_known_type, is_surface_type, SessionEvent, SurfaceOp, ASSISTANT_MESSAGE, REQUEST_HEADER,
     TOOL_RESULT, TURN_END, TURN_START, USER_MESSAGE,
 };
-use crate::fold::MAX_SAFE_INTEGER;
 use crate::header::SessionId;
 use crate::validate::message_shape_problem;
+use crate::view::Json;
 
 /// The RFC-era user-side message that the current vocabulary folds into `user/message`.
 const STEERING_MESSAGE: &str = "steering/message";
@@ -169,7 +170,7 @@ pub(crate) fn prepare_stored_tail(
             }
         });
         if is_surface_type(&event.kind) {
-            if let Some(reason) = message_shape_problem(&event.kind, &event.data) {
+            if let Some(reason) = message_shape_problem(&event.kind, Json::of(&event.data)) {
                 return Err(StoredLogError::MessageShape {
                     id: id.clone(),
                     seq: event.seq,

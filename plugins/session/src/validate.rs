@@ -12,10 +12,12 @@ use std::borrow::Borrow;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-use crate::data::{members_of, value_of, EventData};
+use crate::data::{
+    is_lossy_number, is_negative_zero, is_unsafe_integer, EventData, MAX_SAFE_INTEGER,
+};
 use crate::event::{is_surface_type, SessionEvent, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT};
-use crate::fold::{Surface, SurfaceError, SurfacePlan, MAX_SAFE_INTEGER};
-use serde_json::value::RawValue;
+use crate::fold::{Surface, SurfaceError, SurfacePlan};
+use crate::view::Json;
 
 /// The retired event type that carried request-header changes as deltas; dsh refuses it.
 const LEGACY_REQUEST_HEADER_DELTA: &str = "request/header-delta";
@@ -162,6 +164,12 @@ pub fn check_storable(event: &SessionEvent) -> Result<(), ValidationError> {
 /// [`check_event`] without the lossless-data step: what dsh checks of a stored event it
 /// restores in place (steps 2 to 5).
 fn check_restored_event(event: &SessionEvent, index: u64) -> Result<(), ValidationError> {
+    check_restored(event, Json::of(&event.data), index)
+}
+
+/// [`check_restored_event`] reading the event's data from `data` (its stored text, or the
+/// tree of the draft it was made from).
+fn check_restored(event: &SessionEvent, data: Json<'_>, index: u64) -> Result<(), ValidationError> {
     if event.kind == LEGACY_REQUEST_HEADER_DELTA {
         return Err(ValidationError::LegacyFormat {
             index,
@@ -175,7 +183,7 @@ fn check_restored_event(event: &SessionEvent, index: u64) -> Result<(), Validati
         });
     }
     if event.kind == REQUEST_HEADER {
-        if let Some(reason) = request_header_problem(&event.data.to_value()) {
+        if let Some(reason) = request_header_problem(&data.value()) {
             return Err(ValidationError::RequestHeader {
                 index,
                 reason: reason.into(),
@@ -183,7 +191,7 @@ fn check_restored_event(event: &SessionEvent, index: u64) -> Result<(), Validati
         }
     }
     if is_surface_type(&event.kind) {
-        if let Some(reason) = message_shape_problem(&event.kind, &event.data) {
+        if let Some(reason) = message_shape_problem(&event.kind, data) {
             return Err(ValidationError::MessageShape {
                 index,
                 kind: event.kind.clone(),
@@ -191,7 +199,9 @@ fn check_restored_event(event: &SessionEvent, index: u64) -> Result<(), Validati
             });
         }
     }
-    if event.kind == REQUEST_HEADER && event.data.get_str("reason").as_deref() == Some("fallback") {
+    if event.kind == REQUEST_HEADER
+        && data.member("reason").and_then(Json::string).as_deref() == Some("fallback")
+    {
         return Err(ValidationError::LegacyFormat {
             index,
             reason: format!("{REQUEST_HEADER} reason \"fallback\""),
@@ -302,8 +312,10 @@ pub fn validate_append<'a>(
     plan_after(surface, event, lookup, check_event)
 }
 
-/// [`validate_append`] for an event read back from persistence after the log (a follower's
-/// tail): without the lossless-data step, as [`validate_restored`] checks a stored log.
+/// [`validate_append`] without the lossless-data step, reading the event's data from `data`:
+/// for an event read back from persistence after the log (a follower's tail, `data` its
+/// stored text), as [`validate_restored`] checks a stored log; and for a live append whose
+/// caller checked the draft's tree for lossy numbers already (`data` that tree).
 ///
 /// # Errors
 ///
@@ -311,9 +323,12 @@ pub fn validate_append<'a>(
 pub(crate) fn validate_restored_append<'a>(
     surface: &Surface,
     event: &SessionEvent,
+    data: Json<'_>,
     lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
 ) -> Result<SurfacePlan, ValidationError> {
-    plan_after(surface, event, lookup, check_restored_event)
+    plan_after(surface, event, lookup, |event, index| {
+        check_restored(event, data, index)
+    })
 }
 
 /// `check`, then the surface plan of `event` after a log whose surface is `surface`.
@@ -321,7 +336,7 @@ fn plan_after<'a>(
     surface: &Surface,
     event: &SessionEvent,
     lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
-    check: fn(&SessionEvent, u64) -> Result<(), ValidationError>,
+    check: impl FnOnce(&SessionEvent, u64) -> Result<(), ValidationError>,
 ) -> Result<SurfacePlan, ValidationError> {
     let index = event.seq;
     check(event, index)?;
@@ -433,7 +448,7 @@ const FAST_CHECK_DEPTH: u32 = 64;
 /// only when it certainly holds none. Recursive, bounded by [`FAST_CHECK_DEPTH`].
 fn may_be_lossy(value: &Value, depth: u32) -> bool {
     match value {
-        Value::Number(n) => is_unsafe_integer(n) || is_negative_zero(n),
+        Value::Number(n) => is_lossy_number(n),
         Value::Array(items) => {
             depth >= FAST_CHECK_DEPTH || items.iter().any(|item| may_be_lossy(item, depth + 1))
         }
@@ -442,15 +457,6 @@ fn may_be_lossy(value: &Value, depth: u32) -> bool {
         }
         Value::Null | Value::Bool(_) | Value::String(_) => false,
     }
-}
-
-fn is_unsafe_integer(n: &serde_json::Number) -> bool {
-    n.as_i64()
-        .map_or_else(|| n.is_u64(), |i| i.unsigned_abs() > MAX_SAFE_INTEGER)
-}
-
-fn is_negative_zero(n: &serde_json::Number) -> bool {
-    n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative())
 }
 
 /// What JavaScript would not carry through unchanged about `n`, if anything.
@@ -497,19 +503,20 @@ fn request_header_problem(data: &Value) -> Option<&'static str> {
 }
 
 /// What is wrong with the message of a surface event, if anything (section 3.3, step 5). The
-/// reason reads after a subject, e.g. `lacks an identified message`.
-pub(crate) fn message_shape_problem(kind: &str, data: &EventData) -> Option<String> {
+/// reason reads after a subject, e.g. `lacks an identified message`. `data` is the event's
+/// data, as stored text or as the draft's tree.
+pub(crate) fn message_shape_problem(kind: &str, data: Json<'_>) -> Option<String> {
     let message = if kind == ASSISTANT_MESSAGE || kind == TOOL_RESULT {
-        data.members(["message"])[0]
+        data.member("message")
     } else {
-        Some(data.as_raw())
+        Some(data)
     };
     let lacks = || Some("lacks an identified message".to_owned());
-    let Some(message) = message.filter(|m| m.get().starts_with('{')) else {
+    let Some(message) = message.filter(|m| m.is_object()) else {
         return lacks();
     };
-    let [id, role, source, content] = members_of(message, ["id", "role", "source", "content"]);
-    if !id.is_some_and(is_non_empty_string) {
+    let [id, role, source, content] = message.members(["id", "role", "source", "content"]);
+    if !id.is_some_and(Json::is_non_empty_string) {
         return lacks();
     }
     let role_wanted = if kind == ASSISTANT_MESSAGE {
@@ -517,22 +524,18 @@ pub(crate) fn message_shape_problem(kind: &str, data: &EventData) -> Option<Stri
     } else {
         "user"
     };
-    if role
-        .and_then(|r| serde_json::from_str::<String>(r.get()).ok())
-        .as_deref()
-        != Some(role_wanted)
-    {
+    if role.and_then(Json::string).as_deref() != Some(role_wanted) {
         return Some(format!("message must have role \"{role_wanted}\""));
     }
-    let source = source.map(value_of);
+    let source = source.map(Json::value);
     let Some(source) = source
-        .as_ref()
+        .as_deref()
         .and_then(Value::as_object)
         .filter(|source| non_empty_str(source.get("kind")))
     else {
         return Some("message has invalid source".into());
     };
-    let Some(content) = content.filter(|c| c.get().starts_with('[')) else {
+    let Some(content) = content.filter(|c| c.is_array()) else {
         return Some("message has invalid content".into());
     };
     let source_kind = source.get("kind").and_then(Value::as_str);
@@ -547,7 +550,7 @@ pub(crate) fn message_shape_problem(kind: &str, data: &EventData) -> Option<Stri
     let (Some(call_id), Some("tool")) = (call_id, source_kind) else {
         return Some("message must have tool source".into());
     };
-    let content = value_of(content);
+    let content = content.value();
     let Some([Value::Object(block)]) = content.as_array().map(Vec::as_slice) else {
         return Some("message must contain one tool-result block".into());
     };
@@ -558,12 +561,6 @@ pub(crate) fn message_shape_problem(kind: &str, data: &EventData) -> Option<Stri
     }
     (block.get("toolCallId") != Some(call_id))
         .then(|| "message has mismatched tool call ids".into())
-}
-
-/// Whether the JSON text `raw` is a string other than `""` (the one spelling of the empty
-/// string).
-fn is_non_empty_string(raw: &RawValue) -> bool {
-    raw.get().starts_with('"') && raw.get() != "\"\""
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! The context a command runs in, built from the registry and the resolved configuration.
 
-use crate::error::CliError;
+use crate::error::HostError;
 use dsh::session::{SessionPersistence, SessionStore};
-use dsh::{Context, ContextConfig, Plugin, Unavailable};
+use dsh::{Context, Plugin, Unavailable};
+use dsh_host::HostConfig;
 use std::sync::Arc;
 
 /// The plugins this build of dsh ships (those its Cargo features include), asserted at
@@ -25,7 +26,7 @@ pub const SHIPPED_PLUGINS: &[&str] = &[
 pub const SESSION_FORK_PLUGIN: &str = "dsh-session-fork";
 
 #[cfg(feature = "session-fork")]
-const _: () = assert!(crate::config::same_name(
+const _: () = assert!(dsh_host::store::same_name(
     SESSION_FORK_PLUGIN,
     dsh::session_fork::SessionForkPlugin::NAME
 ));
@@ -37,47 +38,37 @@ pub struct App {
 }
 
 impl App {
-    /// Builds the root context from every linked plugin, enabled or disabled by `config`,
-    /// and checks that it holds every plugin of [`SHIPPED_PLUGINS`]. Config entries naming a
-    /// plugin this build does not contain are ignored with a warning (a config written for a
-    /// build with more plugins still works).
+    /// Builds the root context of `config` ([`HostConfig::build`]) and checks that it holds
+    /// every plugin of [`SHIPPED_PLUGINS`].
     ///
     /// Errors: the context's build errors, and `MISSING_PLUGINS` naming each shipped plugin
     /// that is not linked.
-    pub fn new(mut config: ContextConfig) -> Result<App, CliError> {
-        let known: Vec<&str> = dsh::registered().iter().map(|p| p.name()).collect();
-        config.plugins.retain(|name, _| {
-            let linked = known.contains(&name.as_str());
-            if !linked {
-                tracing::warn!(plugin = %name, "this build has no such plugin; its settings are ignored");
-            }
-            linked
-        });
-        App::with_context(Context::from_registry(&config)?)
+    pub fn new(config: &HostConfig) -> Result<App, HostError> {
+        App::with_context(config.build()?)
     }
 
     /// The app over `ctx`, once it holds every plugin of [`SHIPPED_PLUGINS`].
     ///
     /// Errors: `MISSING_PLUGINS` naming each shipped plugin the context lacks.
-    fn with_context(ctx: Context) -> Result<App, CliError> {
+    fn with_context(ctx: Context) -> Result<App, HostError> {
         ctx.expect_plugins(SHIPPED_PLUGINS)?;
         Ok(App { ctx })
     }
 
     /// The session store, or `CAPABILITY_UNAVAILABLE` when `dsh-session` is not active.
-    pub fn store(&self) -> Result<Arc<SessionStore>, CliError> {
+    pub fn store(&self) -> Result<Arc<SessionStore>, HostError> {
         self.require::<SessionStore>()
     }
 
     /// The persistence backend, or `CAPABILITY_UNAVAILABLE` naming the backend plugin that
     /// would provide it (the one `--store` chose) when it is not active.
-    pub fn persistence(&self) -> Result<Arc<dyn SessionPersistence>, CliError> {
+    pub fn persistence(&self) -> Result<Arc<dyn SessionPersistence>, HostError> {
         self.require::<dyn SessionPersistence>()
     }
 
     /// The service of type `T`, or `CAPABILITY_UNAVAILABLE` saying why (see
     /// [`App::unavailable`]).
-    pub fn require<T: ?Sized + 'static>(&self) -> Result<Arc<T>, CliError> {
+    pub fn require<T: ?Sized + 'static>(&self) -> Result<Arc<T>, HostError> {
         self.ctx
             .require::<T>()
             .map_err(|unavailable| self.unavailable(&unavailable))
@@ -87,7 +78,7 @@ impl App {
     /// provider's state and, for a failed one, the provider's last error (an invalid config
     /// names the field), e.g. `SessionPersistence is not available: plugin
     /// "dsh-session-sqlite" is failed: <why>`.
-    pub fn unavailable(&self, unavailable: &Unavailable) -> CliError {
+    pub fn unavailable(&self, unavailable: &Unavailable) -> HostError {
         let why = match (unavailable.provider.clone(), unavailable.state) {
             (Some(plugin), Some(state)) => {
                 match self.ctx.plugin(&plugin).and_then(|handle| handle.error()) {
@@ -98,7 +89,7 @@ impl App {
             (Some(plugin), None) => format!("plugin \"{plugin}\" has gone"),
             (None, _) => "no plugin of this dsh provides it".to_owned(),
         };
-        CliError::new(
+        HostError::new(
             unavailable.code(),
             format!("{} is not available: {why}", unavailable.service),
         )
@@ -107,8 +98,8 @@ impl App {
 
 /// `CAPABILITY_UNAVAILABLE` for a service whose plugin this build does not contain.
 #[cfg(not(feature = "session-fork"))]
-pub fn not_built(service: &str, plugin: &str) -> CliError {
-    CliError::new(
+pub fn not_built(service: &str, plugin: &str) -> HostError {
+    HostError::new(
         "CAPABILITY_UNAVAILABLE",
         format!("{service} is not available: plugin \"{plugin}\" is not built into this dsh"),
     )

@@ -1,6 +1,7 @@
 //! The command line: global options and one subcommand per `cmd/` module.
 
 use clap::{Parser, Subcommand};
+use dsh_host::Sources;
 use std::path::PathBuf;
 
 /// dsh: inspect, import and fork DeepSeek Harness sessions through the dsh-rs plugins.
@@ -21,9 +22,30 @@ pub struct Cli {
     /// Print exactly one JSON document on stdout (errors as {"error":{"code","message"}}).
     #[arg(long, global = true)]
     pub json: bool,
+    /// Refuse plugin names this build does not contain (in --disable or the config file)
+    /// instead of ignoring them with a warning.
+    #[arg(long, global = true)]
+    pub strict: bool,
+    /// Show the causes behind an error and debug logs (as DSH_LOG=debug does).
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// The host configuration's sources: these flags, then `DSH_STORE`.
+    pub fn sources(&self) -> Sources {
+        let mut sources = Sources::from_env();
+        sources.store.clone_from(&self.store);
+        sources.config_file.clone_from(&self.config);
+        sources.disable.clone_from(&self.disable);
+        if self.strict {
+            sources = sources.strict();
+        }
+        sources
+    }
 }
 
 /// The subcommands.

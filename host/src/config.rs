@@ -1,15 +1,95 @@
-//! Host configuration: the store and the plugin switches. Store precedence: `--store` >
-//! `DSH_STORE` > the config file (a `root` in the `dsh-session-jsonl` settings, else
-//! `"store"`) > the platform data directory. A store value is `jsonl:DIR`, `sqlite:FILE`,
-//! `postgres:URL` (or a `postgres://` / `postgresql://` URL as it is) or a plain DIR (JSONL).
+//! [`HostConfig`]: the configuration of a dsh host (where sessions are stored, which plugins
+//! run and with what settings), resolved from its sources, and the context built from it.
+//!
+//! Sources, highest precedence first ([`Sources`]):
+//! 1. flags: a store value (`--store`), plugins to disable (`--disable NAME`);
+//! 2. the environment: `DSH_STORE`;
+//! 3. the config file (JSON): `{"store": "STORE", "plugins": {"NAME": {"enabled": BOOL,
+//!    "config": {...}}}}`; a `"root"` in the `dsh-session-jsonl` plugin's config stands for
+//!    the store when no flag or variable names one;
+//! 4. the platform data directory as a JSONL folder (e.g. `~/.local/share/dsh/sessions`).
+//!
+//! A store value ([`Store`]) picks the backend: its plugin is enabled with the location in its
+//! config and every other linked backend plugin is disabled. Sessions must persist: the session
+//! plugin's `persistence` is `required` unless the file's settings for `dsh-session` say
+//! otherwise, so a backend that failed to start is an error, never a silent in-memory store.
+//!
+//! Plugin names the build does not contain (in the file or in `--disable`) follow one policy,
+//! [`UnknownPlugins`]: by default they are reported as warnings and their settings ignored (a
+//! config written for a build with more plugins still works); in strict mode they are a
+//! `CONFIG_INVALID` error.
 
-use crate::cli::Cli;
-use crate::error::CliError;
+use crate::error::HostError;
+use crate::store::{Backend, Store};
 use dsh::session::SessionPersistence;
-use dsh::{ContextConfig, Plugin, PluginSettings};
+use dsh::{Context, ContextConfig, Plugin, PluginSettings};
 use serde::Deserialize;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// What to do with a plugin name the build does not contain.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UnknownPlugins {
+    /// Ignore its settings, with a warning ([`HostConfig::warnings`], and a `tracing` warning
+    /// when the context is built).
+    #[default]
+    Warn,
+    /// Refuse the configuration: `CONFIG_INVALID` naming the plugin.
+    Refuse,
+}
+
+/// Where a host's configuration comes from: each source is optional ([`HostConfig::resolve`]
+/// applies them in order of precedence).
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    /// A store value given as a flag (`--store`).
+    pub store: Option<PathBuf>,
+    /// The store value from the environment (`DSH_STORE`; empty counts as unset).
+    pub env_store: Option<PathBuf>,
+    /// The config file.
+    pub config_file: Option<PathBuf>,
+    /// Plugins to disable whatever the file says (`--disable`).
+    pub disable: Vec<String>,
+    /// What to do with plugin names the build does not contain.
+    pub unknown_plugins: UnknownPlugins,
+}
+
+impl Sources {
+    /// Sources with the store from `DSH_STORE` (when set and not empty), nothing else.
+    pub fn from_env() -> Sources {
+        Sources {
+            env_store: std::env::var_os("DSH_STORE")
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from),
+            ..Sources::default()
+        }
+    }
+
+    /// These sources reading the config file `path`.
+    pub fn config_file(mut self, path: impl Into<PathBuf>) -> Sources {
+        self.config_file = Some(path.into());
+        self
+    }
+
+    /// These sources with the store value `store`, as a flag.
+    pub fn store(mut self, store: impl Into<PathBuf>) -> Sources {
+        self.store = Some(store.into());
+        self
+    }
+
+    /// These sources disabling `plugin`, as a flag.
+    pub fn disable(mut self, plugin: impl Into<String>) -> Sources {
+        self.disable.push(plugin.into());
+        self
+    }
+
+    /// These sources refusing plugin names the build does not contain.
+    pub fn strict(mut self) -> Sources {
+        self.unknown_plugins = UnknownPlugins::Refuse;
+        self
+    }
+}
 
 /// The config file: `{"store": "STORE", "plugins": {...}}`.
 #[derive(Debug, Default, Deserialize)]
@@ -21,212 +101,182 @@ struct ConfigFile {
     plugins: BTreeMap<String, PluginSettings>,
 }
 
-/// A persistence backend a store value can name: its plugin and the config field that
-/// receives the location.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Backend {
-    plugin: &'static str,
-    field: &'static str,
-}
-
-/// The default backend: a plain store value is a JSONL folder.
-const JSONL: Backend = Backend {
-    plugin: dsh::session_jsonl::SessionJsonlPlugin::NAME,
-    field: "root",
-};
-
-/// The SQLite backend: `sqlite:FILE`, the file in the plugin's `path`.
-const SQLITE: Backend = Backend {
-    plugin: dsh::session_sqlite::SessionSqlitePlugin::NAME,
-    field: "path",
-};
-
-/// The PostgreSQL backend: `postgres:URL`, the URL in the plugin's `url`.
-const POSTGRES: Backend = Backend {
-    plugin: POSTGRES_PLUGIN,
-    field: "url",
-};
-
-/// The PostgreSQL plugin's name, also in a build without it (which has no
-/// `SessionPostgresPlugin` to read `NAME` from, and refuses a `postgres:` store naming the
-/// plugin and its feature). A build with it checks that the two agree.
-const POSTGRES_PLUGIN: &str = "dsh-session-postgres";
-
-#[cfg(feature = "session-postgres")]
-const _: () = assert!(same_name(
-    POSTGRES_PLUGIN,
-    dsh::session_postgres::SessionPostgresPlugin::NAME
-));
-
-/// Whether two plugin names are equal, at compile time (for the names a build without the
-/// plugin must spell out).
-#[cfg(any(feature = "session-fork", feature = "session-postgres"))]
-pub const fn same_name(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
-/// The backend a `KIND:` prefix names (`jsonl:DIR`, `sqlite:FILE`, `postgres:URL`); `None`
-/// for another kind.
-/// A new backend is one arm here.
-fn backend_of(kind: &str) -> Option<Backend> {
-    match kind {
-        "jsonl" => Some(JSONL),
-        "sqlite" => Some(SQLITE),
-        "postgres" | "postgresql" => Some(POSTGRES),
-        _ => None,
-    }
-}
-
-/// Parses a store value: `KIND:LOCATION` for a kind [`backend_of`] knows, else a plain JSONL
-/// folder (a folder whose name has a colon can be written `jsonl:DIR` or `./DIR`).
+/// A host's resolved configuration: the store and every plugin's settings, ready to build a
+/// context ([`HostConfig::build`]) or to reconfigure a running one with
+/// ([`HostConfig::context_config`]).
 ///
-/// Errors: `CONFIG_INVALID` for an unknown kind (a prefix of lowercase letters before the
-/// colon, e.g. `sqlit:x`), an empty location, or a value that is not UTF-8.
-fn parse_store(store: &Path) -> Result<(Backend, String), CliError> {
-    let Some(text) = store.to_str() else {
-        return Err(CliError::new(
-            "CONFIG_INVALID",
-            format!("the store {} is not valid UTF-8", store.display()),
-        ));
-    };
-    let (backend, location) = match text.split_once(':') {
-        Some((kind, location))
-            if !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase()) =>
-        {
-            let backend = backend_of(kind).ok_or_else(|| {
-                CliError::new(
+/// ```no_run
+/// # fn main() -> Result<(), dsh_host::HostError> {
+/// let config = dsh_host::HostConfig::resolve(&dsh_host::Sources::from_env().config_file("dsh.json"))?;
+/// let ctx = config.build()?;
+/// let store = ctx.expect::<dsh::session::SessionStore>();
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostConfig {
+    /// The store; `None` when the config file configures the JSONL plugin's `root` itself and
+    /// no flag or variable names a store.
+    pub store: Option<Store>,
+    /// Each plugin's settings (from the file, with `--disable` applied), keyed by instance
+    /// name; names the build does not contain are already reported and removed.
+    pub plugins: BTreeMap<String, PluginSettings>,
+    warnings: Vec<String>,
+}
+
+impl HostConfig {
+    /// Resolves the configuration from `sources` ([module documentation](self) for the
+    /// precedence).
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` when the config file cannot be read or is not a valid config (the
+    /// message names the file and the field), a store value is refused ([`Store::parse`]), the
+    /// store needs a backend plugin this build lacks (the message names the Cargo feature), no
+    /// store can be determined, or (strict mode) a plugin name is unknown.
+    pub fn resolve(sources: &Sources) -> Result<HostConfig, HostError> {
+        let file = match &sources.config_file {
+            Some(path) => read_config_file(path)?,
+            None => ConfigFile::default(),
+        };
+        let mut plugins = file.plugins;
+        for name in &sources.disable {
+            plugins.entry(name.clone()).or_default().enabled = Some(false);
+        }
+        let warnings = drop_unknown(&mut plugins, sources.unknown_plugins)?;
+        let configured_root = plugins
+            .get(Backend::JSONL.plugin)
+            .is_some_and(|settings| settings.config.get(Backend::JSONL.field).is_some());
+        let written = match sources.store.clone().or_else(|| sources.env_store.clone()) {
+            Some(store) => Some(store),
+            None if configured_root => None,
+            None => Some(file.store.or_else(default_store).ok_or_else(|| {
+                HostError::new(
+                    "CONFIG_INVALID",
+                    "no store directory: pass --store DIR or set DSH_STORE",
+                )
+            })?),
+        };
+        let store = written.as_deref().map(Store::parse).transpose()?;
+        if let Some(store) = &store {
+            if !linked_backends().contains(&store.backend.plugin) {
+                let feature = store.backend.plugin.trim_start_matches("dsh-");
+                return Err(HostError::new(
                     "CONFIG_INVALID",
                     format!(
-                        "unknown store kind \"{kind}\" in \"{text}\": use jsonl:DIR, sqlite:FILE, postgres:URL or a plain DIR"
+                        "this build of dsh does not contain the plugin {} that the store \"{store}\" \
+                         needs: build it with the Cargo feature {feature}",
+                        store.backend.plugin,
                     ),
-                )
-            })?;
-            (backend, location)
+                ));
+            }
         }
-        _ => (JSONL, text),
-    };
-    // `postgres://HOST/DB` is a whole URL, not the kind `postgres` with location `//HOST/DB`.
-    let location = if backend == POSTGRES && location.starts_with("//") {
-        text
-    } else {
-        location
-    };
-    if location.is_empty() {
-        return Err(CliError::new(
-            "CONFIG_INVALID",
-            format!("the store \"{text}\" names no location: pass --store DIR or KIND:LOCATION"),
-        ));
+        Ok(HostConfig {
+            store,
+            plugins,
+            warnings,
+        })
     }
-    Ok((backend, location.to_owned()))
+
+    /// What resolving reported without refusing: each plugin name the build does not contain,
+    /// with the source that named it. Empty in strict mode (such names are errors there).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The context configuration: the plugins' settings, the store's backend enabled with the
+    /// location in its config and every other linked backend disabled, and persistence
+    /// required of the session plugin unless its settings say otherwise.
+    pub fn context_config(&self) -> ContextConfig {
+        let mut context = ContextConfig {
+            plugins: self.plugins.clone(),
+        };
+        require_persistence(&mut context);
+        if let Some(store) = &self.store {
+            for other in linked_backends() {
+                if other != store.backend.plugin {
+                    context.set_enabled(other, false);
+                }
+            }
+            let settings = context
+                .plugins
+                .entry(store.backend.plugin.to_owned())
+                .or_default();
+            settings.enabled.get_or_insert(true);
+            match &mut settings.config {
+                Value::Object(map) => {
+                    map.insert(store.backend.field.into(), store.location.clone().into());
+                }
+                other => *other = serde_json::json!({ store.backend.field: store.location }),
+            }
+        }
+        context
+    }
+
+    /// A context holding every plugin linked into the program, configured by
+    /// [`HostConfig::context_config`]. Each warning of [`HostConfig::warnings`] is logged as a
+    /// `tracing` warning.
+    ///
+    /// # Errors
+    /// The context's build errors ([`dsh::CoreError`], with their codes).
+    pub fn build(&self) -> Result<Context, HostError> {
+        for warning in &self.warnings {
+            tracing::warn!("{warning}");
+        }
+        Ok(Context::from_registry(&self.context_config())?)
+    }
 }
 
-/// Resolves the context configuration of one run from the command line, the environment and
-/// the config file. The store value (`--store`, else `DSH_STORE`, else the config file's
-/// `"store"`, else the platform data directory as a JSONL folder) picks the backend: its
-/// plugin is enabled with the location in its config, and every other plugin that provides
-/// `SessionPersistence` is disabled. Without a store value, a JSONL `root` already set in the
-/// config file's plugin settings is kept as it is.
-///
-/// Errors: `CONFIG_INVALID` when the config file cannot be read or parsed, the store value
-/// is refused ([`parse_store`]), or no store can be determined.
-pub fn resolve(cli: &Cli) -> Result<ContextConfig, CliError> {
-    let file = match &cli.config {
-        Some(path) => read_config(path)?,
-        None => ConfigFile::default(),
-    };
-    let explicit = cli.store.clone().or_else(|| {
-        std::env::var_os("DSH_STORE")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
-    let mut context = ContextConfig {
-        plugins: file.plugins,
-    };
-    require_persistence(&mut context);
-    for name in &cli.disable {
-        context.set_enabled(name, false);
-    }
-    let configured_root = context
-        .plugins
-        .get(JSONL.plugin)
-        .is_some_and(|settings| settings.config.get(JSONL.field).is_some());
-    let store = match explicit {
-        Some(store) => store,
-        None if configured_root => return Ok(context),
-        None => file.store.or_else(default_store).ok_or_else(|| {
-            CliError::new(
+/// Removes from `plugins` the entries naming no plugin linked into the program (an instance
+/// name `plugin:label` counts by its plugin), returning a warning for each, or refuses the
+/// first one under [`UnknownPlugins::Refuse`].
+fn drop_unknown(
+    plugins: &mut BTreeMap<String, PluginSettings>,
+    policy: UnknownPlugins,
+) -> Result<Vec<String>, HostError> {
+    let linked: Vec<&str> = dsh::registered().iter().map(|p| p.name()).collect();
+    let unknown: Vec<String> = plugins
+        .keys()
+        .filter(|name| {
+            let plugin = name
+                .split_once(':')
+                .map_or(name.as_str(), |(plugin, _)| plugin);
+            !linked.contains(&plugin)
+        })
+        .cloned()
+        .collect();
+    let mut warnings = Vec::new();
+    for name in unknown {
+        let message = format!("this build of dsh has no plugin \"{name}\"");
+        if policy == UnknownPlugins::Refuse {
+            return Err(HostError::new(
                 "CONFIG_INVALID",
-                "no store directory: pass --store DIR or set DSH_STORE",
-            )
-        })?,
-    };
-    let (backend, location) = parse_store(&store)?;
-    let linked = persistence_plugins();
-    if !linked.contains(&backend.plugin) {
-        let feature = backend.plugin.trim_start_matches("dsh-");
-        return Err(CliError::new(
-            "CONFIG_INVALID",
-            format!(
-                "this build of dsh does not contain the plugin {} that the store \"{}\" needs: \
-                 build dsh with the Cargo feature {feature}",
-                backend.plugin,
-                store.display()
-            ),
-        ));
-    }
-    for other in linked {
-        if other != backend.plugin {
-            context.set_enabled(other, false);
+                format!("{message}: remove it from the config or --disable"),
+            ));
         }
+        warnings.push(format!("{message}; its settings are ignored"));
+        plugins.remove(&name);
     }
-    let settings = context
-        .plugins
-        .entry(backend.plugin.to_owned())
-        .or_default();
-    if settings.enabled.is_none() {
-        settings.enabled = Some(true);
-    }
-    match &mut settings.config {
-        serde_json::Value::Object(map) => {
-            map.insert(backend.field.into(), location.into());
-        }
-        other => *other = serde_json::json!({ backend.field: location }),
-    }
-    Ok(context)
+    Ok(warnings)
 }
 
-/// The `dsh` host's sessions must persist: the session plugin's `persistence` is `required`
-/// unless the config file says otherwise, so a store whose backend failed is an error
-/// (`CAPABILITY_UNAVAILABLE`, naming the backend plugin and why), never a silent in-memory run.
+/// Sets the session plugin's `persistence` to `required` unless its settings name one, so a
+/// store whose backend failed is an error (`CAPABILITY_UNAVAILABLE`, naming the backend plugin
+/// and why), never a silent in-memory run.
 fn require_persistence(context: &mut ContextConfig) {
-    let name = <dsh::session::SessionPlugin as dsh::Plugin>::NAME;
+    let name = <dsh::session::SessionPlugin as Plugin>::NAME;
     let settings = context.plugins.entry(name.to_owned()).or_default();
     match &mut settings.config {
-        serde_json::Value::Object(map) => {
+        Value::Object(map) => {
             map.entry("persistence")
                 .or_insert_with(|| "required".into());
         }
-        config @ serde_json::Value::Null => {
-            *config = serde_json::json!({ "persistence": "required" })
-        }
+        config @ Value::Null => *config = serde_json::json!({ "persistence": "required" }),
         // Any other value is refused by the plugin's config check, naming it.
         _ => {}
     }
 }
 
 /// The names of the linked plugins that provide `SessionPersistence`.
-fn persistence_plugins() -> Vec<&'static str> {
+fn linked_backends() -> Vec<&'static str> {
     let key = dsh::ServiceKey::of::<dyn SessionPersistence>();
     dsh::registered()
         .into_iter()
@@ -235,21 +285,25 @@ fn persistence_plugins() -> Vec<&'static str> {
         .collect()
 }
 
-fn read_config(path: &Path) -> Result<ConfigFile, CliError> {
+/// Reads and checks the config file at `path`.
+///
+/// # Errors
+/// `CONFIG_INVALID` naming the file: unreadable, not JSON, not an object, or a field that is
+/// not part of the format.
+fn read_config_file(path: &Path) -> Result<ConfigFile, HostError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        CliError::new(
+        HostError::new(
             "CONFIG_INVALID",
-            format!("cannot read config file {}: {e}", path.display()),
+            format!("cannot read the config file {}: {e}", path.display()),
         )
     })?;
     let invalid = |e: String| {
-        CliError::new(
+        HostError::new(
             "CONFIG_INVALID",
             format!("invalid config file {}: {e}", path.display()),
         )
     };
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
     if !value.is_object() {
         return Err(invalid("the config must be a JSON object".into()));
     }

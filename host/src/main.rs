@@ -7,8 +7,7 @@ mod alloc;
 mod app;
 mod cli;
 mod cmd;
-mod config;
-mod error;
+mod log;
 mod output;
 mod session_file;
 
@@ -26,6 +25,7 @@ use dsh::subagent_fork as _;
 
 use clap::Parser;
 use cli::{Cli, Command};
+use dsh_host::{error, HostConfig};
 
 /// A refused allocation ends a command with `OUT_OF_MEMORY` instead of an abort.
 #[cfg(unix)]
@@ -33,16 +33,8 @@ use cli::{Cli, Command};
 static ALLOCATOR: alloc::Reporting = alloc::Reporting;
 
 fn main() {
-    use std::io::IsTerminal;
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("DSH_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
     let cli = Cli::parse();
+    log::init(cli.verbose);
     #[cfg(unix)]
     alloc::report_as_json(cli.json);
     // Deep data (a fork chain thousands of sessions deep, records nested 16,384 levels) is
@@ -52,7 +44,7 @@ fn main() {
     let cli = std::sync::Arc::new(cli);
     let command = {
         let cli = cli.clone();
-        move || output::emit(run(&cli), cli.json)
+        move || output::emit(run(&cli), cli.json, log::show_causes(cli.verbose))
     };
     let status = match std::thread::Builder::new()
         .name("dsh".into())
@@ -64,7 +56,7 @@ fn main() {
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
         Err(error) => {
             tracing::debug!(%error, "no room for the command thread's stack; running on the main thread");
-            output::emit(run(&cli), cli.json)
+            output::emit(run(&cli), cli.json, log::show_causes(cli.verbose))
         }
     };
     std::process::exit(status);
@@ -73,12 +65,13 @@ fn main() {
 /// The stack of the thread a command runs on: 256 MiB.
 const COMMAND_STACK_BYTES: usize = 256 << 20;
 
-fn run(cli: &Cli) -> Result<output::Output, error::CliError> {
+fn run(cli: &Cli) -> Result<output::Output, error::HostError> {
     if let Command::Check { paths, invariants } = &cli.command {
         return Ok(cmd::check::run(paths, *invariants));
     }
-    let app = app::App::new(config::resolve(cli)?)?;
-    match &cli.command {
+    let config = HostConfig::resolve(&cli.sources())?;
+    let app = app::App::new(&config)?;
+    let result = match &cli.command {
         Command::Plugins { dot } => Ok(cmd::plugins::run(&app, *dot)),
         Command::Services => Ok(cmd::services::run(&app)),
         Command::Import { files } => cmd::import::run(&app, files),
@@ -91,5 +84,13 @@ fn run(cli: &Cli) -> Result<output::Output, error::CliError> {
         Command::Lineage { id } => cmd::lineage::run(&app, id),
         Command::Repair { id } => cmd::repair::run(&app, id),
         Command::Check { .. } => unreachable!("handled above"),
+    };
+    // A plugin that failed is named by the error it causes; when the command did without it,
+    // it is named here (the listings show it already).
+    if result.is_ok() && !matches!(cli.command, Command::Plugins { .. } | Command::Services) {
+        for warning in log::failed_plugins(&app.ctx) {
+            eprintln!("{warning}");
+        }
     }
+    result
 }

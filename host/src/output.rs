@@ -1,6 +1,6 @@
 //! What a command prints: one JSON document with `--json`, readable text otherwise.
 
-use crate::error::CliError;
+use crate::error::HostError;
 use serde_json::{json, Value};
 use std::io::Write;
 
@@ -26,14 +26,27 @@ impl Output {
 }
 
 /// Prints `result` and returns the exit status: 0, or 1 when the command or part of it failed.
-/// A reader that closed the pipe early (`dsh history ID | head`) is not an error.
-pub fn emit(result: Result<Output, CliError>, as_json: bool) -> i32 {
+/// An error is one line, `error [CODE]: message` (or `{"error": {"code", "message"}}`); with
+/// `causes`, the errors behind it follow, one `  cause: ...` line each (in JSON, a `causes`
+/// array). A reader that closed the pipe early (`dsh history ID | head`) is not an error.
+pub fn emit(result: Result<Output, HostError>, as_json: bool, causes: bool) -> i32 {
     let (text, status) = match result {
         Ok(out) if as_json => (out.json.to_string(), i32::from(out.failed)),
         Ok(out) => (out.human.trim_end().to_owned(), i32::from(out.failed)),
-        Err(error) if as_json => (json!({ "error": error }).to_string(), 1),
+        Err(error) if as_json => {
+            let mut document = json!({ "error": error });
+            if causes && !error.causes.is_empty() {
+                document["error"]["causes"] = json!(error.causes);
+            }
+            (document.to_string(), 1)
+        }
         Err(error) => {
             eprintln!("error [{}]: {}", error.code, error.message);
+            if causes {
+                for cause in &error.causes {
+                    eprintln!("  cause: {cause}");
+                }
+            }
             return 1;
         }
     };
@@ -51,6 +64,6 @@ pub fn emit(result: Result<Output, CliError>, as_json: bool) -> i32 {
 }
 
 /// The JSON of a per-file entry's error: `{code, message}` or `null`.
-pub fn error_json(error: &Option<CliError>) -> Value {
+pub fn error_json(error: &Option<HostError>) -> Value {
     error.as_ref().map_or(Value::Null, |e| json!(e))
 }

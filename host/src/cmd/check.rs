@@ -1,6 +1,6 @@
 //! `dsh check PATH...`: read session files without a store and report whether each loads.
 
-use crate::error::CliError;
+use crate::error::HostError;
 use crate::output::{error_json, Output};
 use crate::session_file::read_valid;
 use dsh::session::check_invariants;
@@ -82,7 +82,7 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
 
 /// Files as given, folders searched recursively for `*.jsonl` (symlinked folders are not
 /// entered), sorted per folder. A folder that cannot be read yields an error entry.
-fn expand(paths: &[PathBuf]) -> Vec<Result<PathBuf, CliError>> {
+fn expand(paths: &[PathBuf]) -> Vec<Result<PathBuf, HostError>> {
     let mut out = Vec::new();
     for path in paths {
         if path.is_dir() {
@@ -94,14 +94,14 @@ fn expand(paths: &[PathBuf]) -> Vec<Result<PathBuf, CliError>> {
     out
 }
 
-fn collect(dir: &Path, out: &mut Vec<Result<PathBuf, CliError>>) {
+fn collect(dir: &Path, out: &mut Vec<Result<PathBuf, HostError>>) {
     let mut stack = vec![dir.to_path_buf()];
     let mut files = Vec::new();
     while let Some(dir) = stack.pop() {
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) => {
-                out.push(Err(CliError::new(
+                out.push(Err(HostError::new(
                     "IO_ERROR",
                     format!("cannot read folder {}: {e}", dir.display()),
                 )));

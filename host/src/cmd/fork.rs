@@ -3,14 +3,19 @@
 //! persistence backend, never loaded into the store, resumed or written).
 
 use crate::app::App;
-use crate::error::CliError;
+use crate::error::HostError;
 use crate::output::Output;
 
 /// `{id, parentSession, seedLength, cwd}`. `--at` must be a non-negative safe integer, in plain
 /// decimal (no sign, no leading zero), naming a
 /// `turn/end` of the source (`INVALID_BOUNDARY`, `OPEN_TURN`).
 #[cfg(feature = "session-fork")]
-pub fn run(app: &App, id: &str, child: Option<&str>, at: Option<&str>) -> Result<Output, CliError> {
+pub fn run(
+    app: &App,
+    id: &str,
+    child: Option<&str>,
+    at: Option<&str>,
+) -> Result<Output, HostError> {
     use dsh::session::SessionId;
     use dsh::session_fork::{BoundaryProblem, ForkSessionOptions, SessionFork, SessionForkError};
     use serde_json::json;
@@ -59,7 +64,7 @@ pub fn run(
     _id: &str,
     _child: Option<&str>,
     _at: Option<&str>,
-) -> Result<Output, CliError> {
+) -> Result<Output, HostError> {
     Err(crate::app::not_built(
         "SessionFork",
         crate::app::SESSION_FORK_PLUGIN,

@@ -1,14 +1,14 @@
 //! `dsh history ID`: the derived model history of a stored session (read only).
 
 use crate::app::App;
-use crate::error::CliError;
+use crate::error::HostError;
 use crate::output::Output;
 use dsh::session::SessionId;
 use serde_json::Value;
 use std::fmt::Write;
 
 /// The messages as dsh stores them, in surface order.
-pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
+pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
     let session = app.store()?.load(&SessionId::from(id))?;
     let messages = session.derive_messages();
     let mut human = String::new();

@@ -6,7 +6,7 @@
 //! independent: those that succeed stay imported when another fails.
 
 use crate::app::App;
-use crate::error::CliError;
+use crate::error::HostError;
 use crate::output::{error_json, Output};
 use crate::session_file::read_valid;
 use dsh::session::{CreateOptions, SessionMeta};
@@ -21,7 +21,7 @@ struct Imported {
 }
 
 /// `[{file, id, events, ok, error, droppedTail}]`; fails when any file failed.
-pub fn run(app: &App, files: &[std::path::PathBuf]) -> Result<Output, CliError> {
+pub fn run(app: &App, files: &[std::path::PathBuf]) -> Result<Output, HostError> {
     app.store()?;
     app.persistence()?;
     let mut entries = Vec::new();
@@ -76,7 +76,7 @@ pub fn run(app: &App, files: &[std::path::PathBuf]) -> Result<Output, CliError> 
     })
 }
 
-fn import_one(app: &App, file: &Path) -> Result<Imported, CliError> {
+fn import_one(app: &App, file: &Path) -> Result<Imported, HostError> {
     let stored = read_valid(file)?;
     let store = app.store()?;
     let id = stored.header.id.clone();

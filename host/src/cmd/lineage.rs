@@ -2,14 +2,14 @@
 //! `SessionFork` service's lineage query. Reads only.
 
 use crate::app::App;
-use crate::error::CliError;
+use crate::error::HostError;
 use crate::output::Output;
 
 /// The tree rooted at the oldest known ancestor of `id`: with `--json`, nested nodes
 /// `{id, parentSession, seedLength, branchTurn, children}`; otherwise one indented line per
 /// session, `id` marked with `*`.
 #[cfg(feature = "session-fork")]
-pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
+pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
     use dsh::session::SessionId;
     use dsh::session_fork::{LineageNode, SessionFork};
 
@@ -44,7 +44,7 @@ pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
 
 /// This build has no fork plugin: always `CAPABILITY_UNAVAILABLE`.
 #[cfg(not(feature = "session-fork"))]
-pub fn run(_app: &App, _id: &str) -> Result<Output, CliError> {
+pub fn run(_app: &App, _id: &str) -> Result<Output, HostError> {
     Err(crate::app::not_built(
         "SessionFork",
         crate::app::SESSION_FORK_PLUGIN,

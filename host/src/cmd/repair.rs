@@ -3,7 +3,7 @@
 //! and `fork` that writes, and it writes only the closers (and cuts a torn final record).
 
 use crate::app::App;
-use crate::error::CliError;
+use crate::error::HostError;
 use crate::output::Output;
 use dsh::session::SessionId;
 use serde_json::json;
@@ -12,7 +12,7 @@ use std::fmt::Write;
 /// `{appended: [events], droppedTail}`: the closers appended (none when the last turn was
 /// already closed, so a second run appends nothing) and what was cut after the committed
 /// records, if anything (the first line cut, why, and the bytes dropped).
-pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
+pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
     app.persistence()?;
     let resumed = app.store()?.resume(&SessionId::from(id))?;
     let mut human = String::new();

@@ -1,13 +1,13 @@
 //! `dsh sessions`: the stored sessions, from their headers alone.
 
 use crate::app::App;
-use crate::error::CliError;
+use crate::error::HostError;
 use crate::output::Output;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
 /// `[{id, cwd, parentSession, seedLength}]`.
-pub fn run(app: &App) -> Result<Output, CliError> {
+pub fn run(app: &App) -> Result<Output, HostError> {
     let listed = app.persistence()?.list()?;
     let headers: Vec<_> = listed.into_iter().map(|l| l.header).collect();
     let json = Value::Array(

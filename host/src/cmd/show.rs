@@ -1,7 +1,7 @@
 //! `dsh show ID`: the header and the turn structure of a stored session (read only).
 
 use crate::app::App;
-use crate::error::CliError;
+use crate::error::HostError;
 use crate::output::Output;
 use dsh::session::event::{TURN_END, TURN_START};
 use dsh::session::{Events, SessionId};
@@ -53,7 +53,7 @@ impl LogFacts {
 }
 
 /// `{header, events, turns, turnEnds, lastType, openTurn, forkable, messages}`.
-pub fn run(app: &App, id: &str) -> Result<Output, CliError> {
+pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
     let session = app.store()?.load(&SessionId::from(id))?;
     let facts = LogFacts::of(&session.events());
     let messages = session.derive_messages().len();

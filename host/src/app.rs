@@ -2,7 +2,7 @@
 
 use crate::error::HostError;
 use dsh::session::{SessionPersistence, SessionStore};
-use dsh::{Context, Plugin, Unavailable};
+use dsh::{Context, Plugin};
 use dsh_host::HostConfig;
 use std::sync::Arc;
 
@@ -66,33 +66,10 @@ impl App {
         self.require::<dyn SessionPersistence>()
     }
 
-    /// The service of type `T`, or `CAPABILITY_UNAVAILABLE` saying why (see
-    /// [`App::unavailable`]).
+    /// The service of type `T`, or `CAPABILITY_UNAVAILABLE` saying why: its provider's
+    /// state and, for a failed one, the provider's error (an invalid config names the field).
     pub fn require<T: ?Sized + 'static>(&self) -> Result<Arc<T>, HostError> {
-        self.ctx
-            .require::<T>()
-            .map_err(|unavailable| self.unavailable(&unavailable))
-    }
-
-    /// `CAPABILITY_UNAVAILABLE` for a service the context cannot give, saying why: its
-    /// provider's state and, for a failed one, the provider's last error (an invalid config
-    /// names the field), e.g. `SessionPersistence is not available: plugin
-    /// "dsh-session-sqlite" is failed: <why>`.
-    pub fn unavailable(&self, unavailable: &Unavailable) -> HostError {
-        let why = match (unavailable.provider.clone(), unavailable.state) {
-            (Some(plugin), Some(state)) => {
-                match self.ctx.plugin(&plugin).and_then(|handle| handle.error()) {
-                    Some(error) => format!("plugin \"{plugin}\" is {state}: {}", error.message()),
-                    None => format!("plugin \"{plugin}\" is {state}"),
-                }
-            }
-            (Some(plugin), None) => format!("plugin \"{plugin}\" has gone"),
-            (None, _) => "no plugin of this dsh provides it".to_owned(),
-        };
-        HostError::new(
-            unavailable.code(),
-            format!("{} is not available: {why}", unavailable.service),
-        )
+        Ok(self.ctx.require::<T>()?)
     }
 }
 
@@ -101,7 +78,7 @@ impl App {
 pub fn not_built(service: &str, plugin: &str) -> HostError {
     HostError::new(
         "CAPABILITY_UNAVAILABLE",
-        format!("{service} is not available: plugin \"{plugin}\" is not built into this dsh"),
+        format!("{service} is not available: this build of dsh does not contain plugin {plugin}"),
     )
 }
 

@@ -1,5 +1,6 @@
 //! [`HostError`]: every failure the host layer reports, as a stable code plus a message.
 
+use crate::describe::describe;
 use serde::Serialize;
 
 /// A reported failure: `{"code": "...", "message": "..."}` in JSON output.
@@ -26,19 +27,20 @@ impl HostError {
         }
     }
 
-    /// This error with the sources of `error` (each error its `source()` leads to) as its
-    /// causes.
-    pub fn caused_by(mut self, error: &dyn std::error::Error) -> HostError {
-        let mut source = error.source();
-        while let Some(cause) = source {
-            self.causes.push(cause.to_string());
-            source = cause.source();
+    /// The library error `error` with its stable `code`: the message says it in the user's
+    /// terms ([`describe`]), the causes hold its own text and its sources'.
+    pub fn described(code: &str, error: &(dyn std::error::Error + 'static)) -> HostError {
+        let mut described = HostError::new(code, describe(error));
+        let mut cause = Some(error);
+        while let Some(error) = cause {
+            described.causes.push(error.to_string());
+            cause = error.source();
         }
-        self
+        described
     }
 }
 
-/// Converts each typed error of the libraries, keeping its `code()`: among them every
+/// Converts each typed error of the libraries ([`HostError::described`]), keeping its `code()`: among them every
 /// `CAPABILITY_UNAVAILABLE` (a bare [`dsh::Unavailable`], and the `Unavailable` variants of
 /// `StoreError` and `SessionForkError`, which carry one), `MISSING_PLUGINS`
 /// (`CoreError::MissingPlugins`) and a failed plugin's [`dsh::PluginError`] with its own code.
@@ -46,7 +48,7 @@ macro_rules! from_coded {
     ($($t:ty),* $(,)?) => {$(
         impl From<$t> for HostError {
             fn from(e: $t) -> HostError {
-                HostError::new(e.code(), e.to_string()).caused_by(&e)
+                HostError::described(e.code(), &e)
             }
         }
     )*};

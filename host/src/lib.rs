@@ -18,6 +18,7 @@
 //! ```
 
 pub mod config;
+pub mod describe;
 pub mod error;
 pub mod store;
 

@@ -87,7 +87,7 @@ fn a_json_error_is_exactly_one_document_with_code_and_message() {
     let doc = run.doc();
     assert_eq!(
         doc,
-        json!({"error": {"code": "SESSION_NOT_FOUND", "message": "session \"ghost\" not found"}})
+        json!({"error": {"code": "SESSION_NOT_FOUND", "message": "session ghost is not in the store"}})
     );
 }
 

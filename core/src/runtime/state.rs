@@ -912,7 +912,7 @@ impl State {
     ) -> Option<(String, PluginState, Option<String>)> {
         let described = |inst: &Instance| {
             let failure = (inst.state == PluginState::Failed)
-                .then(|| inst.error.as_ref().map(ToString::to_string))
+                .then(|| inst.error.as_ref().map(|error| error.message().to_owned()))
                 .flatten();
             (inst.name.to_string(), inst.state, failure)
         };

@@ -80,7 +80,7 @@ fn fork(error: &dsh::session_fork::SessionForkError) -> String {
             None => format!("session {} has no events to fork at", short_id(id)),
         },
         E::InvalidBoundary { boundary, .. } => {
-            format!("{boundary} is not a seq: a seq is a whole number from 0")
+            format!("\"{boundary}\" is not a seq: a seq is a whole number from 0")
         }
         E::Persistence { id, source } => {
             format!(

@@ -146,7 +146,10 @@ fn importing_another_session_under_a_stored_id_is_an_id_conflict() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     let doc = run.doc();
     let message = failed_entry(&doc[0], &file, "SESSION_ID_CONFLICT");
-    assert!(message.contains("\"same\""), "{message}");
+    assert_eq!(
+        message,
+        "a different session is already stored under the id same"
+    );
     assert_eq!(contents(&sandbox.store()), before);
 }
 

@@ -4,6 +4,28 @@
 //! or remove it, so that the context becomes what building it from the new config gives, and
 //! [`Context::reconfigure`] carries the plan out.
 //!
+//! ```
+//! use dsh_core::{plugin_fn, Context, ContextConfig, PluginState};
+//!
+//! let ctx = Context::builder()
+//!     .add_plugin(plugin_fn("clock", |_, ()| Ok(())))
+//!     .add_plugin(plugin_fn("radio", |_, ()| Ok(())).enabled_by_default(false))
+//!     .build()?;
+//! let mut config = ContextConfig::default();
+//! config.set_enabled("clock", false).set_enabled("radio", true);
+//! assert_eq!(
+//!     ctx.plan(&config)?.to_string(),
+//!     "disable clock (active): disabled by the new config\n\
+//!      enable radio (disabled): enabled by the new config"
+//! );
+//! let report = ctx.reconfigure(&config)?;
+//! assert_eq!(ctx.plugin_state("radio"), Some(PluginState::Active));
+//! assert!(report.failures().next().is_none());
+//! // Reconfiguring to the same config again changes nothing.
+//! assert_eq!(ctx.reconfigure(&config)?.to_string(), "no changes");
+//! # Ok::<(), dsh_core::CoreError>(())
+//! ```
+//!
 //! # What a reconcile manages
 //!
 //! - **Base instances**: those the builder (or [`Context::from_registry`]) added. They live as
@@ -353,7 +375,7 @@ pub(crate) fn add_roots(
         };
         let wanted = Wanted::of(&defaults, config.plugins.get(&*name));
         nodes.push((name.clone(), plugin.manifest.clone(), wanted.enabled));
-        state.roster.catalog(&plugin);
+        state.roster.add_to_catalog(&plugin);
         add_managed(state, plugin, name, defaults, wanted);
     }
     for (name, settings) in &config.plugins {

@@ -54,7 +54,7 @@ pub(crate) struct Roster {
 impl Roster {
     /// Adds `plugin` to the catalog unless a plugin of that name is in it (the first value of
     /// a name is the one new instances are made from).
-    pub(crate) fn catalog(&mut self, plugin: &AnyPlugin) {
+    pub(crate) fn add_to_catalog(&mut self, plugin: &AnyPlugin) {
         if self.plugin(plugin.name()).is_none() {
             self.catalog.push(plugin.clone());
         }

@@ -237,3 +237,39 @@ fn reconfigure_waits_for_another_thread_settling_the_context() {
         assert_eq!(ctx.expect::<Store>().0, 4);
     });
 }
+
+#[test]
+fn reconfigures_from_two_threads_take_turns() {
+    within_deadline("two threads reconfiguring", || {
+        let log = Log::new();
+        let ctx = builder(&log).build().unwrap();
+        let configs = [
+            config(&[("store", None, knob(1)), ("exporter:eu", None, Value::Null)]),
+            config(&[
+                ("store", Some(false), Value::Null),
+                ("tuner", None, knob(4)),
+            ]),
+        ];
+        let threads: Vec<_> = configs
+            .iter()
+            .map(|next| {
+                let (ctx, next) = (ctx.clone(), next.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..20 {
+                        ctx.reconfigure(&next).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        // Whichever went last, the context is exactly what its config builds.
+        let now = snapshot(&ctx);
+        let built: Vec<_> = configs
+            .iter()
+            .map(|c| snapshot(&builder(&log).with_config(c.clone()).build().unwrap()))
+            .collect();
+        assert!(built.contains(&now), "{now:?}");
+    });
+}

@@ -106,9 +106,11 @@
 //! # Threads
 //!
 //! A plan is computed and its commands queued under one acquisition of the context's lock,
-//! when the context is idle, and the calling thread settles the context itself before the
-//! lock can be taken by another settle; so two reconciles never interleave, and the plan
-//! applies to the states it was computed from. See [`Context::reconfigure`] for the wait.
+//! taken when the context is idle, and in that same acquisition the calling thread becomes
+//! the one settling the context: no other change runs between the plan and its application
+//! (changes other threads ask for meanwhile are queued after the plan's), two reconciles never
+//! interleave, and the plan applies to the states it was computed from. See
+//! [`Context::reconfigure`] for the wait.
 
 mod diff;
 mod plan;

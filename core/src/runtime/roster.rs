@@ -154,3 +154,25 @@ impl State {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{plugin_fn, Context, ContextConfig};
+
+    #[test]
+    fn adding_and_removing_labelled_instances_leaves_no_record_behind() {
+        let exporter = plugin_fn("exporter", |_, ()| Ok(())).unique(false);
+        let ctx = Context::builder().add_plugin(exporter).build().unwrap();
+        let mut labelled = ContextConfig::default();
+        labelled.set_enabled("exporter:a", true);
+        labelled.set_enabled("exporter:b", false);
+        for _ in 0..100 {
+            ctx.reconfigure(&labelled).unwrap();
+            ctx.reconfigure(&ContextConfig::default()).unwrap();
+        }
+        let state = ctx.rt.lock();
+        assert_eq!(state.roster.managed.len(), 1, "the base instance only");
+        assert_eq!(state.roster.catalog.len(), 1);
+        assert_eq!(state.instances.len(), 1);
+    }
+}

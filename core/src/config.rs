@@ -5,7 +5,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Configuration of a root context, keyed by instance name (the plugin name, or
-/// `name:label` for a further instance of a plugin that may be loaded several times).
+/// `name:label` for a further instance of a plugin that may be loaded several times: an
+/// entry of that form creates the instance). Applied whole by building a context or by
+/// [`crate::Context::reconfigure`].
 ///
 /// JSON shape: `{"plugins": {"dsh-session-fork": {"enabled": false, "config": {}}}}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

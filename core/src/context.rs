@@ -11,7 +11,7 @@ use crate::key::ServiceKey;
 use crate::registry::registered;
 use crate::runtime::cells::ServiceValue;
 use crate::runtime::plugin::AnyPlugin;
-use crate::runtime::state::{Command, Owner, State};
+use crate::runtime::state::{Command, Owner};
 use crate::runtime::Runtime;
 use crate::state::PluginState;
 use serde_json::Value;
@@ -34,9 +34,9 @@ use std::time::{Duration, Instant};
 /// [`Ticket`]. Every method may be called from inside user code.
 ///
 /// Calls that change the lifecycle ([`Context::build`](ContextBuilder::build),
-/// [`Context::load`], [`Context::enable`], ...) settle the context on the calling thread when
-/// no other thread does: they run the applies and teardowns they cause before returning, so
-/// they block for as long as that user code runs.
+/// [`Context::load`], [`Context::enable`], [`Context::reconfigure`], ...) settle the context
+/// on the calling thread when no other thread does: they run the applies and teardowns they
+/// cause before returning, so they block for as long as that user code runs.
 #[derive(Clone)]
 pub struct Context {
     /// Shared by the handles the host made (the builder's and their clones): when the last
@@ -113,11 +113,18 @@ impl ContextBuilder {
     /// met is applied, providers before their dependants; the others stay `Pending` (or
     /// `Disabled`).
     ///
+    /// The builder's plugins are the context's catalog, and its instances are the base
+    /// instances a [`Context::reconfigure`] manages. A config entry that names none of them
+    /// creates an instance when it may (`plugin:label` for a plugin that may be loaded several
+    /// times; see the [`crate::reconcile`] module docs), which a later reconfigure removes
+    /// once no entry names it.
+    ///
     /// # Errors
     /// [`CoreError::DuplicatePlugin`] for a plugin loaded twice that may be loaded once (or
-    /// two instances with one name), [`CoreError::UnknownPlugin`] for a config entry naming
-    /// no instance, and the dependency graph's errors among the enabled instances:
-    /// [`CoreError::DuplicateProvider`] and [`CoreError::DependencyCycle`].
+    /// two instances with one name), [`CoreError::UnknownPlugin`] for a config entry that
+    /// names no instance and may not create one, and the dependency graph's errors among the
+    /// enabled instances: [`CoreError::DuplicateProvider`] and
+    /// [`CoreError::DependencyCycle`].
     pub fn build(self) -> Result<Context, CoreError> {
         let rt = Runtime::new();
         let mut plugins = self.plugins.into_iter();
@@ -125,7 +132,7 @@ impl ContextBuilder {
         // lock (by `plugins` going out of scope), never under it.
         let added = {
             let mut state = rt.lock();
-            add_roots(&mut state, &mut plugins, &self.config)
+            crate::reconcile::add_roots(&mut state, &mut plugins, &self.config)
         };
         drop(plugins);
         added?;
@@ -135,42 +142,6 @@ impl ContextBuilder {
             rt,
         })
     }
-}
-
-/// Adds the builder's plugins as root instances (each named, enabled and configured as the
-/// config says) until one is refused, then checks the config's names and the dependency graph
-/// of the enabled ones.
-fn add_roots(
-    state: &mut State,
-    plugins: &mut impl Iterator<Item = (AnyPlugin, LoadOptions)>,
-    config: &ContextConfig,
-) -> Result<(), CoreError> {
-    let mut nodes = Vec::new();
-    for (plugin, options) in plugins {
-        let name = state.instance_name(&plugin, options.label.as_deref(), None)?;
-        let settings = config.plugins.get(&*name);
-        let enabled = settings
-            .and_then(|s| s.enabled)
-            .or(options.enabled)
-            .unwrap_or(plugin.manifest().is_enabled_by_default());
-        let instance_config = match settings {
-            Some(s) if !s.config.is_null() => s.config.clone(),
-            _ => options.config,
-        };
-        nodes.push((name.clone(), plugin.manifest.clone(), enabled));
-        let initial = if enabled {
-            PluginState::Pending
-        } else {
-            PluginState::Disabled
-        };
-        state.add_instance(plugin, name, None, instance_config, initial);
-    }
-    if let Some(name) = config.plugins.keys().find(|name| state.find(name).is_err()) {
-        return Err(CoreError::UnknownPlugin {
-            plugin: name.clone(),
-        });
-    }
-    DependencyGraph::of_instances(nodes).check()
 }
 
 impl Context {

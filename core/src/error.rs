@@ -3,7 +3,7 @@
 //!
 //! | type | code(s) | returned by |
 //! | --- | --- | --- |
-//! | [`CoreError`] | `SERVICE_CONFLICT`, `UNDECLARED_SERVICE`, `STALE_SCOPE`, `UNKNOWN_PLUGIN`, `DUPLICATE_PLUGIN`, `DUPLICATE_PROVIDER`, `DEPENDENCY_CYCLE`, `CONFIG_INVALID`, `PLUGIN_NAME_INVALID`, `MISSING_PLUGINS` | building, loading, registering, lifecycle calls |
+//! | [`CoreError`] | `SERVICE_CONFLICT`, `UNDECLARED_SERVICE`, `STALE_SCOPE`, `UNKNOWN_PLUGIN`, `DUPLICATE_PLUGIN`, `DUPLICATE_PROVIDER`, `DEPENDENCY_CYCLE`, `CONFIG_INVALID`, `PLUGIN_NAME_INVALID`, `MISSING_PLUGINS`, `NO_RUNTIME`; `WAIT_REENTRANT`, `WAIT_TIMED_OUT` (a reconfigure's wait) | building, loading, registering, lifecycle calls, reconciles |
 //! | [`Unavailable`] | `CAPABILITY_UNAVAILABLE` | a `Dep` whose provider has gone, `Context::require` |
 //! | [`PluginError`] | the apply error's own code, else `APPLY_FAILED` / `APPLY_PANICKED` | the last error of a failed instance |
 //! | [`WaitError`] | `WAIT_TIMED_OUT`, `PLUGIN_FAILED`, `PLUGIN_STOPPED`, `WAIT_REENTRANT` | waiting on a handle or a ticket |
@@ -117,6 +117,17 @@ pub enum CoreError {
         /// The instance whose apply spawned.
         plugin: String,
     },
+    /// [`crate::Context::reconfigure`] could not wait for the context to become idle: it was
+    /// called from code the settling thread runs ([`WaitError::Reentrant`]), or another
+    /// thread kept settling the context for longer than
+    /// [`crate::Context::RECONFIGURE_WAIT`] ([`WaitError::TimedOut`]). Its code is the wait
+    /// error's.
+    ///
+    /// ### Handling
+    /// Reconfigure from a thread of the host (not from an apply, a disposer or a listener),
+    /// or try again.
+    #[error(transparent)]
+    Wait(WaitError),
 }
 
 impl CoreError {
@@ -134,6 +145,7 @@ impl CoreError {
             CoreError::MissingPlugins { .. } => "MISSING_PLUGINS",
             CoreError::InvalidName { .. } => "PLUGIN_NAME_INVALID",
             CoreError::NoRuntime { .. } => "NO_RUNTIME",
+            CoreError::Wait(error) => error.code(),
         }
     }
 }

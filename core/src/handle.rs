@@ -173,6 +173,12 @@ impl PluginHandle {
         self.read(|state| state.instance(self.id)?.error.clone())
     }
 
+    /// The instance's config now (as last stored: by its load, a config update, a
+    /// reconcile; null when none was given); `None` once it is gone.
+    pub fn config(&self) -> Option<Value> {
+        self.read(|state| state.instance(self.id).map(|inst| inst.config.clone()))
+    }
+
     /// A snapshot of the instance; `None` once it is gone.
     pub fn info(&self) -> Option<PluginInfo> {
         self.read(|state| state.plugin_info(self.id))
@@ -230,11 +236,15 @@ impl PluginHandle {
     }
 
     /// Replaces the instance's config. The new value is checked against the plugin's config
-    /// type first (on the calling thread); if it is invalid nothing changes. A loading or
-    /// active instance then restarts (and with it, as for any provider restart, the instances
-    /// that use its services); a failed one is tried again; a pending or disabled one keeps
-    /// the config for when it starts. An update that arrives while the instance is loading is
-    /// carried out after that apply: it is never lost.
+    /// type first (on the calling thread); if it is invalid nothing changes. An active
+    /// instance whose current generation registered config absorbers
+    /// ([`crate::Scope::on_config`]) takes it in place when they all accept it: it stays
+    /// active and a transition from `Active` to `Active` (cause `ConfigUpdated`) is
+    /// published. Otherwise (no absorber, or one refused or panicked) a loading or active
+    /// instance restarts (and with it, as for any provider restart, the instances that use
+    /// its services); a failed one is tried again; a pending or disabled one keeps the config
+    /// for when it starts. An update that arrives while the instance is loading is carried
+    /// out after that apply: it is never lost.
     ///
     /// # Errors
     /// [`CoreError::InvalidConfig`] naming the field, [`CoreError::UnknownPlugin`] once the

@@ -78,7 +78,9 @@ pub enum TransitionCause {
     },
     /// An optional service appeared or went and the instance restarts on such changes.
     OptionalChanged,
-    /// Its configuration was updated.
+    /// Its configuration was updated: it restarts, or (a transition from `Active` to
+    /// `Active`) a config absorber of its generation took the update in place
+    /// ([`crate::Scope::on_config`]).
     ConfigUpdated,
     /// Restarted by [`crate::PluginHandle::restart`].
     Restarted,
@@ -91,7 +93,9 @@ pub enum TransitionCause {
 }
 
 /// Published (as a typed event, after the registry lock is released) for every state change
-/// of every instance: listen with `ctx.on::<PluginTransition>(...)`.
+/// of every instance, and for a config update an active instance took in place (from
+/// `Active` to `Active`, cause [`TransitionCause::ConfigUpdated`]): listen with
+/// `ctx.on::<PluginTransition>(...)`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PluginTransition {
     /// The plugin name.

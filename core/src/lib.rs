@@ -54,6 +54,7 @@ mod info;
 mod key;
 mod manifest;
 mod plugin;
+pub mod reconcile;
 mod registry;
 mod runtime;
 mod scope;
@@ -74,6 +75,7 @@ pub use info::{PluginInfo, PluginTransition, ServiceChanged, ServiceInfo, Transi
 pub use key::ServiceKey;
 pub use manifest::{Manifest, OptionalMode};
 pub use plugin::{plugin_fn, FnPlugin, NoConfig, Plugin};
+pub use reconcile::{Action, Plan, PlanStep, ReconcileReport, StepOutcome};
 pub use registry::registered;
 pub use runtime::plugin::AnyPlugin;
 pub use scope::{Emitter, Scope};

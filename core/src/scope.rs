@@ -14,6 +14,7 @@ use crate::runtime::plugin::{AnyPlugin, Applying};
 use crate::runtime::state::{Command, Owner};
 use crate::runtime::Runtime;
 use crate::state::InstanceId;
+use serde::de::DeserializeOwned;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
@@ -141,6 +142,35 @@ impl Scope {
         };
         self.runtime()?
             .before_leave(self.owner(), optional.key(), Arc::new(hook))
+    }
+
+    /// Lets this generation take a config update in place instead of restarting: when the
+    /// instance is active and its config is updated ([`crate::PluginHandle::update_config`],
+    /// [`Context::update_config`], or a [`Context::reconfigure`] whose plan says `update`),
+    /// the new config is parsed into `C` (null read as `{}`) and handed to `absorb`, on the
+    /// thread settling the context and outside every lock. On `Ok` the instance stays active
+    /// with the new config stored, and a [`crate::PluginTransition`] from `Active` to `Active`
+    /// with cause [`crate::TransitionCause::ConfigUpdated`] is published. When the config does
+    /// not parse into `C`, or `absorb` returns an error or panics (contained), the instance
+    /// restarts with the new config as it would without an absorber.
+    ///
+    /// Several absorbers of one generation are called in registration order, and the update
+    /// is taken in place only when every one accepts; the first refusal stops the calls and
+    /// restarts the instance (the generation whose earlier absorbers accepted is torn down
+    /// with it). The absorber belongs to this generation: a restart, teardown or disposal
+    /// drops it, and the next apply registers its own. An update that arrives while the
+    /// instance is pending, failed or disabled is stored for its next apply, as without one.
+    ///
+    /// # Errors
+    /// [`CoreError::StaleScope`].
+    pub fn on_config<C: DeserializeOwned + 'static>(
+        &self,
+        absorb: impl Fn(C) -> Result<(), BoxError> + Send + Sync + 'static,
+    ) -> Result<(), CoreError> {
+        let hook = move |config: &serde_json::Value| -> Result<(), BoxError> {
+            absorb(crate::config::parse::<C>(config)?)
+        };
+        self.runtime()?.absorb_config(self.owner(), Arc::new(hook))
     }
 
     /// Loads a child instance of `plugin`, owned by this generation (disposed with it): it is

@@ -1,5 +1,6 @@
 //! The runtime of a context: its tables ([`state`]), the lock-free cells readers use
-//! ([`cells`], [`hazard`]), and the engine that settles them ([`settle`]). It imports nothing
+//! ([`cells`], [`hazard`]), the engine that settles them ([`settle`]), and what the config
+//! manages ([`roster`]). It imports nothing
 //! above it: `Context`, `Scope`, the `Plugin` trait and the dependency handles are built on
 //! the operations here.
 //!
@@ -14,6 +15,7 @@
 pub(crate) mod cells;
 pub(crate) mod hazard;
 pub(crate) mod plugin;
+pub(crate) mod roster;
 mod settle;
 pub(crate) mod state;
 
@@ -28,7 +30,7 @@ use cells::{Index, ListenerCell, ServiceCell, ServiceValue};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use plugin::AnyPlugin;
 use serde_json::Value;
-use state::{Command, LeaveFn, LeaveHook, Owned, Owner, State};
+use state::{Command, ConfigFn, LeaveFn, LeaveHook, Owned, Owner, State};
 use std::any::TypeId;
 use std::sync::Arc;
 use std::time::Instant;
@@ -83,6 +85,46 @@ impl Runtime {
         drop(state);
         self.settle();
         ticket
+    }
+
+    /// Waits until the context is idle (no settle running, nothing queued), at most until
+    /// `deadline`, then calls `change` under the lock that saw it idle. When `change` returns
+    /// `Ok`, this thread takes the settler role in that same lock and settles (so nothing else
+    /// can run between the change and its settle); on `Err` nothing more happens.
+    ///
+    /// Errors: `Err(WaitError::Reentrant)` when the calling thread is the settler (the context
+    /// cannot be idle before it returns), `Err(WaitError::TimedOut)` when the deadline passed.
+    pub(crate) fn when_idle<R, E>(
+        self: &Arc<Self>,
+        deadline: Instant,
+        change: impl FnOnce(&mut State) -> Result<R, E>,
+    ) -> Result<Result<R, E>, WaitError> {
+        let mut state = self.state.lock();
+        loop {
+            if state.settler.is_none() && state.queue.is_empty() {
+                break;
+            }
+            if Runtime::settling_here(&state) {
+                return Err(WaitError::Reentrant);
+            }
+            if self.changed.wait_until(&mut state, deadline).timed_out()
+                && !(state.settler.is_none() && state.queue.is_empty())
+            {
+                return Err(WaitError::TimedOut {
+                    plugin: None,
+                    state: None,
+                    pending_on: Vec::new(),
+                });
+            }
+        }
+        let changed = change(&mut state);
+        if changed.is_ok() {
+            state.submitted += 1;
+            state.settler = Some(std::thread::current().id());
+            drop(state);
+            self.settle();
+        }
+        Ok(changed)
     }
 
     /// Whether the calling thread is the one settling (so it runs inside apply, a disposer, a
@@ -196,6 +238,16 @@ impl Runtime {
         let mut state = self.state.lock();
         let owner = state.owner(owner)?;
         state.own(owner, Owned::Disposer(disposer));
+        Ok(())
+    }
+
+    /// Registers config absorber `hook` for as long as `owner`'s generation lives.
+    ///
+    /// Errors: [`CoreError::StaleScope`].
+    pub(crate) fn absorb_config(&self, owner: Owner, hook: Arc<ConfigFn>) -> Result<(), CoreError> {
+        let mut state = self.state.lock();
+        let owner = state.owner(owner)?;
+        state.own(owner, Owned::Absorber(hook));
         Ok(())
     }
 

@@ -47,6 +47,11 @@ impl AnyPlugin {
     pub fn name(&self) -> &'static str {
         self.manifest.name()
     }
+
+    /// Whether `self` and `other` are the same plugin value (clones of one `AnyPlugin`).
+    pub(crate) fn same(&self, other: &AnyPlugin) -> bool {
+        Arc::ptr_eq(&self.manifest, &other.manifest)
+    }
 }
 
 impl fmt::Debug for AnyPlugin {

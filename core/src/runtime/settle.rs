@@ -7,7 +7,7 @@ use super::plugin::Applying;
 use super::state::{Command, Notice, Owned, State};
 use super::Runtime;
 use crate::error::{panic_message, CoreError, PluginError};
-use crate::info::TransitionCause;
+use crate::info::{PluginTransition, TransitionCause};
 use crate::state::{InstanceId, PluginState};
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -111,7 +111,9 @@ impl Runtime {
             }
             Command::Restart(id) => self.restart(id, None, TransitionCause::Restarted),
             Command::Update(id, config) => {
-                self.restart(id, Some(config), TransitionCause::ConfigUpdated)
+                if !self.absorb(id, &config) {
+                    self.restart(id, Some(config), TransitionCause::ConfigUpdated)
+                }
             }
             Command::Fail(id, generation, error) => self.fail(id, generation, error),
             Command::DisposeAll => self.dispose_all(),
@@ -138,6 +140,58 @@ impl Runtime {
             cause
         };
         self.teardown(id, PluginState::Failed, cause);
+    }
+
+    /// Offers `config` to the config absorbers of `id`'s current generation when it is
+    /// active: each is called outside the lock, in registration order, until one refuses (or
+    /// panics, contained). When there is at least one and all accept, the config is stored
+    /// and the instance stays active (a transition from `Active` to `Active`, cause
+    /// `ConfigUpdated`); returns `false` otherwise, and the caller restarts it.
+    fn absorb(&self, id: InstanceId, config: &serde_json::Value) -> bool {
+        let (generation, name, absorbers) = {
+            let state = self.state.lock();
+            let Some(inst) = state.instance(id) else {
+                return false;
+            };
+            if inst.state != PluginState::Active {
+                return false;
+            }
+            (inst.generation, inst.name.clone(), state.absorbers(id))
+        };
+        if absorbers.is_empty() {
+            return false;
+        }
+        for absorber in absorbers {
+            match catch_unwind(AssertUnwindSafe(|| absorber(config))) {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::info!(plugin = %name, %error, "config update refused in place; restarting");
+                    return false;
+                }
+                Err(payload) => {
+                    tracing::warn!(plugin = %name, message = %panic_message(payload.as_ref()), "config absorber panicked; restarting");
+                    return false;
+                }
+            }
+        }
+        let mut state = self.state.lock();
+        let Some(inst) = state.instances.get_mut(&id) else {
+            return false;
+        };
+        if inst.generation != generation || inst.state != PluginState::Active {
+            return false;
+        }
+        inst.config = config.clone();
+        let transition = PluginTransition {
+            plugin: inst.plugin.name(),
+            instance: id,
+            generation,
+            from: Some(PluginState::Active),
+            to: PluginState::Active,
+            cause: TransitionCause::ConfigUpdated,
+        };
+        state.notices.push(Notice::Transition(transition));
+        true
     }
 
     /// Restarts `id` for `cause` (with a new config when given): a loading or active instance
@@ -376,6 +430,9 @@ impl Runtime {
                     self.teardown(child, PluginState::Disposed, TransitionCause::Disposed);
                 }
                 Owned::Disposer(disposer) => contained("disposer", disposer),
+                Owned::Absorber(absorber) => {
+                    contained("dropping a config absorber", || drop(absorber))
+                }
             }
         }
     }

@@ -6,7 +6,8 @@
 use super::cells::{Index, ListenerCell, ServiceCell, ServiceValue};
 use super::hazard::Withdrawn;
 use super::plugin::AnyPlugin;
-use crate::error::{CoreError, PluginError};
+use super::roster::Roster;
+use crate::error::{BoxError, CoreError, PluginError};
 use crate::event::{Listener, Publish, PublishedList};
 use crate::info::{PluginInfo, PluginTransition, ServiceChanged, ServiceInfo, TransitionCause};
 use crate::key::ServiceKey;
@@ -35,6 +36,8 @@ pub(crate) enum Owned {
     Child(InstanceId),
     Disposer(Box<dyn FnOnce() + Send>),
     LeaveHook(TypeId, u64),
+    /// A config absorber (`Scope::on_config`) of the generation.
+    Absorber(Arc<ConfigFn>),
 }
 
 pub(crate) struct Instance {
@@ -61,6 +64,10 @@ pub(crate) struct ServiceSlot {
 
 /// A hook an instance registered to hear before an optional service goes.
 pub(crate) type LeaveFn = dyn Fn(&ServiceValue) + Send + Sync;
+
+/// A config absorber: takes an active instance's new config in place, or refuses it (the
+/// instance then restarts).
+pub(crate) type ConfigFn = dyn Fn(&Value) -> Result<(), BoxError> + Send + Sync;
 
 #[derive(Clone)]
 pub(crate) struct LeaveHook {
@@ -156,6 +163,8 @@ pub(crate) struct State {
     /// change `n` is done once `settled >= n`.
     pub(crate) submitted: u64,
     pub(crate) settled: u64,
+    /// The plugins the context was built with and the root instances its config manages.
+    pub(crate) roster: Roster,
 }
 
 impl State {
@@ -181,6 +190,7 @@ impl State {
             settler: None,
             submitted: 0,
             settled: 0,
+            roster: Roster::default(),
         }
     }
 
@@ -485,6 +495,7 @@ impl State {
         }
         self.ready.remove(&id);
         self.restarts.remove(&id);
+        self.roster.forget(id);
         Some(inst)
     }
 

@@ -1,0 +1,178 @@
+//! What a context's config manages: the catalog of plugins the context was built with, and
+//! for each root instance the config manages, where it came from and its defaults. A reconcile
+//! (`crate::reconcile`) reads it under the state lock, with the instances it describes.
+
+use super::plugin::AnyPlugin;
+use super::state::{ConfigFn, Owned, State};
+use crate::error::CoreError;
+use crate::state::InstanceId;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Where a managed instance came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Added by the builder (or `Context::from_registry`): it lives as long as the context,
+    /// and goes back to its defaults when the config stops naming it.
+    Base,
+    /// Created because a config entry named it: disposed when no entry names it any more.
+    Entry,
+}
+
+/// A managed root instance: its origin and what it is when the config is silent about it.
+#[derive(Clone, Debug)]
+pub(crate) struct Managed {
+    pub(crate) origin: Origin,
+    /// The enabled switch without a config entry (the builder's `LoadOptions`, else the
+    /// plugin's `ENABLED_BY_DEFAULT`).
+    pub(crate) enabled: bool,
+    /// The config without a config entry (the builder's `LoadOptions`; null for an instance
+    /// an entry created).
+    pub(crate) config: Value,
+}
+
+impl Managed {
+    /// The defaults of an instance of `plugin` that a config entry creates: the plugin's
+    /// enabled-by-default switch, no config.
+    pub(crate) fn entry(plugin: &AnyPlugin) -> Managed {
+        Managed {
+            origin: Origin::Entry,
+            enabled: plugin.manifest().is_enabled_by_default(),
+            config: Value::Null,
+        }
+    }
+}
+
+/// The catalog and the managed instances of one context.
+#[derive(Default)]
+pub(crate) struct Roster {
+    /// One plugin value per plugin name, in the order the builder listed them.
+    catalog: Vec<AnyPlugin>,
+    managed: rustc_hash::FxHashMap<InstanceId, Managed>,
+}
+
+impl Roster {
+    /// Adds `plugin` to the catalog unless a plugin of that name is in it (the first value of
+    /// a name is the one new instances are made from).
+    pub(crate) fn add_to_catalog(&mut self, plugin: &AnyPlugin) {
+        if self.plugin(plugin.name()).is_none() {
+            self.catalog.push(plugin.clone());
+        }
+    }
+
+    /// The catalog's plugin named `name`.
+    pub(crate) fn plugin(&self, name: &str) -> Option<&AnyPlugin> {
+        self.catalog.iter().find(|plugin| plugin.name() == name)
+    }
+
+    /// Records that the config manages instance `id`.
+    pub(crate) fn manage(&mut self, id: InstanceId, managed: Managed) {
+        self.managed.insert(id, managed);
+    }
+
+    /// Forgets instance `id` (its record was collected: the config no longer manages it).
+    pub(crate) fn forget(&mut self, id: InstanceId) {
+        self.managed.remove(&id);
+    }
+
+    /// How the config manages instance `id`, if it does.
+    pub(crate) fn managed(&self, id: InstanceId) -> Option<&Managed> {
+        self.managed.get(&id)
+    }
+}
+
+/// What a config entry's name stands for.
+#[derive(Clone, Debug)]
+pub(crate) enum EntryTarget {
+    /// A live managed instance.
+    Managed(InstanceId),
+    /// An instance to create: a catalog plugin and the instance name it gets.
+    New { plugin: AnyPlugin, name: Arc<str> },
+}
+
+impl EntryTarget {
+    /// The plugin whose config type the entry's config is checked against.
+    pub(crate) fn plugin<'a>(&'a self, state: &'a State) -> Option<&'a AnyPlugin> {
+        match self {
+            EntryTarget::Managed(id) => state.instance(*id).map(|inst| &inst.plugin),
+            EntryTarget::New { plugin, .. } => Some(plugin),
+        }
+    }
+}
+
+impl State {
+    /// What the config entry `name` stands for: the managed root instance of that name, else
+    /// a new instance of a catalog plugin when `name` is the plugin's name or, for a plugin
+    /// that may be loaded several times, `plugin:label`.
+    ///
+    /// Errors: [`CoreError::UnknownPlugin`] for any other name (no such catalog plugin, a
+    /// label on a plugin that may be loaded once, an invalid label, a child's name);
+    /// [`CoreError::DuplicatePlugin`] when the name (or, for a plugin that may be loaded once,
+    /// the plugin) is taken by a root instance the config does not manage.
+    pub(crate) fn entry_target(&self, name: &str) -> Result<EntryTarget, CoreError> {
+        let unknown = || CoreError::UnknownPlugin {
+            plugin: name.to_owned(),
+        };
+        if let Ok(id) = self.find(name) {
+            if self.roster.managed(id).is_some() {
+                return Ok(EntryTarget::Managed(id));
+            }
+        }
+        let (plugin_name, label) = match name.split_once(':') {
+            Some((plugin, label)) => (plugin, Some(label)),
+            None => (name, None),
+        };
+        let plugin = self.roster.plugin(plugin_name).ok_or_else(unknown)?;
+        if label.is_some() && plugin.manifest().is_unique() {
+            return Err(unknown());
+        }
+        match self.instance_name(plugin, label, None) {
+            Ok(given) if &*given == name => Ok(EntryTarget::New {
+                plugin: plugin.clone(),
+                name: given,
+            }),
+            // The bare name is taken, so the context would number a new instance instead.
+            Ok(_) => Err(CoreError::DuplicatePlugin {
+                plugin: name.to_owned(),
+            }),
+            Err(CoreError::InvalidName { .. }) => Err(unknown()),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The config absorbers (`Scope::on_config`) instance `id`'s current generation
+    /// registered, in registration order: with any, an active instance takes a config update
+    /// in place if they all accept it.
+    pub(crate) fn absorbers(&self, id: InstanceId) -> Vec<Arc<ConfigFn>> {
+        let owned = self.instance(id).map_or(&[][..], |inst| &inst.owned);
+        owned
+            .iter()
+            .filter_map(|item| match item {
+                Owned::Absorber(absorber) => Some(absorber.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{plugin_fn, Context, ContextConfig};
+
+    #[test]
+    fn adding_and_removing_labelled_instances_leaves_no_record_behind() {
+        let exporter = plugin_fn("exporter", |_, ()| Ok(())).unique(false);
+        let ctx = Context::builder().add_plugin(exporter).build().unwrap();
+        let mut labelled = ContextConfig::default();
+        labelled.set_enabled("exporter:a", true);
+        labelled.set_enabled("exporter:b", false);
+        for _ in 0..100 {
+            ctx.reconfigure(&labelled).unwrap();
+            ctx.reconfigure(&ContextConfig::default()).unwrap();
+        }
+        let state = ctx.rt.lock();
+        assert_eq!(state.roster.managed.len(), 1, "the base instance only");
+        assert_eq!(state.roster.catalog.len(), 1);
+        assert_eq!(state.instances.len(), 1);
+    }
+}

@@ -18,11 +18,12 @@
 
 pub use dsh_core as core;
 pub use dsh_core::{
-    plugin_fn, registered, AnyPlugin, BoxError, Context, ContextBuilder, ContextConfig, CoreError,
-    Dep, DependencyGraph, Deps, EmitError, Emitter, FnPlugin, InstanceId, ListenerHandle,
-    LoadOptions, Manifest, NoConfig, Optional, OptionalMode, Plugin, PluginError, PluginHandle,
-    PluginInfo, PluginSettings, PluginState, PluginTransition, Scope, ServiceChanged, ServiceInfo,
-    ServiceKey, Ticket, TransitionCause, Unavailable, WaitError,
+    plugin_fn, registered, Action, AnyPlugin, BoxError, Context, ContextBuilder, ContextConfig,
+    CoreError, Dep, DependencyGraph, Deps, EmitError, Emitter, FnPlugin, InstanceId,
+    ListenerHandle, LoadOptions, Manifest, NoConfig, Optional, OptionalMode, Plan, PlanStep,
+    Plugin, PluginError, PluginHandle, PluginInfo, PluginSettings, PluginState, PluginTransition,
+    ReconcileReport, Scope, ServiceChanged, ServiceInfo, ServiceKey, StepOutcome, Ticket,
+    TransitionCause, Unavailable, WaitError,
 };
 
 #[cfg(feature = "session")]

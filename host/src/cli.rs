@@ -54,8 +54,13 @@ pub enum Command {
     /// List the plugins of the context: state, services, what a pending one waits for.
     Plugins {
         /// Print the dependency graph in Graphviz DOT instead.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "plan")]
         dot: bool,
+        /// Print what reconciling the context with the config file NEW_CONFIG would do to
+        /// each plugin (keep, update, restart, enable, disable, add, remove, and why),
+        /// without doing it. Flags and DSH_STORE apply to it as to the current config.
+        #[arg(long, value_name = "NEW_CONFIG")]
+        plan: Option<PathBuf>,
     },
     /// List the services of the context and their providers.
     Services,

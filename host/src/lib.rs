@@ -21,7 +21,9 @@ pub mod config;
 pub mod describe;
 pub mod error;
 pub mod store;
+pub mod watch;
 
 pub use config::{HostConfig, Sources, UnknownPlugins};
 pub use error::HostError;
 pub use store::{Backend, Store};
+pub use watch::{ConfigWatcher, Reload};

@@ -72,7 +72,11 @@ fn run(cli: &Cli) -> Result<output::Output, error::HostError> {
     let config = HostConfig::resolve(&cli.sources())?;
     let app = app::App::new(&config)?;
     let result = match &cli.command {
-        Command::Plugins { dot } => Ok(cmd::plugins::run(&app, *dot)),
+        Command::Plugins {
+            plan: Some(new_config),
+            ..
+        } => cmd::plugins::plan(&app, cli.sources(), new_config),
+        Command::Plugins { dot, .. } => Ok(cmd::plugins::run(&app, *dot)),
         Command::Services => Ok(cmd::services::run(&app)),
         Command::Import { files } => cmd::import::run(&app, files),
         Command::Sessions => cmd::sessions::run(&app),

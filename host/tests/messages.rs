@@ -5,9 +5,12 @@
 mod common;
 
 use common::*;
+#[cfg(any(feature = "session-fork", feature = "subagent-fork"))]
 use serde_json::json;
+#[cfg(feature = "session-fork")]
 use std::path::Path;
 
+#[cfg(feature = "session-fork")]
 /// Runs `dsh ARGS` (human output) and returns its stderr with the sandbox folder written
 /// `<root>`, after checking that the command failed.
 fn error_text(sandbox: &Sandbox, args: &[&str]) -> String {
@@ -22,6 +25,7 @@ fn error_text(sandbox: &Sandbox, args: &[&str]) -> String {
         .replace(&sandbox.root().display().to_string(), "<root>")
 }
 
+#[cfg(feature = "session-fork")]
 /// A sandbox whose store holds the complete session `done` and the open session `open`.
 fn with_sessions() -> (Sandbox, String) {
     let sandbox = Sandbox::new();
@@ -31,6 +35,7 @@ fn with_sessions() -> (Sandbox, String) {
     (sandbox, store)
 }
 
+#[cfg(feature = "session-fork")]
 #[test]
 fn the_ten_most_common_errors_read_as_one_plain_line() {
     let (sandbox, store) = with_sessions();
@@ -150,6 +155,7 @@ fn the_ten_most_common_errors_read_as_one_plain_line() {
     );
 }
 
+#[cfg(feature = "session-fork")]
 #[test]
 fn the_causes_behind_an_error_show_with_verbose_only() {
     let (sandbox, store) = with_sessions();
@@ -196,6 +202,7 @@ fn a_failed_backend_is_reported_once_without_a_log_line() {
     assert!(run.stderr.starts_with("error [CAPABILITY_UNAVAILABLE]"));
 }
 
+#[cfg(feature = "subagent-fork")]
 #[test]
 fn a_plugin_that_failed_while_the_command_did_without_it_is_one_warning() {
     let sandbox = Sandbox::new();

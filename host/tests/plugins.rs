@@ -314,3 +314,49 @@ fn human_services_output_names_every_provider() {
     assert!(run.stdout.contains("SessionStore"), "{}", run.stdout);
     assert!(run.stdout.contains("dsh-session-jsonl"), "{}", run.stdout);
 }
+
+#[cfg(feature = "session-fork")]
+#[test]
+fn plugins_plan_prints_what_a_new_config_would_change_and_changes_nothing() {
+    let sandbox = Sandbox::new();
+    let new = sandbox.write(
+        "new.json",
+        &json!({"plugins": {"dsh-session-fork": {"enabled": false}}}).to_string(),
+    );
+    let new = new.display().to_string();
+    let text = sandbox.human(&["plugins", "--plan", &new]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert_eq!(
+        text.stdout,
+        "disable dsh-session-fork (active): disabled by the new config\n"
+    );
+    let doc = sandbox.json(&["plugins", "--plan", &new]).ok();
+    let steps = doc["steps"].as_array().expect("steps");
+    assert_eq!(
+        steps[0],
+        json!({"instance": "dsh-session-fork", "plugin": "dsh-session-fork", "action": "disable",
+               "state": "active", "reason": "disabled by the new config"})
+    );
+    assert!(
+        steps[1..].iter().all(|step| step["action"] == "keep"),
+        "{doc}"
+    );
+    // The flags apply to the new config too: with the fork plugin disabled already, nothing
+    // changes.
+    let same = sandbox.human(&["--disable", "dsh-session-fork", "plugins", "--plan", &new]);
+    assert_eq!(same.stdout, "no changes\n");
+}
+
+#[test]
+fn plugins_plan_refuses_a_new_config_that_does_not_validate_naming_the_field() {
+    let sandbox = Sandbox::new();
+    let new = sandbox.write(
+        "new.json",
+        &json!({"plugins": {"dsh-session": {"config": {"persistence": "sometimes"}}}}).to_string(),
+    );
+    let message = sandbox
+        .json(&["plugins", "--plan", &new.display().to_string()])
+        .error("CONFIG_INVALID");
+    assert!(message.contains("dsh-session"), "{message}");
+    assert!(message.contains("persistence"), "{message}");
+}

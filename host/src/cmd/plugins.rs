@@ -1,9 +1,12 @@
 //! `dsh plugins`: every plugin of the context, disabled ones included.
 
 use crate::app::App;
+use crate::error::HostError;
 use crate::output::Output;
+use dsh_host::{HostConfig, Sources};
 use serde_json::{json, Value};
 use std::fmt::Write;
+use std::path::Path;
 
 /// `[{name, plugin, id, version, state, generation, provides, requires, optional, pendingOn,
 /// error, parent}]`: `name` is the instance name (the plugin name, or `plugin:label` for a
@@ -53,4 +56,20 @@ pub fn run(app: &App, dot: bool) -> Output {
         human.push('\n');
     }
     Output::ok(json, human)
+}
+
+/// `dsh plugins --plan NEW_CONFIG`: the plan of reconciling the context with the
+/// configuration `sources` give when their config file is `new_config`, as
+/// [`dsh::Context::plan`] computes it, without applying it. JSON: the plan's document
+/// (`{"steps": [{instance, plugin, action, state, reason}]}`); text: one line per step that
+/// changes something, or `no changes`.
+///
+/// Errors: the new configuration's (`CONFIG_INVALID` naming the file or the field,
+/// `UNKNOWN_PLUGIN`, `DEPENDENCY_CYCLE`, ...).
+pub fn plan(app: &App, mut sources: Sources, new_config: &Path) -> Result<Output, HostError> {
+    sources.config_file = Some(new_config.to_path_buf());
+    let config = HostConfig::resolve(&sources)?;
+    let plan = app.ctx.plan(&config.context_config())?;
+    let json = serde_json::to_value(&plan).expect("a plan serializes");
+    Ok(Output::ok(json, plan.to_string()))
 }

@@ -1,0 +1,172 @@
+//! [`ConfigWatcher`]: live reload. A long-running host watches its config file and, on each
+//! change, resolves its configuration again (the same [`Sources`]: flags and environment still
+//! take precedence) and reconciles the running context with it ([`dsh::Context::reconfigure`]):
+//! plugins are kept, updated, restarted, enabled, disabled, added or removed as the new file
+//! says. An edit that does not resolve or does not validate changes nothing; it is reported
+//! and the context keeps its state.
+
+use crate::config::{HostConfig, Sources};
+use crate::error::HostError;
+use dsh::{Context, ReconcileReport};
+use notify::event::{MetadataKind, ModifyKind};
+use notify::{EventKind, RecursiveMode, Watcher};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long the watcher waits after a change for the next one before it reloads: an editor
+/// saving a file writes, renames and changes its metadata in quick succession.
+const SETTLE: Duration = Duration::from_millis(100);
+
+/// What one reload did.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Reload {
+    /// The new configuration was applied: each step of the plan and its outcome.
+    Applied(ReconcileReport),
+    /// The file could not be read, resolved or validated: nothing changed.
+    Refused(HostError),
+}
+
+/// Watches a config file and reconciles a context with it on every change (module
+/// documentation). Stops when dropped (the drop waits for a reload in progress to finish).
+///
+/// The watcher holds a handle on the context: a context whose other handles are all dropped
+/// is disposed once the watcher is dropped too.
+pub struct ConfigWatcher {
+    watcher: Option<notify::RecommendedWatcher>,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl ConfigWatcher {
+    /// Starts watching the config file of `sources` for `ctx`. Every reload is logged (the
+    /// plan's steps at `info`, a failed step or a refused file at `warn`) and handed to
+    /// `on_reload`, on the watcher's own thread.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` when `sources` names no config file; `IO_ERROR` when the file's folder
+    /// cannot be watched.
+    pub fn start(
+        ctx: Context,
+        sources: Sources,
+        on_reload: impl Fn(&Reload) + Send + 'static,
+    ) -> Result<ConfigWatcher, HostError> {
+        let Some(file) = sources.config_file.clone() else {
+            return Err(HostError::new(
+                "CONFIG_INVALID",
+                "there is no config file to watch: pass --config FILE",
+            ));
+        };
+        // Editors replace files rather than write them in place: watch the folder, and pick
+        // the events that name the file.
+        let file = std::path::absolute(&file).unwrap_or(file);
+        let folder = file
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let (changed, changes) = mpsc::channel::<()>();
+        let name = file.file_name().map(ToOwned::to_owned);
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                // Reading the file (as a reload does) is no change.
+                let names_file = event.is_ok_and(|event| {
+                    is_change(&event.kind)
+                        && event
+                            .paths
+                            .iter()
+                            .any(|path| path.file_name() == name.as_deref())
+                });
+                if names_file {
+                    let _ = changed.send(());
+                }
+            })
+            .map_err(|e| watch_error(&folder, &e))?;
+        watcher
+            .watch(&folder, RecursiveMode::NonRecursive)
+            .map_err(|e| watch_error(&folder, &e))?;
+        let worker = std::thread::Builder::new()
+            .name("dsh-config-watcher".into())
+            .spawn(move || {
+                while changes.recv().is_ok() {
+                    while changes.recv_timeout(SETTLE).is_ok() {}
+                    let reload = reload(&ctx, &sources);
+                    log(&file, &reload);
+                    on_reload(&reload);
+                }
+            })
+            .map_err(|e| HostError::new("IO_ERROR", format!("cannot start the watcher: {e}")))?;
+        Ok(ConfigWatcher {
+            watcher: Some(watcher),
+            worker: Some(worker),
+        })
+    }
+}
+
+impl Drop for ConfigWatcher {
+    fn drop(&mut self) {
+        // Dropping the watcher drops the sender: the worker's next `recv` ends its loop.
+        self.watcher.take();
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}
+
+/// Resolves `sources` again and reconciles `ctx` with the result.
+fn reload(ctx: &Context, sources: &Sources) -> Reload {
+    let resolved = HostConfig::resolve(sources).and_then(|config| {
+        for warning in config.warnings() {
+            tracing::warn!("{warning}");
+        }
+        Ok(ctx.reconfigure(&config.context_config())?)
+    });
+    match resolved {
+        Ok(report) => Reload::Applied(report),
+        Err(error) => Reload::Refused(error),
+    }
+}
+
+/// Logs a reload: each step that changed something at `info`, each failure at `warn`.
+fn log(file: &Path, reload: &Reload) {
+    match reload {
+        Reload::Applied(report) => {
+            tracing::info!(file = %file.display(), "config reloaded:\n{report}");
+            for failure in report.failures() {
+                let step = &failure.step;
+                let error = failure.error.as_ref().expect("a failure has its error");
+                tracing::warn!(
+                    file = %file.display(),
+                    "{} {} failed [{}]: {}",
+                    step.action,
+                    step.instance,
+                    error.code(),
+                    error.message()
+                );
+            }
+        }
+        Reload::Refused(error) => tracing::warn!(
+            file = %file.display(),
+            code = %error.code,
+            "config change refused, nothing changed: {}",
+            error.message
+        ),
+    }
+}
+
+/// Whether an event of `kind` may have changed what the file holds: a creation, a removal, or a
+/// change of its data, name or metadata other than its access time. Opening and reading it
+/// (what a reload does) is not.
+fn is_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)) => false,
+        EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) | EventKind::Any => true,
+        EventKind::Access(_) | EventKind::Other => false,
+    }
+}
+
+fn watch_error(folder: &Path, error: &notify::Error) -> HostError {
+    HostError::new(
+        "IO_ERROR",
+        format!("cannot watch {} for changes: {error}", folder.display()),
+    )
+}

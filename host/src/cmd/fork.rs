@@ -45,7 +45,7 @@ pub fn run(app: &App, id: &str, child: Option<&str>, at: Option<&str>) -> Result
     });
     let human = format!(
         "forked {} -> {} ({} events inherited)\n",
-        id,
+        SessionId::from(id),
         header.id,
         header.seed_length.unwrap_or(0)
     );

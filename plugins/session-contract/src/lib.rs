@@ -121,6 +121,8 @@ macro_rules! contract_tests {
             two_instances_appending_concurrently_never_interleave,
             a_held_writer_lock_gives_a_locked_error_and_changes_nothing,
             stores_racing_to_create_one_session_all_succeed_and_store_it_once,
+            every_backend_refuses_the_same_invalid_ids,
+            an_id_of_the_longest_length_is_stored_and_read_back,
         }
     };
     (@tests ($attrs:tt $fixture:tt); $($case:ident),* $(,)?) => {

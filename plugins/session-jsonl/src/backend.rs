@@ -9,7 +9,6 @@ use crate::layout::{
     check_placement, compressed_session_file, id_segment, is_compressed, is_cwd_folder,
     session_file, session_files, single_file, stored_twice,
 };
-use crate::limits::MAX_ID_SEGMENT_BYTES;
 use crate::record::{is_row_tag, write_event_line};
 use crate::scan::{
     read_header, scan_bytes, scan_compressed, scan_prefix, scan_reader, ReadError, Scanned,
@@ -414,14 +413,16 @@ impl SessionPersistence for JsonlPersistence {
     /// a packed row tag; [`PersistenceError::HeaderInvalid`] or
     /// [`PersistenceError::VersionUnsupported`] when the header would not read back (relative
     /// `cwd`, `origin` other than `"subagent"`, version other than 0, retired or duplicate
-    /// extra field); [`PersistenceError::TooLarge`] when the id's folder name would be longer
-    /// than [`crate::limits::MAX_ID_SEGMENT_BYTES`]; [`PersistenceError::Io`].
+    /// extra field); [`PersistenceError::InvalidId`] for an id that breaks the id rule
+    /// ([`SessionId::check`]: within it, the id's folder name fits
+    /// [`crate::limits::MAX_ID_SEGMENT_BYTES`]); [`PersistenceError::Io`].
     fn create(
         &self,
         header: &SessionHeader,
         seed: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError> {
         let id = &header.id;
+        id.check()?;
         let slot = self.slot(id);
         let mut cached = slot.lock();
         check_storable(id, 0, seed)?;
@@ -431,16 +432,6 @@ impl SessionPersistence for JsonlPersistence {
                 compressed_session_file(&self.root, header.cwd.as_deref(), id.as_str())
             }
         };
-        let segment = id_segment(id.as_str()).len();
-        if segment > MAX_ID_SEGMENT_BYTES {
-            return Err(PersistenceError::TooLarge {
-                file: target.display().to_string(),
-                reason: format!(
-                    "session {id}: the id's folder name would be {segment} bytes, beyond the \
-                     {MAX_ID_SEGMENT_BYTES} a file name may have"
-                ),
-            });
-        }
         let header_error = |e| header_error(&target, e);
         let line = encode_header_line(header).map_err(header_error)?;
         parse_header_line(&line).map_err(header_error)?;

@@ -10,7 +10,8 @@
 //! operation and its write.
 
 use crate::event::SessionEvent;
-use crate::header::{SessionHeader, SessionId};
+use crate::header::SessionHeader;
+use crate::id::{SessionId, SessionIdError};
 use crate::session::Session;
 use std::sync::Arc;
 
@@ -69,6 +70,10 @@ pub enum PersistenceError {
         /// The id looked up.
         id: SessionId,
     },
+    /// `create` of an id that breaks the id rule ([`SessionId::check`]), refused alike by
+    /// every backend; nothing was written.
+    #[error(transparent)]
+    InvalidId(#[from] SessionIdError),
     /// A different session is already stored under this id (other header, or a log that is
     /// not a prefix of the one being written).
     #[error("session \"{id}\" is already stored with other content: {reason}")]
@@ -189,6 +194,7 @@ impl PersistenceError {
     pub fn code(&self) -> &'static str {
         match self {
             PersistenceError::NotFound { .. } => "SESSION_NOT_FOUND",
+            PersistenceError::InvalidId(error) => error.code(),
             PersistenceError::Conflict { .. } => "SESSION_ID_CONFLICT",
             PersistenceError::HeaderInvalid { .. } => "HEADER_INVALID",
             PersistenceError::VersionUnsupported { .. } => "VERSION_UNSUPPORTED",
@@ -211,7 +217,9 @@ impl PersistenceError {
 pub trait SessionPersistence: Send + Sync + 'static {
     /// Writes a new session: the header, then the seed, in one durable step.
     ///
-    /// Errors: [`PersistenceError::Conflict`] when the id is already stored.
+    /// Errors: [`PersistenceError::InvalidId`] when the header's id breaks the id rule
+    /// ([`SessionId::check`], checked before anything is written);
+    /// [`PersistenceError::Conflict`] when the id is already stored.
     fn create(
         &self,
         header: &SessionHeader,

@@ -112,6 +112,8 @@ impl SessionStore {
     /// log the seed reproduces, as dsh does).
     ///
     /// # Errors
+    /// [`StoreError::InvalidId`] for an `id` that breaks the id rule ([`SessionId::check`]:
+    /// empty, longer than [`SessionId::MAX_BYTES`], or holding a control character),
     /// [`StoreError::Disposed`] once the store was disposed with its plugin,
     /// [`StoreError::AlreadyExists`] for a live id, [`StoreError::InvalidHeader`] for a header
     /// dsh would refuse (a relative `cwd`, ...), [`StoreError::InvalidSeed`] for a raw seed
@@ -137,6 +139,10 @@ impl SessionStore {
     ) -> Result<Arc<Session>, StoreError> {
         let id = match id {
             Some(id) => {
+                // Ids read back from storage stay readable; a new one must keep the id rule.
+                if stored.is_none() {
+                    id.check()?;
+                }
                 self.check_free(&id)?;
                 id
             }

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Asserts an import entry failed with `code` and returns its message.
 fn failed_entry(entry: &Value, file: &Path, code: &str) -> String {
@@ -539,4 +539,67 @@ fn an_import_extending_a_stored_session_killed_while_it_writes_leaves_none_of_th
         sandbox.json(&["show", "grows"]).ok()["events"],
         json!(long.len())
     );
+}
+
+/// Every folder under `dir`, `dir` included, sorted; nothing when `dir` does not exist.
+fn folders_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        out.push(folder);
+        for entry in entries {
+            let entry = entry.expect("a folder entry");
+            if entry.file_type().expect("its type").is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A create that fails on a full disk (no file may grow: every write is refused) reports the
+/// write's error and removes the folders it made, the store's root included, so no empty
+/// session folder is left behind; folders that existed before (a project folder shared with
+/// another session, an empty id folder an earlier crash left) stay. A fork child's create is
+/// the same.
+#[cfg(unix)]
+#[test]
+fn a_create_that_fails_on_a_full_disk_leaves_no_folder_it_made() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.write("full.jsonl", &complete_session("full"));
+    let run = sandbox.json_on_a_full_disk(&[Path::new("import"), &file]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let message = failed_entry(&run.doc()[0], &file, "IO_ERROR");
+    assert!(message.contains("File too large"), "{message}");
+    assert_eq!(folders_under(&sandbox.store()), Vec::<PathBuf>::new());
+
+    sandbox.import_text("other.jsonl", &complete_session("other"));
+    let project = stored_file(&sandbox.store(), "other")
+        .parent()
+        .and_then(Path::parent)
+        .expect("the project folder")
+        .to_path_buf();
+    std::fs::create_dir(project.join("left-over")).unwrap();
+    let left_over = sandbox.write("left-over.jsonl", &complete_session("left-over"));
+    let mut moved = header("moved");
+    moved["cwd"] = json!("/home/dev/elsewhere");
+    let moved = sandbox.write("moved.jsonl", &jsonl(&moved, &complete_events()));
+    let before = (folders_under(&sandbox.store()), contents(&sandbox.store()));
+    for file in [&file, &left_over, &moved] {
+        let run = sandbox.json_on_a_full_disk(&[Path::new("import"), file]);
+        failed_entry(&run.doc()[0], file, "IO_ERROR");
+        let after = (folders_under(&sandbox.store()), contents(&sandbox.store()));
+        assert_eq!(after, before, "after importing {}", file.display());
+    }
+    if cfg!(feature = "session-fork") {
+        let run = sandbox.json_on_a_full_disk(&["fork", "other", "--id", "child"]);
+        run.error("IO_ERROR");
+        let after = (folders_under(&sandbox.store()), contents(&sandbox.store()));
+        assert_eq!(after, before, "after the fork");
+    }
+    assert_eq!(sandbox.session_ids(), ["other"]);
 }

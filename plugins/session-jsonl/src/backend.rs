@@ -4,6 +4,7 @@ use crate::compressed::{compress_frame, decoding_reader};
 use crate::decode::Decoded;
 use crate::durable::{append_after, publish_new_with, replace_atomically, IoAt, PublishError};
 use crate::file_end::FileEnd;
+use crate::folders::MadeFolders;
 use crate::header_line::{encode_header_line, parse_header_line, HeaderError};
 use crate::layout::{
     check_placement, compressed_session_file, id_segment, is_compressed, is_cwd_folder,
@@ -250,12 +251,19 @@ impl JsonlPersistence {
         Ok(folders)
     }
 
-    /// Creates the cwd and id folders of the new session file `target` where missing and
-    /// returns the file's physical path. A folder that exists already (a symbolic link
-    /// included) must lie inside the root, checked before anything is created through it.
+    /// Creates the cwd and id folders of the new session file `target` where missing (the root
+    /// too) and returns the file's physical path with the folders made, which are removed
+    /// again unless the create keeps them ([`MadeFolders`]). A folder that exists already (a
+    /// symbolic link included) must lie inside the root, checked before anything is created
+    /// through it.
     ///
-    /// Errors: [`PersistenceError::OutsideStore`]; [`PersistenceError::Io`].
-    fn prepare_folders(&self, id: &SessionId, target: &Path) -> Result<PathBuf, PersistenceError> {
+    /// Errors: [`PersistenceError::OutsideStore`]; [`PersistenceError::Io`]; either way the
+    /// folders made are removed.
+    fn prepare_folders(
+        &self,
+        id: &SessionId,
+        target: &Path,
+    ) -> Result<(PathBuf, MadeFolders), PersistenceError> {
         let dir = target
             .parent()
             .ok_or_else(|| io_error(target, io::ErrorKind::InvalidInput.into()))?;
@@ -268,9 +276,9 @@ impl JsonlPersistence {
         if let Some(refused) = dangling(target) {
             return Err(refused);
         }
-        fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+        let made = MadeFolders::make(dir).map_err(|(folder, e)| io_error(&folder, e))?;
         let file_name = target.file_name().unwrap_or_default();
-        Ok(self.inside(id, dir)?.join(file_name))
+        Ok((self.inside(id, dir)?.join(file_name), made))
     }
 
     fn slot(&self, id: &SessionId) -> Slot {
@@ -405,7 +413,9 @@ impl JsonlPersistence {
 impl SessionPersistence for JsonlPersistence {
     /// Writes `<cwd folder>/<encoded id>/session.jsonl` (`session.jsonl.zstd` when the backend
     /// writes zstd: a frame for the header, one for the seed): the header line, then every
-    /// seed event verbatim, published in one durable step that never overwrites.
+    /// seed event verbatim, published in one durable step that never overwrites. A create
+    /// that fails removes the folders it made (the root included), while they are empty; it
+    /// never removes a folder that existed before.
     ///
     /// Errors: [`PersistenceError::Conflict`] when the id is stored anywhere under the root
     /// (the stored file is left unchanged); [`PersistenceError::SeqMismatch`] when the seed's
@@ -443,7 +453,8 @@ impl SessionPersistence for JsonlPersistence {
         }
         let mut header_line = line.into_bytes();
         header_line.push(b'\n');
-        let target = self.prepare_folders(id, &target)?;
+        // Dropped on an error below, `made` removes the folders made for this session.
+        let (target, made) = self.prepare_folders(id, &target)?;
         let mut end = FileEnd::of(&header_line);
         let write = |out: &mut dyn Write| -> io::Result<()> {
             if self.compression == Compression::Zstd {
@@ -479,6 +490,7 @@ impl SessionPersistence for JsonlPersistence {
             },
             PublishError::Io(path, source) => io_error(&path, source),
         })?;
+        made.keep();
         *cached = Some(Cursor {
             path: target,
             committed: end.len(),

@@ -294,22 +294,36 @@ impl JsonlPersistence {
     /// while another writer holds it. The append writes through this same handle. Returns the
     /// handle and the file's length under the lock.
     ///
-    /// Errors: [`PersistenceError::Locked`] when the lock stayed held; [`PersistenceError::Io`].
+    /// Errors: [`PersistenceError::Locked`] when the lock stayed held;
+    /// [`PersistenceError::LockFailed`] when the file cannot be opened for writing (a
+    /// read-only store, a symbolic link put in its place) or locked; [`PersistenceError::Io`].
     fn lock_exclusive(&self, id: &SessionId, path: &Path) -> Result<(File, u64), PersistenceError> {
         let mut options = fs::OpenOptions::new();
         options.read(true).write(true);
         // The path is physical (see `locate`): a link put in its place since is not followed.
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+        let lock_failed = |step| {
+            move |source| PersistenceError::LockFailed {
+                path: path.display().to_string(),
+                step,
+                source,
+            }
+        };
+        let open = || {
+            options
+                .open(path)
+                .map_err(lock_failed("opening it for writing"))
+        };
         let deadline = Instant::now() + self.lock_timeout;
-        let mut file = options.open(path).map_err(|e| io_error(path, e))?;
+        let mut file = open()?;
         loop {
             match file.try_lock() {
                 // An atomic append (`append_atomic`) may have put a new file in its place
                 // while we waited: lock that one.
                 Ok(()) => match named_len(path, &file).map_err(|e| io_error(path, e))? {
                     Some(len) => return Ok((file, len)),
-                    None => file = options.open(path).map_err(|e| io_error(path, e))?,
+                    None => file = open()?,
                 },
                 Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(5));
@@ -324,7 +338,7 @@ impl JsonlPersistence {
                         ),
                     })
                 }
-                Err(fs::TryLockError::Error(e)) => return Err(io_error(path, e)),
+                Err(fs::TryLockError::Error(e)) => return Err(lock_failed("locking it")(e)),
             }
         }
     }
@@ -511,7 +525,10 @@ impl SessionPersistence for JsonlPersistence {
     /// are not `stored length, +1, +2, …` (`expected` is the seq due at the offending event);
     /// [`PersistenceError::Unstorable`] for an event whose type is a packed row tag; the read
     /// errors of [`SessionPersistence::load`] when the file must be rescanned;
-    /// [`PersistenceError::Io`] (the file is cut back to its previous length).
+    /// [`PersistenceError::Locked`] when another writer holds the file's write lock beyond the
+    /// lock timeout, [`PersistenceError::LockFailed`] when the lock cannot be taken otherwise
+    /// (the file cannot be opened for writing); [`PersistenceError::Io`] (the file is cut back
+    /// to its previous length).
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
         self.append_by(id, events, Step::InPlace)
     }

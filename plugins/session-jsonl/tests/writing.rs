@@ -619,3 +619,39 @@ fn the_longest_id_fits_a_folder_name_and_a_longer_one_is_refused_before_anything
     }
     assert_eq!(files_under(dir.path()), before);
 }
+
+/// A write lock that cannot be taken for another reason than another writer holding it (a
+/// read-only store; here, which binds root too, a symbolic link put where the file was, which
+/// the lock's open does not follow) is `IO_ERROR` naming the lock, the file and why, and
+/// nothing is written.
+#[cfg(unix)]
+#[test]
+fn a_write_lock_that_cannot_be_taken_is_named_in_the_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let header = header("locked-out", Some("/w"), 1);
+    store.create(&header, &turn(0, 2)).expect("created");
+    let path = store.locate(&header.id).unwrap().expect("stored");
+    let moved = path.with_file_name("moved.jsonl");
+    fs::rename(&path, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &path).unwrap();
+    let before = fs::read(&moved).unwrap();
+
+    let error = store
+        .append(&header.id, &turn(2, 2))
+        .expect_err("the lock cannot be taken");
+    assert!(
+        matches!(error, PersistenceError::LockFailed { .. }),
+        "{error:?}"
+    );
+    assert_eq!(error.code(), "IO_ERROR");
+    let message = error.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "cannot take the write lock of {}: opening it for writing failed: ",
+            path.display()
+        )) && message.ends_with("; nothing was written"),
+        "{message}"
+    );
+    assert_eq!(fs::read(&moved).unwrap(), before);
+}

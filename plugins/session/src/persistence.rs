@@ -141,6 +141,20 @@ pub enum PersistenceError {
         /// Which lock was held and how long the backend waited.
         reason: String,
     },
+    /// The write lock of a stored session could not be taken, for another reason than another
+    /// writer holding it (see [`PersistenceError::Locked`]): the step that failed (e.g. opening
+    /// the session's file for writing, in a read-only store) and the operating system's
+    /// reason. Nothing was written.
+    #[error("cannot take the write lock of {path}: {step} failed: {source}; nothing was written")]
+    LockFailed {
+        /// What the lock is taken on (the session's file).
+        path: String,
+        /// The step that failed, e.g. `opening it for writing`.
+        step: &'static str,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A path of the store leads outside it (a symbolic link to a folder or file elsewhere):
     /// the backend neither reads nor writes through it, so no write leaves the store and reads
     /// agree with writes. Nothing was read or written.
@@ -201,6 +215,7 @@ impl PersistenceError {
             PersistenceError::Corrupt { .. } => "LOG_CORRUPT",
             PersistenceError::SeqMismatch { .. } => "SEQ_MISMATCH",
             PersistenceError::Locked { .. } => "SESSION_LOCKED",
+            PersistenceError::LockFailed { .. } => "IO_ERROR",
             PersistenceError::Unstorable { .. } => "EVENT_UNSTORABLE",
             PersistenceError::OutsideStore { .. } => "PATH_OUTSIDE_STORE",
             PersistenceError::TooLarge { .. } => "LIMIT_EXCEEDED",

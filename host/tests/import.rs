@@ -20,6 +20,7 @@ fn failed_entry(entry: &Value, file: &Path, code: &str) -> String {
             "file": file.display().to_string(),
             "id": null,
             "events": null,
+            "imported": false,
             "ok": false,
             "error": {"code": code, "message": message},
             "droppedTail": null,
@@ -58,6 +59,7 @@ fn importing_a_session_file_prints_one_entry_with_its_id_and_event_count() {
             "file": file.display().to_string(),
             "id": "s-1",
             "events": 6,
+            "imported": true,
             "ok": true,
             "error": null,
             "droppedTail": null,
@@ -76,6 +78,7 @@ fn importing_the_example_counts_its_events_after_unpacking() {
             "file": EXAMPLE,
             "id": EXAMPLE_ID,
             "events": 27,
+            "imported": true,
             "ok": true,
             "error": null,
             "droppedTail": null,
@@ -96,16 +99,76 @@ fn an_imported_file_is_stored_byte_for_byte_as_read() {
     );
 }
 
+/// `doc`, an import's entries, with `"imported"` set to `imported` in each.
+fn with_imported(doc: &Value, imported: bool) -> Value {
+    let mut doc = doc.clone();
+    for entry in doc.as_array_mut().expect("an array") {
+        entry["imported"] = json!(imported);
+    }
+    doc
+}
+
+/// The same file imported again writes nothing and says so: `"imported": false` in JSON,
+/// `unchanged ID (N events already stored)` in text, where the first run said `imported`.
 #[test]
-fn importing_the_same_file_twice_is_a_no_op() {
+fn importing_the_same_file_twice_is_a_no_op_and_says_unchanged() {
     let sandbox = Sandbox::new();
     let file = sandbox.write("s.jsonl", &complete_session("s-1"));
     let first = sandbox.import(&[&file]);
+    assert_eq!(first[0]["imported"], json!(true));
     let stored = contents(&sandbox.store());
     let second = sandbox.import(&[&file]);
-    assert_eq!(second, first);
+    assert_eq!(second, with_imported(&first, false));
     assert_eq!(contents(&sandbox.store()), stored);
     assert_eq!(sandbox.session_ids(), ["s-1"]);
+    let text = sandbox.human(&[Path::new("import"), &file]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert_eq!(
+        text.stdout,
+        format!(
+            "unchanged s-1 (6 events already stored) from {}\n",
+            file.display()
+        )
+    );
+    assert_eq!(contents(&sandbox.store()), stored);
+}
+
+/// The first import of a file says `imported ID (N events)`; a longer log of a stored
+/// session says how many of its events were new; a run mixing these with a file already
+/// stored says of each what it did.
+#[test]
+fn the_text_output_says_imported_only_for_what_was_written() {
+    let sandbox = Sandbox::new();
+    let short = sandbox.write("short.jsonl", &complete_session("grows"));
+    let still = sandbox.write("still.jsonl", &complete_session("still"));
+    let run = sandbox.human(&[Path::new("import"), &short, &still]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "imported grows (6 events) from {}\nimported still (6 events) from {}\n",
+            short.display(),
+            still.display()
+        ),
+        "{}",
+        run.stderr
+    );
+    let mut events = complete_events();
+    events.extend(turn(6, 2, "Again?", "Again."));
+    let long = sandbox.write("long.jsonl", &jsonl(&header("grows"), &events));
+    let run = sandbox.human(&[Path::new("import"), &long, &still]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "imported grows (12 events, 6 new) from {}\nunchanged still (6 events already \
+             stored) from {}\n",
+            long.display(),
+            still.display()
+        ),
+        "{}",
+        run.stderr
+    );
+    let doc = sandbox.json(&[Path::new("import"), &long]).ok();
+    assert_eq!(doc[0]["imported"], json!(false), "{doc}");
 }
 
 #[test]
@@ -119,8 +182,13 @@ fn reimporting_open_compacted_and_empty_sessions_is_a_no_op() {
     ];
     let refs: Vec<&Path> = files.iter().map(|f| f.as_path()).collect();
     let first = sandbox.import(&refs);
+    assert_eq!(
+        first,
+        with_imported(&first, true),
+        "the first import writes each"
+    );
     let stored = contents(&sandbox.store());
-    assert_eq!(sandbox.import(&refs), first);
+    assert_eq!(sandbox.import(&refs), with_imported(&first, false));
     assert_eq!(contents(&sandbox.store()), stored);
 }
 
@@ -217,12 +285,12 @@ fn a_bad_file_among_several_fails_the_run_but_the_good_ones_stay_imported() {
     assert_eq!(entries.len(), 3);
     assert_eq!(
         entries[0],
-        json!({"file": good.display().to_string(), "id": "good", "events": 6, "ok": true, "error": null, "droppedTail": null})
+        json!({"file": good.display().to_string(), "id": "good", "events": 6, "imported": true, "ok": true, "error": null, "droppedTail": null})
     );
     failed_entry(&entries[1], &bad, "VERSION_UNSUPPORTED");
     assert_eq!(
         entries[2],
-        json!({"file": later.display().to_string(), "id": "later", "events": 6, "ok": true, "error": null, "droppedTail": null})
+        json!({"file": later.display().to_string(), "id": "later", "events": 6, "imported": true, "ok": true, "error": null, "droppedTail": null})
     );
     let mut ids = sandbox.session_ids();
     ids.sort();
@@ -265,7 +333,7 @@ fn a_torn_final_line_is_dropped_reported_and_not_counted() {
     assert!(tail.contains("no terminating newline"), "{tail}");
     assert_eq!(
         entry,
-        &json!({"file": file.display().to_string(), "id": "torn", "events": 6, "ok": true, "error": null, "droppedTail": tail})
+        &json!({"file": file.display().to_string(), "id": "torn", "events": 6, "imported": true, "ok": true, "error": null, "droppedTail": tail})
     );
     // Stored as read: the complete records only, nothing appended or repaired.
     assert_eq!(
@@ -286,6 +354,7 @@ fn reimporting_a_torn_file_is_a_no_op() {
     let before = contents(&sandbox.store());
     let doc = sandbox.import(&[&file]);
     assert!(doc[0]["droppedTail"].is_string(), "{doc}");
+    assert_eq!(doc[0]["imported"], json!(false), "{doc}");
     assert_eq!(contents(&sandbox.store()), before);
 }
 
@@ -468,7 +537,8 @@ fn naming_the_same_file_twice_in_one_import_stores_it_once() {
     let sandbox = Sandbox::new();
     let file = sandbox.write("s.jsonl", &complete_session("twice"));
     let doc = sandbox.import(&[&file, &file]);
-    assert_eq!(doc[0], doc[1]);
+    assert_eq!(doc[0]["imported"], json!(true));
+    assert_eq!(doc[1], with_imported(&json!([doc[0]]), false)[0]);
     assert_eq!(doc[1]["events"], json!(6));
     assert_eq!(files_under(&sandbox.store()).len(), 1);
     assert_eq!(sandbox.session_ids(), ["twice"]);

@@ -54,8 +54,8 @@ pub use plugin::{SessionConfig, SessionPlugin};
 pub use repair::interrupted_turn_closers;
 pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
 pub use store::{
-    CreateOptions, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush, SessionStore,
-    StoreError,
+    CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
+    SessionStore, StoreError,
 };
 pub use upgrade::{prepare_stored_events, StoredLogError};
 pub use validate::ValidationError;

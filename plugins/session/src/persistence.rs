@@ -403,7 +403,7 @@ pub enum PersistenceMode {
 /// dsh does, take over a stored session of that id at the same `cwd` whose log is a prefix of
 /// the live one, appending the rest and keeping the stored header (so a session created anew
 /// with another `createdAt`, a stored empty session, or one disposed before its first append
-/// is taken over). Returns how many events the backend holds.
+/// is taken over). Returns what the write stored.
 ///
 /// Beyond dsh, the lineage (`parentSession`, `seedLength`) must be the same too, so a fork
 /// child never takes over a session forked from elsewhere and inherits a wrong ancestry.
@@ -417,12 +417,16 @@ pub enum PersistenceMode {
 pub(crate) fn first_write(
     backend: &dyn SessionPersistence,
     session: &Session,
-) -> Result<usize, PersistenceError> {
+) -> Result<Landed, PersistenceError> {
     match backend.load(session.id()) {
         Err(PersistenceError::NotFound { .. }) => {
             let all: Vec<Arc<SessionEvent>> = session.events().iter().cloned().collect();
             match backend.create(session.header(), &all) {
-                Ok(()) => Ok(all.len()),
+                Ok(()) => Ok(Landed {
+                    held: all.len(),
+                    created: true,
+                    events: all.len(),
+                }),
                 Err(PersistenceError::Conflict { .. }) => match backend.load(session.id()) {
                     Ok(stored) => take_over(backend, session, stored),
                     Err(other) => Err(other),
@@ -435,13 +439,24 @@ pub(crate) fn first_write(
     }
 }
 
+/// What a write of a session to a backend did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Landed {
+    /// How many of the session's events the backend holds now.
+    pub(crate) held: usize,
+    /// Whether the write stored the session's header: the backend did not know the session.
+    pub(crate) created: bool,
+    /// How many events the write stored.
+    pub(crate) events: usize,
+}
+
 /// Takes over `stored`, the stored session of `session`'s id, by the rule of [`first_write`]:
-/// appends what the stored log lacks. Returns how many events the backend holds.
+/// appends what the stored log lacks.
 fn take_over(
     backend: &dyn SessionPersistence,
     session: &Session,
     stored: StoredSession,
-) -> Result<usize, PersistenceError> {
+) -> Result<Landed, PersistenceError> {
     let events = session.events();
     let id = session.id();
     if stored.header.cwd != session.header().cwd {
@@ -487,14 +502,20 @@ fn take_over(
             ),
         });
     }
-    append_from(backend, session, stored.events.len(), Whole::Required).map_err(|error| match error
-    {
-        // Someone else extended the stored log between our read and our append.
-        PersistenceError::SeqMismatch { .. } => PersistenceError::Conflict {
-            id: id.clone(),
-            reason: "the stored log changed while it was being adopted".into(),
-        },
-        other => other,
+    let before = stored.events.len();
+    let held =
+        append_from(backend, session, before, Whole::Required).map_err(|error| match error {
+            // Someone else extended the stored log between our read and our append.
+            PersistenceError::SeqMismatch { .. } => PersistenceError::Conflict {
+                id: id.clone(),
+                reason: "the stored log changed while it was being adopted".into(),
+            },
+            other => other,
+        })?;
+    Ok(Landed {
+        held,
+        created: false,
+        events: held - before,
     })
 }
 
@@ -513,7 +534,7 @@ pub(crate) fn catch_up(
         Err(mismatch @ PersistenceError::SeqMismatch { .. }) => match first_write(backend, session)
         {
             Err(PersistenceError::Conflict { .. }) => Err(mismatch),
-            adopted => adopted,
+            adopted => adopted.map(|landed| landed.held),
         },
         done => done,
     }

@@ -1,5 +1,7 @@
-//! Hostile session ids: `/`, `..`, `\`, control characters, `~`. Each is stored under its
-//! injective encoding inside the store, read back unchanged, and no file lands outside it.
+//! Hostile session ids: `/`, `..`, `\`, `~`, unicode. Each is stored under its injective
+//! encoding inside the store, read back unchanged, and no file lands outside it. The id rule
+//! (1 to 51 bytes, no control characters; `SESSION_ID_INVALID`) is the same on every store,
+//! a session stored under an id outside it is still read, and messages show ids shortened.
 
 mod common;
 

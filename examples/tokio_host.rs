@@ -109,7 +109,7 @@ async fn host() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 store.dispose(session.id()).await?;
                 Ok::<_, Box<dyn std::error::Error + Send + Sync>>((
-                    session.id().to_string(),
+                    session.id().as_str().to_owned(),
                     session.len(),
                 ))
             })

@@ -261,19 +261,17 @@ fn events_appended_without_a_flush_are_written_when_the_session_is_disposed() {
 fn ids_that_look_like_paths_stay_inside_the_store_and_read_back_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("store");
-    let ids = [
-        "a/b",
-        "..",
-        ".",
-        "x\\y",
-        "c\u{1}d",
-        "~",
-        "../../escape",
-        "nul\u{0}",
-    ];
+    let ids = ["a/b", "..", ".", "x\\y", "c d", "~", "../../escape", "é/😀"];
     {
         let ctx = context(&root);
         let store = ctx.expect::<SessionStore>();
+        // Control characters break the id rule: refused before anything is written.
+        for id in ["c\u{1}d", "nul\u{0}"] {
+            let refused = store
+                .create(Some(SessionId::from(id)), CreateOptions::default())
+                .expect_err("outside the id rule");
+            assert_eq!(refused.code(), "SESSION_ID_INVALID", "{refused}");
+        }
         for id in ids {
             let session = create(&store, id);
             one_turn(&session, 1);
@@ -290,7 +288,7 @@ fn ids_that_look_like_paths_stay_inside_the_store_and_read_back_unchanged() {
         .list()
         .unwrap()
         .into_iter()
-        .map(|listed| listed.header.id.to_string())
+        .map(|listed| listed.header.id.as_str().to_owned())
         .collect();
     for id in ids {
         assert!(listed.contains(&id.to_owned()), "{id:?} not listed");

@@ -5,24 +5,12 @@
 //! person running a command wants the one fact that matters (`a different session is already
 //! stored under the id b`). [`describe`] walks an error and its sources and says the most
 //! specific thing it recognizes; the precise chain stays available as the error's causes
-//! ([`crate::HostError::caused_by`]).
+//! ([`crate::HostError::described`]). Ids show as `SessionId` displays them: cut after 64
+//! characters, control characters escaped.
 
 use dsh::session::{PersistenceError, SessionId, StoreError};
 use dsh::{CoreError, Unavailable};
 use std::error::Error;
-
-/// How many characters of an id a message shows before it is cut.
-const SHOWN_ID_CHARS: usize = 64;
-
-/// `id` as a message shows it: whole when it has at most 64 characters, else its first 64
-/// followed by `…` and its length, so that a message stays one readable line.
-pub fn short_id(id: &SessionId) -> String {
-    let text = id.as_str();
-    match text.char_indices().nth(SHOWN_ID_CHARS) {
-        None => text.to_owned(),
-        Some((cut, _)) => format!("{}… ({} characters)", &text[..cut], text.chars().count()),
-    }
-}
 
 /// `error` in the user's terms (module documentation); its `Display` text when nothing more
 /// specific is known of it.
@@ -52,12 +40,12 @@ fn fork(error: &dsh::session_fork::SessionForkError) -> String {
     match error {
         E::SessionNotFound { id } => not_stored(id),
         E::SessionAlreadyExists { id } => {
-            format!("a session with the id {} already exists", short_id(id))
+            format!("a session with the id {} already exists", id)
         }
         E::OpenTurn { id, last_type } => format!(
             "session {} cannot be forked: it ends inside a turn (its last event is {last_type}, \
              and a fork must end at a turn/end)",
-            short_id(id)
+            id
         ),
         E::OpenTurnAt {
             id,
@@ -66,7 +54,7 @@ fn fork(error: &dsh::session_fork::SessionForkError) -> String {
         } => format!(
             "session {} cannot be forked at seq {boundary}: that event is {event_type}, and a \
              fork must end at a turn/end",
-            short_id(id)
+            id
         ),
         E::InvalidBoundary {
             id,
@@ -75,22 +63,18 @@ fn fork(error: &dsh::session_fork::SessionForkError) -> String {
         } => match last_seq {
             Some(last) => format!(
                 "session {} has no event at seq {boundary} (its seqs run from 0 to {last})",
-                short_id(id)
+                id
             ),
-            None => format!("session {} has no events to fork at", short_id(id)),
+            None => format!("session {} has no events to fork at", id),
         },
         E::InvalidBoundary { boundary, .. } => {
             format!("\"{boundary}\" is not a seq: a seq is a whole number from 0")
         }
         E::Persistence { id, source } => {
-            format!(
-                "cannot fork session {}: {}",
-                short_id(id),
-                persistence(source)
-            )
+            format!("cannot fork session {}: {}", id, persistence(source))
         }
         E::StoredLog { id, source } => {
-            format!("cannot fork session {}: {source}", short_id(id))
+            format!("cannot fork session {}: {source}", id)
         }
         E::Unavailable { source, .. } => unavailable(source),
         E::Create { source, .. } => store(source),
@@ -102,12 +86,12 @@ fn store(error: &StoreError) -> String {
     match error {
         StoreError::NotFound { id } => not_stored(id),
         StoreError::AlreadyExists { id } => {
-            format!("a session with the id {} already exists", short_id(id))
+            format!("a session with the id {} already exists", id)
         }
         StoreError::Persistence { source, .. } => persistence(source),
         StoreError::Unavailable { source, .. } => unavailable(source),
         StoreError::StoredLog { id, source } => {
-            format!("session {} cannot be read: {source}", short_id(id))
+            format!("session {} cannot be read: {source}", id)
         }
         other => other.to_string(),
     }
@@ -116,10 +100,9 @@ fn store(error: &StoreError) -> String {
 fn persistence(error: &PersistenceError) -> String {
     match error {
         PersistenceError::NotFound { id } => not_stored(id),
-        PersistenceError::Conflict { id, .. } => format!(
-            "a different session is already stored under the id {}",
-            short_id(id)
-        ),
+        PersistenceError::Conflict { id, .. } => {
+            format!("a different session is already stored under the id {}", id)
+        }
         PersistenceError::Corrupt { file, reason } => {
             format!("the session file {file} is damaged: {reason}")
         }
@@ -129,12 +112,12 @@ fn persistence(error: &PersistenceError) -> String {
         PersistenceError::SeqMismatch { id, .. } => format!(
             "session {} was changed by another process while this command wrote it; nothing \
              was written: run the command again",
-            short_id(id)
+            id
         ),
         PersistenceError::Locked { id, .. } => format!(
             "session {} is being written by another process; nothing was written: try again \
              when it is done",
-            short_id(id)
+            id
         ),
         PersistenceError::Io { path, source } => format!("cannot use {path}: {source}"),
         other => other.to_string(),
@@ -175,18 +158,5 @@ fn core(error: &CoreError) -> String {
 }
 
 fn not_stored(id: &SessionId) -> String {
-    format!("session {} is not in the store", short_id(id))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_ids_are_cut_with_their_length() {
-        assert_eq!(short_id(&SessionId::from("abc")), "abc");
-        let long = "é".repeat(100);
-        let shown = short_id(&SessionId::from(long.as_str()));
-        assert_eq!(shown, format!("{}… (100 characters)", "é".repeat(64)));
-    }
+    format!("session {} is not in the store", id)
 }

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Asserts an import entry failed with `code` and returns its message.
 fn failed_entry(entry: &Value, file: &Path, code: &str) -> String {
@@ -20,6 +20,7 @@ fn failed_entry(entry: &Value, file: &Path, code: &str) -> String {
             "file": file.display().to_string(),
             "id": null,
             "events": null,
+            "imported": false,
             "ok": false,
             "error": {"code": code, "message": message},
             "droppedTail": null,
@@ -58,6 +59,7 @@ fn importing_a_session_file_prints_one_entry_with_its_id_and_event_count() {
             "file": file.display().to_string(),
             "id": "s-1",
             "events": 6,
+            "imported": true,
             "ok": true,
             "error": null,
             "droppedTail": null,
@@ -76,6 +78,7 @@ fn importing_the_example_counts_its_events_after_unpacking() {
             "file": EXAMPLE,
             "id": EXAMPLE_ID,
             "events": 27,
+            "imported": true,
             "ok": true,
             "error": null,
             "droppedTail": null,
@@ -96,16 +99,76 @@ fn an_imported_file_is_stored_byte_for_byte_as_read() {
     );
 }
 
+/// `doc`, an import's entries, with `"imported"` set to `imported` in each.
+fn with_imported(doc: &Value, imported: bool) -> Value {
+    let mut doc = doc.clone();
+    for entry in doc.as_array_mut().expect("an array") {
+        entry["imported"] = json!(imported);
+    }
+    doc
+}
+
+/// The same file imported again writes nothing and says so: `"imported": false` in JSON,
+/// `unchanged ID (N events already stored)` in text, where the first run said `imported`.
 #[test]
-fn importing_the_same_file_twice_is_a_no_op() {
+fn importing_the_same_file_twice_is_a_no_op_and_says_unchanged() {
     let sandbox = Sandbox::new();
     let file = sandbox.write("s.jsonl", &complete_session("s-1"));
     let first = sandbox.import(&[&file]);
+    assert_eq!(first[0]["imported"], json!(true));
     let stored = contents(&sandbox.store());
     let second = sandbox.import(&[&file]);
-    assert_eq!(second, first);
+    assert_eq!(second, with_imported(&first, false));
     assert_eq!(contents(&sandbox.store()), stored);
     assert_eq!(sandbox.session_ids(), ["s-1"]);
+    let text = sandbox.human(&[Path::new("import"), &file]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert_eq!(
+        text.stdout,
+        format!(
+            "unchanged s-1 (6 events already stored) from {}\n",
+            file.display()
+        )
+    );
+    assert_eq!(contents(&sandbox.store()), stored);
+}
+
+/// The first import of a file says `imported ID (N events)`; a longer log of a stored
+/// session says how many of its events were new; a run mixing these with a file already
+/// stored says of each what it did.
+#[test]
+fn the_text_output_says_imported_only_for_what_was_written() {
+    let sandbox = Sandbox::new();
+    let short = sandbox.write("short.jsonl", &complete_session("grows"));
+    let still = sandbox.write("still.jsonl", &complete_session("still"));
+    let run = sandbox.human(&[Path::new("import"), &short, &still]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "imported grows (6 events) from {}\nimported still (6 events) from {}\n",
+            short.display(),
+            still.display()
+        ),
+        "{}",
+        run.stderr
+    );
+    let mut events = complete_events();
+    events.extend(turn(6, 2, "Again?", "Again."));
+    let long = sandbox.write("long.jsonl", &jsonl(&header("grows"), &events));
+    let run = sandbox.human(&[Path::new("import"), &long, &still]);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "imported grows (12 events, 6 new) from {}\nunchanged still (6 events already \
+             stored) from {}\n",
+            long.display(),
+            still.display()
+        ),
+        "{}",
+        run.stderr
+    );
+    let doc = sandbox.json(&[Path::new("import"), &long]).ok();
+    assert_eq!(doc[0]["imported"], json!(false), "{doc}");
 }
 
 #[test]
@@ -119,8 +182,13 @@ fn reimporting_open_compacted_and_empty_sessions_is_a_no_op() {
     ];
     let refs: Vec<&Path> = files.iter().map(|f| f.as_path()).collect();
     let first = sandbox.import(&refs);
+    assert_eq!(
+        first,
+        with_imported(&first, true),
+        "the first import writes each"
+    );
     let stored = contents(&sandbox.store());
-    assert_eq!(sandbox.import(&refs), first);
+    assert_eq!(sandbox.import(&refs), with_imported(&first, false));
     assert_eq!(contents(&sandbox.store()), stored);
 }
 
@@ -220,12 +288,12 @@ fn a_bad_file_among_several_fails_the_run_but_the_good_ones_stay_imported() {
     assert_eq!(entries.len(), 3);
     assert_eq!(
         entries[0],
-        json!({"file": good.display().to_string(), "id": "good", "events": 6, "ok": true, "error": null, "droppedTail": null})
+        json!({"file": good.display().to_string(), "id": "good", "events": 6, "imported": true, "ok": true, "error": null, "droppedTail": null})
     );
     failed_entry(&entries[1], &bad, "VERSION_UNSUPPORTED");
     assert_eq!(
         entries[2],
-        json!({"file": later.display().to_string(), "id": "later", "events": 6, "ok": true, "error": null, "droppedTail": null})
+        json!({"file": later.display().to_string(), "id": "later", "events": 6, "imported": true, "ok": true, "error": null, "droppedTail": null})
     );
     let mut ids = sandbox.session_ids();
     ids.sort();
@@ -268,7 +336,7 @@ fn a_torn_final_line_is_dropped_reported_and_not_counted() {
     assert!(tail.contains("no terminating newline"), "{tail}");
     assert_eq!(
         entry,
-        &json!({"file": file.display().to_string(), "id": "torn", "events": 6, "ok": true, "error": null, "droppedTail": tail})
+        &json!({"file": file.display().to_string(), "id": "torn", "events": 6, "imported": true, "ok": true, "error": null, "droppedTail": tail})
     );
     // Stored as read: the complete records only, nothing appended or repaired.
     assert_eq!(
@@ -289,6 +357,7 @@ fn reimporting_a_torn_file_is_a_no_op() {
     let before = contents(&sandbox.store());
     let doc = sandbox.import(&[&file]);
     assert!(doc[0]["droppedTail"].is_string(), "{doc}");
+    assert_eq!(doc[0]["imported"], json!(false), "{doc}");
     assert_eq!(contents(&sandbox.store()), before);
 }
 
@@ -471,7 +540,8 @@ fn naming_the_same_file_twice_in_one_import_stores_it_once() {
     let sandbox = Sandbox::new();
     let file = sandbox.write("s.jsonl", &complete_session("twice"));
     let doc = sandbox.import(&[&file, &file]);
-    assert_eq!(doc[0], doc[1]);
+    assert_eq!(doc[0]["imported"], json!(true));
+    assert_eq!(doc[1], with_imported(&json!([doc[0]]), false)[0]);
     assert_eq!(doc[1]["events"], json!(6));
     assert_eq!(files_under(&sandbox.store()).len(), 1);
     assert_eq!(sandbox.session_ids(), ["twice"]);
@@ -542,4 +612,67 @@ fn an_import_extending_a_stored_session_killed_while_it_writes_leaves_none_of_th
         sandbox.json(&["show", "grows"]).ok()["events"],
         json!(long.len())
     );
+}
+
+/// Every folder under `dir`, `dir` included, sorted; nothing when `dir` does not exist.
+fn folders_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        out.push(folder);
+        for entry in entries {
+            let entry = entry.expect("a folder entry");
+            if entry.file_type().expect("its type").is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A create that fails on a full disk (no file may grow: every write is refused) reports the
+/// write's error and removes the folders it made, the store's root included, so no empty
+/// session folder is left behind; folders that existed before (a project folder shared with
+/// another session, an empty id folder an earlier crash left) stay. A fork child's create is
+/// the same.
+#[cfg(unix)]
+#[test]
+fn a_create_that_fails_on_a_full_disk_leaves_no_folder_it_made() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.write("full.jsonl", &complete_session("full"));
+    let run = sandbox.json_on_a_full_disk(&[Path::new("import"), &file]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let message = failed_entry(&run.doc()[0], &file, "IO_ERROR");
+    assert!(message.contains("File too large"), "{message}");
+    assert_eq!(folders_under(&sandbox.store()), Vec::<PathBuf>::new());
+
+    sandbox.import_text("other.jsonl", &complete_session("other"));
+    let project = stored_file(&sandbox.store(), "other")
+        .parent()
+        .and_then(Path::parent)
+        .expect("the project folder")
+        .to_path_buf();
+    std::fs::create_dir(project.join("left-over")).unwrap();
+    let left_over = sandbox.write("left-over.jsonl", &complete_session("left-over"));
+    let mut moved = header("moved");
+    moved["cwd"] = json!("/home/dev/elsewhere");
+    let moved = sandbox.write("moved.jsonl", &jsonl(&moved, &complete_events()));
+    let before = (folders_under(&sandbox.store()), contents(&sandbox.store()));
+    for file in [&file, &left_over, &moved] {
+        let run = sandbox.json_on_a_full_disk(&[Path::new("import"), file]);
+        failed_entry(&run.doc()[0], file, "IO_ERROR");
+        let after = (folders_under(&sandbox.store()), contents(&sandbox.store()));
+        assert_eq!(after, before, "after importing {}", file.display());
+    }
+    if cfg!(feature = "session-fork") {
+        let run = sandbox.json_on_a_full_disk(&["fork", "other", "--id", "child"]);
+        run.error("IO_ERROR");
+        let after = (folders_under(&sandbox.store()), contents(&sandbox.store()));
+        assert_eq!(after, before, "after the fork");
+    }
+    assert_eq!(sandbox.session_ids(), ["other"]);
 }

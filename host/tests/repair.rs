@@ -99,3 +99,88 @@ fn repair_says_exactly_what_it_cut_after_a_damaged_line_of_the_open_turn() {
     );
     assert!(!run.stdout.contains("torn final record"), "{}", run.stdout);
 }
+
+/// Sets the mode of `path` and, for a folder, of everything under it (`folder_mode` for
+/// folders, `file_mode` for files).
+#[cfg(unix)]
+fn set_modes(path: &std::path::Path, folder_mode: u32, file_mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if path.is_dir() {
+        for entry in std::fs::read_dir(path).expect("listable") {
+            set_modes(&entry.expect("entry").path(), folder_mode, file_mode);
+        }
+        folder_mode
+    } else {
+        file_mode
+    };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// Makes the store read-only until dropped, then writable again (so the sandbox can go).
+#[cfg(unix)]
+struct ReadOnly(std::path::PathBuf);
+
+#[cfg(unix)]
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        set_modes(&self.0, 0o755, 0o644);
+    }
+}
+
+/// `command` run as an unprivileged user: as itself, or, when the tests run as root (whom
+/// file permissions do not bind), as `nobody` (uid and gid 65534).
+#[cfg(unix)]
+fn unprivileged(mut command: std::process::Command) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        command.uid(65534).gid(65534);
+    }
+    command
+}
+
+/// `repair` on a read-only store cannot take the write lock of the session's file (opening it
+/// for writing is refused): the error says so, naming the lock, the file and the reason,
+/// rather than blaming the load; nothing is written. As root the binary runs as `nobody`;
+/// where even that cannot make a read-only file refuse writes, the test says why it skips.
+#[cfg(unix)]
+#[test]
+fn repair_on_a_read_only_store_names_the_write_lock_it_cannot_take() {
+    let sandbox = with_open_turn();
+    let file = stored_file(&sandbox.store(), ID);
+    let before = contents(&sandbox.store());
+    set_modes(sandbox.root(), 0o755, 0o644);
+    let read_only = ReadOnly(sandbox.store());
+    set_modes(&sandbox.store(), 0o555, 0o444);
+
+    let mut probe = unprivileged(std::process::Command::new("sh"));
+    probe.args(["-c", "test -w \"$0\""]).arg(&file);
+    match probe.status() {
+        Ok(status) if !status.success() => {}
+        outcome => {
+            eprintln!(
+                "skipped: a read-only file is not refused here ({outcome:?} for `test -w` as an \
+                 unprivileged user)"
+            );
+            return;
+        }
+    }
+    let mut command = unprivileged(sandbox.command());
+    command
+        .arg("--store")
+        .arg(sandbox.store())
+        .args(["--json", "repair", ID]);
+    let run = Sandbox::finish(&mut command);
+    let message = run.error("IO_ERROR");
+    assert!(
+        message.starts_with(&format!(
+            "session \"{ID}\": cannot take the write lock of {}: opening it for writing failed: ",
+            file.canonicalize().expect("stored file").display()
+        )) && message.contains("Permission denied")
+            && message.ends_with("; nothing was written"),
+        "{message}"
+    );
+    assert!(!message.contains("load"), "{message}");
+    drop(read_only);
+    assert_eq!(contents(&sandbox.store()), before);
+}

@@ -26,7 +26,7 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
             .and_then(|f| read_valid(f))
         {
             Ok(stored) => (
-                Some(stored.header.id.to_string()),
+                Some(stored.header.id.as_str().to_owned()),
                 Some(stored.events.len()),
                 invariants.then(|| check_invariants(&stored.events)),
                 stored.dropped_tail,

@@ -50,7 +50,7 @@ pub fn run(
     });
     let human = format!(
         "forked {} -> {} ({} events inherited)\n",
-        id,
+        SessionId::from(id),
         header.id,
         header.seed_length.unwrap_or(0)
     );

@@ -14,7 +14,8 @@ use std::fmt::Write;
 /// records, if anything (the first line cut, why, and the bytes dropped).
 pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
     app.persistence()?;
-    let resumed = app.store()?.resume(&SessionId::from(id))?;
+    let id = SessionId::from(id);
+    let resumed = app.store()?.resume(&id)?;
     let mut human = String::new();
     if resumed.appended.is_empty() {
         let _ = writeln!(human, "session {id}: no open turn, nothing appended");

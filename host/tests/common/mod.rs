@@ -184,13 +184,27 @@ impl Sandbox {
     /// bash's `ulimit`, e.g. `-f 64`: the file size limit in 1024-byte blocks).
     #[cfg(unix)]
     pub fn json_limited<S: AsRef<OsStr>>(&self, ulimit: &str, args: &[S]) -> Run {
+        self.json_after(&format!("ulimit {ulimit}"), args)
+    }
+
+    /// Runs `dsh --store STORE --json ARGS` as on a full disk: no file may grow (`ulimit -f
+    /// 0`), and `SIGXFSZ` is ignored, so each write that would grow a file fails (`EFBIG`)
+    /// and the command goes on to handle the error instead of being killed.
+    #[cfg(unix)]
+    pub fn json_on_a_full_disk<S: AsRef<OsStr>>(&self, args: &[S]) -> Run {
+        self.json_after("trap '' XFSZ && ulimit -f 0", args)
+    }
+
+    /// Runs `dsh --store STORE --json ARGS` from bash after the shell commands `setup`.
+    #[cfg(unix)]
+    fn json_after<S: AsRef<OsStr>>(&self, setup: &str, args: &[S]) -> Run {
         let command = self.command();
         let program = command.get_program().to_owned();
         let mut limited = Command::new("bash");
         limited
             .current_dir(self.root())
             .arg("-c")
-            .arg(format!("ulimit {ulimit} && exec \"$0\" \"$@\""))
+            .arg(format!("{setup} && exec \"$0\" \"$@\""))
             .arg(program)
             .args([
                 OsStr::new("--store"),

@@ -959,3 +959,77 @@ pub fn stores_racing_to_create_one_session_all_succeed_and_store_it_once(fixture
         "stored once, whole"
     );
 }
+
+/// Ids that break the id rule ([`SessionId::check`]): empty, one byte too long (in ASCII, in
+/// two-byte characters, in the characters a JSONL folder name escapes longest), and holding
+/// control characters (NUL, a newline, a tab, DEL, a C1 control).
+fn invalid_ids() -> Vec<String> {
+    let over = SessionId::MAX_BYTES + 1;
+    vec![
+        String::new(),
+        "a".repeat(over),
+        "é".repeat(over / 2),
+        "~".repeat(over),
+        "nul\0".into(),
+        "line\nbreak".into(),
+        "tab\t".into(),
+        "del\u{7f}".into(),
+        "c1\u{85}".into(),
+    ]
+}
+
+/// Every backend refuses the same ids at `create`, called directly and through the store:
+/// `SESSION_ID_INVALID` naming what is wrong, and nothing is stored.
+pub fn every_backend_refuses_the_same_invalid_ids(fixture: &dyn Fixture) {
+    let backend = fixture.open();
+    let ctx = context(fixture);
+    for id in invalid_ids() {
+        let refused = expect_code(
+            backend.create(&header(&id, 1), &turns(1)),
+            "SESSION_ID_INVALID",
+        );
+        assert!(
+            matches!(refused, PersistenceError::InvalidId(ref e) if e.id.as_str() == id),
+            "{refused:?}"
+        );
+        let through_store = store(&ctx)
+            .create(
+                Some(SessionId::from(id.as_str())),
+                CreateOptions::meta(meta(1)),
+            )
+            .expect_err("the store refuses it too");
+        assert_eq!(
+            through_store.code(),
+            "SESSION_ID_INVALID",
+            "{through_store}"
+        );
+    }
+    assert_eq!(listed_headers(backend.as_ref()), vec![]);
+}
+
+/// Ids of exactly [`SessionId::MAX_BYTES`] bytes are stored and read back by every backend,
+/// whatever their characters (those a JSONL folder name escapes longest among them).
+pub fn an_id_of_the_longest_length_is_stored_and_read_back(fixture: &dyn Fixture) {
+    let max = SessionId::MAX_BYTES;
+    let ids = [
+        "a".repeat(max),
+        "~".repeat(max),
+        format!("{}{}", "é".repeat(max / 2), "a".repeat(max % 2)),
+        format!("{}{}", "😀".repeat(max / 4), "/".repeat(max % 4)),
+    ];
+    let backend = fixture.open();
+    let mut headers = Vec::new();
+    for (n, id) in ids.iter().enumerate() {
+        assert_eq!(id.len(), max, "{id}");
+        let header = header(id, n as u64);
+        backend
+            .create(&header, &turns(1))
+            .expect("the longest id is stored");
+        backend
+            .append(&header.id, &from(&turns(2), 6))
+            .expect("appended");
+        assert_stored(&load_fresh(fixture, id), &header, &turns(2));
+        headers.push(header);
+    }
+    assert_eq!(listed_headers(fixture.open().as_ref()), headers);
+}

@@ -430,6 +430,9 @@ pub fn a_writer_killed_at_random_moments_loses_no_flushed_event(
         let delay = Duration::from_micros(moments.below(3_000));
         let mut child = Command::new(std::env::current_exe().expect("the test binary"))
             .args([writer_test, "--exact", "--nocapture", "--test-threads=1"])
+            // The writer test may be ignored in plain runs (a backend whose server is not
+            // always there): the child runs it all the same.
+            .arg("--include-ignored")
             .env(WRITER_ENV, spec.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -493,20 +496,24 @@ pub fn a_writer_killed_at_random_moments_loses_no_flushed_event(
 /// (an expression evaluated once per test, of a type implementing [`Fixture`]) whose backend
 /// plugin is `$plugin` (a plugin value, e.g. `MyBackendPlugin`): the two fault-injection
 /// cases, the kill test, and `killable_writer`, the kill test's child (a test that does
-/// nothing unless the kill test started it).
+/// nothing unless the kill test started it). Attributes after the plugin go on every test,
+/// as for [`crate::contract_tests!`].
 #[macro_export]
 macro_rules! fault_tests {
-    ($fixture:expr, $plugin:expr) => {
+    ($fixture:expr, $plugin:expr $(, #[$attr:meta])*) => {
+        $(#[$attr])*
         #[test]
         fn a_failing_nth_write_is_reported_and_a_retry_catches_up() {
             $crate::faults::a_failing_nth_write_is_reported_and_a_retry_catches_up(&$fixture);
         }
 
+        $(#[$attr])*
         #[test]
         fn a_failed_resume_is_reported_and_a_retry_closes_the_turn() {
             $crate::faults::a_failed_resume_is_reported_and_a_retry_closes_the_turn(&$fixture);
         }
 
+        $(#[$attr])*
         #[test]
         fn a_writer_killed_at_random_moments_loses_no_flushed_event() {
             let path = module_path!();
@@ -521,6 +528,7 @@ macro_rules! fault_tests {
             );
         }
 
+        $(#[$attr])*
         #[test]
         fn killable_writer() {
             $crate::faults::killable_writer($plugin);

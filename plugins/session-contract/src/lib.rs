@@ -26,8 +26,10 @@
 pub mod cases;
 pub mod drain;
 pub mod faults;
+mod server;
 mod support;
 
+pub use server::postgres_url;
 pub use support::turn_drafts;
 
 use dsh_core::AnyPlugin;
@@ -68,15 +70,18 @@ pub trait Fixture: Send + Sync {
 
 /// Expands to one `#[test]` per contract case, each running [`cases`]`::<name>` against a
 /// fresh fixture made by `$fixture` (an expression evaluated once per test, of a type
-/// implementing [`Fixture`]).
+/// implementing [`Fixture`]). Attributes after the fixture go on every test, e.g.
+/// `contract_tests!(fixture(), #[ignore = "needs a server"])` for a backend whose storage is
+/// not always there.
 ///
 /// The `@list` arm holds the one list of the cases and hands it to another arm: `@tests`
-/// makes the tests, `@names` (used by this crate's own test, which checks the list against
-/// the public functions of `cases.rs`) the names with their functions.
+/// makes the tests (one [`suite_test!`] each), `@names` (used by this crate's own test, which
+/// checks the list against the public functions of `cases.rs`) the names with their
+/// functions.
 #[macro_export]
 macro_rules! contract_tests {
-    ($fixture:expr) => {
-        $crate::contract_tests! { @list tests ($fixture) }
+    ($fixture:expr $(, #[$attr:meta])*) => {
+        $crate::contract_tests! { @list tests ([$(#[$attr])*] ($fixture)) }
     };
     (@list $arm:ident $args:tt) => {
         $crate::contract_tests! { @$arm $args;
@@ -116,15 +121,12 @@ macro_rules! contract_tests {
             two_instances_appending_concurrently_never_interleave,
             a_held_writer_lock_gives_a_locked_error_and_changes_nothing,
             stores_racing_to_create_one_session_all_succeed_and_store_it_once,
+            every_backend_refuses_the_same_invalid_ids,
+            an_id_of_the_longest_length_is_stored_and_read_back,
         }
     };
-    (@tests ($fixture:expr); $($case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                $crate::cases::$case(&$fixture);
-            }
-        )*
+    (@tests ($attrs:tt $fixture:tt); $($case:ident),* $(,)?) => {
+        $($crate::suite_test! { $attrs $fixture cases $case })*
     };
     (@names (); $($case:ident),* $(,)?) => {
         [$((stringify!($case), $crate::cases::$case as fn(&dyn $crate::Fixture))),*]
@@ -133,11 +135,12 @@ macro_rules! contract_tests {
 
 /// Expands to one `#[test]` per case of [`drain`] (every way a host ends writes what was
 /// appended; required persistence; a follower's refresh), each against a fresh fixture made
-/// by `$fixture`.
+/// by `$fixture`; attributes after the fixture go on every test, as for
+/// [`contract_tests!`].
 #[macro_export]
 macro_rules! drain_tests {
-    ($fixture:expr) => {
-        $crate::drain_tests! { @tests ($fixture);
+    ($fixture:expr $(, #[$attr:meta])*) => {
+        $crate::drain_tests! { @tests [$(#[$attr])*] ($fixture);
             context_dispose_drains_every_session,
             context_drop_drains_every_session,
             disabling_either_plugin_drains_every_session,
@@ -145,13 +148,23 @@ macro_rules! drain_tests {
             a_follower_refreshes_only_what_was_appended,
         }
     };
-    (@tests ($fixture:expr); $($case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                $crate::drain::$case(&$fixture);
-            }
-        )*
+    (@tests $attrs:tt $fixture:tt; $($case:ident),* $(,)?) => {
+        $($crate::suite_test! { $attrs $fixture drain $case })*
+    };
+}
+
+/// One test of a suite: the case `$case` of this crate's module `$module` against a fresh
+/// fixture made by `$fixture`, with the attributes in brackets. What [`contract_tests!`] and
+/// [`drain_tests!`] expand to, once per case.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! suite_test {
+    ([$($attr:tt)*] ($fixture:expr) $module:ident $case:ident) => {
+        $($attr)*
+        #[test]
+        fn $case() {
+            $crate::$module::$case(&$fixture);
+        }
     };
 }
 

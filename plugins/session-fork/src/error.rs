@@ -2,7 +2,7 @@
 //! reference section 7.3) and the failures of forking a stored session.
 
 use dsh_core::Unavailable;
-use dsh_session::{PersistenceError, SessionId, StoreError, StoredLogError};
+use dsh_session::{PersistenceError, SessionId, SessionIdError, StoreError, StoredLogError};
 use std::fmt;
 
 /// Why a fork boundary is `INVALID_BOUNDARY`.
@@ -51,6 +51,10 @@ pub enum SessionForkError {
         /// The source id.
         id: SessionId,
     },
+    /// `SESSION_ID_INVALID`: the requested child id breaks the id rule
+    /// ([`SessionId::check`]); checked before anything else, nothing was created.
+    #[error(transparent)]
+    InvalidChildId(#[from] SessionIdError),
     /// `SESSION_ALREADY_EXISTS`: the requested child id is already live.
     #[error("session \"{id}\" already exists")]
     SessionAlreadyExists {
@@ -139,13 +143,15 @@ pub enum SessionForkError {
 
 impl SessionForkError {
     /// The stable code: the RFC's four (`SESSION_NOT_FOUND`, `SESSION_NOT_LIVE`,
-    /// `SESSION_ALREADY_EXISTS`, `OPEN_TURN`), `INVALID_BOUNDARY`, `CAPABILITY_UNAVAILABLE`,
+    /// `SESSION_ALREADY_EXISTS`, `OPEN_TURN`), `SESSION_ID_INVALID`, `INVALID_BOUNDARY`,
+    /// `CAPABILITY_UNAVAILABLE`,
     /// the backend's code for an unreadable stored source, or the store's code for a failed
     /// creation.
     pub fn code(&self) -> &'static str {
         match self {
             SessionForkError::SessionNotFound { .. } => "SESSION_NOT_FOUND",
             SessionForkError::SessionNotLive { .. } => "SESSION_NOT_LIVE",
+            SessionForkError::InvalidChildId(error) => error.code(),
             SessionForkError::SessionAlreadyExists { .. } => "SESSION_ALREADY_EXISTS",
             SessionForkError::OpenTurn { .. } | SessionForkError::OpenTurnAt { .. } => "OPEN_TURN",
             SessionForkError::InvalidBoundary { .. } => "INVALID_BOUNDARY",

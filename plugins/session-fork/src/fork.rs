@@ -169,7 +169,8 @@ impl SessionFork {
     /// path. The seed shares the source's events (and, at the source's end, its surface fold):
     /// no event is copied or validated again.
     ///
-    /// Errors, in this order: `SESSION_ALREADY_EXISTS`, then `SESSION_NOT_FOUND` /
+    /// Errors, in this order: `SESSION_ID_INVALID` (a child id that breaks the id rule,
+    /// [`SessionId::check`]), `SESSION_ALREADY_EXISTS`, then `SESSION_NOT_FOUND` /
     /// `SESSION_NOT_LIVE` as [`SessionFork::snapshot`], then `INVALID_BOUNDARY` and
     /// `OPEN_TURN`, then the store's error if creating the child fails. Nothing is created
     /// when any check fails.
@@ -180,7 +181,7 @@ impl SessionFork {
             boundary,
         } = options;
         let store = self.store(source.id())?;
-        check_child_free(&store, session_id.as_ref())?;
+        check_child(&store, session_id.as_ref())?;
         let source = resolve_live(&store, source)?;
         let (seed, meta) = cut_live(&source, boundary)?;
         create_child(&store, source.id(), session_id, Seed::Snapshot(seed), meta)
@@ -212,11 +213,11 @@ impl SessionFork {
             boundary,
             ..
         } = options;
+        check_child(&store, session_id.as_ref())?;
         // The stored source exists under its own id, live or not.
         if session_id.as_ref() == Some(&id) {
             return Err(SessionForkError::SessionAlreadyExists { id });
         }
-        check_child_free(&store, session_id.as_ref())?;
         let (header, mut events) = read_stored(&store, &id, boundary)?;
         let len = seed_len(&id, boundary, events.len(), |i| events.get(i))?;
         events.truncate(len);
@@ -225,18 +226,18 @@ impl SessionFork {
     }
 }
 
-/// `SESSION_ALREADY_EXISTS` when the requested child id is live (checked first, as the RFC
-/// and dsh's store fork do).
-fn check_child_free(
-    store: &SessionStore,
-    child: Option<&SessionId>,
-) -> Result<(), SessionForkError> {
-    match child {
-        Some(child) if store.get(child).is_some() => {
-            Err(SessionForkError::SessionAlreadyExists { id: child.clone() })
-        }
-        _ => Ok(()),
+/// `SESSION_ID_INVALID` when the requested child id breaks the id rule, then
+/// `SESSION_ALREADY_EXISTS` when it is live (checked first, as the RFC and dsh's store fork
+/// do).
+fn check_child(store: &SessionStore, child: Option<&SessionId>) -> Result<(), SessionForkError> {
+    let Some(child) = child else {
+        return Ok(());
+    };
+    child.check()?;
+    if store.get(child).is_some() {
+        return Err(SessionForkError::SessionAlreadyExists { id: child.clone() });
     }
+    Ok(())
 }
 
 /// Resolves a live source (RFC step 1): `SESSION_NOT_FOUND`, or `SESSION_NOT_LIVE` for a

@@ -141,7 +141,7 @@ fn a_fork_of_a_fork_at_an_earlier_boundary_keeps_lineage_and_history() {
         .ancestors(grandchild.id())
         .unwrap()
         .into_iter()
-        .map(|h| h.id.to_string())
+        .map(|h| h.id.as_str().to_owned())
         .collect();
     assert_eq!(ancestors, ["child", "root"]);
 }

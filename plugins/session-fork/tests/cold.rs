@@ -297,7 +297,7 @@ fn lineage_spans_live_and_stored_sessions_with_branch_turns() {
     let ids = |headers: Vec<SessionHeader>| {
         headers
             .into_iter()
-            .map(|h| h.id.to_string())
+            .map(|h| h.id.as_str().to_owned())
             .collect::<Vec<_>>()
     };
     assert_eq!(ids(fork.children(&"root".into()).unwrap()), ["a", "b"]);

@@ -4,12 +4,12 @@ use crate::compressed::{compress_frame, decoding_reader};
 use crate::decode::Decoded;
 use crate::durable::{append_after, publish_new_with, replace_atomically, IoAt, PublishError};
 use crate::file_end::FileEnd;
+use crate::folders::MadeFolders;
 use crate::header_line::{encode_header_line, parse_header_line, HeaderError};
 use crate::layout::{
     check_placement, compressed_session_file, id_segment, is_compressed, is_cwd_folder,
     session_file, session_files, single_file, stored_twice,
 };
-use crate::limits::MAX_ID_SEGMENT_BYTES;
 use crate::record::{is_row_tag, write_event_line};
 use crate::scan::{
     read_header, scan_bytes, scan_compressed, scan_prefix, scan_reader, ReadError, Scanned,
@@ -251,12 +251,19 @@ impl JsonlPersistence {
         Ok(folders)
     }
 
-    /// Creates the cwd and id folders of the new session file `target` where missing and
-    /// returns the file's physical path. A folder that exists already (a symbolic link
-    /// included) must lie inside the root, checked before anything is created through it.
+    /// Creates the cwd and id folders of the new session file `target` where missing (the root
+    /// too) and returns the file's physical path with the folders made, which are removed
+    /// again unless the create keeps them ([`MadeFolders`]). A folder that exists already (a
+    /// symbolic link included) must lie inside the root, checked before anything is created
+    /// through it.
     ///
-    /// Errors: [`PersistenceError::OutsideStore`]; [`PersistenceError::Io`].
-    fn prepare_folders(&self, id: &SessionId, target: &Path) -> Result<PathBuf, PersistenceError> {
+    /// Errors: [`PersistenceError::OutsideStore`]; [`PersistenceError::Io`]; either way the
+    /// folders made are removed.
+    fn prepare_folders(
+        &self,
+        id: &SessionId,
+        target: &Path,
+    ) -> Result<(PathBuf, MadeFolders), PersistenceError> {
         let dir = target
             .parent()
             .ok_or_else(|| io_error(target, io::ErrorKind::InvalidInput.into()))?;
@@ -269,9 +276,9 @@ impl JsonlPersistence {
         if let Some(refused) = dangling(target) {
             return Err(refused);
         }
-        fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+        let made = MadeFolders::make(dir).map_err(|(folder, e)| io_error(&folder, e))?;
         let file_name = target.file_name().unwrap_or_default();
-        Ok(self.inside(id, dir)?.join(file_name))
+        Ok((self.inside(id, dir)?.join(file_name), made))
     }
 
     fn slot(&self, id: &SessionId) -> Slot {
@@ -287,22 +294,36 @@ impl JsonlPersistence {
     /// while another writer holds it. The append writes through this same handle. Returns the
     /// handle and the file's length under the lock.
     ///
-    /// Errors: [`PersistenceError::Locked`] when the lock stayed held; [`PersistenceError::Io`].
+    /// Errors: [`PersistenceError::Locked`] when the lock stayed held;
+    /// [`PersistenceError::LockFailed`] when the file cannot be opened for writing (a
+    /// read-only store, a symbolic link put in its place) or locked; [`PersistenceError::Io`].
     fn lock_exclusive(&self, id: &SessionId, path: &Path) -> Result<(File, u64), PersistenceError> {
         let mut options = fs::OpenOptions::new();
         options.read(true).write(true);
         // The path is physical (see `locate`): a link put in its place since is not followed.
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+        let lock_failed = |step| {
+            move |source| PersistenceError::LockFailed {
+                path: path.display().to_string(),
+                step,
+                source,
+            }
+        };
+        let open = || {
+            options
+                .open(path)
+                .map_err(lock_failed("opening it for writing"))
+        };
         let deadline = Instant::now() + self.lock_timeout;
-        let mut file = options.open(path).map_err(|e| io_error(path, e))?;
+        let mut file = open()?;
         loop {
             match file.try_lock() {
                 // An atomic append (`append_atomic`) may have put a new file in its place
                 // while we waited: lock that one.
                 Ok(()) => match named_len(path, &file).map_err(|e| io_error(path, e))? {
                     Some(len) => return Ok((file, len)),
-                    None => file = options.open(path).map_err(|e| io_error(path, e))?,
+                    None => file = open()?,
                 },
                 Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(5));
@@ -317,7 +338,7 @@ impl JsonlPersistence {
                         ),
                     })
                 }
-                Err(fs::TryLockError::Error(e)) => return Err(io_error(path, e)),
+                Err(fs::TryLockError::Error(e)) => return Err(lock_failed("locking it")(e)),
             }
         }
     }
@@ -406,7 +427,9 @@ impl JsonlPersistence {
 impl SessionPersistence for JsonlPersistence {
     /// Writes `<cwd folder>/<encoded id>/session.jsonl` (`session.jsonl.zstd` when the backend
     /// writes zstd: a frame for the header, one for the seed): the header line, then every
-    /// seed event verbatim, published in one durable step that never overwrites.
+    /// seed event verbatim, published in one durable step that never overwrites. A create
+    /// that fails removes the folders it made (the root included), while they are empty; it
+    /// never removes a folder that existed before.
     ///
     /// Errors: [`PersistenceError::Conflict`] when the id is stored anywhere under the root
     /// (the stored file is left unchanged); [`PersistenceError::SeqMismatch`] when the seed's
@@ -414,14 +437,16 @@ impl SessionPersistence for JsonlPersistence {
     /// a packed row tag; [`PersistenceError::HeaderInvalid`] or
     /// [`PersistenceError::VersionUnsupported`] when the header would not read back (relative
     /// `cwd`, `origin` other than `"subagent"`, version other than 0, retired or duplicate
-    /// extra field); [`PersistenceError::TooLarge`] when the id's folder name would be longer
-    /// than [`crate::limits::MAX_ID_SEGMENT_BYTES`]; [`PersistenceError::Io`].
+    /// extra field); [`PersistenceError::InvalidId`] for an id that breaks the id rule
+    /// ([`SessionId::check`]: within it, the id's folder name fits
+    /// [`crate::limits::MAX_ID_SEGMENT_BYTES`]); [`PersistenceError::Io`].
     fn create(
         &self,
         header: &SessionHeader,
         seed: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError> {
         let id = &header.id;
+        id.check()?;
         let slot = self.slot(id);
         let mut cached = slot.lock();
         check_storable(id, 0, seed)?;
@@ -431,16 +456,6 @@ impl SessionPersistence for JsonlPersistence {
                 compressed_session_file(&self.root, header.cwd.as_deref(), id.as_str())
             }
         };
-        let segment = id_segment(id.as_str()).len();
-        if segment > MAX_ID_SEGMENT_BYTES {
-            return Err(PersistenceError::TooLarge {
-                file: target.display().to_string(),
-                reason: format!(
-                    "session {id}: the id's folder name would be {segment} bytes, beyond the \
-                     {MAX_ID_SEGMENT_BYTES} a file name may have"
-                ),
-            });
-        }
         let header_error = |e| header_error(&target, e);
         let line = encode_header_line(header).map_err(header_error)?;
         parse_header_line(&line).map_err(header_error)?;
@@ -452,7 +467,8 @@ impl SessionPersistence for JsonlPersistence {
         }
         let mut header_line = line.into_bytes();
         header_line.push(b'\n');
-        let target = self.prepare_folders(id, &target)?;
+        // Dropped on an error below, `made` removes the folders made for this session.
+        let (target, made) = self.prepare_folders(id, &target)?;
         let mut end = FileEnd::of(&header_line);
         let write = |out: &mut dyn Write| -> io::Result<()> {
             if self.compression == Compression::Zstd {
@@ -488,6 +504,7 @@ impl SessionPersistence for JsonlPersistence {
             },
             PublishError::Io(path, source) => io_error(&path, source),
         })?;
+        made.keep();
         *cached = Some(Cursor {
             path: target,
             committed: end.len(),
@@ -508,7 +525,10 @@ impl SessionPersistence for JsonlPersistence {
     /// are not `stored length, +1, +2, …` (`expected` is the seq due at the offending event);
     /// [`PersistenceError::Unstorable`] for an event whose type is a packed row tag; the read
     /// errors of [`SessionPersistence::load`] when the file must be rescanned;
-    /// [`PersistenceError::Io`] (the file is cut back to its previous length).
+    /// [`PersistenceError::Locked`] when another writer holds the file's write lock beyond the
+    /// lock timeout, [`PersistenceError::LockFailed`] when the lock cannot be taken otherwise
+    /// (the file cannot be opened for writing); [`PersistenceError::Io`] (the file is cut back
+    /// to its previous length).
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
         self.append_by(id, events, Step::InPlace)
     }

@@ -29,6 +29,11 @@ const MAX_SLUG_CHARS: usize = 251;
 /// The slug a folder gets when nothing is left of its cwd (e.g. `/`).
 const EMPTY_SLUG: &str = "root";
 
+/// The most bytes one byte of an id becomes in its segment ([`id_segment`]): 5, for an ASCII
+/// character written `~XXXX`. A character of 2 or 3 bytes is one UTF-16 unit (5 bytes), one
+/// of 4 bytes two units (10 bytes).
+pub const MAX_ESCAPED_BYTES_PER_ID_BYTE: usize = 5;
+
 /// The id segment of the empty id. No other id encodes to it: every non-empty id yields either
 /// a safe character first or a five-character `~XXXX` escape.
 const EMPTY_ID_SEGMENT: &str = "~";
@@ -337,6 +342,17 @@ mod tests {
     }
 
     #[test]
+    fn every_id_within_the_id_rule_fits_a_file_name() {
+        for worst in ["~", "é", "😀", "\u{85}"] {
+            let id = worst.repeat(dsh_session::SessionId::MAX_BYTES / worst.len());
+            assert!(
+                id_segment(&id).len() <= crate::limits::MAX_ID_SEGMENT_BYTES,
+                "{worst}"
+            );
+        }
+    }
+
+    #[test]
     fn non_canonical_names_decode_to_nothing() {
         for name in ["~002e", "a~002E", "~00", "~ZZZZ", "a/b", "~D83D"] {
             assert_eq!(decode_segment(name), None, "{name:?}");
@@ -382,6 +398,12 @@ mod tests {
             let segment = id_segment(&id);
             prop_assert!(is_plain_component(&segment), "{segment:?}");
             prop_assert_eq!(decode_segment(&segment), Some(id));
+        }
+
+        #[test]
+        fn a_segment_takes_at_most_five_bytes_per_byte_of_its_id(id in hostile_id()) {
+            prop_assume!(!id.is_empty());
+            prop_assert!(id_segment(&id).len() <= MAX_ESCAPED_BYTES_PER_ID_BYTE * id.len());
         }
 
         #[test]

@@ -15,6 +15,7 @@ mod compressed;
 mod decode;
 mod durable;
 mod file_end;
+mod folders;
 mod header_line;
 mod json;
 pub mod layout;

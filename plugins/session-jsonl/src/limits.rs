@@ -2,7 +2,8 @@
 //! make a read exhaust memory: a header line, a record line, and what one zstd frame decodes
 //! to. Each bound is far above anything dsh writes; a file beyond one is refused with
 //! `LIMIT_EXCEEDED` naming the line or frame, and a store listing skips it and goes on. And
-//! the longest id a session file can be created under ([`MAX_ID_SEGMENT_BYTES`]).
+//! the longest id folder name ([`MAX_ID_SEGMENT_BYTES`]), which every id within the id rule
+//! fits.
 
 use std::io::{self, BufRead, Read};
 
@@ -20,10 +21,17 @@ pub const MAX_FRAME_BYTES: usize = 256 << 20;
 
 /// The longest id folder name a create writes: 255 bytes, the most a file name may have on
 /// the common file systems (ext4, XFS, APFS, NTFS). The name is the escaped id
-/// ([`crate::layout::id_segment`]): 255 ASCII letters, digits, `_`, `-` or `.`, fewer for other
-/// characters (5 bytes per UTF-16 unit). A create of a longer id is refused with
-/// `LIMIT_EXCEEDED` before anything is written; such an id is never found stored.
+/// ([`crate::layout::id_segment`]), at most [`crate::layout::MAX_ESCAPED_BYTES_PER_ID_BYTE`]
+/// (5) bytes per byte of the id, so every id within the id rule
+/// ([`dsh_session::SessionId::MAX_BYTES`], 51 bytes) fits; `create` refuses any other id with
+/// `SESSION_ID_INVALID` before anything is written.
 pub const MAX_ID_SEGMENT_BYTES: usize = 255;
+
+// Every id within the id rule has a folder name of at most `MAX_ID_SEGMENT_BYTES`.
+const _: () = assert!(
+    dsh_session::SessionId::MAX_BYTES * crate::layout::MAX_ESCAPED_BYTES_PER_ID_BYTE
+        <= MAX_ID_SEGMENT_BYTES
+);
 
 /// The bounds one read applies; [`Limits::DEFAULT`] everywhere but in tests of the bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use serde_json::json;
 use std::fs;
 use std::io::Write;
 use std::sync::Arc;
-use support::{event, files_under, header, line, turn};
+use support::{event, files_under, header, line, turn, write_file};
 
 #[test]
 fn a_created_session_is_a_header_line_then_its_seed() {
@@ -228,30 +228,36 @@ fn appending_to_an_unknown_session_is_not_found() {
     assert_eq!(err.code(), "SESSION_NOT_FOUND");
 }
 
+/// Hostile ids within the id rule are created and read back under their own folder; ids
+/// that break it (empty, control characters) are refused by `create` with
+/// `SESSION_ID_INVALID`, but such a session stored by another writer (dsh takes any id from
+/// a file) still loads and is listed.
 #[test]
 fn hostile_ids_store_inside_the_root_and_read_back_unchanged() {
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().join("store");
     let store = JsonlPersistence::new(&root);
-    let refused = store.create(&header("", Some("/p"), 0), &turn(0, 2));
-    assert_eq!(refused.expect_err("the empty id").code(), "HEADER_INVALID");
-    let ids = [
+    for refused in ["", "nul\0byte", "line\nbreak", "tab\t"] {
+        let error = store
+            .create(&header(refused, Some("/p"), 0), &turn(0, 2))
+            .expect_err("outside the id rule");
+        assert_eq!(error.code(), "SESSION_ID_INVALID", "{error}");
+    }
+    assert!(!root.exists(), "a refused create writes nothing");
+    let created = [
         ".",
         "..",
         "../escape",
         "a/b",
         "/abs",
         "back\\slash",
-        "nul\0byte",
-        "line\nbreak",
-        "tab\t",
         "~",
         "~002E",
         "~007E",
         "émoji 😀",
         "..\\..\\x",
     ];
-    for (n, id) in ids.iter().enumerate() {
+    for (n, id) in created.iter().enumerate() {
         store
             .create(&header(id, Some("/p"), n as u64), &turn(0, 2))
             .expect("created");
@@ -259,9 +265,20 @@ fn hostile_ids_store_inside_the_root_and_read_back_unchanged() {
             .append(&SessionId::new(*id), &turn(2, 2))
             .expect("appended");
     }
-    for id in ids {
-        let stored = store.load(&SessionId::new(id)).expect("loaded");
-        assert_eq!(stored.header.id.as_str(), id);
+    let stored_elsewhere = ["nul\0byte", "line\nbreak", "tab\t"];
+    for (n, id) in stored_elsewhere.iter().enumerate() {
+        let header = json!({"type": "session", "version": 0, "id": id,
+            "createdAt": 100 + n, "cwd": "/p", "delegationDepth": 0});
+        let mut text = format!("{header}\n");
+        for event in turn(0, 4) {
+            text.push_str(&format!("{}\n", line(&event)));
+        }
+        write_file(&root, Some("/p"), id, text.as_bytes());
+    }
+    let ids: Vec<&str> = created.iter().chain(&stored_elsewhere).copied().collect();
+    for id in &ids {
+        let stored = store.load(&SessionId::new(*id)).expect("loaded");
+        assert_eq!(stored.header.id.as_str(), *id);
         assert_eq!(stored.events.len(), 4);
     }
     let listed: Vec<String> = store
@@ -558,32 +575,42 @@ fn open_descriptors_of(path: &std::path::Path) -> usize {
         .count()
 }
 
-/// An id whose folder name would pass the 255 bytes a file name may have is refused with
-/// `LIMIT_EXCEEDED` naming the session, before anything is written; the longest id that fits
-/// is stored and found.
+/// Every id within the id rule fits a folder name: the longest, made of the characters whose
+/// escape is longest (5 bytes each), is stored and found; one byte more, or a character that
+/// is not escaped, is refused with `SESSION_ID_INVALID` naming the session, before anything
+/// is written.
 #[test]
-fn an_id_too_long_for_a_folder_name_is_refused_before_anything_is_written() {
+fn the_longest_id_fits_a_folder_name_and_a_longer_one_is_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = JsonlPersistence::new(dir.path());
-    let longest = "a".repeat(dsh_session_jsonl::limits::MAX_ID_SEGMENT_BYTES);
-    store
-        .create(&header(&longest, Some("/w"), 1), &turn(0, 2))
-        .expect("fits");
-    assert_eq!(
+    for longest in [
+        "~".repeat(SessionId::MAX_BYTES),
+        "a".repeat(SessionId::MAX_BYTES),
+    ] {
+        let segment = dsh_session_jsonl::layout::id_segment(&longest);
+        assert!(segment.len() <= dsh_session_jsonl::limits::MAX_ID_SEGMENT_BYTES);
         store
-            .load(&SessionId::new(longest.as_str()))
-            .unwrap()
-            .events
-            .len(),
-        2
-    );
+            .create(&header(&longest, Some("/w"), 1), &turn(0, 2))
+            .expect("fits");
+        assert_eq!(
+            store
+                .load(&SessionId::new(longest.as_str()))
+                .unwrap()
+                .events
+                .len(),
+            2
+        );
+    }
     let before = files_under(dir.path());
-    // 52 characters of 5 escaped bytes each: 260 bytes.
-    for id in [format!("{longest}a"), "é".repeat(52)] {
+    for id in [
+        "a".repeat(SessionId::MAX_BYTES + 1),
+        "é".repeat(26),
+        "~".repeat(52),
+    ] {
         let refused = store
             .create(&header(&id, Some("/w"), 1), &turn(0, 2))
             .expect_err("too long");
-        assert_eq!(refused.code(), "LIMIT_EXCEEDED", "{refused}");
+        assert_eq!(refused.code(), "SESSION_ID_INVALID", "{refused}");
         assert!(refused.to_string().contains(&id), "{refused}");
         assert!(matches!(
             store.load(&SessionId::new(id.as_str())),
@@ -591,4 +618,40 @@ fn an_id_too_long_for_a_folder_name_is_refused_before_anything_is_written() {
         ));
     }
     assert_eq!(files_under(dir.path()), before);
+}
+
+/// A write lock that cannot be taken for another reason than another writer holding it (a
+/// read-only store; here, which binds root too, a symbolic link put where the file was, which
+/// the lock's open does not follow) is `IO_ERROR` naming the lock, the file and why, and
+/// nothing is written.
+#[cfg(unix)]
+#[test]
+fn a_write_lock_that_cannot_be_taken_is_named_in_the_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlPersistence::new(dir.path());
+    let header = header("locked-out", Some("/w"), 1);
+    store.create(&header, &turn(0, 2)).expect("created");
+    let path = store.locate(&header.id).unwrap().expect("stored");
+    let moved = path.with_file_name("moved.jsonl");
+    fs::rename(&path, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &path).unwrap();
+    let before = fs::read(&moved).unwrap();
+
+    let error = store
+        .append(&header.id, &turn(2, 2))
+        .expect_err("the lock cannot be taken");
+    assert!(
+        matches!(error, PersistenceError::LockFailed { .. }),
+        "{error:?}"
+    );
+    assert_eq!(error.code(), "IO_ERROR");
+    let message = error.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "cannot take the write lock of {}: opening it for writing failed: ",
+            path.display()
+        )) && message.ends_with("; nothing was written"),
+        "{message}"
+    );
+    assert_eq!(fs::read(&moved).unwrap(), before);
 }

@@ -398,8 +398,9 @@ impl SessionPersistence for PostgresPersistence {
     /// Errors: [`PersistenceError::Conflict`] when the id is stored (the stored session is
     /// left unchanged); [`PersistenceError::SeqMismatch`] when the seed's seqs are not
     /// `0, 1, 2, …`; [`PersistenceError::VersionUnsupported`] for a header version other than
-    /// 0; [`PersistenceError::HeaderInvalid`] for an empty id or a header text field holding a
-    /// NUL character; [`PersistenceError::Unstorable`] for an event type holding one;
+    /// 0; [`PersistenceError::InvalidId`] for an id that breaks the id rule
+    /// ([`SessionId::check`]); [`PersistenceError::HeaderInvalid`] for a header text field
+    /// holding a NUL character; [`PersistenceError::Unstorable`] for an event type holding one;
     /// [`PersistenceError::Locked`]; [`PersistenceError::Io`].
     fn create(
         &self,
@@ -407,12 +408,13 @@ impl SessionPersistence for PostgresPersistence {
         seed: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError> {
         let id = &header.id;
+        id.check()?;
         let store = self.place.to_string();
         check_seqs(id, 0, seed)?;
         dsh_session::columns::check_stored_version(&store, header)?;
         let row = HeaderColumns::of(header);
+        // The id rule refuses a NUL in the id already.
         let texts = [
-            ("id", Some(&row.id)),
             ("cwd", row.cwd.as_ref()),
             ("parentSession", row.parent_session.as_ref()),
             ("origin", row.origin.as_ref()),
@@ -422,9 +424,6 @@ impl SessionPersistence for PostgresPersistence {
             file: store.clone(),
             reason,
         };
-        if row.id.is_empty() {
-            return Err(invalid("the session id is empty".into()));
-        }
         if let Some((field, _)) = texts
             .iter()
             .find(|(_, text)| text.is_some_and(|t| t.contains('\0')))

@@ -1,5 +1,6 @@
 //! The shared persistence contract and fault tests (`dsh-session-contract`) run against
-//! PostgreSQL, one schema per case. Skipped with a printed reason without `DSH_TEST_POSTGRES_URL`.
+//! PostgreSQL, one schema per case: ignored unless asked for (`-- --include-ignored` under
+//! `scripts/with-postgres.sh`), failing without `DSH_TEST_POSTGRES_URL`.
 
 mod support;
 
@@ -75,20 +76,18 @@ impl Fixture for PostgresFixture {
     }
 }
 
-dsh_session_contract::contract_tests!(match TestSchema::new("contract") {
-    Some(schema) => PostgresFixture(schema),
-    None => return,
-});
-
-dsh_session_contract::fault_tests!(
-    match TestSchema::new("faults") {
-        Some(schema) => PostgresFixture(schema),
-        None => return,
-    },
-    SessionPostgresPlugin
+dsh_session_contract::contract_tests!(
+    PostgresFixture(TestSchema::new("contract")),
+    #[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
 );
 
-dsh_session_contract::drain_tests!(match TestSchema::new("drain") {
-    Some(schema) => PostgresFixture(schema),
-    None => return,
-});
+dsh_session_contract::fault_tests!(
+    PostgresFixture(TestSchema::new("faults")),
+    SessionPostgresPlugin,
+    #[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
+);
+
+dsh_session_contract::drain_tests!(
+    PostgresFixture(TestSchema::new("drain")),
+    #[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
+);

@@ -360,13 +360,6 @@ impl SqlitePersistence {
         self.path.display().to_string()
     }
 
-    fn header_invalid(&self, reason: String) -> PersistenceError {
-        PersistenceError::HeaderInvalid {
-            file: self.path.display().to_string(),
-            reason,
-        }
-    }
-
     /// A refused statement on session `id`: [`PersistenceError::Locked`] when another
     /// connection held the write lock for the whole lock timeout, else
     /// [`PersistenceError::Io`].
@@ -409,18 +402,16 @@ impl SessionPersistence for SqlitePersistence {
     /// Errors: [`PersistenceError::Conflict`] when the id is stored (the stored session is
     /// left unchanged); [`PersistenceError::SeqMismatch`] when the seed's seqs are not
     /// `0, 1, 2, …`; [`PersistenceError::VersionUnsupported`] for a header version other than
-    /// 0; [`PersistenceError::HeaderInvalid`] for an empty id; [`PersistenceError::Locked`];
-    /// [`PersistenceError::Io`].
+    /// 0; [`PersistenceError::InvalidId`] for an id that breaks the id rule
+    /// ([`SessionId::check`]); [`PersistenceError::Locked`]; [`PersistenceError::Io`].
     fn create(
         &self,
         header: &SessionHeader,
         seed: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError> {
+        header.id.check()?;
         check_seqs(&header.id, 0, seed)?;
         check_stored_version(&self.store(), header)?;
-        if header.id.as_str().is_empty() {
-            return Err(self.header_invalid("the session id is empty".into()));
-        }
         self.commit(Write::Create {
             header: Box::new(header.clone()),
             rows: seed.iter().map(|event| EventColumns::of(event)).collect(),

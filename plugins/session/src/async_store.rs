@@ -34,8 +34,8 @@ use std::sync::Arc;
 use crate::header::SessionHeader;
 use crate::persistence::{ListedSession, PersistenceError, StoredTail};
 use crate::{
-    CreateOptions, Resumed, Session, SessionEvent, SessionId, SessionPersistence, SessionStore,
-    StoreError, StoredSession,
+    CreateOptions, Imported, Resumed, Session, SessionEvent, SessionId, SessionPersistence,
+    SessionStore, StoreError, StoredSession,
 };
 use dsh_core::{run_blocking, Unavailable};
 
@@ -70,6 +70,16 @@ impl AsyncSessionStore {
     ) -> Result<Arc<Session>, StoreError> {
         let store = self.store.clone();
         run_blocking(move || store.create(id, options)).await
+    }
+
+    /// [`SessionStore::import`], off the workers. Errors: as `import`.
+    pub async fn import(
+        &self,
+        id: SessionId,
+        options: CreateOptions,
+    ) -> Result<Imported, StoreError> {
+        let store = self.store.clone();
+        run_blocking(move || store.import(id, options)).await
     }
 
     /// [`SessionStore::flush`], off the workers. Errors: as `flush`.

@@ -2,57 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::fmt;
+
+pub use crate::id::SessionId;
 
 /// The log format version this crate reads and writes (dsh rc.8 `SESSION_FORMAT_VERSION`).
 pub const SESSION_FORMAT_VERSION: u64 = 0;
-
-/// A session id. Any string is a valid id (dsh accepts ids from files unvalidated); the store
-/// generates UUID v7 strings. Persistence backends must encode ids injectively.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct SessionId(String);
-
-impl SessionId {
-    /// Wraps any string.
-    pub fn new(id: impl Into<String>) -> SessionId {
-        SessionId(id.into())
-    }
-
-    /// A fresh UUID v7 id: time-ordered and unique across processes.
-    pub fn generate() -> SessionId {
-        SessionId(uuid::Uuid::now_v7().to_string())
-    }
-
-    /// The id as a string slice.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for SessionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<&str> for SessionId {
-    fn from(s: &str) -> SessionId {
-        SessionId(s.to_owned())
-    }
-}
-
-impl From<String> for SessionId {
-    fn from(s: String) -> SessionId {
-        SessionId(s)
-    }
-}
-
-impl AsRef<str> for SessionId {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
 
 /// The immutable header of a session, stored outside the log, with dsh's field names.
 ///
@@ -126,15 +80,13 @@ impl SessionHeader {
 
     /// The first of dsh's header rules this header breaks, as a sentence naming the field;
     /// `None` when it keeps them all. The rules (dsh's header reader, reference section 2.1):
-    /// a non-empty `id`; an absolute `cwd` (starting with `/`); `origin` absent or
+    /// an absolute `cwd` (starting with `/`); `origin` absent or
     /// `"subagent"`; `createdAt`, `seedLength` and `delegationDepth` safe integers (at most
     /// 2^53-1, what a JavaScript number holds exactly); no field named `type` or `version`
-    /// among the unmodelled ones (they would shadow the header's own).
+    /// among the unmodelled ones (they would shadow the header's own). The id has a rule of
+    /// its own, [`SessionId::check`].
     pub fn broken_rule(&self) -> Option<String> {
         const MAX_SAFE: u64 = (1 << 53) - 1;
-        if self.id.as_str().is_empty() {
-            return Some("header id is empty and cannot name a storage path".into());
-        }
         if let Some(cwd) = self.cwd.as_deref().filter(|cwd| !cwd.starts_with('/')) {
             return Some(format!("header \"cwd\" is not an absolute path: \"{cwd}\""));
         }
@@ -231,13 +183,5 @@ mod tests {
             Some(&serde_json::json!([1]))
         );
         assert_eq!(serde_json::to_string(&header).unwrap(), raw);
-    }
-
-    #[test]
-    fn generated_ids_are_distinct_uuids() {
-        let a = SessionId::generate();
-        let b = SessionId::generate();
-        assert_ne!(a, b);
-        assert_eq!(a.as_str().len(), 36);
     }
 }

@@ -28,6 +28,7 @@ pub mod data;
 pub mod event;
 pub mod fold;
 pub mod header;
+pub mod id;
 pub mod invariants;
 pub mod persistence;
 pub mod plugin;
@@ -42,7 +43,8 @@ mod view;
 pub use async_store::{AsyncPersistence, AsyncSessionStore};
 pub use data::EventData;
 pub use event::{EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
-pub use header::{SessionHeader, SessionId, SessionMeta, SESSION_FORMAT_VERSION};
+pub use header::{SessionHeader, SessionMeta, SESSION_FORMAT_VERSION};
+pub use id::{IdProblem, SessionId, SessionIdError};
 pub use invariants::{check_invariants, InvariantViolation};
 pub use persistence::{
     check_seqs, ListedSession, PersistenceError, PersistenceMode, SessionPersistence,
@@ -52,8 +54,8 @@ pub use plugin::{SessionConfig, SessionPlugin};
 pub use repair::interrupted_turn_closers;
 pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
 pub use store::{
-    CreateOptions, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush, SessionStore,
-    StoreError,
+    CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
+    SessionStore, StoreError,
 };
 pub use upgrade::{prepare_stored_events, StoredLogError};
 pub use validate::ValidationError;

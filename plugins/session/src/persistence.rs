@@ -10,7 +10,8 @@
 //! operation and its write.
 
 use crate::event::SessionEvent;
-use crate::header::{SessionHeader, SessionId};
+use crate::header::SessionHeader;
+use crate::id::{SessionId, SessionIdError};
 use crate::session::Session;
 use std::sync::Arc;
 
@@ -69,6 +70,10 @@ pub enum PersistenceError {
         /// The id looked up.
         id: SessionId,
     },
+    /// `create` of an id that breaks the id rule ([`SessionId::check`]), refused alike by
+    /// every backend; nothing was written.
+    #[error(transparent)]
+    InvalidId(#[from] SessionIdError),
     /// A different session is already stored under this id (other header, or a log that is
     /// not a prefix of the one being written).
     #[error("session \"{id}\" is already stored with other content: {reason}")]
@@ -136,6 +141,20 @@ pub enum PersistenceError {
         /// Which lock was held and how long the backend waited.
         reason: String,
     },
+    /// The write lock of a stored session could not be taken, for another reason than another
+    /// writer holding it (see [`PersistenceError::Locked`]): the step that failed (e.g. opening
+    /// the session's file for writing, in a read-only store) and the operating system's
+    /// reason. Nothing was written.
+    #[error("cannot take the write lock of {path}: {step} failed: {source}; nothing was written")]
+    LockFailed {
+        /// What the lock is taken on (the session's file).
+        path: String,
+        /// The step that failed, e.g. `opening it for writing`.
+        step: &'static str,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A path of the store leads outside it (a symbolic link to a folder or file elsewhere):
     /// the backend neither reads nor writes through it, so no write leaves the store and reads
     /// agree with writes. Nothing was read or written.
@@ -189,12 +208,14 @@ impl PersistenceError {
     pub fn code(&self) -> &'static str {
         match self {
             PersistenceError::NotFound { .. } => "SESSION_NOT_FOUND",
+            PersistenceError::InvalidId(error) => error.code(),
             PersistenceError::Conflict { .. } => "SESSION_ID_CONFLICT",
             PersistenceError::HeaderInvalid { .. } => "HEADER_INVALID",
             PersistenceError::VersionUnsupported { .. } => "VERSION_UNSUPPORTED",
             PersistenceError::Corrupt { .. } => "LOG_CORRUPT",
             PersistenceError::SeqMismatch { .. } => "SEQ_MISMATCH",
             PersistenceError::Locked { .. } => "SESSION_LOCKED",
+            PersistenceError::LockFailed { .. } => "IO_ERROR",
             PersistenceError::Unstorable { .. } => "EVENT_UNSTORABLE",
             PersistenceError::OutsideStore { .. } => "PATH_OUTSIDE_STORE",
             PersistenceError::TooLarge { .. } => "LIMIT_EXCEEDED",
@@ -211,7 +232,9 @@ impl PersistenceError {
 pub trait SessionPersistence: Send + Sync + 'static {
     /// Writes a new session: the header, then the seed, in one durable step.
     ///
-    /// Errors: [`PersistenceError::Conflict`] when the id is already stored.
+    /// Errors: [`PersistenceError::InvalidId`] when the header's id breaks the id rule
+    /// ([`SessionId::check`], checked before anything is written);
+    /// [`PersistenceError::Conflict`] when the id is already stored.
     fn create(
         &self,
         header: &SessionHeader,
@@ -380,7 +403,7 @@ pub enum PersistenceMode {
 /// dsh does, take over a stored session of that id at the same `cwd` whose log is a prefix of
 /// the live one, appending the rest and keeping the stored header (so a session created anew
 /// with another `createdAt`, a stored empty session, or one disposed before its first append
-/// is taken over). Returns how many events the backend holds.
+/// is taken over). Returns what the write stored.
 ///
 /// Beyond dsh, the lineage (`parentSession`, `seedLength`) must be the same too, so a fork
 /// child never takes over a session forked from elsewhere and inherits a wrong ancestry.
@@ -394,12 +417,16 @@ pub enum PersistenceMode {
 pub(crate) fn first_write(
     backend: &dyn SessionPersistence,
     session: &Session,
-) -> Result<usize, PersistenceError> {
+) -> Result<Landed, PersistenceError> {
     match backend.load(session.id()) {
         Err(PersistenceError::NotFound { .. }) => {
             let all: Vec<Arc<SessionEvent>> = session.events().iter().cloned().collect();
             match backend.create(session.header(), &all) {
-                Ok(()) => Ok(all.len()),
+                Ok(()) => Ok(Landed {
+                    held: all.len(),
+                    created: true,
+                    events: all.len(),
+                }),
                 Err(PersistenceError::Conflict { .. }) => match backend.load(session.id()) {
                     Ok(stored) => take_over(backend, session, stored),
                     Err(other) => Err(other),
@@ -412,13 +439,24 @@ pub(crate) fn first_write(
     }
 }
 
+/// What a write of a session to a backend did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Landed {
+    /// How many of the session's events the backend holds now.
+    pub(crate) held: usize,
+    /// Whether the write stored the session's header: the backend did not know the session.
+    pub(crate) created: bool,
+    /// How many events the write stored.
+    pub(crate) events: usize,
+}
+
 /// Takes over `stored`, the stored session of `session`'s id, by the rule of [`first_write`]:
-/// appends what the stored log lacks. Returns how many events the backend holds.
+/// appends what the stored log lacks.
 fn take_over(
     backend: &dyn SessionPersistence,
     session: &Session,
     stored: StoredSession,
-) -> Result<usize, PersistenceError> {
+) -> Result<Landed, PersistenceError> {
     let events = session.events();
     let id = session.id();
     if stored.header.cwd != session.header().cwd {
@@ -464,14 +502,20 @@ fn take_over(
             ),
         });
     }
-    append_from(backend, session, stored.events.len(), Whole::Required).map_err(|error| match error
-    {
-        // Someone else extended the stored log between our read and our append.
-        PersistenceError::SeqMismatch { .. } => PersistenceError::Conflict {
-            id: id.clone(),
-            reason: "the stored log changed while it was being adopted".into(),
-        },
-        other => other,
+    let before = stored.events.len();
+    let held =
+        append_from(backend, session, before, Whole::Required).map_err(|error| match error {
+            // Someone else extended the stored log between our read and our append.
+            PersistenceError::SeqMismatch { .. } => PersistenceError::Conflict {
+                id: id.clone(),
+                reason: "the stored log changed while it was being adopted".into(),
+            },
+            other => other,
+        })?;
+    Ok(Landed {
+        held,
+        created: false,
+        events: held - before,
     })
 }
 
@@ -490,7 +534,7 @@ pub(crate) fn catch_up(
         Err(mismatch @ PersistenceError::SeqMismatch { .. }) => match first_write(backend, session)
         {
             Err(PersistenceError::Conflict { .. }) => Err(mismatch),
-            adopted => adopted,
+            adopted => adopted.map(|landed| landed.held),
         },
         done => done,
     }

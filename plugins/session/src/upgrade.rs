@@ -257,7 +257,7 @@ fn malformed(id: &SessionId, event: &SessionEvent) -> StoredLogError {
 }
 
 fn legacy_message_id(id: &SessionId, seq: u64) -> Value {
-    Value::String(format!("legacy-message:{id}:{seq}"))
+    Value::String(format!("legacy-message:{}:{seq}", id.as_str()))
 }
 
 /// `turn/start {turn, trigger}` (RFC era) becomes `turn/start {turn}`.

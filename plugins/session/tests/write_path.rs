@@ -197,6 +197,44 @@ fn a_stored_empty_session_and_one_disposed_before_its_first_append_are_taken_ove
     assert_eq!((header.created_at, events.len()), (1, 6));
 }
 
+/// `import` says what the backend was given: a new session (header and every event), the
+/// events a longer log adds to a stored one, and nothing for a log stored already; with no
+/// backend active, nothing is written.
+#[test]
+fn import_reports_whether_it_created_the_session_and_how_many_events_it_wrote() {
+    let memory = Arc::new(Memory::default());
+    let ctx = context(&memory);
+    let store = ctx.expect::<SessionStore>();
+    let events = |turns: u64| -> Vec<SessionEvent> {
+        (1..=turns)
+            .flat_map(turn_drafts)
+            .zip(0u64..)
+            .map(|(draft, seq)| draft.into_event(seq, 1000 + seq as i64))
+            .collect()
+    };
+    let import = |log: Vec<SessionEvent>| {
+        let imported = store
+            .import(SessionId::from("i"), CreateOptions::new(log, meta(1)))
+            .unwrap();
+        store.dispose(imported.session.id()).unwrap();
+        (imported.created, imported.written, imported.unchanged())
+    };
+    assert_eq!(import(events(1)), (true, 6, false), "new");
+    assert_eq!(import(events(1)), (false, 0, true), "the same log again");
+    assert_eq!(import(events(2)), (false, 6, false), "a longer log");
+    assert_eq!(memory.stored("i").unwrap().1.len(), 12);
+    assert_eq!(import(events(2)), (false, 0, true));
+
+    let in_memory = context_with(&memory, json!({"persistence": "optional"}));
+    in_memory.disable("memory-backend").unwrap();
+    let imported = in_memory
+        .expect::<SessionStore>()
+        .import(SessionId::from("m"), CreateOptions::new(events(1), meta(1)))
+        .unwrap();
+    assert_eq!((imported.created, imported.written), (false, 0));
+    assert!(memory.stored("m").is_none());
+}
+
 #[test]
 fn a_stored_session_at_another_cwd_or_with_other_events_is_a_conflict_and_loses_nothing() {
     let memory = Arc::new(Memory::default());

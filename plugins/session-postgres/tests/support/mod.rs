@@ -1,34 +1,19 @@
 //! A fresh PostgreSQL schema per test, on the server `DSH_TEST_POSTGRES_URL` names
-//! (`scripts/with-postgres.sh` starts a throwaway one). Without the variable the tests skip
-//! with a printed reason.
+//! ([`dsh_session_contract::postgres_url`]; `scripts/with-postgres.sh` starts a throwaway
+//! one). The tests that need it are `#[ignore]`d, so a plain `cargo test` reports them as
+//! ignored; run with `-- --include-ignored` (as `.ci/run` does under
+//! `scripts/with-postgres.sh`), a test without the variable fails, saying so.
 
 #![allow(dead_code)] // each test file uses part of it
 
 use dsh_session_postgres::PostgresPersistence;
 use parking_lot::Mutex;
 use postgres::{Client, NoTls};
-use std::io::Write as _;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 /// The lock timeout of the instances tests open: short, so a held lock fails fast.
 pub const LOCK_TIMEOUT: Duration = Duration::from_millis(300);
-
-/// The server URL, or `None` after printing why the test is skipped.
-pub fn server_url() -> Option<String> {
-    match std::env::var("DSH_TEST_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            // Written to the process's stderr, not through the test harness, so the skip is
-            // visible in `cargo test` output.
-            let _ = writeln!(
-                std::io::stderr(),
-                "skipped: DSH_TEST_POSTGRES_URL is not set (run under scripts/with-postgres.sh)"
-            );
-            None
-        }
-    }
-}
 
 /// A schema of its own on the test server, dropped with everything in it at the end.
 pub struct TestSchema {
@@ -38,21 +23,25 @@ pub struct TestSchema {
 }
 
 impl TestSchema {
-    /// A new, empty schema whose name starts with `label`; `None` when there is no server.
-    pub fn new(label: &str) -> Option<TestSchema> {
+    /// A new, empty schema whose name starts with `label`.
+    ///
+    /// # Panics
+    /// Without a server ([`dsh_session_contract::postgres_url`]), or when it cannot be
+    /// reached.
+    pub fn new(label: &str) -> TestSchema {
         static NEXT: AtomicU32 = AtomicU32::new(0);
-        let url = server_url()?;
+        let url = dsh_session_contract::postgres_url();
         let name = format!(
             "{label}_{}_{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let admin = Client::connect(&url, NoTls).expect("connects to the test server");
-        Some(TestSchema {
+        TestSchema {
             url,
             name,
             admin: Mutex::new(admin),
-        })
+        }
     }
 
     /// A backend instance over this schema (creates the tables the first time).

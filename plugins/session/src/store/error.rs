@@ -1,6 +1,6 @@
 //! [`StoreError`]: why a store operation failed, naming the session.
 
-use crate::header::SessionId;
+use crate::id::{SessionId, SessionIdError};
 use crate::persistence::PersistenceError;
 use crate::upgrade::StoredLogError;
 use crate::validate::ValidationError;
@@ -16,6 +16,10 @@ pub enum StoreError {
         /// The id.
         id: SessionId,
     },
+    /// The id given to `create` breaks the id rule ([`SessionId::check`]); nothing was
+    /// created.
+    #[error(transparent)]
+    InvalidId(#[from] SessionIdError),
     /// The header built from the create options breaks one of dsh's header rules
     /// ([`crate::SessionHeader::broken_rule`]); nothing was created.
     #[error("invalid header for session \"{id}\": {reason}")]
@@ -118,6 +122,7 @@ impl StoreError {
     pub fn code(&self) -> &'static str {
         match self {
             StoreError::AlreadyExists { .. } => "SESSION_ALREADY_EXISTS",
+            StoreError::InvalidId(error) => error.code(),
             StoreError::InvalidHeader { .. } => "HEADER_INVALID",
             StoreError::InvalidSeed { source, .. } => source.code(),
             StoreError::StoredLog { source, .. } => source.code(),

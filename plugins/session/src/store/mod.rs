@@ -12,11 +12,13 @@ mod read;
 mod types;
 
 pub use error::StoreError;
-pub use types::{CreateOptions, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush};
+pub use types::{
+    CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
+};
 
 use crate::header::{SessionHeader, SessionId};
 use crate::persistence::{
-    catch_up, contain, first_write, Contained, PersistenceMode, SessionPersistence,
+    catch_up, contain, first_write, Contained, Landed, PersistenceMode, SessionPersistence,
 };
 use crate::session::{admit_seed, fold_trusted, now_ms, Events, Link, Session};
 use dsh_core::{Emitter, Optional, PluginState, Unavailable};
@@ -112,6 +114,8 @@ impl SessionStore {
     /// log the seed reproduces, as dsh does).
     ///
     /// # Errors
+    /// [`StoreError::InvalidId`] for an `id` that breaks the id rule ([`SessionId::check`]:
+    /// empty, longer than [`SessionId::MAX_BYTES`], or holding a control character),
     /// [`StoreError::Disposed`] once the store was disposed with its plugin,
     /// [`StoreError::AlreadyExists`] for a live id, [`StoreError::InvalidHeader`] for a header
     /// dsh would refuse (a relative `cwd`, ...), [`StoreError::InvalidSeed`] for a raw seed
@@ -125,18 +129,41 @@ impl SessionStore {
         options: CreateOptions,
     ) -> Result<Arc<Session>, StoreError> {
         self.create_session(id, options, None)
+            .map(|(session, _)| session)
+    }
+
+    /// [`SessionStore::create`] of session `id` from a log that may be stored already (a
+    /// host importing a file), reporting what the backend was given: whether the session was
+    /// new to it and how many events were written ([`Imported`]). The same log imported
+    /// again writes nothing; a longer log of a stored session appends what the stored one
+    /// lacks (dsh's takeover rule, see `create`).
+    ///
+    /// # Errors
+    /// As [`SessionStore::create`].
+    pub fn import(&self, id: SessionId, options: CreateOptions) -> Result<Imported, StoreError> {
+        let (session, landed) = self.create_session(Some(id), options, None)?;
+        Ok(Imported {
+            session,
+            created: landed.is_some_and(|landed| landed.created),
+            written: landed.map_or(0, |landed| landed.events),
+        })
     }
 
     /// [`SessionStore::create`] for a log read from the backend: `stored` of its events are
-    /// durable there already (nothing is written for them).
+    /// durable there already (nothing is written for them). Returns the session and what its
+    /// first write stored (`None` when nothing was written to a backend).
     pub(crate) fn create_session(
         &self,
         id: Option<SessionId>,
         options: CreateOptions,
         stored: Option<usize>,
-    ) -> Result<Arc<Session>, StoreError> {
+    ) -> Result<(Arc<Session>, Option<Landed>), StoreError> {
         let id = match id {
             Some(id) => {
+                // Ids read back from storage stay readable; a new one must keep the id rule.
+                if stored.is_none() {
+                    id.check()?;
+                }
                 self.check_free(&id)?;
                 id
             }
@@ -200,17 +227,21 @@ impl SessionStore {
                 source,
             });
         }
+        let mut landed = None;
         if stored.is_none() {
-            if let Err(error) = self.write(&entry) {
-                self.remove(&id);
-                return Err(error);
+            match self.write(&entry) {
+                Ok(first) => landed = first,
+                Err(error) => {
+                    self.remove(&id);
+                    return Err(error);
+                }
             }
         }
         tracing::debug!(session = %id, events = session.len(), "session created");
         if dispose_due {
             self.dispose(&id)?;
         }
-        Ok(session)
+        Ok((session, landed))
     }
 
     /// What a session live in this store knows of it.
@@ -297,19 +328,21 @@ impl SessionStore {
     }
 
     /// Writes what the backend lacks of `entry`'s session: the whole session on its first
-    /// write (or the takeover of a stored prefix), the new events after that.
-    fn write(&self, entry: &Entry) -> Result<(), StoreError> {
+    /// write (or the takeover of a stored prefix), the new events after that. Returns what
+    /// the write stored, `None` when there is no backend to write to.
+    fn write(&self, entry: &Entry) -> Result<Option<Landed>, StoreError> {
         let id = entry.session.id();
         let mut written = entry.written.lock();
         let backend = match self.writable_backend(id) {
             Ok(Some(backend)) => backend,
-            Ok(None) => return Ok(()),
+            Ok(None) => return Ok(None),
             // Everything went to the backend before it left: nothing to write, nothing lost.
-            Err(_) if written.drained == Some(entry.session.len()) => return Ok(()),
+            Err(_) if written.drained == Some(entry.session.len()) => return Ok(None),
             Err(error) => return Err(error),
         };
-        written.held = Some(write_to(backend.as_ref(), &entry.session, written.held)?);
-        Ok(())
+        let landed = write_to(backend.as_ref(), &entry.session, written.held)?;
+        written.held = Some(landed.held);
+        Ok(Some(landed))
     }
 
     /// The backend writes go to; `None` when there is none and the mode lets sessions live in
@@ -390,7 +423,7 @@ impl SessionStore {
         for entry in entries {
             let mut written = entry.written.lock();
             match write_to(backend, &entry.session, written.held) {
-                Ok(held) => written.drained = Some(held),
+                Ok(landed) => written.drained = Some(landed.held),
                 Err(error) => {
                     tracing::error!(session = %entry.session.id(), code = error.code(), %error, "session not drained to the leaving backend");
                 }
@@ -446,16 +479,20 @@ fn contained(backend: Arc<dyn SessionPersistence>) -> Arc<dyn SessionPersistence
 }
 
 /// Writes what `backend` lacks of `session`, given how many of its events it holds
-/// (`None`: it does not know the session yet). Returns how many it holds now.
+/// (`None`: it does not know the session yet). Returns what the write stored.
 fn write_to(
     backend: &dyn SessionPersistence,
     session: &Session,
     written: Option<usize>,
-) -> Result<usize, StoreError> {
+) -> Result<Landed, StoreError> {
     // The backends the store hands out contain their panics call by call; a backend that is
     // going is written to as it is, so its writes are contained as a whole.
     contain("write", || match written {
-        Some(cursor) => catch_up(backend, session, cursor),
+        Some(cursor) => catch_up(backend, session, cursor).map(|held| Landed {
+            held,
+            created: false,
+            events: held - cursor,
+        }),
         None => first_write(backend, session),
     })
     .map_err(|source| StoreError::Persistence {

@@ -35,6 +35,7 @@ impl SessionStore {
             CreateOptions::new(stored.events, meta),
             Some(durable),
         )
+        .map(|(session, _)| session)
     }
 
     /// Loads a stored session to continue appending to it, as dsh's `load` does (reference
@@ -66,7 +67,7 @@ impl SessionStore {
         let durable = stored.events.len();
         let mut events = stored.events;
         events.extend(closers);
-        let session = self.create_session(
+        let (session, _) = self.create_session(
             Some(stored.header.id),
             CreateOptions::new(events, meta),
             Some(durable),
@@ -86,7 +87,8 @@ impl SessionStore {
                     None => Ok(()),
                 }
             } else {
-                self.entry(&session).and_then(|entry| self.write(&entry))
+                self.entry(&session)
+                    .and_then(|entry| self.write(&entry).map(drop))
             };
         if let Err(error) = written {
             self.remove(id);

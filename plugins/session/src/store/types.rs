@@ -90,3 +90,26 @@ pub struct Resumed {
     /// The torn final record cut from the file, as the backend described it.
     pub dropped_tail: Option<String>,
 }
+
+/// What [`crate::SessionStore::import`] did: the live session and what its first write gave
+/// the backend.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Imported {
+    /// The session, live in the store.
+    pub session: Arc<Session>,
+    /// Whether the backend did not know the session and stored its header (and every event).
+    pub created: bool,
+    /// How many events were written to the backend: all of them for a new session, those the
+    /// stored log lacked for a stored session taken over, 0 when the backend held them all
+    /// already (the same content imported again). With no backend active (a store keeping
+    /// sessions in memory) nothing is written: `created` is false and `written` 0.
+    pub written: usize,
+}
+
+impl Imported {
+    /// Whether the import wrote nothing: the backend held the session and every event already.
+    pub fn unchanged(&self) -> bool {
+        !self.created && self.written == 0
+    }
+}

@@ -222,6 +222,27 @@ fn a_hostile_cwd_stays_one_folder_inside_the_store() {
     assert_everything_inside_the_store(&sandbox);
 }
 
+#[test]
+fn a_cwd_with_a_newline_stays_on_its_line_of_the_text_listing() {
+    let sandbox = Sandbox::new();
+    let mut odd = header("odd-cwd");
+    odd["cwd"] = json!("/srv/two\nlines");
+    sandbox.import_text("odd.jsonl", &jsonl(&odd, &complete_events()));
+    let listing = sandbox.human(&["sessions"]);
+    assert_eq!(listing.stdout, "odd-cwd  /srv/two\\nlines\n");
+    let show = sandbox.human(&["show", "odd-cwd"]);
+    assert!(
+        show.stdout.contains("  cwd: /srv/two\\nlines\n"),
+        "{}",
+        show.stdout
+    );
+    // JSON keeps the cwd as stored.
+    assert_eq!(
+        sandbox.json(&["sessions"]).ok()[0]["cwd"],
+        json!("/srv/two\nlines")
+    );
+}
+
 /// The id rule is the same whatever the store: an id of exactly `SessionId::MAX_BYTES` (51)
 /// bytes, of the characters a JSONL folder name escapes longest, is imported and read back by
 /// the JSONL and SQLite stores alike; one byte more, or a long hostile id, is refused by both

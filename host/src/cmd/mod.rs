@@ -28,3 +28,17 @@ pub(crate) fn events(n: usize) -> String {
         format!("{n} events")
     }
 }
+
+/// `text` on one line of the text output: control characters (a newline in a stored `cwd`)
+/// escaped as Rust escapes them (`\n`, `\u{1b}`).
+pub(crate) fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}

@@ -25,7 +25,8 @@ pub fn run(app: &App) -> Result<Output, HostError> {
     );
     let mut human = String::new();
     for h in &headers {
-        let _ = write!(human, "{}  {}", h.id, h.cwd.as_deref().unwrap_or("-"));
+        let cwd = h.cwd.as_deref().map_or_else(|| "-".into(), super::one_line);
+        let _ = write!(human, "{}  {cwd}", h.id);
         if let Some(parent) = &h.parent_session {
             let _ = write!(human, "  {}", super::forked_from(parent, h.seed_length));
         }

@@ -68,10 +68,11 @@ pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
         "forkable": facts.forkable,
         "messages": messages,
     });
-    let mut human = format!(
+    let mut human =
+        format!(
         "session {}\n  cwd: {}\n  events: {}, turns: {}, messages: {}\n  last event: {}\n  {}\n",
         header.id,
-        header.cwd.as_deref().unwrap_or("-"),
+        header.cwd.as_deref().map_or_else(|| "-".into(), super::one_line),
         facts.events,
         facts.turns,
         messages,

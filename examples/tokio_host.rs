@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Prints one JSON line: the events each task stored, the fork child and the lineage. The
-//! context is built and dropped on the blocking pool: a backend plugin may do I/O in its
+//! context is built by the host layer (`HostConfig`, from the store value `KIND:TARGET`, as
+//! `dsh --store` reads it), and built and dropped on the blocking pool: a backend plugin may do I/O in its
 //! apply and its teardown (the PostgreSQL one connects; every store drains its sessions).
 
 use dsh::session::{
@@ -16,43 +17,12 @@ use dsh::session::{
     TurnEndReason,
 };
 use dsh::session_fork::{AsyncSessionFork, ForkSessionOptions, SessionFork};
-use dsh::{Context, ContextConfig};
+use dsh_host::{HostConfig, Sources};
 use serde_json::json;
 
 /// Tasks writing at once, and the turns each writes (flushing after every one).
 const TASKS: usize = 4;
 const TURNS: u64 = 5;
-
-fn config(kind: &str, target: &str) -> Result<ContextConfig, String> {
-    let mut config = ContextConfig::default();
-    config.set_config("dsh-session", json!({"persistence": "required"}));
-    let plugin = match kind {
-        "jsonl" => {
-            config.set_config("dsh-session-jsonl", json!({ "root": target }));
-            return Ok(config);
-        }
-        "sqlite" => {
-            config.set_config("dsh-session-sqlite", json!({ "path": target }));
-            "dsh-session-sqlite"
-        }
-        "postgres" => {
-            config.set_config(
-                "dsh-session-postgres",
-                json!({ "url": target, "schema": format!("tokio_host_{}", std::process::id()) }),
-            );
-            "dsh-session-postgres"
-        }
-        other => {
-            return Err(format!(
-                "unknown backend {other}: jsonl, sqlite or postgres"
-            ))
-        }
-    };
-    config
-        .set_enabled("dsh-session-jsonl", false)
-        .set_enabled(plugin, true);
-    Ok(config)
-}
 
 fn turn(turn: u64) -> Vec<EventDraft> {
     vec![
@@ -81,16 +51,18 @@ async fn host() -> Result<(), Box<dyn std::error::Error>> {
     let [kind, target] = args.as_slice() else {
         return Err("usage: tokio_host jsonl DIR | sqlite FILE | postgres URL".into());
     };
-    let config = config(kind, target)?;
-    let ctx = tokio::task::spawn_blocking(move || Context::from_registry(&config))
-        .await?
-        .map_err(|error| match error {
-            dsh::CoreError::UnknownPlugin { plugin } => format!(
-                "this build has no plugin {plugin} (build the example with the feature that \
-                 links it: `--features tokio,session-postgres` for PostgreSQL)"
-            ),
-            other => other.to_string(),
-        })?;
+    // The host layer: the store value picks the backend, as `dsh --store KIND:TARGET` does.
+    let mut config = HostConfig::resolve(&Sources::default().store(format!("{kind}:{target}")))?;
+    if kind == "postgres" {
+        // A schema of this run's own, so that runs never see each other's sessions.
+        let schema = format!("tokio_host_{}", std::process::id());
+        config
+            .plugins
+            .entry("dsh-session-postgres".into())
+            .or_default()
+            .config = json!({ "schema": schema });
+    }
+    let ctx = tokio::task::spawn_blocking(move || config.build()).await??;
     let store = AsyncSessionStore::new(ctx.expect::<SessionStore>());
     let run = std::process::id();
 

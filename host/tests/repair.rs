@@ -174,7 +174,7 @@ fn repair_on_a_read_only_store_names_the_write_lock_it_cannot_take() {
     let message = run.error("IO_ERROR");
     assert!(
         message.starts_with(&format!(
-            "session \"{ID}\": cannot take the write lock of {}: opening it for writing failed: ",
+            "cannot take the write lock of {}: opening it for writing failed: ",
             file.canonicalize().expect("stored file").display()
         )) && message.contains("Permission denied")
             && message.ends_with("; nothing was written"),

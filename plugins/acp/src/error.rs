@@ -86,7 +86,7 @@ pub enum AcpError {
     /// A `session/list` cursor this server did not hand out (`INVALID_CURSOR`).
     #[error("invalid session/list cursor \"{cursor}\": pass a nextCursor of an earlier answer")]
     InvalidCursor {
-        /// The cursor as given.
+        /// The cursor as given (its first 64 characters).
         cursor: String,
     },
 }

@@ -34,7 +34,7 @@ pub type TurnFuture = Pin<Box<dyn Future<Output = Result<(), TurnError>> + Send>
 /// The capability `session/prompt` delegates to (module documentation). Provided by a plugin
 /// as the service `dyn TurnRunner`:
 ///
-/// ```ignore
+/// ```text
 /// scope.provide::<dyn TurnRunner>(Arc::new(MyRunner))?;
 /// ```
 pub trait TurnRunner: Send + Sync + 'static {

@@ -145,70 +145,55 @@ pub(crate) fn reply<T: agent_client_protocol::JsonRpcResponse>(
     responder.respond_with_result(result.map_err(|error| error.to_rpc()))
 }
 
+/// Registers the handler of requests of type `$request`: `Shared::$method(request)` (with the
+/// connection, for a method that sends notifications), answered with [`reply`].
+macro_rules! method {
+    ($builder:expr, $shared:expr, $request:ty => $method:ident) => {
+        $builder.on_receive_request(
+            {
+                let s = $shared.clone();
+                async move |request: $request, responder, _cx: ConnectionTo<Client>| {
+                    reply(responder, s.$method(request).await)
+                }
+            },
+            on_receive_request!(),
+        )
+    };
+    ($builder:expr, $shared:expr, $request:ty => $method:ident with connection) => {
+        $builder.on_receive_request(
+            {
+                let s = $shared.clone();
+                async move |request: $request, responder, cx: ConnectionTo<Client>| {
+                    reply(responder, s.$method(request, &cx).await)
+                }
+            },
+            on_receive_request!(),
+        )
+    };
+}
+
 /// The agent's handlers, one per method.
 fn builder(
     shared: Arc<Shared>,
 ) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
 {
-    let builder = Agent
-        .v1()
-        .name("dsh-acp")
-        .on_receive_request(
-            {
-                let s = shared.clone();
-                async move |request: InitializeRequest,
-                            responder: Responder<InitializeResponse>,
-                            _cx: ConnectionTo<Client>| {
-                    responder.respond(s.initialize(&request))
-                }
-            },
-            on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let s = shared.clone();
-                async move |request: NewSessionRequest, responder, _cx: ConnectionTo<Client>| {
-                    reply(responder, s.new_session(request).await)
-                }
-            },
-            on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let s = shared.clone();
-                async move |request: LoadSessionRequest, responder, cx: ConnectionTo<Client>| {
-                    reply(responder, s.load_session(request, &cx).await)
-                }
-            },
-            on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let s = shared.clone();
-                async move |request: ResumeSessionRequest, responder, _cx: ConnectionTo<Client>| {
-                    reply(responder, s.resume_session(request).await)
-                }
-            },
-            on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let s = shared.clone();
-                async move |request: ListSessionsRequest, responder, _cx: ConnectionTo<Client>| {
-                    reply(responder, s.list_sessions(request).await)
-                }
-            },
-            on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let s = shared.clone();
-                async move |request: CloseSessionRequest, responder, _cx: ConnectionTo<Client>| {
-                    reply(responder, s.close_session(request).await)
-                }
-            },
-            on_receive_request!(),
-        )
+    let builder = Agent.v1().name("dsh-acp").on_receive_request(
+        {
+            let s = shared.clone();
+            async move |request: InitializeRequest,
+                        responder: Responder<InitializeResponse>,
+                        _cx: ConnectionTo<Client>| {
+                responder.respond(s.initialize(&request))
+            }
+        },
+        on_receive_request!(),
+    );
+    let builder = method!(builder, shared, NewSessionRequest => new_session);
+    let builder = method!(builder, shared, LoadSessionRequest => load_session with connection);
+    let builder = method!(builder, shared, ResumeSessionRequest => resume_session);
+    let builder = method!(builder, shared, ListSessionsRequest => list_sessions);
+    let builder = method!(builder, shared, CloseSessionRequest => close_session);
+    let builder = builder
         .on_receive_request(
             {
                 let s = shared.clone();

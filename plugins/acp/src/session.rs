@@ -18,7 +18,8 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
-use dsh_session::{CreateOptions, SessionId, SessionMeta};
+use dsh_session::{CreateOptions, Session, SessionId, SessionMeta};
+use std::sync::Arc;
 
 impl Shared {
     /// `session/new`: a new session in the store at the request's `cwd` (which must be
@@ -48,10 +49,9 @@ impl Shared {
         request: LoadSessionRequest,
         cx: &ConnectionTo<Client>,
     ) -> Result<LoadSessionResponse, AcpError> {
-        let id = SessionId::from(request.session_id.0.as_ref());
-        let resumed = self.store()?.resume(&id).await?;
+        let session = self.open(&request.session_id).await?;
         let mut fold = Updates::replay();
-        for event in resumed.session.events().iter() {
+        for event in session.events().iter() {
             send_updates(cx, &request.session_id, &mut fold, event)?;
         }
         Ok(LoadSessionResponse::new())
@@ -63,9 +63,14 @@ impl Shared {
         &self,
         request: ResumeSessionRequest,
     ) -> Result<ResumeSessionResponse, AcpError> {
-        let id = SessionId::from(request.session_id.0.as_ref());
-        self.store()?.resume(&id).await?;
+        self.open(&request.session_id).await?;
         Ok(ResumeSessionResponse::new())
+    }
+
+    /// Opens session `id` as dsh's load does ([`dsh_session::SessionStore::resume`]).
+    async fn open(&self, id: &AcpSessionId) -> Result<Arc<Session>, AcpError> {
+        let id = SessionId::from(id.0.as_ref());
+        Ok(self.store()?.resume(&id).await?.session)
     }
 
     /// `session/close`: cancels the session's running turn, if any, and disposes the session

@@ -117,9 +117,13 @@ impl Shared {
             .ok_or_else(|| AcpError::NotOpen { id: id.clone() })?;
         let (registered, mut events) = self.turns.begin(&id)?;
         let start = session.len();
-        let mut fold = Updates::live();
-        let send = |fold: &mut Updates, event: &SessionEvent| {
-            send_updates(cx, &request.session_id, fold, event)
+        // A client that goes away mid-turn cancels the turn; the turn still ends and is
+        // written, so nothing it appended is lost.
+        let mut stream = Stream {
+            cx,
+            session: &request.session_id,
+            fold: Updates::live(),
+            lost: None,
         };
         let mut run = runner.run(Turn::new(
             session.clone(),
@@ -129,20 +133,27 @@ impl Shared {
         let outcome = loop {
             tokio::select! {
                 biased;
-                Some(event) = events.recv() => send(&mut fold, &event)?,
+                Some(event) = events.recv() => {
+                    if !stream.send(&event) {
+                        registered.cancel.cancel();
+                    }
+                }
                 outcome = &mut run => break outcome,
             }
         };
         let cancelled = registered.cancel.is_cancelled();
         drop(registered);
         while let Ok(event) = events.try_recv() {
-            send(&mut fold, &event)?;
+            stream.send(&event);
         }
         let closed = close_open_turn(&session)?;
         for event in &closed {
-            send(&mut fold, event)?;
+            stream.send(event);
         }
         store.flush(&session).await?;
+        if let Some(lost) = stream.lost {
+            return Err(lost);
+        }
         if let Err(source) = outcome {
             return Err(AcpError::Turn { id, source });
         }
@@ -158,6 +169,27 @@ impl Shared {
         } else {
             stop
         }))
+    }
+}
+
+/// A running turn's updates on their way to the client.
+struct Stream<'a> {
+    cx: &'a ConnectionTo<Client>,
+    session: &'a agent_client_protocol::v1::schema::SessionId,
+    fold: Updates,
+    /// Why the client could not be reached, once it could not.
+    lost: Option<AcpError>,
+}
+
+impl Stream<'_> {
+    /// Sends the updates of `event`; returns whether the client is still reached.
+    fn send(&mut self, event: &SessionEvent) -> bool {
+        if self.lost.is_none() {
+            if let Err(error) = send_updates(self.cx, self.session, &mut self.fold, event) {
+                self.lost = Some(error);
+            }
+        }
+        self.lost.is_none()
     }
 }
 

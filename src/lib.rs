@@ -12,6 +12,7 @@
 //! | `session-sqlite` | `session_sqlite` | `dsh-session-sqlite` (disabled by default) | `dyn SessionPersistence` |
 //! | `session-postgres` (not a default feature) | `session_postgres` | `dsh-session-postgres` (disabled by default) | `dyn SessionPersistence` |
 //! | `subagent-fork` | `subagent_fork` | `dsh-subagent-fork` | `SubagentFork` |
+//! | `acp` (not a default feature) | `acp` | `dsh-acp` | `AcpServer` (the Agent Client Protocol; `session/fork` with `session-fork`) |
 //!
 //! A build without a feature links no code of that plugin, so it is absent from
 //! [`builtin_plugins`] and from [`Context::from_registry`].
@@ -26,6 +27,8 @@ pub use dsh_core::{
     TransitionCause, Unavailable, WaitError,
 };
 
+#[cfg(feature = "acp")]
+pub use dsh_acp as acp;
 #[cfg(feature = "session")]
 pub use dsh_session as session;
 #[cfg(feature = "session-fork")]
@@ -59,6 +62,8 @@ pub fn builtin_plugins() -> Vec<AnyPlugin> {
         dsh_session_fork::SessionForkPlugin.into(),
         #[cfg(feature = "subagent-fork")]
         dsh_subagent_fork::SubagentForkPlugin.into(),
+        #[cfg(feature = "acp")]
+        dsh_acp::AcpPlugin.into(),
     ]
 }
 

@@ -26,6 +26,9 @@ fn the_builtin_plugins_follow_the_features_of_this_build() {
     if cfg!(feature = "session-sqlite") {
         expected.push("dsh-session-sqlite");
     }
+    if cfg!(feature = "acp") {
+        expected.push("dsh-acp");
+    }
     let mut got = names(&builtin_plugins());
     got.sort_unstable();
     expected.sort_unstable();

@@ -5,8 +5,9 @@
 //! and [`events`] (emit to 10 listeners). [`run_core`] runs them all into a
 //! [`report::Report`]. The plugins and service types come from the `dsh-bench-chain` crate,
 //! generated at compile time. `session` figures ([`session`]), `fork` figures ([`fork`]) and
-//! `persist` figures ([`persist`], every persistence backend) and `async` figures
-//! ([`async_face`], the async face on a tokio runtime with a heartbeat) run on logs from [`generate`],
+//! `persist` figures ([`persist`], every persistence backend), `async` figures
+//! ([`async_face`], the async face on a tokio runtime with a heartbeat) and `acp` figures
+//! ([`acp`], `dsh acp`'s server in process) run on logs from [`generate`],
 //! shaped like dsh turns. No randomness: every run does the
 //! same work.
 //!
@@ -17,11 +18,13 @@
 //! cargo run --release -p dsh-bench -- fork --json
 //! cargo run --release -p dsh-bench -- persist --json
 //! cargo run --release -p dsh-bench -- async --json
+//! cargo run --release -p dsh-bench -- acp --json
 //! cargo bench -p dsh-bench                          # the criterion benches, under a minute
 //! ```
 
 #![warn(missing_docs)]
 
+pub mod acp;
 pub mod alloc;
 pub mod async_face;
 pub mod events;

@@ -1,6 +1,6 @@
 //! `dsh-bench`: measures dsh-core next to in-run baselines.
 //!
-//! `dsh-bench core|session|fork|persist|async [--json] [--quick]`. Each subcommand is one scenario family;
+//! `dsh-bench core|session|fork|persist|async|acp [--json] [--quick]`. Each subcommand is one scenario family;
 //! the measurements live in the library (`dsh_bench::run_core`, `session::run_session`,
 //! `fork::run_fork`, `persist::run_persist`, `async_face::measure`), this file only parses the command line and prints. The binary counts
 //! allocations (`dsh_bench::alloc::Counting`) so that `fork` can report bytes per fork and
@@ -47,6 +47,10 @@ enum Command {
     /// 20-event turns through it while a 5 ms heartbeat records how late it wakes, against
     /// the sync API on 8 threads, and the heartbeat with the sync API called on the workers.
     Async(RunOptions),
+    /// The ACP server of `dsh acp`, in process: session/load of a 100,000-event JSONL session
+    /// (events replayed per second) against what `dsh history --json` does with it, and
+    /// session/fork round trips at 1,000 and 100,000 events (in memory, and with JSONL).
+    Acp(RunOptions),
 }
 
 /// Options of a measuring subcommand.
@@ -69,7 +73,8 @@ fn main() {
     | Command::Session(opts)
     | Command::Fork(opts)
     | Command::Persist(opts)
-    | Command::Async(opts)) = &cli.command;
+    | Command::Async(opts)
+    | Command::Acp(opts)) = &cli.command;
     let plan = if opts.quick { Plan::QUICK } else { Plan::FULL };
     let json = opts.json;
     let progress = |group: &str| {
@@ -117,6 +122,12 @@ fn main() {
             json,
             "dsh-session async face benchmarks",
             dsh_bench::async_face::measure(dsh_bench::persist::Sizes::of(plan), progress),
+            plan != Plan::FULL,
+        ),
+        Command::Acp(_) => render(
+            json,
+            "dsh acp benchmarks",
+            dsh_bench::acp::measure(plan, progress),
             plan != Plan::FULL,
         ),
     };

@@ -306,3 +306,32 @@ fn concurrent_flushes_flush_every_session_and_dispose_them() {
     let turns = persist::turn_lines(2);
     assert!(persist::baseline_threaded_flushes_per_s(dir.path(), 3, &turns) > 0.0);
 }
+
+#[test]
+fn the_acp_scenarios_replay_every_stored_session_and_fork_open_ones() {
+    use dsh::session::SessionStore;
+    use dsh_bench::acp::{context, create, fork_once, history_once, load_once, runtime, Client};
+    let runtime = runtime();
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let ctx = context(Some(dir.path()));
+    let id = create(&ctx, "small", 240);
+    let store = ctx.expect::<SessionStore>();
+    store.dispose(&id).expect("written and closed");
+    let mut client = Client::connect(&runtime, &ctx.expect::<dsh::acp::AcpServer>());
+    let (_, updates) = load_once(&runtime, &mut client, &id);
+    assert!(updates > 0, "the load replays the log");
+    assert!(
+        store.get(&id).is_none(),
+        "the session is closed after the load"
+    );
+    assert_eq!(history_once(&store, &id).1, 240);
+    let memory = context(None);
+    let open = create(&memory, "open", 240);
+    let mut client = Client::connect(&runtime, &memory.expect::<dsh::acp::AcpServer>());
+    assert!(fork_once(&runtime, &mut client, &open) >= 0.0);
+    assert_eq!(
+        memory.expect::<SessionStore>().list().len(),
+        1,
+        "the child is closed after the fork"
+    );
+}

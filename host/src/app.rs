@@ -19,6 +19,8 @@ pub const SHIPPED_PLUGINS: &[&str] = &[
     dsh::session_fork::SessionForkPlugin::NAME,
     #[cfg(feature = "subagent-fork")]
     dsh::subagent_fork::SubagentForkPlugin::NAME,
+    #[cfg(feature = "acp")]
+    dsh::acp::AcpPlugin::NAME,
 ];
 
 /// The fork plugin's name, for the message of a build without it (which has no
@@ -73,8 +75,12 @@ impl App {
     }
 }
 
+/// The ACP plugin's name, for the message of a build without it.
+#[cfg(not(feature = "acp"))]
+pub const ACP_PLUGIN: &str = "dsh-acp";
+
 /// `CAPABILITY_UNAVAILABLE` for a service whose plugin this build does not contain.
-#[cfg(not(feature = "session-fork"))]
+#[cfg(any(not(feature = "session-fork"), not(feature = "acp")))]
 pub fn not_built(service: &str, plugin: &str) -> HostError {
     HostError::new(
         "CAPABILITY_UNAVAILABLE",

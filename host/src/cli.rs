@@ -106,6 +106,10 @@ pub enum Command {
         /// Session id.
         id: String,
     },
+    /// Serve the Agent Client Protocol (ACP v1) on stdin and stdout, for editors: sessions of
+    /// the store, session/fork while the fork plugin is enabled, prompts through a turn-runner
+    /// plugin. Runs until stdin closes; with --config, edits of the file apply at once.
+    Acp,
     /// Read dsh session files or folders without a store and report whether each loads.
     Check {
         /// Files or folders (searched recursively for *.jsonl and *.jsonl.zstd).

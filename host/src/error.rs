@@ -65,3 +65,6 @@ from_coded!(
 
 #[cfg(feature = "session-fork")]
 from_coded!(dsh::session_fork::SessionForkError);
+
+#[cfg(feature = "acp")]
+from_coded!(dsh::acp::AcpError);

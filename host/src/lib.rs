@@ -17,6 +17,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "acp")]
+pub mod acp;
 pub mod config;
 pub mod describe;
 pub mod error;

@@ -10,8 +10,8 @@ use tracing_subscriber::EnvFilter;
 
 /// Installs the logger. Verbose (`--verbose`, or `DSH_LOG` set): `tracing`'s full format with
 /// times and targets, filtered by `DSH_LOG` (default `debug` with `--verbose`). Otherwise each
-/// warning is one line, `warning: WHAT key=value`, and the lifecycle warnings of dsh-core are
-/// left out: a plugin that failed is reported once, by the error that names it or by the
+/// warning is one line, `warning: WHAT key=value`, and the lifecycle warnings of dsh-core and
+/// the ACP SDK's warning for each error it answers (the client has the answer) are left out: a plugin that failed is reported once, by the error that names it or by the
 /// command's closing warnings ([`failed_plugins`]).
 pub fn init(verbose: bool) {
     use std::io::IsTerminal;
@@ -27,7 +27,9 @@ pub fn init(verbose: bool) {
         tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
             .with_ansi(false)
-            .with_env_filter(EnvFilter::new("warn,dsh_core=error"))
+            .with_env_filter(EnvFilter::new(
+                "warn,dsh_core=error,agent_client_protocol=error",
+            ))
             .event_format(Plain)
             .init();
     }

@@ -13,6 +13,8 @@ mod session_file;
 
 // Each plugin crate is referenced so that it is linked and its plugin registered (the list
 // of `app::SHIPPED_PLUGINS`, which `App::new` asserts with `expect_plugins`).
+#[cfg(feature = "acp")]
+use dsh::acp as _;
 use dsh::session as _;
 #[cfg(feature = "session-fork")]
 use dsh::session_fork as _;
@@ -44,7 +46,11 @@ fn main() {
     let cli = std::sync::Arc::new(cli);
     let command = {
         let cli = cli.clone();
-        move || output::emit(run(&cli), cli.json, log::show_causes(cli.verbose))
+        move || match cli.command {
+            // Stdout is the protocol's: `dsh acp` reports on stderr only.
+            Command::Acp => cmd::acp::main(&cli),
+            _ => output::emit(run(&cli), cli.json, log::show_causes(cli.verbose)),
+        }
     };
     let status = match std::thread::Builder::new()
         .name("dsh".into())
@@ -56,7 +62,10 @@ fn main() {
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
         Err(error) => {
             tracing::debug!(%error, "no room for the command thread's stack; running on the main thread");
-            output::emit(run(&cli), cli.json, log::show_causes(cli.verbose))
+            match cli.command {
+                Command::Acp => cmd::acp::main(&cli),
+                _ => output::emit(run(&cli), cli.json, log::show_causes(cli.verbose)),
+            }
         }
     };
     std::process::exit(status);
@@ -87,7 +96,7 @@ fn run(cli: &Cli) -> Result<output::Output, error::HostError> {
         }
         Command::Lineage { id } => cmd::lineage::run(&app, id),
         Command::Repair { id } => cmd::repair::run(&app, id),
-        Command::Check { .. } => unreachable!("handled above"),
+        Command::Check { .. } | Command::Acp => unreachable!("handled above"),
     };
     // A plugin that failed is named by the error it causes; when the command did without it,
     // it is named here (the listings show it already).

@@ -64,12 +64,30 @@ fn subagent_plugin(state: &str, pending_on: &[&str]) -> Value {
     json!({"name": "dsh-subagent-fork", "state": state, "provides": ["SubagentFork"], "requires": ["SessionStore"], "pendingOn": pending_on})
 }
 
-/// `expected` plus `entry` when this build has the subagent fork plugin, sorted by `key` as the
-/// summaries are.
-fn with_subagent<const N: usize>(expected: [Value; N], entry: Value, key: &str) -> Vec<Value> {
+/// The ACP plugin's entry in `state`.
+fn acp_plugin(state: &str, pending_on: &[&str]) -> Value {
+    json!({"name": "dsh-acp", "state": state, "provides": ["AcpServer"], "requires": ["SessionStore"], "pendingOn": pending_on})
+}
+
+/// The ACP plugin's service entry.
+fn acp_service() -> Value {
+    json!({"service": "AcpServer", "provider": "dsh-acp", "state": "active"})
+}
+
+/// `expected` plus `subagent` when this build has the subagent fork plugin and `acp` when it
+/// has the ACP plugin, sorted by `key` as the summaries are.
+fn with_optional<const N: usize>(
+    expected: [Value; N],
+    subagent: Value,
+    acp: Value,
+    key: &str,
+) -> Vec<Value> {
     let mut all = expected.to_vec();
     if cfg!(feature = "subagent-fork") {
-        all.push(entry);
+        all.push(subagent);
+    }
+    if cfg!(feature = "acp") {
+        all.push(acp);
     }
     all.sort_by(|a, b| a[key].as_str().cmp(&b[key].as_str()));
     all
@@ -87,7 +105,7 @@ fn plugins_lists_the_session_fork_and_jsonl_plugins_all_active() {
     let doc = sandbox.json(&["plugins"]).ok();
     assert_eq!(
         plugin_summary(&doc),
-        with_subagent(
+        with_optional(
             [
                 session_plugin("active"),
                 fork_plugin("active", &[]),
@@ -95,6 +113,7 @@ fn plugins_lists_the_session_fork_and_jsonl_plugins_all_active() {
                 sqlite_plugin()
             ],
             subagent_plugin("active", &[]),
+            acp_plugin("active", &[]),
             "name"
         )
     );
@@ -112,7 +131,7 @@ fn disabling_the_fork_plugin_lists_it_as_disabled() {
         .ok();
     assert_eq!(
         plugin_summary(&doc),
-        with_subagent(
+        with_optional(
             [
                 session_plugin("active"),
                 fork_plugin("disabled", &[]),
@@ -120,6 +139,7 @@ fn disabling_the_fork_plugin_lists_it_as_disabled() {
                 sqlite_plugin()
             ],
             subagent_plugin("active", &[]),
+            acp_plugin("active", &[]),
             "name"
         )
     );
@@ -132,7 +152,7 @@ fn disabling_the_session_plugin_leaves_the_fork_plugin_pending_on_session_store(
     let doc = sandbox.json(&["--disable", "dsh-session", "plugins"]).ok();
     assert_eq!(
         plugin_summary(&doc),
-        with_subagent(
+        with_optional(
             [
                 session_plugin("disabled"),
                 fork_plugin("pending", &["SessionStore"]),
@@ -140,6 +160,7 @@ fn disabling_the_session_plugin_leaves_the_fork_plugin_pending_on_session_store(
                 sqlite_plugin()
             ],
             subagent_plugin("pending", &["SessionStore"]),
+            acp_plugin("pending", &["SessionStore"]),
             "name"
         )
     );
@@ -152,13 +173,14 @@ fn services_lists_each_service_with_its_provider_and_state() {
     let doc = sandbox.json(&["services"]).ok();
     assert_eq!(
         service_summary(&doc),
-        with_subagent(
+        with_optional(
             [
                 json!({"service": "SessionFork", "provider": "dsh-session-fork", "state": "active"}),
                 json!({"service": "SessionPersistence", "provider": "dsh-session-jsonl", "state": "active"}),
                 json!({"service": "SessionStore", "provider": "dsh-session", "state": "active"}),
             ],
             json!({"service": "SubagentFork", "provider": "dsh-subagent-fork", "state": "active"}),
+            acp_service(),
             "service"
         )
     );
@@ -173,12 +195,13 @@ fn services_without_the_fork_plugin_offers_no_session_fork() {
         .ok();
     assert_eq!(
         service_summary(&doc),
-        with_subagent(
+        with_optional(
             [
                 json!({"service": "SessionPersistence", "provider": "dsh-session-jsonl", "state": "active"}),
                 json!({"service": "SessionStore", "provider": "dsh-session", "state": "active"}),
             ],
             json!({"service": "SubagentFork", "provider": "dsh-subagent-fork", "state": "active"}),
+            acp_service(),
             "service"
         )
     );
@@ -203,9 +226,10 @@ fn a_build_without_session_fork_lists_no_fork_plugin() {
     let doc = sandbox.json(&["plugins"]).ok();
     assert_eq!(
         plugin_summary(&doc),
-        with_subagent(
+        with_optional(
             [session_plugin("active"), jsonl_plugin(), sqlite_plugin()],
             subagent_plugin("active", &[]),
+            acp_plugin("active", &[]),
             "name"
         )
     );
@@ -218,12 +242,13 @@ fn a_build_without_session_fork_offers_no_session_fork_service() {
     let doc = sandbox.json(&["services"]).ok();
     assert_eq!(
         service_summary(&doc),
-        with_subagent(
+        with_optional(
             [
                 json!({"service": "SessionPersistence", "provider": "dsh-session-jsonl", "state": "active"}),
                 json!({"service": "SessionStore", "provider": "dsh-session", "state": "active"}),
             ],
             json!({"service": "SubagentFork", "provider": "dsh-subagent-fork", "state": "active"}),
+            acp_service(),
             "service"
         )
     );
@@ -251,9 +276,10 @@ fn a_build_without_session_fork_accepts_disabling_it() {
         .ok();
     assert_eq!(
         plugin_summary(&doc),
-        with_subagent(
+        with_optional(
             [session_plugin("active"), jsonl_plugin(), sqlite_plugin()],
             subagent_plugin("active", &[]),
+            acp_plugin("active", &[]),
             "name"
         )
     );

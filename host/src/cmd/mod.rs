@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod acp;
 pub mod check;
 pub mod fork;
 pub mod history;

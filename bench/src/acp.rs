@@ -1,0 +1,274 @@
+//! `acp` figures: the ACP server of `dsh-acp`, served in process over an in-memory line
+//! transport (the server's framing and serialization included, the client's reading of each
+//! line too), next to the store calls it makes.
+//!
+//! - `load_replay_events_per_s`: `session/load` of a stored 100,000-event session (JSONL),
+//!   events replayed per second (the session's events over the round trip, every
+//!   `session/update` read), against what `dsh history --json` does with the same session in
+//!   the same context (load it from the store, derive the model history, serialize it as one
+//!   JSON document): `load_replay_ratio` (target >= 0.5). The session is closed after each
+//!   load, so every load reads the file.
+//! - `fork_rpc_us_N`: a `session/fork` round trip of an open session of N = 1,000 and 100,000
+//!   events in a store without a backend (the child lives in memory): the RPC and the fork
+//!   itself, whose seed shares the source's events; `fork_rpc_growth` (100,000 over 1,000;
+//!   target <= 1.2). `fork_rpc_persisted_us_N` is the same round trip with the JSONL backend,
+//!   where the child's file is written with its seed before the answer (dsh's file format
+//!   holds the whole seed), so it grows with N: shown, not targeted.
+
+use crate::generate;
+use crate::measure::{median, paired_medians, time, us, Plan};
+use dsh::acp::acp::Lines;
+use dsh::acp::{AcpPlugin, AcpServer};
+use dsh::session::{CreateOptions, SessionId, SessionMeta, SessionPlugin, SessionStore};
+use dsh::session_fork::SessionForkPlugin;
+use dsh::session_jsonl::SessionJsonlPlugin;
+use dsh::{Context, ContextConfig};
+use futures::channel::mpsc;
+use futures::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::hint::black_box;
+use std::path::Path;
+
+/// Events of the replayed session.
+pub const LOAD_EVENTS: usize = 100_000;
+/// Source lengths of the fork round trips.
+pub const FORK_SIZES: [usize; 2] = [1_000, 100_000];
+
+/// The session plugin, the fork plugin, the ACP plugin, and (with `root`) the JSONL backend
+/// storing under `root`.
+///
+/// # Panics
+/// When the context does not build.
+pub fn context(root: Option<&Path>) -> Context {
+    let mut builder = Context::builder()
+        .add_plugin(SessionPlugin)
+        .add_plugin(SessionForkPlugin)
+        .add_plugin(AcpPlugin);
+    if let Some(root) = root {
+        let mut config = ContextConfig::default();
+        config.set_config(
+            <SessionJsonlPlugin as dsh::Plugin>::NAME,
+            json!({ "root": root }),
+        );
+        builder = builder.add_plugin(SessionJsonlPlugin).with_config(config);
+    }
+    builder.build().expect("the acp bench context builds")
+}
+
+/// Creates session `id` seeded with `len` generated events (written to the backend, if any)
+/// and returns it open in the store.
+///
+/// # Panics
+/// When the store refuses the log.
+pub fn create(ctx: &Context, id: &str, len: usize) -> SessionId {
+    let store = ctx.expect::<SessionStore>();
+    let session = store
+        .create(
+            Some(SessionId::from(id)),
+            CreateOptions::new(generate::events(len), SessionMeta::default().cwd("/bench")),
+        )
+        .expect("the generated log is a valid seed");
+    session.id().clone()
+}
+
+/// An ACP client connected in process to a server: requests written as lines, every line the
+/// server writes read back.
+pub struct Client {
+    requests: mpsc::UnboundedSender<std::io::Result<String>>,
+    lines: mpsc::UnboundedReceiver<String>,
+    next_id: u64,
+}
+
+impl Client {
+    /// Connects to `server` (served on `runtime`) and initializes the connection.
+    ///
+    /// # Panics
+    /// When `initialize` fails.
+    pub fn connect(runtime: &tokio::runtime::Runtime, server: &AcpServer) -> Client {
+        let (requests, incoming) = mpsc::unbounded::<std::io::Result<String>>();
+        let (outgoing, lines) = mpsc::unbounded::<String>();
+        let transport = Lines::new(outgoing.sink_map_err(std::io::Error::other), incoming);
+        let server = server.clone();
+        runtime.spawn(async move { server.serve(transport).await });
+        let mut client = Client {
+            requests,
+            lines,
+            next_id: 0,
+        };
+        let init = runtime.block_on(client.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        ));
+        assert!(init.0["result"].is_object(), "initialize: {}", init.0);
+        client
+    }
+
+    /// Sends request `method` and reads until its answer; returns the answer and how many
+    /// notifications came before it.
+    ///
+    /// # Panics
+    /// When the connection closes first.
+    pub async fn call(&mut self, method: &str, params: Value) -> (Value, usize) {
+        self.next_id += 1;
+        let id = self.next_id;
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.requests
+            .unbounded_send(Ok(request.to_string()))
+            .expect("the server reads");
+        let mut notifications = 0;
+        loop {
+            let line = self.lines.next().await.expect("the server answers");
+            if line.contains("\"method\":\"session/update\"") {
+                notifications += 1;
+                black_box(&line);
+                continue;
+            }
+            let answer: Value = serde_json::from_str(&line).expect("an answer is JSON");
+            if answer["id"] == json!(id) {
+                return (answer, notifications);
+            }
+        }
+    }
+
+    /// [`Client::call`] for a request that must succeed: its result.
+    ///
+    /// # Panics
+    /// When the answer is an error.
+    pub async fn ok(&mut self, method: &str, params: Value) -> (Value, usize) {
+        let (answer, notifications) = self.call(method, params).await;
+        assert!(answer["error"].is_null(), "{method}: {answer}");
+        (answer["result"].clone(), notifications)
+    }
+}
+
+/// What `dsh history --json` does with stored session `id`: load it, derive the history,
+/// serialize it; then close it. Returns the seconds of the first three and the event count.
+///
+/// # Panics
+/// When the load fails.
+pub fn history_once(store: &SessionStore, id: &SessionId) -> (f64, usize) {
+    let mut len = 0;
+    let elapsed = time(|| {
+        let session = store.load(id).expect("the stored session loads");
+        len = session.len();
+        let messages = session.derive_messages();
+        let document = Value::Array(messages.iter().map(|m| m.value()).collect()).to_string();
+        black_box(document);
+    });
+    store.dispose(id).expect("the session closes");
+    (elapsed.as_secs_f64(), len)
+}
+
+/// A `session/load` round trip of stored session `id`, then its close (untimed). Returns the
+/// seconds and the number of updates replayed.
+///
+/// # Panics
+/// When the load or the close fails.
+pub fn load_once(
+    runtime: &tokio::runtime::Runtime,
+    client: &mut Client,
+    id: &SessionId,
+) -> (f64, usize) {
+    let params = json!({"sessionId": id.as_str(), "cwd": "/bench", "mcpServers": []});
+    let mut updates = 0;
+    let elapsed = time(|| {
+        updates = runtime.block_on(client.ok("session/load", params)).1;
+    });
+    runtime.block_on(client.ok("session/close", json!({"sessionId": id.as_str()})));
+    (elapsed.as_secs_f64(), updates)
+}
+
+/// A `session/fork` round trip of open session `id` in microseconds; the child is closed
+/// afterwards, untimed.
+///
+/// # Panics
+/// When the fork fails.
+pub fn fork_once(runtime: &tokio::runtime::Runtime, client: &mut Client, id: &SessionId) -> f64 {
+    let params = json!({"sessionId": id.as_str(), "cwd": "/bench"});
+    let mut child = Value::Null;
+    let elapsed = time(|| child = runtime.block_on(client.ok("session/fork", params)).0);
+    let child = child["sessionId"]
+        .as_str()
+        .expect("the child's id")
+        .to_owned();
+    runtime.block_on(client.ok("session/close", json!({"sessionId": child})));
+    us(elapsed)
+}
+
+/// The runtime the server runs on: two workers, as the machine has.
+///
+/// # Panics
+/// When the runtime cannot start.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// Runs the `acp` scenarios with `plan`, calling `progress` as each starts.
+///
+/// # Panics
+/// When a scenario fails (see the functions above).
+pub fn measure(plan: Plan, mut progress: impl FnMut(&str)) -> Vec<(String, f64)> {
+    let quick = plan != Plan::FULL;
+    let reps = if quick { 3 } else { 9 };
+    let runtime = runtime();
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let mut figures = Vec::new();
+
+    progress("session/load of a 100,000-event session against dsh history");
+    let ctx = context(Some(dir.path()));
+    let id = create(&ctx, "acp-load", LOAD_EVENTS);
+    let store = ctx.expect::<SessionStore>();
+    store
+        .dispose(&id)
+        .expect("the source is written and closed");
+    let server = ctx.expect::<AcpServer>();
+    let mut client = Client::connect(&runtime, &server);
+    load_once(&runtime, &mut client, &id); // warm-up
+    let (acp_s, history_s) = paired_medians(
+        reps,
+        || load_once(&runtime, &mut client, &id).0,
+        || history_once(&store, &id).0,
+    );
+    let acp_rate = LOAD_EVENTS as f64 / acp_s;
+    let history_rate = LOAD_EVENTS as f64 / history_s;
+    figures.push(("load_replay_events_per_s".to_owned(), acp_rate));
+    figures.push(("baseline_history_events_per_s".to_owned(), history_rate));
+    figures.push(("load_replay_ratio".to_owned(), acp_rate / history_rate));
+    drop(client);
+    drop(ctx);
+
+    let mut fork_us = Vec::new();
+    for len in FORK_SIZES {
+        progress(&format!("session/fork of a {len}-event session"));
+        let ctx = context(None);
+        let id = create(&ctx, "acp-fork", len);
+        let mut client = Client::connect(&runtime, &ctx.expect::<AcpServer>());
+        fork_once(&runtime, &mut client, &id); // warm-up
+        let rpc = median(
+            (0..reps * 10)
+                .map(|_| fork_once(&runtime, &mut client, &id))
+                .collect(),
+        );
+        figures.push((format!("fork_rpc_us_{len}"), rpc));
+        fork_us.push(rpc);
+    }
+    figures.push(("fork_rpc_growth".to_owned(), fork_us[1] / fork_us[0]));
+
+    for len in FORK_SIZES {
+        progress(&format!("session/fork of a {len}-event session, JSONL"));
+        let ctx = context(Some(&dir.path().join(format!("fork-{len}"))));
+        let id = create(&ctx, "acp-fork", len);
+        let mut client = Client::connect(&runtime, &ctx.expect::<AcpServer>());
+        let rpc = median(
+            (0..reps)
+                .map(|_| fork_once(&runtime, &mut client, &id))
+                .collect(),
+        );
+        figures.push((format!("fork_rpc_persisted_us_{len}"), rpc));
+    }
+    figures
+}

@@ -1,0 +1,39 @@
+//! `dsh acp`: the Agent Client Protocol over stdin and stdout, for editors (plugin `dsh-acp`,
+//! Cargo feature `acp`).
+//!
+//! [`serve_stdio`] serves one ACP connection with a context built by [`crate::HostConfig`]
+//! until the editor closes stdin. With a config file among the sources it watches the file
+//! ([`ConfigWatcher`]) and reconciles the context with each edit: disabling
+//! `dsh-session-fork` there makes later `session/fork` calls "method not found" and the next
+//! `initialize` stop advertising `fork`, without a restart.
+
+use crate::config::Sources;
+use crate::error::HostError;
+use crate::watch::ConfigWatcher;
+use dsh::acp::AcpServer;
+use dsh::Context;
+
+/// Serves ACP on stdin and stdout over `ctx` until the client closes stdin (or the `dsh-acp`
+/// plugin goes), watching the config file of `sources`, if any, meanwhile. The server runs on
+/// a tokio runtime of its own; the context's blocking work (store writes) runs on that
+/// runtime's blocking pool. Returns once every answer was written; the caller drops the
+/// context after it (which writes what the sessions hold that is not written yet).
+///
+/// # Errors
+/// `CAPABILITY_UNAVAILABLE` when the `dsh-acp` plugin is not active (disabled, or waiting for
+/// the session store), naming it and why; `IO_ERROR` when the runtime or the watcher cannot
+/// start; `CONNECTION_FAILED` when stdin or stdout fail.
+pub fn serve_stdio(ctx: &Context, sources: &Sources) -> Result<(), HostError> {
+    let server = ctx.require::<AcpServer>()?;
+    let _watcher = match &sources.config_file {
+        Some(_) => Some(ConfigWatcher::start(ctx.clone(), sources.clone(), |_| {})?),
+        None => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("dsh-acp")
+        .build()
+        .map_err(|e| HostError::new("IO_ERROR", format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(server.serve(dsh::acp::acp::Stdio::new()))?;
+    Ok(())
+}

@@ -1,0 +1,38 @@
+//! `dsh acp`: the Agent Client Protocol on stdin and stdout (`dsh_host::acp`). Stdout carries
+//! the protocol, so every report of this command goes to stderr.
+
+use crate::cli::Cli;
+use crate::error::HostError;
+use crate::log;
+
+/// Runs `dsh acp` and returns the exit status: 0 once the client closed stdin, 1 after an
+/// error, printed on stderr as `error [CODE]: message` (with `--json` too).
+pub fn main(cli: &Cli) -> i32 {
+    match serve(cli) {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("error [{}]: {}", error.code, error.message);
+            if log::show_causes(cli.verbose) {
+                for cause in &error.causes {
+                    eprintln!("  cause: {cause}");
+                }
+            }
+            1
+        }
+    }
+}
+
+#[cfg(feature = "acp")]
+fn serve(cli: &Cli) -> Result<(), HostError> {
+    let sources = cli.sources();
+    let config = dsh_host::HostConfig::resolve(&sources)?;
+    let app = crate::app::App::new(&config)?;
+    dsh_host::acp::serve_stdio(&app.ctx, &sources)
+    // `app` is dropped here, after the last answer: what the sessions hold is written.
+}
+
+/// This build has no ACP plugin: always `CAPABILITY_UNAVAILABLE`.
+#[cfg(not(feature = "acp"))]
+fn serve(_cli: &Cli) -> Result<(), HostError> {
+    Err(crate::app::not_built("AcpServer", crate::app::ACP_PLUGIN))
+}

@@ -1,0 +1,157 @@
+//! [`AcpError`]: why an ACP request failed, with a stable code, and the JSON-RPC error a client
+//! receives for it (its `data` carries the code).
+
+use crate::runner::TurnError;
+use agent_client_protocol::{Error as RpcError, ErrorCode};
+use dsh_core::Unavailable;
+use dsh_session::{SessionId, StoreError};
+use serde_json::json;
+
+/// Errors of the ACP server's methods. Each names the session (or the capability) involved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AcpError {
+    /// The session store refused the call (its code: `SESSION_NOT_FOUND`, `HEADER_INVALID`,
+    /// `LOG_CORRUPT`, `CAPABILITY_UNAVAILABLE`, ...).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The fork service refused the fork (its code: `OPEN_TURN`, `INVALID_BOUNDARY`,
+    /// `SESSION_NOT_FOUND`, ...).
+    #[cfg(feature = "session-fork")]
+    #[error(transparent)]
+    Fork(#[from] dsh_session_fork::SessionForkError),
+    /// A service the method needs is not available (`CAPABILITY_UNAVAILABLE`): the session
+    /// store's plugin is disabled or failed.
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+    /// `session/prompt` without a turn runner (`CAPABILITY_UNAVAILABLE`): no plugin provides
+    /// [`crate::TurnRunner`].
+    #[error(
+        "session/prompt needs a turn runner, and no plugin of this host provides the \
+         dsh_acp::TurnRunner capability (link a runner plugin, e.g. examples/acp_echo_runner.rs)"
+    )]
+    NoRunner,
+    /// A prompt or close for a session that is not live in the store (`SESSION_NOT_FOUND`).
+    #[error(
+        "session \"{id}\" is not open: open it with session/new, session/load or session/resume \
+         first"
+    )]
+    NotOpen {
+        /// The session.
+        id: SessionId,
+    },
+    /// A second `session/prompt` while a turn of the session is running
+    /// (`TURN_IN_PROGRESS`).
+    #[error("session \"{id}\" is already running a turn: wait for it or cancel it")]
+    TurnInProgress {
+        /// The session.
+        id: SessionId,
+    },
+    /// The turn runner failed (its code); the turn it left open was closed as interrupted.
+    #[error("the turn of session \"{id}\" failed: {source}")]
+    Turn {
+        /// The session.
+        id: SessionId,
+        /// The runner's error.
+        #[source]
+        source: TurnError,
+    },
+    /// The turn runner returned without closing the turn it opened (`TURN_NOT_CLOSED`); the
+    /// turn was closed as interrupted.
+    #[error(
+        "the turn runner left the turn of session \"{id}\" open; it was closed as interrupted"
+    )]
+    TurnNotClosed {
+        /// The session.
+        id: SessionId,
+    },
+    /// The turn ended with a `turn/end` whose reason is `error` (`TURN_FAILED`).
+    #[error("the turn of session \"{id}\" ended with an error: {message}")]
+    TurnFailed {
+        /// The session.
+        id: SessionId,
+        /// The error the turn recorded.
+        message: String,
+    },
+    /// The stored sessions could not be listed: the backend's error, with its code.
+    #[error("cannot list the stored sessions: {0}")]
+    Persistence(#[from] dsh_session::PersistenceError),
+    /// The connection to the client failed: a read or write of its transport
+    /// (`CONNECTION_FAILED`).
+    #[error("the connection to the client failed: {message}")]
+    Connection {
+        /// What failed.
+        message: String,
+    },
+    /// A `session/list` cursor this server did not hand out (`INVALID_CURSOR`).
+    #[error("invalid session/list cursor \"{cursor}\": pass a nextCursor of an earlier answer")]
+    InvalidCursor {
+        /// The cursor as given (its first 64 characters).
+        cursor: String,
+    },
+}
+
+impl AcpError {
+    /// The stable code: the library's for a store or fork failure, else this error's own.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AcpError::Store(error) => error.code(),
+            #[cfg(feature = "session-fork")]
+            AcpError::Fork(error) => error.code(),
+            AcpError::Unavailable(error) => error.code(),
+            AcpError::NoRunner => "CAPABILITY_UNAVAILABLE",
+            AcpError::NotOpen { .. } => "SESSION_NOT_FOUND",
+            AcpError::TurnInProgress { .. } => "TURN_IN_PROGRESS",
+            AcpError::Turn { source, .. } => source.code(),
+            AcpError::TurnNotClosed { .. } => "TURN_NOT_CLOSED",
+            AcpError::TurnFailed { .. } => "TURN_FAILED",
+            AcpError::Persistence(error) => error.code(),
+            AcpError::Connection { .. } => "CONNECTION_FAILED",
+            AcpError::InvalidCursor { .. } => "INVALID_CURSOR",
+        }
+    }
+
+    /// The JSON-RPC error a client receives: `-32002` (resource not found) for
+    /// `SESSION_NOT_FOUND`, `-32602` (invalid params) for what the request asked that cannot
+    /// be (`OPEN_TURN`, `INVALID_BOUNDARY`, `HEADER_INVALID`, `SESSION_ALREADY_EXISTS`,
+    /// `SESSION_NOT_LIVE`, `TURN_IN_PROGRESS`, `INVALID_CURSOR`), `-32603` (internal error)
+    /// otherwise; `data` is `{"code": CODE, "message": MESSAGE}`.
+    pub fn to_rpc(&self) -> RpcError {
+        let code = self.code();
+        let rpc = match code {
+            "SESSION_NOT_FOUND" => ErrorCode::RESOURCE_NOT_FOUND,
+            "OPEN_TURN"
+            | "INVALID_BOUNDARY"
+            | "HEADER_INVALID"
+            | "SESSION_ALREADY_EXISTS"
+            | "SESSION_NOT_LIVE"
+            | "TURN_IN_PROGRESS"
+            | "INVALID_CURSOR" => ErrorCode::INVALID_PARAMS,
+            _ => ErrorCode::INTERNAL_ERROR,
+        };
+        let message = self.to_string();
+        RpcError::new(rpc, message.clone()).data(json!({ "code": code, "message": message }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rpc_error_carries_the_code_in_its_data() {
+        let error = AcpError::NotOpen {
+            id: SessionId::from("s1"),
+        };
+        let rpc = error.to_rpc();
+        assert_eq!(rpc.code, ErrorCode::RESOURCE_NOT_FOUND);
+        let data = rpc.data.expect("data");
+        assert_eq!(data["code"], "SESSION_NOT_FOUND");
+        assert!(data["message"].as_str().unwrap().contains("s1"));
+        assert_eq!(
+            AcpError::InvalidCursor { cursor: "x".into() }.to_rpc().code,
+            ErrorCode::INVALID_PARAMS
+        );
+        assert_eq!(AcpError::NoRunner.to_rpc().code, ErrorCode::INTERNAL_ERROR);
+    }
+}

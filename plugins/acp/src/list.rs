@@ -1,0 +1,175 @@
+//! `session/list`: the stored sessions (and those open in the store), newest first, a page at
+//! a time, optionally those of one `cwd` only.
+//!
+//! Each entry has the session's id and cwd, its title when it is known (the last
+//! `session/title` of an open session) and `updatedAt` (the time of an open session's last
+//! event, else the session's creation time), in RFC 3339. Sessions are ordered by creation
+//! time, newest first, then by id; the cursor is the position after the last entry of a page,
+//! so that a page does not shift when sessions are created meanwhile. Sessions stored without
+//! a cwd are not listed (ACP requires one).
+
+use crate::error::AcpError;
+use crate::runner::newest_first;
+use crate::server::Shared;
+use crate::updates::SESSION_TITLE;
+use agent_client_protocol::v1::schema::{
+    ListSessionsRequest, ListSessionsResponse, SessionId as AcpSessionId, SessionInfo,
+};
+use dsh_session::{Session, SessionHeader, SessionId};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+/// How many characters of a refused cursor its error shows.
+const SHOWN_CURSOR_CHARS: usize = 64;
+
+/// One listed session.
+#[derive(Debug)]
+struct Entry {
+    id: SessionId,
+    cwd: String,
+    created_at: u64,
+    title: Option<String>,
+    updated_ms: Option<i64>,
+}
+
+impl Entry {
+    fn stored(header: &SessionHeader) -> Option<Entry> {
+        Some(Entry {
+            id: header.id.clone(),
+            cwd: header.cwd.clone()?,
+            created_at: header.created_at,
+            title: None,
+            updated_ms: None,
+        })
+    }
+
+    fn live(session: &Session) -> Option<Entry> {
+        let events = session.events();
+        let mut entry = Entry::stored(session.header())?;
+        entry.updated_ms = events.last().map(|event| event.time);
+        entry.title = newest_first(&events)
+            .find(|event| event.kind == SESSION_TITLE)
+            .and_then(|event| event.data.get_str("title"));
+        Some(entry)
+    }
+
+    /// The sort key: newest first, then by id.
+    fn key(&self) -> (std::cmp::Reverse<u64>, &str) {
+        (std::cmp::Reverse(self.created_at), self.id.as_str())
+    }
+
+    fn cursor(&self) -> String {
+        format!("{}/{}", self.created_at, self.id)
+    }
+
+    fn info(self) -> SessionInfo {
+        let updated = self
+            .updated_ms
+            .unwrap_or_else(|| i64::try_from(self.created_at).unwrap_or(i64::MAX));
+        let mut info = SessionInfo::new(AcpSessionId::new(self.id.as_str()), self.cwd);
+        info.title = self.title;
+        info.updated_at = Some(rfc3339(updated));
+        info
+    }
+}
+
+impl Shared {
+    /// `session/list` (module documentation).
+    ///
+    /// Errors: `INVALID_CURSOR`; the backend's code when the stored sessions cannot be
+    /// listed; `CAPABILITY_UNAVAILABLE` without a backend.
+    pub(crate) async fn list_sessions(
+        &self,
+        request: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse, AcpError> {
+        let store = self.store()?;
+        let stored = store.persistence()?.list().await?;
+        let mut entries: BTreeMap<SessionId, Entry> = stored
+            .iter()
+            .filter_map(|listed| Entry::stored(&listed.header))
+            .map(|entry| (entry.id.clone(), entry))
+            .collect();
+        for session in store.store().list() {
+            if let Some(entry) = Entry::live(&session) {
+                entries.insert(entry.id.clone(), entry);
+            }
+        }
+        let cwd = request
+            .cwd
+            .as_ref()
+            .map(|cwd| cwd.to_string_lossy().into_owned());
+        let mut entries: Vec<Entry> = entries
+            .into_values()
+            .filter(|entry| cwd.as_ref().is_none_or(|cwd| &entry.cwd == cwd))
+            .collect();
+        entries.sort_by(|a, b| a.key().cmp(&b.key()));
+        let start = match &request.cursor {
+            None => 0,
+            Some(cursor) => {
+                let (created_at, id) =
+                    parse_cursor(cursor).ok_or_else(|| AcpError::InvalidCursor {
+                        cursor: cursor.chars().take(SHOWN_CURSOR_CHARS).collect(),
+                    })?;
+                let after = (std::cmp::Reverse(created_at), id);
+                entries.partition_point(|entry| entry.key() <= after)
+            }
+        };
+        let page_size = self.page_size.load(Ordering::Relaxed).max(1);
+        let mut page: Vec<Entry> = entries.drain(start..).collect();
+        let more = page.len() > page_size;
+        page.truncate(page_size);
+        let next = more.then(|| page.last().map(Entry::cursor)).flatten();
+        let sessions = page.into_iter().map(Entry::info).collect();
+        Ok(ListSessionsResponse::new(sessions).next_cursor(next))
+    }
+}
+
+/// The creation time and id of a cursor `"{createdAt}/{id}"`.
+fn parse_cursor(cursor: &str) -> Option<(u64, &str)> {
+    let (created_at, id) = cursor.split_once('/')?;
+    Some((created_at.parse().ok()?, id))
+}
+
+/// Epoch milliseconds as an RFC 3339 UTC time, `YYYY-MM-DDTHH:MM:SS.mmmZ` (proleptic
+/// Gregorian calendar; times before 1970 count back).
+fn rfc3339(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let in_day = ms.rem_euclid(86_400_000);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        in_day / 3_600_000,
+        in_day / 60_000 % 60,
+        in_day / 1_000 % 60,
+        in_day % 1_000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_764_460_800_100), "2025-11-30T00:00:00.100Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn a_cursor_is_the_creation_time_and_the_id() {
+        assert_eq!(parse_cursor("17/a/b"), Some((17, "a/b")));
+        assert_eq!(parse_cursor("x/a"), None);
+        assert_eq!(parse_cursor("17"), None);
+    }
+}

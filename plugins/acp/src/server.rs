@@ -1,0 +1,226 @@
+//! [`AcpServer`]: the service the `dsh-acp` plugin provides, serving ACP v1 connections.
+//!
+//! One connection is one client (an editor launching `dsh acp`). The protocol lifecycle
+//! (`initialize` first, JSON-RPC framing, parse errors, unknown methods, invalid params) is
+//! the ACP SDK's; each method is a function of the [`Shared`] state, which reads the services
+//! it uses live from the context (the store, the fork service, the turn runner), so the
+//! capabilities follow the plugins as they come and go without a restart.
+
+use crate::error::AcpError;
+use crate::plugin::AcpConfig;
+use crate::prompt::Turns;
+use crate::runner::{Cancellation, TurnRunner};
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, CloseSessionRequest, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    ResumeSessionRequest, SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
+    SessionResumeCapabilities,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{
+    on_receive_notification, on_receive_request, Agent, Client, ConnectTo, Error as RpcError,
+};
+use dsh_core::{Dep, Optional};
+use dsh_session::{AsyncSessionStore, SessionStore};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// The fork service as the server follows it: live while the fork plugin is (a build without
+/// the fork plugin has none).
+#[cfg(feature = "session-fork")]
+pub(crate) type ForkService = Optional<dsh_session_fork::SessionFork>;
+/// The fork service as the server follows it: a build without the fork plugin has none.
+#[cfg(not(feature = "session-fork"))]
+pub(crate) type ForkService = ();
+
+/// What every connection of one server shares.
+pub(crate) struct Shared {
+    pub(crate) store: Dep<SessionStore>,
+    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))]
+    pub(crate) fork: ForkService,
+    pub(crate) runner: Optional<dyn TurnRunner>,
+    pub(crate) turns: Arc<Turns>,
+    /// Sessions per `session/list` page.
+    pub(crate) page_size: AtomicUsize,
+    /// Given when the plugin goes: the connections end.
+    pub(crate) gone: Cancellation,
+}
+
+impl Shared {
+    /// The store's async face, or `CAPABILITY_UNAVAILABLE` when the session plugin is gone.
+    pub(crate) fn store(&self) -> Result<AsyncSessionStore, AcpError> {
+        Ok(AsyncSessionStore::new(self.store.arc()?))
+    }
+
+    /// The answer to `initialize` (ACP v1): `loadSession`, and the session capabilities `list`,
+    /// `resume`, `close`, and `fork` exactly while the fork plugin is live.
+    fn initialize(&self, _request: &InitializeRequest) -> InitializeResponse {
+        let sessions = SessionCapabilities::new()
+            .list(SessionListCapabilities::new())
+            .resume(SessionResumeCapabilities::new())
+            .close(SessionCloseCapabilities::new());
+        #[cfg(feature = "session-fork")]
+        let sessions = match self.fork.get() {
+            Some(_) => {
+                sessions.fork(agent_client_protocol::v1::schema::SessionForkCapabilities::new())
+            }
+            None => sessions,
+        };
+        InitializeResponse::new(ProtocolVersion::V1)
+            .agent_capabilities(
+                AgentCapabilities::new()
+                    .load_session(true)
+                    .session_capabilities(sessions),
+            )
+            .agent_info(Implementation::new("dsh", env!("CARGO_PKG_VERSION")))
+    }
+}
+
+/// The ACP server (`ctx.get::<AcpServer>()`), provided by the `dsh-acp` plugin: serves ACP v1
+/// connections over the session store (module documentation). Cheap to clone.
+///
+/// ```no_run
+/// # async fn serve(ctx: dsh_core::Context) -> Result<(), dsh_acp::AcpError> {
+/// let server = ctx.require::<dsh_acp::AcpServer>()?;
+/// server.serve(agent_client_protocol::Stdio::new()).await // until stdin closes
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct AcpServer {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for AcpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AcpServer")
+    }
+}
+
+impl AcpServer {
+    pub(crate) fn new(shared: Shared) -> AcpServer {
+        AcpServer {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// Sets the number of sessions per `session/list` page.
+    pub(crate) fn set_page_size(&self, config: &AcpConfig) {
+        self.shared
+            .page_size
+            .store(config.list_page_size.get(), Ordering::Relaxed);
+    }
+
+    /// Serves one ACP v1 connection over `transport` (e.g. [`agent_client_protocol::Stdio`])
+    /// until the client closes it (end of its input) or the `dsh-acp` plugin goes. Requests
+    /// are answered in the order they arrive, except `session/prompt`, which runs beside the
+    /// others (so that `session/cancel` reaches it). Runs on a tokio runtime: every store and
+    /// fork call goes through the async faces, never blocking a worker.
+    ///
+    /// # Errors
+    /// `CONNECTION_FAILED` when the transport fails (a read or write error); a client that
+    /// closes its end is no error.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime (the store calls run on its blocking pool).
+    pub async fn serve(&self, transport: impl ConnectTo<Agent> + 'static) -> Result<(), AcpError> {
+        let shared = self.shared.clone();
+        let gone = shared.gone.clone();
+        let connection = builder(shared).connect_to(transport);
+        tokio::select! {
+            result = connection => result.map_err(|error| AcpError::Connection {
+                message: error.to_string(),
+            }),
+            () = gone.cancelled() => Ok(()),
+        }
+    }
+}
+
+/// Sends `result` as the answer to a request, its error as a JSON-RPC error with the code in
+/// `data` ([`AcpError::to_rpc`]).
+pub(crate) fn reply<T: agent_client_protocol::JsonRpcResponse>(
+    responder: Responder<T>,
+    result: Result<T, AcpError>,
+) -> Result<(), RpcError> {
+    responder.respond_with_result(result.map_err(|error| error.to_rpc()))
+}
+
+/// Registers the handler of requests of type `$request`: `Shared::$method(request)` (with the
+/// connection, for a method that sends notifications), answered with [`reply`].
+macro_rules! method {
+    ($builder:expr, $shared:expr, $request:ty => $method:ident) => {
+        $builder.on_receive_request(
+            {
+                let s = $shared.clone();
+                async move |request: $request, responder, _cx: ConnectionTo<Client>| {
+                    reply(responder, s.$method(request).await)
+                }
+            },
+            on_receive_request!(),
+        )
+    };
+    ($builder:expr, $shared:expr, $request:ty => $method:ident with connection) => {
+        $builder.on_receive_request(
+            {
+                let s = $shared.clone();
+                async move |request: $request, responder, cx: ConnectionTo<Client>| {
+                    reply(responder, s.$method(request, &cx).await)
+                }
+            },
+            on_receive_request!(),
+        )
+    };
+}
+
+/// The agent's handlers, one per method.
+fn builder(
+    shared: Arc<Shared>,
+) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
+{
+    let builder = Agent.v1().name("dsh-acp").on_receive_request(
+        {
+            let s = shared.clone();
+            async move |request: InitializeRequest,
+                        responder: Responder<InitializeResponse>,
+                        _cx: ConnectionTo<Client>| {
+                responder.respond(s.initialize(&request))
+            }
+        },
+        on_receive_request!(),
+    );
+    let builder = method!(builder, shared, NewSessionRequest => new_session);
+    let builder = method!(builder, shared, LoadSessionRequest => load_session with connection);
+    let builder = method!(builder, shared, ResumeSessionRequest => resume_session);
+    let builder = method!(builder, shared, ListSessionsRequest => list_sessions);
+    let builder = method!(builder, shared, CloseSessionRequest => close_session);
+    let builder = builder
+        .on_receive_request(
+            {
+                let s = shared.clone();
+                async move |request: PromptRequest, responder, cx: ConnectionTo<Client>| {
+                    // The turn runs beside the dispatch loop, so that session/cancel reaches it.
+                    let s = s.clone();
+                    let connection = cx.clone();
+                    cx.spawn(async move {
+                        let result = s.prompt(request, &connection).await;
+                        if let Err(error) = reply(responder, result) {
+                            tracing::debug!(%error, "the prompt's answer was not sent");
+                        }
+                        Ok(())
+                    })
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_notification(
+            {
+                let s = shared.clone();
+                async move |notification: CancelNotification, _cx: ConnectionTo<Client>| {
+                    s.turns.cancel(&notification.session_id.0.as_ref().into());
+                    Ok(())
+                }
+            },
+            on_receive_notification!(),
+        );
+    crate::fork::add_handler(builder, shared)
+}

@@ -43,8 +43,8 @@ fn fork(error: &dsh::session_fork::SessionForkError) -> String {
             format!("a session with the id {} already exists", id)
         }
         E::OpenTurn { id, last_type } => format!(
-            "session {} cannot be forked: it ends inside a turn (its last event is {last_type}, \
-             and a fork must end at a turn/end)",
+            "session {} cannot be forked at its end: its last event is {last_type}, and a fork \
+             must end at a turn/end (fork at an earlier turn/end with --at SEQ)",
             id
         ),
         E::OpenTurnAt {
@@ -68,7 +68,7 @@ fn fork(error: &dsh::session_fork::SessionForkError) -> String {
             None => format!("session {} has no events to fork at", id),
         },
         E::InvalidBoundary { boundary, .. } => {
-            format!("\"{boundary}\" is not a seq: a seq is a whole number from 0")
+            format!("\"{boundary}\" is not a seq: a seq is a whole number from 0 to 2^53 - 1")
         }
         E::Persistence { id, source } => {
             format!("cannot fork session {}: {}", id, persistence(source))

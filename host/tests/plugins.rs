@@ -386,3 +386,19 @@ fn plugins_plan_refuses_a_new_config_that_does_not_validate_naming_the_field() {
     assert!(message.contains("dsh-session"), "{message}");
     assert!(message.contains("persistence"), "{message}");
 }
+
+#[test]
+fn plugins_plan_warns_of_plugin_names_the_build_does_not_contain() {
+    let sandbox = Sandbox::new();
+    let new = sandbox.write(
+        "typo.json",
+        &json!({"plugins": {"dsh-sesion-fork": {"enabled": false}}}).to_string(),
+    );
+    let run = sandbox.human(&["plugins", "--plan", &new.display().to_string()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "no changes\n");
+    assert_eq!(
+        run.stderr,
+        "warning: this build of dsh has no plugin \"dsh-sesion-fork\"; its settings are ignored\n"
+    );
+}

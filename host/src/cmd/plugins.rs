@@ -69,6 +69,10 @@ pub fn run(app: &App, dot: bool) -> Output {
 pub fn plan(app: &App, mut sources: Sources, new_config: &Path) -> Result<Output, HostError> {
     sources.config_file = Some(new_config.to_path_buf());
     let config = HostConfig::resolve(&sources)?;
+    // The new config's unknown plugin names are what a plan is looked at for: say so.
+    for warning in config.warnings() {
+        eprintln!("warning: {warning}");
+    }
     let plan = app.ctx.plan(&config.context_config())?;
     let json = serde_json::to_value(&plan).expect("a plan serializes");
     Ok(Output::ok(json, plan.to_string()))

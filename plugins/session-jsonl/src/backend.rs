@@ -365,29 +365,16 @@ impl JsonlPersistence {
         if events.is_empty() && cursor.end.len() == cursor.committed {
             return Ok(());
         }
-        let mut text = cursor.carry.clone();
-        for event in events {
-            write_event_line(event, &mut text).map_err(|e| io_error(&cursor.path, e.into()))?;
-        }
-        let bytes = if is_compressed(&cursor.path, &[]) && !text.is_empty() {
-            compress_frame(&text).map_err(|e| io_error(&cursor.path, e))?
-        } else {
-            text
-        };
-        let written = match step {
-            Step::InPlace => append_after(&mut locked, cursor.end.len(), cursor.committed, &bytes)
-                .map_err(|e| io_error(&cursor.path, e)),
-            Step::Replace => {
-                replace_atomically(&cursor.path, &mut locked, cursor.committed, &bytes)
-                    .map_err(|IoAt(path, source)| io_error(&path, source))
+        let mut text = Vec::with_capacity(cursor.carry.len() + lines_len(events));
+        text.extend_from_slice(&cursor.carry);
+        match write_records(&mut locked, cursor, &mut text, events, step) {
+            Ok(written) => cursor.committed += written,
+            Err(e) => {
+                // The file may hold part of the write: the next append rescans it.
+                *cached = None;
+                return Err(e);
             }
-        };
-        if let Err(e) = written {
-            *cached = None;
-            return Err(e);
         }
-        cursor.end = cursor.end.after_append(cursor.committed, &bytes);
-        cursor.committed += bytes.len() as u64;
         cursor.carry.clear();
         cursor.next_seq += events.len() as u64;
         Ok(())
@@ -491,7 +478,7 @@ impl SessionPersistence for JsonlPersistence {
                 write_event_line(event, &mut chunk)?;
                 if chunk.len() >= CREATE_CHUNK_BYTES || i + 1 == seed.len() {
                     out.write_all(&chunk)?;
-                    end = end.after_append(end.len(), &chunk);
+                    end.append(end.len(), &chunk);
                     chunk.clear();
                 }
             }
@@ -934,6 +921,48 @@ fn check_storable(
         }
     }
     Ok(())
+}
+
+/// Writes `events`' lines after `text` (the text the cursor carries) to `file`, the
+/// cursor's session file held under its lock: appended after the committed bytes ([`Step::InPlace`])
+/// or as a new file put in its place ([`Step::Replace`]); one zstd frame in a compressed
+/// file. Returns the number of bytes written after the committed ones; the cursor's view of
+/// the file's end is updated.
+fn write_records(
+    file: &mut File,
+    cursor: &mut Cursor,
+    text: &mut Vec<u8>,
+    events: &[Arc<SessionEvent>],
+    step: Step,
+) -> Result<u64, PersistenceError> {
+    for event in events {
+        write_event_line(event, text).map_err(|e| io_error(&cursor.path, e.into()))?;
+    }
+    let frame;
+    let bytes: &[u8] = if is_compressed(&cursor.path, &[]) && !text.is_empty() {
+        frame = compress_frame(text).map_err(|e| io_error(&cursor.path, e))?;
+        &frame
+    } else {
+        text
+    };
+    match step {
+        Step::InPlace => append_after(file, cursor.end.len(), cursor.committed, bytes)
+            .map_err(|e| io_error(&cursor.path, e)),
+        Step::Replace => replace_atomically(&cursor.path, file, cursor.committed, bytes)
+            .map_err(|IoAt(path, source)| io_error(&path, source)),
+    }?;
+    cursor.end.append(cursor.committed, bytes);
+    Ok(bytes.len() as u64)
+}
+
+/// About the length of `events`' lines: their data and type, and room for the rest of the
+/// envelope (so that writing them rarely grows the buffer).
+fn lines_len(events: &[Arc<SessionEvent>]) -> usize {
+    const ENVELOPE: usize = 64;
+    events
+        .iter()
+        .map(|event| event.data.as_json().len() + event.kind.len() + ENVELOPE)
+        .sum()
 }
 
 fn io_error(path: &Path, source: io::Error) -> PersistenceError {

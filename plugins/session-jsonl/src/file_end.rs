@@ -38,25 +38,20 @@ impl FileEnd {
         self.len
     }
 
-    /// The end of the file after its first `keep` bytes were kept and `bytes` written after
-    /// them (what an append does): the kept bytes this view knows (those within its last
-    /// bytes) followed by `bytes`, up to 4 KiB.
-    pub(crate) fn after_append(&self, keep: u64, bytes: &[u8]) -> FileEnd {
+    /// Becomes the end of the file after its first `keep` bytes were kept and `bytes` written
+    /// after them (what an append does): the kept bytes this view knows (those within its
+    /// last bytes) followed by `bytes`, up to 4 KiB, in the buffer it already has.
+    pub(crate) fn append(&mut self, keep: u64, bytes: &[u8]) {
         let known_from = self.len - self.last.len() as u64;
-        let kept = match keep.checked_sub(known_from) {
-            Some(known) => &self.last[..(known as usize).min(self.last.len())],
-            None => &[],
-        };
-        let mut last = Vec::with_capacity((kept.len() + bytes.len()).min(KEPT));
-        let skip = (kept.len() + bytes.len()).saturating_sub(KEPT);
-        if skip < kept.len() {
-            last.extend_from_slice(&kept[skip..]);
-        }
-        last.extend_from_slice(&bytes[skip.saturating_sub(kept.len())..]);
-        FileEnd {
-            len: keep + bytes.len() as u64,
-            last,
-        }
+        let kept = keep
+            .checked_sub(known_from)
+            .map_or(0, |known| (known as usize).min(self.last.len()));
+        self.last.truncate(kept);
+        let tail = &bytes[bytes.len().saturating_sub(KEPT)..];
+        let excess = (self.last.len() + tail.len()).saturating_sub(KEPT);
+        self.last.drain(..excess);
+        self.last.extend_from_slice(tail);
+        self.len = keep + bytes.len() as u64;
     }
 
     /// Whether `file`, whose length is `len` (from a `fstat` the caller made), still has this
@@ -134,7 +129,8 @@ mod tests {
                     let mut after = before[..keep].to_vec();
                     after.extend_from_slice(appended);
                     let expected = FileEnd::of(&after);
-                    let found = end.after_append(keep as u64, appended);
+                    let mut found = end.clone();
+                    found.append(keep as u64, appended);
                     assert_eq!(found.len, expected.len);
                     // What the view knows is a suffix of the whole file's end.
                     assert!(expected.last.ends_with(&found.last), "keep {keep}");

@@ -355,7 +355,7 @@ fn scan_reader_by(
         if read == 0 {
             break;
         }
-        end = end.after_append(end.len(), &pending[fresh..]);
+        end.append(end.len(), &pending[fresh..]);
         if body.is_none() {
             let head = &pending[..pending.len().min(limits.header_line + 1)];
             let found = head

@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::data::{members_of, value_of, EventData};
 
@@ -38,7 +38,11 @@ impl<'a> Json<'a> {
             Json::Text(raw) => members_of(raw, keys).map(|member| member.map(Json::Text)),
             Json::Tree(value) => {
                 let object = value.as_object();
-                keys.map(|key| object.and_then(|object| object.get(key)).map(Json::Tree))
+                keys.map(|key| {
+                    object
+                        .and_then(|object| member(object, key))
+                        .map(Json::Tree)
+                })
             }
         }
     }
@@ -96,6 +100,21 @@ impl<'a> Json<'a> {
     }
 }
 
+/// Objects of at most this many members are searched by comparing keys, not by hashing one.
+const SCANNED_MEMBERS: usize = 8;
+
+/// The member `key` of `object`: found by comparing keys in an event's small objects (the
+/// common case: hashing the key costs more), by the map's index in larger ones.
+fn member<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if object.len() <= SCANNED_MEMBERS {
+        object
+            .iter()
+            .find_map(|(name, value)| (name == key).then_some(value))
+    } else {
+        object.get(key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +149,26 @@ mod tests {
             text,
             "Some(Number(1)) Some(\"x\\ny\") true false true true None false"
         );
+    }
+
+    #[test]
+    fn small_and_large_objects_find_every_member_and_no_other() {
+        for size in [0, 1, SCANNED_MEMBERS, SCANNED_MEMBERS + 1, 40] {
+            let value = Value::Object((0..size).map(|i| (format!("k{i}"), json!(i))).collect());
+            let read = |json: Json<'_>| {
+                let found: Vec<_> = (0..size)
+                    .map(|i| {
+                        json.member(&format!("k{i}"))
+                            .map(|m| m.value().into_owned())
+                    })
+                    .collect();
+                format!("{found:?} {}", json.member("k").is_some())
+            };
+            let (text, tree) = both(&value, read);
+            let expected: Vec<_> = (0..size).map(|i| Some(json!(i))).collect();
+            assert_eq!(text, format!("{expected:?} false"), "{size} members");
+            assert_eq!(tree, text, "{size} members");
+        }
     }
 
     #[test]

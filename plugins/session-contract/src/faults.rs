@@ -130,6 +130,10 @@ impl SessionPersistence for FaultyPersistence {
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
         self.inner.list()
     }
+
+    fn release(&self, id: &SessionId) {
+        self.inner.release(id);
+    }
 }
 
 /// A context of the session plugin whose persistence is `backend`, provided by the root.

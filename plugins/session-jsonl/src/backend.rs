@@ -98,7 +98,8 @@ type Slot = Arc<Mutex<Option<Cursor>>>;
 ///
 /// Operations on one id are serialized; operations on different ids run in parallel. The
 /// backend remembers, per id, the committed length of the file and the next seq, so an append
-/// does not rescan the file unless the file's length shows that someone else changed it.
+/// does not rescan the file unless the file's end shows that someone else changed it; it
+/// forgets them when the store releases the id ([`SessionPersistence::release`]).
 /// Writers in other processes (or other instances on the same root) are coordinated per
 /// session file: a create never overwrites, and an append holds an exclusive advisory lock on
 /// the file from its length check to its sync, waiting at most the lock timeout
@@ -698,6 +699,10 @@ impl SessionPersistence for JsonlPersistence {
         });
         Ok(listed)
     }
+
+    fn release(&self, id: &SessionId) {
+        self.slots.lock().remove(id);
+    }
 }
 
 /// How much of a new plain session file is written at a time: 64 KiB.
@@ -997,5 +1002,47 @@ fn read_error(path: &Path, error: ReadError) -> PersistenceError {
             reason,
         },
         ReadError::Io(e) => io_error(path, e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_session::{SessionHeader, SessionMeta};
+
+    fn event(seq: u64) -> Arc<SessionEvent> {
+        Arc::new(SessionEvent::new(
+            "custom/note",
+            seq,
+            1,
+            serde_json::json!({}),
+        ))
+    }
+
+    #[test]
+    fn a_released_session_is_forgotten_and_its_next_append_reads_the_file_again() {
+        let root = tempfile::tempdir().expect("a temp folder");
+        let backend = JsonlPersistence::new(root.path());
+        let id = SessionId::new("released");
+        let header = SessionHeader::new(id.clone(), 1, SessionMeta::default().cwd("/p"));
+        backend.create(&header, &[event(0)]).expect("created");
+        backend.append(&id, &[event(1)]).expect("appended");
+        assert!(backend.slots.lock().contains_key(&id));
+        backend.release(&id);
+        assert!(!backend.slots.lock().contains_key(&id), "forgotten");
+        // Another writer extends the file meanwhile; the next append finds where it ends.
+        JsonlPersistence::new(root.path())
+            .append(&id, &[event(2)])
+            .expect("another writer appends");
+        backend.append(&id, &[event(3)]).expect("appended after");
+        let seqs: Vec<u64> = backend
+            .load(&id)
+            .expect("loads")
+            .events
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs, [0, 1, 2, 3]);
+        backend.release(&SessionId::new("never-written"));
     }
 }

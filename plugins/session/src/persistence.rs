@@ -281,6 +281,16 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// Every stored session's header and revision, sorted by `createdAt` then id, without
     /// reading their logs.
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError>;
+
+    /// Forgets what the backend keeps in memory to write session `id` quickly (the JSONL
+    /// backend's view of its file's end), since no live session of this store writes it any
+    /// more; the stored session is untouched, and a later write reads what it needs again.
+    /// The store calls it when it removes a live session (dispose, the store's own disposal),
+    /// so that a long-running host keeps memory for its live sessions only. The default
+    /// keeps nothing to forget.
+    fn release(&self, id: &SessionId) {
+        let _ = id;
+    }
 }
 
 /// Runs the backend call `call` with a panic in it contained: it becomes
@@ -339,6 +349,14 @@ impl SessionPersistence for Contained {
 
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
         contain("list", || self.0.list())
+    }
+
+    fn release(&self, id: &SessionId) {
+        // Nothing to report: a panic here only leaves memory unreleased.
+        let _ = contain("release", || {
+            self.0.release(id);
+            Ok(())
+        });
     }
 }
 

@@ -21,6 +21,8 @@ struct Memory {
     sessions: Mutex<BTreeMap<SessionId, (SessionHeader, Vec<SessionEvent>)>>,
     /// Makes the next `append` or `load` panic (before it touches anything).
     panic_next: AtomicBool,
+    /// The ids the store released, in order.
+    released: Mutex<Vec<SessionId>>,
 }
 
 impl Memory {
@@ -102,6 +104,10 @@ impl SessionPersistence for Memory {
                 revision: events.len() as u64,
             })
             .collect())
+    }
+
+    fn release(&self, id: &SessionId) {
+        self.released.lock().unwrap().push(id.clone());
     }
 }
 
@@ -507,4 +513,31 @@ fn a_panicking_backend_is_contained_as_an_error_and_loses_nothing() {
         store.load(&SessionId::from("panics")).unwrap().len(),
         session.len()
     );
+}
+
+#[test]
+fn the_store_releases_a_session_to_the_backend_once_it_is_written_and_removed() {
+    let memory = Arc::new(Memory::default());
+    let ctx = context(&memory);
+    let store = ctx.expect::<SessionStore>();
+    let session = create(&ctx, "kept", CreateOptions::new(vec![], meta(1)));
+    for draft in turn_drafts(1) {
+        session.append(draft).unwrap();
+    }
+    create(&ctx, "other", CreateOptions::new(vec![], meta(2)));
+    store.flush(&session).unwrap();
+    assert!(
+        memory.released.lock().unwrap().is_empty(),
+        "live sessions are kept"
+    );
+    assert!(store.dispose(&SessionId::from("kept")).unwrap());
+    assert_eq!(*memory.released.lock().unwrap(), [SessionId::from("kept")]);
+    let appended = turn_drafts(1).len();
+    assert_eq!(
+        memory.stored("kept").unwrap().1.len(),
+        appended,
+        "written before the release"
+    );
+    assert!(!store.dispose(&SessionId::from("kept")).unwrap());
+    assert_eq!(memory.released.lock().unwrap().len(), 1, "released once");
 }

@@ -441,6 +441,9 @@ impl SessionStore {
         let Some(session) = session else {
             return false;
         };
+        if let Ok(backend) = self.persistence() {
+            backend.release(id);
+        }
         session.seal();
         session.detach();
         if let Err(error) = self.events.emit(&SessionDisposed { session }) {

@@ -366,9 +366,7 @@ impl JsonlPersistence {
         if events.is_empty() && cursor.end.len() == cursor.committed {
             return Ok(());
         }
-        let mut text = Vec::with_capacity(cursor.carry.len() + lines_len(events));
-        text.extend_from_slice(&cursor.carry);
-        match write_records(&mut locked, cursor, &mut text, events, step) {
+        match write_records(&mut locked, cursor, events, step) {
             Ok(written) => cursor.committed += written,
             Err(e) => {
                 // The file may hold part of the write: the next append rescans it.
@@ -928,27 +926,28 @@ fn check_storable(
     Ok(())
 }
 
-/// Writes `events`' lines after `text` (the text the cursor carries) to `file`, the
-/// cursor's session file held under its lock: appended after the committed bytes ([`Step::InPlace`])
-/// or as a new file put in its place ([`Step::Replace`]); one zstd frame in a compressed
-/// file. Returns the number of bytes written after the committed ones; the cursor's view of
-/// the file's end is updated.
+/// Writes the text the cursor carries, then `events`' lines, to `file`, the cursor's session
+/// file held under its lock: appended after the committed bytes ([`Step::InPlace`]) or as a
+/// new file put in its place ([`Step::Replace`]); one zstd frame in a compressed file.
+/// Returns the number of bytes written after the committed ones; the cursor's view of the
+/// file's end is updated.
 fn write_records(
     file: &mut File,
     cursor: &mut Cursor,
-    text: &mut Vec<u8>,
     events: &[Arc<SessionEvent>],
     step: Step,
 ) -> Result<u64, PersistenceError> {
+    let mut text = Vec::with_capacity(cursor.carry.len() + lines_len(events));
+    text.extend_from_slice(&cursor.carry);
     for event in events {
-        write_event_line(event, text).map_err(|e| io_error(&cursor.path, e.into()))?;
+        write_event_line(event, &mut text).map_err(|e| io_error(&cursor.path, e.into()))?;
     }
     let frame;
     let bytes: &[u8] = if is_compressed(&cursor.path, &[]) && !text.is_empty() {
-        frame = compress_frame(text).map_err(|e| io_error(&cursor.path, e))?;
+        frame = compress_frame(&text).map_err(|e| io_error(&cursor.path, e))?;
         &frame
     } else {
-        text
+        &text
     };
     match step {
         Step::InPlace => append_after(file, cursor.end.len(), cursor.committed, bytes)

@@ -20,6 +20,7 @@
 //! `CONFIG_INVALID` error.
 
 use crate::error::HostError;
+use crate::regular_file::{read_regular, ReadRefused};
 use crate::store::{Backend, Store};
 use dsh::session::SessionPersistence;
 use dsh::{Context, ContextConfig, Plugin, PluginSettings};
@@ -128,8 +129,10 @@ impl HostConfig {
     /// precedence).
     ///
     /// # Errors
-    /// `CONFIG_INVALID` when the config file cannot be read or is not a valid config (the
-    /// message names the file and the field), a store value is refused ([`Store::parse`]), the
+    /// `CONFIG_INVALID` when the config file cannot be read (missing, not a regular file, over
+    /// [`MAX_CONFIG_FILE_BYTES`]: the message names the file and says why; a FIFO or a device
+    /// is refused without being read, so this never blocks on one) or is not a valid config
+    /// (the message names the file and the field), a store value is refused ([`Store::parse`]), the
     /// store needs a backend plugin this build lacks (the message names the Cargo feature), no
     /// store can be determined, or (strict mode) a plugin name is unknown.
     pub fn resolve(sources: &Sources) -> Result<HostConfig, HostError> {
@@ -285,16 +288,33 @@ fn linked_backends() -> Vec<&'static str> {
         .collect()
 }
 
-/// Reads and checks the config file at `path`.
+/// The most bytes a config file may hold: 16 MiB (a config is a few hundred bytes; a larger
+/// file is refused with `CONFIG_INVALID` before it is read).
+pub const MAX_CONFIG_FILE_BYTES: u64 = 16 << 20;
+
+/// Reads and checks the config file at `path`: a regular file (links followed) of at most
+/// [`MAX_CONFIG_FILE_BYTES`], read as [`read_regular`] reads (never blocking on a FIFO, never
+/// reading a device).
 ///
 /// # Errors
-/// `CONFIG_INVALID` naming the file: unreadable, not JSON, not an object, or a field that is
-/// not part of the format.
+/// `CONFIG_INVALID` naming the file: missing or unreadable, not a regular file (saying what it
+/// is), too large, not JSON, not an object, or a field that is not part of the format.
 fn read_config_file(path: &Path) -> Result<ConfigFile, HostError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let bytes = read_regular(path, MAX_CONFIG_FILE_BYTES).map_err(|refused| {
+        let why = match refused {
+            ReadRefused::TooLarge { len: Some(len), .. } => format!(
+                "it holds {len} bytes, more than the {} MiB a config file may hold",
+                MAX_CONFIG_FILE_BYTES >> 20
+            ),
+            ReadRefused::TooLarge { len: None, .. } => format!(
+                "it grew past the {} MiB a config file may hold while it was read",
+                MAX_CONFIG_FILE_BYTES >> 20
+            ),
+            other => other.to_string(),
+        };
         HostError::new(
             "CONFIG_INVALID",
-            format!("cannot read the config file {}: {e}", path.display()),
+            format!("cannot read the config file {}: {why}", path.display()),
         )
     })?;
     let invalid = |e: String| {
@@ -303,7 +323,7 @@ fn read_config_file(path: &Path) -> Result<ConfigFile, HostError> {
             format!("invalid config file {}: {e}", path.display()),
         )
     };
-    let value: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
     if !value.is_object() {
         return Err(invalid("the config must be a JSON object".into()));
     }

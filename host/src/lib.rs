@@ -22,6 +22,7 @@ pub mod acp;
 pub mod config;
 pub mod describe;
 pub mod error;
+mod regular_file;
 pub mod store;
 pub mod watch;
 

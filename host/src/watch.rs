@@ -11,7 +11,8 @@ use dsh::{Context, ReconcileReport};
 use notify::event::{MetadataKind, ModifyKind};
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -30,13 +31,19 @@ pub enum Reload {
 }
 
 /// Watches a config file and reconciles a context with it on every change (module
-/// documentation). Stops when dropped (the drop waits for a reload in progress to finish).
+/// documentation). Stops when dropped: the drop waits for a reload in progress to finish (a
+/// reload never waits on the file: a FIFO, a device or a huge file put in its place is refused
+/// without being read) and starts no other.
 ///
 /// The watcher holds a handle on the context: a context whose other handles are all dropped
 /// is disposed once the watcher is dropped too.
 pub struct ConfigWatcher {
     watcher: Option<notify::RecommendedWatcher>,
     worker: Option<JoinHandle<()>>,
+    /// Set by the drop: the worker starts no reload from then on.
+    stop: Arc<AtomicBool>,
+    /// Wakes the worker (a change, or the drop).
+    wake: mpsc::SyncSender<()>,
 }
 
 impl ConfigWatcher {
@@ -64,7 +71,10 @@ impl ConfigWatcher {
         let folder = file
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        let (changed, changes) = mpsc::channel::<()>();
+        // One pending wake is enough: changes that arrive while the worker reloads are read
+        // by the reload that follows, so a burst of events never queues up.
+        let (wake, woken) = mpsc::sync_channel::<()>(1);
+        let changed = wake.clone();
         let name = file.file_name().map(ToOwned::to_owned);
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -77,18 +87,25 @@ impl ConfigWatcher {
                             .any(|path| path.file_name() == name.as_deref())
                 });
                 if names_file {
-                    let _ = changed.send(());
+                    let _ = changed.try_send(());
                 }
             })
             .map_err(|e| watch_error(&folder, &e))?;
         watcher
             .watch(&folder, RecursiveMode::NonRecursive)
             .map_err(|e| watch_error(&folder, &e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
         let worker = std::thread::Builder::new()
             .name("dsh-config-watcher".into())
             .spawn(move || {
-                while changes.recv().is_ok() {
-                    while changes.recv_timeout(SETTLE).is_ok() {}
+                let stopping = || stopped.load(Ordering::SeqCst);
+                while woken.recv().is_ok() && !stopping() {
+                    // Let an editor's save (write, rename, metadata) settle first.
+                    while woken.recv_timeout(SETTLE).is_ok() && !stopping() {}
+                    if stopping() {
+                        break;
+                    }
                     let reload = reload(&ctx, &sources);
                     log(&file, &reload);
                     on_reload(&reload);
@@ -98,14 +115,18 @@ impl ConfigWatcher {
         Ok(ConfigWatcher {
             watcher: Some(watcher),
             worker: Some(worker),
+            stop,
+            wake,
         })
     }
 }
 
 impl Drop for ConfigWatcher {
     fn drop(&mut self) {
-        // Dropping the watcher drops the sender: the worker's next `recv` ends its loop.
+        self.stop.store(true, Ordering::SeqCst);
         self.watcher.take();
+        // A full channel already holds a wake for the worker.
+        let _ = self.wake.try_send(());
         if let Some(worker) = self.worker.take() {
             let _ = worker.join();
         }

@@ -193,11 +193,7 @@ fn checking_a_missing_path_is_an_io_error() {
 fn checking_or_importing_a_fifo_or_a_device_is_refused_without_reading_it() {
     let sandbox = Sandbox::new();
     let fifo = sandbox.root().join("pipe.jsonl");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("mkfifo runs");
-    assert!(made.success());
+    make_fifo(&fifo);
     let good = sandbox.write("s.jsonl", &complete_session("s"));
     let zero = Path::new("/dev/zero");
     for command in ["check", "import"] {
@@ -281,34 +277,7 @@ fn human_check_output_marks_each_file() {
 /// Runs `dsh --json check DIR`, killing it after `limit`; `None` when it did not finish.
 #[cfg(unix)]
 fn check_within(sandbox: &Sandbox, dir: &Path, limit: std::time::Duration) -> Option<Run> {
-    use std::process::Stdio;
-    let mut child = sandbox
-        .command()
-        .args(["--json", "check"])
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the dsh binary starts");
-    let started = std::time::Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            let mut stdout = String::new();
-            std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout)
-                .expect("stdout");
-            return Some(Run {
-                code: status.code().unwrap_or(-1),
-                stdout,
-                stderr: String::new(),
-            });
-        }
-        if started.elapsed() > limit {
-            child.kill().expect("kill the child it started");
-            child.wait().expect("reap");
-            return None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    Sandbox::finish_within(sandbox.command().args(["--json", "check"]).arg(dir), limit)
 }
 
 #[cfg(unix)]

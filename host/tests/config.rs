@@ -398,3 +398,104 @@ fn a_store_path_that_is_not_utf8_is_config_invalid_not_a_crash() {
         serde_json::json!("CONFIG_INVALID")
     );
 }
+
+/// How long a command may take before a test calls it hung (a guard, not a measurement).
+#[cfg(unix)]
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The most a config file may hold: 16 MiB.
+const MAX_CONFIG_BYTES: usize = 16 << 20;
+
+/// `dsh --store STORE --json --config CONFIG ARGS`, under a memory limit (a read that never
+/// ends fails fast instead of taking the machine's memory) and killed if it hangs.
+#[cfg(unix)]
+fn with_config(sandbox: &Sandbox, config: &Path, args: &[&str]) -> Run {
+    let dsh = sandbox.command();
+    let mut command = std::process::Command::new("bash");
+    command
+        .current_dir(sandbox.root())
+        .arg("-c")
+        .arg("ulimit -v 4194304 && exec \"$0\" \"$@\"")
+        .arg(dsh.get_program())
+        .arg("--store")
+        .arg(sandbox.store())
+        .arg("--json")
+        .arg("--config")
+        .arg(config)
+        .args(args);
+    for (key, value) in dsh.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    Sandbox::finish_within(&mut command, PATIENCE).unwrap_or_else(|| {
+        panic!(
+            "dsh --config {} {args:?} hung (killed after {PATIENCE:?})",
+            config.display()
+        )
+    })
+}
+
+/// A config file that is not a regular file (a FIFO nobody writes to, `/dev/zero`, a link to
+/// it) is refused before it is read: `CONFIG_INVALID` saying what it is, fast, whatever the
+/// command (`plugins --plan` reads its new config the same way); nothing is stored.
+#[cfg(unix)]
+#[test]
+fn a_config_file_that_is_a_fifo_or_a_device_is_config_invalid_without_reading_it() {
+    let sandbox = Sandbox::new();
+    let fifo = sandbox.root().join("files").join("fifo.json");
+    make_fifo(&fifo);
+    let link = sandbox.root().join("files").join("zero.json");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    let folder = sandbox.root().join("files");
+    for (config, what) in [
+        (fifo.as_path(), "a FIFO"),
+        (Path::new("/dev/zero"), "a character device"),
+        (link.as_path(), "a character device"),
+        (folder.as_path(), "a folder"),
+    ] {
+        for args in [&["sessions"][..], &["plugins"]] {
+            let message = with_config(&sandbox, config, args).error("CONFIG_INVALID");
+            assert!(
+                message.starts_with(&format!(
+                    "cannot read the config file {}: ",
+                    config.display()
+                )) && message.contains(&format!("it is {what}"))
+                    && message.contains("not a regular file"),
+                "{config:?} {args:?}: {message}"
+            );
+        }
+        let good = sandbox.write("good.json", "{}");
+        let run = with_config(
+            &sandbox,
+            &good,
+            &["plugins", "--plan", config.to_str().unwrap()],
+        );
+        let message = run.error("CONFIG_INVALID");
+        assert!(message.contains("not a regular file"), "{message}");
+    }
+    assert!(!sandbox.store().exists());
+}
+
+/// A config file larger than 16 MiB is refused before it is read, even when it is valid JSON;
+/// one of exactly 16 MiB is read.
+#[cfg(unix)]
+#[test]
+fn a_config_file_over_16_mib_is_config_invalid_saying_so() {
+    let sandbox = Sandbox::new();
+    let padded = |len: usize| format!("{{}}{}", " ".repeat(len - 2));
+    let big = sandbox.write("big.json", &padded(MAX_CONFIG_BYTES + 1));
+    let message = with_config(&sandbox, &big, &["plugins"]).error("CONFIG_INVALID");
+    assert_eq!(
+        message,
+        format!(
+            "cannot read the config file {}: it holds {} bytes, more than the 16 MiB a config \
+             file may hold",
+            big.display(),
+            MAX_CONFIG_BYTES + 1
+        )
+    );
+    let most = sandbox.write("most.json", &padded(MAX_CONFIG_BYTES));
+    with_config(&sandbox, &most, &["plugins"]).ok();
+}

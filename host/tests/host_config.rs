@@ -166,3 +166,58 @@ fn a_backend_that_fails_to_start_is_an_error_not_a_memory_store() {
         "{refused:?}"
     );
 }
+
+/// `HostConfig::resolve` on a thread, failing the test when it has not returned after a
+/// minute (a read blocked on a FIFO); a test of a hang leaves the blocked thread behind.
+fn resolve_within(sources: Sources) -> Result<HostConfig, dsh_host::HostError> {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(HostConfig::resolve(&sources));
+    });
+    result
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("HostConfig::resolve returns instead of blocking on the file")
+}
+
+/// A config file that is not a regular file, or larger than 16 MiB, is refused before it is
+/// read: `CONFIG_INVALID` naming the file and saying why. (Run this test under a memory limit
+/// to see a regression fail fast: `/dev/zero` read to its end never ends.)
+#[cfg(unix)]
+#[test]
+fn a_config_file_that_is_special_or_too_large_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let link = dir.path().join("zero.json");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    let big = dir.path().join("big.json");
+    std::fs::write(&big, format!("{{}}{}", " ".repeat(16 << 20))).unwrap();
+    for (file, why) in [
+        (fifo.as_path(), "it is a FIFO, not a regular file"),
+        (
+            Path::new("/dev/zero"),
+            "it is a character device, not a regular file",
+        ),
+        (
+            link.as_path(),
+            "it is a character device, not a regular file",
+        ),
+        (big.as_path(), "more than the 16 MiB a config file may hold"),
+    ] {
+        let error = resolve_within(Sources::default().store(dir.path()).config_file(file))
+            .expect_err("refused");
+        assert_eq!(error.code, "CONFIG_INVALID", "{file:?}: {}", error.message);
+        assert!(
+            error
+                .message
+                .starts_with(&format!("cannot read the config file {}: ", file.display()))
+                && error.message.contains(why),
+            "{file:?}: {}",
+            error.message
+        );
+    }
+}

@@ -161,6 +161,46 @@ impl Sandbox {
         }
     }
 
+    /// Runs `command` like [`Sandbox::finish`], killing it after `limit` (a guard against a
+    /// hang, not a measurement); `None` when it did not finish in time.
+    pub fn finish_within(command: &mut Command, limit: std::time::Duration) -> Option<Run> {
+        use std::process::Stdio;
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the dsh binary starts");
+        let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut bytes);
+                }
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+        };
+        let stdout = read(child.stdout.take().map(|p| Box::new(p) as _));
+        let stderr = read(child.stderr.take().map(|p| Box::new(p) as _));
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if started.elapsed() > limit {
+                child.kill().expect("kill the child it started");
+                child.wait().expect("reap");
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        Some(Run {
+            code: status.code().unwrap_or(-1),
+            stdout: stdout.join().expect("stdout read"),
+            stderr: stderr.join().expect("stderr read"),
+        })
+    }
+
     /// Runs `dsh ARGS` exactly as given (no `--store`, no `--json`).
     pub fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Run {
         Sandbox::finish(self.command().args(args))
@@ -477,4 +517,14 @@ pub fn compaction_history() -> Value {
         user_msg("msg-user-2", "And now?"),
         assistant_msg("msg-asst-2", "Still three."),
     ])
+}
+
+/// Makes a FIFO at `path` (nobody writes to it: a read of it would block for ever).
+#[cfg(unix)]
+pub fn make_fifo(path: &Path) {
+    let made = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", path.display());
 }

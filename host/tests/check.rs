@@ -211,14 +211,63 @@ fn checking_or_importing_a_fifo_or_a_device_is_refused_without_reading_it() {
     }
 }
 
+/// A folder that holds no session file is reported as such, in both outputs: `check` did
+/// not check what it was asked to, so it fails (exit 1) and the other paths are still done.
 #[test]
-fn checking_an_empty_folder_reports_nothing_and_exits_zero() {
+fn checking_a_folder_without_session_files_says_so_and_exits_one() {
     let sandbox = Sandbox::new();
-    let folder = sandbox.root().join("files");
-    assert_eq!(sandbox.json(&[Path::new("check"), &folder]).ok(), json!([]));
-    let human = sandbox.human(&[Path::new("check"), &folder]);
-    assert_eq!(human.code, 0);
-    assert_eq!(human.stdout, "no session files (*.jsonl, *.zstd) found\n");
+    let empty = sandbox.root().join("files").join("empty");
+    std::fs::create_dir_all(empty.join("nested")).unwrap();
+    std::fs::write(empty.join("notes.txt"), "not a session").unwrap();
+    let good = sandbox.write("s.jsonl", &complete_session("s"));
+    let run = sandbox.json(&[Path::new("check"), &empty]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let doc = run.doc();
+    let message = failed_entry(&doc[0], &empty, "NO_SESSION_FILES");
+    assert_eq!(
+        message,
+        format!(
+            "no session files (*.jsonl, *.zstd) in the folder {}",
+            empty.display()
+        )
+    );
+    assert_eq!(doc.as_array().map(Vec::len), Some(1));
+    let run = sandbox.json(&[Path::new("check"), &empty, &good]);
+    assert_eq!(run.code, 1);
+    let doc = run.doc();
+    failed_entry(&doc[0], &empty, "NO_SESSION_FILES");
+    assert_eq!(doc[1], ok_entry(&good, "s", 6));
+    let human = sandbox.human(&[Path::new("check"), &empty]);
+    assert_eq!(human.code, 1);
+    assert_eq!(
+        human.stdout,
+        format!(
+            "FAIL  {}: [NO_SESSION_FILES] no session files (*.jsonl, *.zstd) in the folder {}\n",
+            empty.display(),
+            empty.display()
+        )
+    );
+}
+
+/// A folder that cannot be read is an entry naming it, not `?`.
+#[cfg(unix)]
+#[test]
+fn checking_a_folder_that_cannot_be_read_names_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    let locked = sandbox.root().join("files").join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let listable = std::fs::read_dir(&locked).is_ok();
+    let run = sandbox.json(&[Path::new("check"), &locked]);
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if listable {
+        eprintln!("skipped: a folder of mode 000 can be listed here (running as root)");
+        return;
+    }
+    assert_eq!(run.code, 1);
+    let message = failed_entry(&run.doc()[0], &locked, "IO_ERROR");
+    assert!(message.starts_with("cannot read folder"), "{message}");
 }
 
 #[test]

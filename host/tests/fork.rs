@@ -70,6 +70,7 @@ fn show_of_the_child_has_the_lineage_in_its_header_and_the_source_facts() {
             "openTurn": false,
             "forkable": true,
             "messages": 6,
+            "droppedTail": null,
         })
     );
 }

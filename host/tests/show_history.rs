@@ -71,6 +71,7 @@ fn show_of_the_example_session_has_its_exact_facts() {
             "openTurn": false,
             "forkable": true,
             "messages": 6,
+            "droppedTail": null,
         })
     );
 }
@@ -111,6 +112,7 @@ fn show_of_an_open_turn_is_open_and_not_forkable() {
             "openTurn": true,
             "forkable": false,
             "messages": 1,
+        "droppedTail": null,
         })
     );
 }
@@ -130,6 +132,7 @@ fn show_of_a_log_ending_in_a_log_only_event_after_turn_end_is_neither_open_nor_f
             "openTurn": false,
             "forkable": false,
             "messages": 2,
+        "droppedTail": null,
         })
     );
 }
@@ -149,6 +152,7 @@ fn show_of_an_empty_session_is_forkable_with_no_last_type() {
             "openTurn": false,
             "forkable": true,
             "messages": 0,
+        "droppedTail": null,
         })
     );
 }
@@ -270,6 +274,17 @@ fn show_of_a_stored_torn_file_drops_the_tail_without_writing() {
     let doc = sandbox.json(&["show", "s"]).ok();
     assert_eq!(doc["events"], json!(6));
     assert_eq!(doc["forkable"], json!(true));
+    // What a load drops is reported, as `check` reports it.
+    let tail = "line 7 has no terminating newline (a torn write); 24 trailing bytes dropped";
+    assert_eq!(doc["droppedTail"], json!(tail));
+    let human = sandbox.human(&["show", "s"]);
+    assert!(
+        human
+            .stdout
+            .contains(&format!("\n  a load drops its torn tail: {tail}\n")),
+        "{}",
+        human.stdout
+    );
     sandbox.json(&["history", "s"]).ok();
     assert_eq!(std::fs::read(&stored).unwrap(), bytes);
 }

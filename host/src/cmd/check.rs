@@ -12,19 +12,24 @@ use std::path::{Path, PathBuf};
 /// committed records, as `import` reports it; `null` when nothing), plus
 /// `invariantViolations: [{seq, rule, message}]` on
 /// every entry when `invariants` is set (the checker of reference section 4.1 over the log as
-/// dsh restores it; empty when clean, `null` for a file that does not load). Fails when any
-/// file fails to load or a path cannot be read; violations are reported, never a failure (dsh
-/// loads such logs too).
+/// dsh restores it; empty when clean, `null` for a file that does not load). A folder that
+/// cannot be read, or that holds no session file (`NO_SESSION_FILES`), is one failed entry
+/// naming it. Fails when any file fails to load or a folder yields an error entry; violations
+/// are reported, never a failure (dsh loads such logs too).
 pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
     let mut entries = Vec::new();
     let mut human = String::new();
     let mut failed = false;
-    for file in expand(paths) {
-        let (id, events, violations, dropped_tail, error) = match file
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(|f| read_valid(f))
-        {
+    for target in expand(paths) {
+        let (file, found) = match target {
+            Ok(file) => (file, None),
+            Err((path, error)) => (path, Some(error)),
+        };
+        let read = match found {
+            Some(error) => Err(error),
+            None => read_valid(&file),
+        };
+        let (id, events, violations, dropped_tail, error) = match read {
             Ok(stored) => (
                 Some(stored.header.id.as_str().to_owned()),
                 Some(stored.events.len()),
@@ -34,10 +39,7 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
             ),
             Err(e) => (None, None, None, None, Some(e)),
         };
-        let shown = match &file {
-            Ok(f) => f.display().to_string(),
-            Err(_) => String::from("?"),
-        };
+        let shown = file.display().to_string();
         failed |= error.is_some();
         match &error {
             None => {
@@ -70,9 +72,6 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
         }
         entries.push(entry);
     }
-    if entries.is_empty() {
-        let _ = writeln!(human, "no session files (*.jsonl, *.zstd) found");
-    }
     Output {
         json: Value::Array(entries),
         human,
@@ -80,13 +79,29 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
     }
 }
 
-/// Files as given, folders searched recursively for `*.jsonl` (symlinked folders are not
-/// entered), sorted per folder. A folder that cannot be read yields an error entry.
-fn expand(paths: &[PathBuf]) -> Vec<Result<PathBuf, HostError>> {
+/// A path to check, or the path that yielded no file and why.
+type Target = Result<PathBuf, (PathBuf, HostError)>;
+
+/// Files as given, folders searched recursively for `*.jsonl` and `*.zstd` (symlinked folders
+/// are not entered), sorted per folder. A folder that cannot be read yields an error entry
+/// naming it; a folder given that holds no session file (and no unreadable folder) yields a
+/// `NO_SESSION_FILES` entry naming it.
+fn expand(paths: &[PathBuf]) -> Vec<Target> {
     let mut out = Vec::new();
     for path in paths {
         if path.is_dir() {
+            let before = out.len();
             collect(path, &mut out);
+            if out.len() == before {
+                let error = HostError::new(
+                    "NO_SESSION_FILES",
+                    format!(
+                        "no session files (*.jsonl, *.zstd) in the folder {}",
+                        path.display()
+                    ),
+                );
+                out.push(Err((path.clone(), error)));
+            }
         } else {
             out.push(Ok(path.clone()));
         }
@@ -94,17 +109,18 @@ fn expand(paths: &[PathBuf]) -> Vec<Result<PathBuf, HostError>> {
     out
 }
 
-fn collect(dir: &Path, out: &mut Vec<Result<PathBuf, HostError>>) {
+fn collect(dir: &Path, out: &mut Vec<Target>) {
     let mut stack = vec![dir.to_path_buf()];
     let mut files = Vec::new();
     while let Some(dir) = stack.pop() {
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) => {
-                out.push(Err(HostError::new(
+                let error = HostError::new(
                     "IO_ERROR",
                     format!("cannot read folder {}: {e}", dir.display()),
-                )));
+                );
+                out.push(Err((dir, error)));
                 continue;
             }
         };

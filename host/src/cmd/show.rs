@@ -52,9 +52,12 @@ impl LogFacts {
     }
 }
 
-/// `{header, events, turns, turnEnds, lastType, openTurn, forkable, messages}`.
+/// `{header, events, turns, turnEnds, lastType, openTurn, forkable, messages, droppedTail}`
+/// (`droppedTail`: the torn final record the load dropped, as `check` reports it; `null` when
+/// nothing).
 pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
-    let session = app.store()?.load(&SessionId::from(id))?;
+    let loaded = app.store()?.load_reporting(&SessionId::from(id))?;
+    let session = loaded.session;
     let facts = LogFacts::of(&session.events());
     let messages = session.derive_messages().len();
     let header = session.header();
@@ -67,6 +70,7 @@ pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
         "openTurn": facts.open_turn,
         "forkable": facts.forkable,
         "messages": messages,
+        "droppedTail": loaded.dropped_tail,
     });
     let mut human =
         format!(
@@ -85,6 +89,9 @@ pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
             "not at a turn boundary: not forkable"
         },
     );
+    if let Some(tail) = &loaded.dropped_tail {
+        human.push_str(&format!("  a load drops its torn tail: {tail}\n"));
+    }
     if let Some(parent) = &header.parent_session {
         human.push_str(&format!(
             "  {}\n",

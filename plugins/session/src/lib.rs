@@ -54,7 +54,7 @@ pub use plugin::{SessionConfig, SessionPlugin};
 pub use repair::interrupted_turn_closers;
 pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
 pub use store::{
-    CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
+    CreateOptions, Imported, Loaded, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
     SessionStore, StoreError,
 };
 pub use upgrade::{prepare_stored_events, StoredLogError};

@@ -13,7 +13,7 @@ mod types;
 
 pub use error::StoreError;
 pub use types::{
-    CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
+    CreateOptions, Imported, Loaded, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
 };
 
 use crate::header::{SessionHeader, SessionId};

@@ -3,7 +3,7 @@
 //! durably), cold forks ([`SessionStore::read_stored`]) and followers
 //! ([`SessionStore::refresh`]: what another writer stored since).
 
-use super::{CreateOptions, Resumed, SessionStore, StoreError};
+use super::{CreateOptions, Loaded, Resumed, SessionStore, StoreError};
 use crate::event::SessionEvent;
 use crate::header::{SessionId, SessionMeta};
 use crate::persistence::{PersistenceError, StoredSession};
@@ -24,18 +24,34 @@ impl SessionStore {
     /// without a backend, [`StoreError::Persistence`] when the stored file is refused,
     /// [`StoreError::StoredLog`] or [`StoreError::InvalidSeed`] when its log breaks a rule.
     pub fn load(&self, id: &SessionId) -> Result<Arc<Session>, StoreError> {
-        if let Some(live) = self.get(id) {
-            return Ok(live);
+        self.load_reporting(id).map(|loaded| loaded.session)
+    }
+
+    /// [`SessionStore::load`], saying what the read dropped: the torn final record a crash
+    /// left in the stored file (left there; [`SessionStore::resume`] cuts it), as `dsh show`
+    /// reports it.
+    ///
+    /// # Errors
+    /// As [`SessionStore::load`].
+    pub fn load_reporting(&self, id: &SessionId) -> Result<Loaded, StoreError> {
+        if let Some(session) = self.get(id) {
+            return Ok(Loaded {
+                session,
+                dropped_tail: None,
+            });
         }
         let stored = self.read_stored(id, None)?;
         let durable = stored.events.len();
         let meta = SessionMeta::from_header(&stored.header);
-        self.create_session(
+        let (session, _) = self.create_session(
             Some(stored.header.id.clone()),
             CreateOptions::new(stored.events, meta),
             Some(durable),
-        )
-        .map(|(session, _)| session)
+        )?;
+        Ok(Loaded {
+            session,
+            dropped_tail: stored.dropped_tail,
+        })
     }
 
     /// Loads a stored session to continue appending to it, as dsh's `load` does (reference

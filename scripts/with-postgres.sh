@@ -55,6 +55,10 @@ fi
 cluster=$(mktemp -d "${TMPDIR:-/tmp}/dsh-postgres.XXXXXX")
 chown "$owner" "$cluster"
 chmod 700 "$cluster"
+# As root the server runs as postgres, which must be able to enter every folder above the
+# cluster: a TMPDIR of mode 0700 (or one inside /root) is not.
+as_server test -x "$cluster" \
+  || { rm -rf "$cluster"; die "the user $owner cannot enter $cluster: a folder above it is closed to other users (set TMPDIR to a folder they can enter)"; }
 data="$cluster/data"
 log="$cluster/server.log"
 

@@ -127,6 +127,62 @@ impl Drop for ReadOnly {
     }
 }
 
+/// Whether the unprivileged user of [`unprivileged`] can do what the read-only case needs:
+/// start the binary from the sandbox (every folder above the binary and above the sandbox
+/// must let it in) and read the stored `file`. `Err(why)` otherwise: run as root from a clone
+/// in `/root`, or with a temporary folder of mode 0700, `nobody` reaches neither.
+#[cfg(unix)]
+fn reachable(sandbox: &Sandbox, file: &std::path::Path) -> Result<(), String> {
+    let hint = "a folder above it that other users cannot enter, e.g. a clone in /root or a \
+                TMPDIR of mode 0700";
+    let binary = env!("CARGO_BIN_EXE_dsh");
+    let mut starts = unprivileged(sandbox.command());
+    starts.arg("--version");
+    match starts.output() {
+        Ok(output) if output.status.success() => {}
+        Ok(output) => {
+            return Err(format!(
+                "the unprivileged user ({}) cannot run {binary} ({}: {}); {hint}",
+                unprivileged_name(),
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            ))
+        }
+        Err(error) => {
+            return Err(format!(
+                "the unprivileged user ({}) cannot start {binary} in {}: {error}; {hint}",
+                unprivileged_name(),
+                sandbox.root().display()
+            ))
+        }
+    }
+    let mut reads = unprivileged(std::process::Command::new("sh"));
+    reads
+        .current_dir("/")
+        .args(["-c", "test -r \"$0\""])
+        .arg(file);
+    match reads.status() {
+        Ok(status) if status.success() => Ok(()),
+        outcome => Err(format!(
+            "the unprivileged user ({}) cannot read the stored file {} ({outcome:?} for \
+             `test -r`); {hint}",
+            unprivileged_name(),
+            file.display()
+        )),
+    }
+}
+
+/// Who [`unprivileged`] runs commands as.
+#[cfg(unix)]
+fn unprivileged_name() -> &'static str {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        "nobody"
+    } else {
+        "this user"
+    }
+}
+
 /// `command` run as an unprivileged user: as itself, or, when the tests run as root (whom
 /// file permissions do not bind), as `nobody` (uid and gid 65534).
 #[cfg(unix)]
@@ -142,27 +198,67 @@ fn unprivileged(mut command: std::process::Command) -> std::process::Command {
 /// `repair` on a read-only store cannot take the write lock of the session's file (opening it
 /// for writing is refused): the error says so, naming the lock, the file and the reason,
 /// rather than blaming the load; nothing is written. As root the binary runs as `nobody`;
-/// where even that cannot make a read-only file refuse writes, the test says why it skips.
+/// where that cannot be done (see [`repair_on_a_read_only_store`]), the test says why it
+/// skips.
 #[cfg(unix)]
 #[test]
 fn repair_on_a_read_only_store_names_the_write_lock_it_cannot_take() {
-    let sandbox = with_open_turn();
+    if let Err(why) = repair_on_a_read_only_store(&with_open_turn()) {
+        eprintln!("skipped: {why}");
+    }
+}
+
+/// Run as root from a folder other users cannot enter (a clone in `/root`, a sandbox under a
+/// `mktemp -d` folder of mode 0700), `nobody` can neither start the binary from the sandbox
+/// nor read the store: the read-only case skips, saying so, instead of failing on an error
+/// that is not the one it checks.
+#[cfg(unix)]
+#[test]
+fn the_read_only_repair_case_skips_saying_why_when_nobody_cannot_reach_the_sandbox() {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root, so the commands run as ourselves, who reach the sandbox");
+        return;
+    }
+    let private = tempfile::tempdir().expect("temporary directory");
+    set_modes(private.path(), 0o700, 0o600);
+    let sandbox = Sandbox::new_in(private.path());
+    sandbox.import_text("open.jsonl", &open_turn_session(ID));
+    let why = repair_on_a_read_only_store(&sandbox).expect_err("the case cannot run here");
+    assert!(
+        why.starts_with(&format!(
+            "the unprivileged user (nobody) cannot start {} in {}: ",
+            env!("CARGO_BIN_EXE_dsh"),
+            sandbox.root().display()
+        )) && why.contains("Permission denied"),
+        "{why}"
+    );
+}
+
+/// The read-only case of [`repair_on_a_read_only_store_names_the_write_lock_it_cannot_take`]
+/// on the store of `sandbox` (holding session [`ID`] with an open turn). `Err(why)` when it
+/// cannot run here; it asserts everything else.
+#[cfg(unix)]
+fn repair_on_a_read_only_store(sandbox: &Sandbox) -> Result<(), String> {
     let file = stored_file(&sandbox.store(), ID);
     let before = contents(&sandbox.store());
     set_modes(sandbox.root(), 0o755, 0o644);
     let read_only = ReadOnly(sandbox.store());
     set_modes(&sandbox.store(), 0o555, 0o444);
 
+    reachable(sandbox, &file)?;
     let mut probe = unprivileged(std::process::Command::new("sh"));
-    probe.args(["-c", "test -w \"$0\""]).arg(&file);
+    probe
+        .current_dir("/")
+        .args(["-c", "test -w \"$0\""])
+        .arg(&file);
     match probe.status() {
         Ok(status) if !status.success() => {}
         outcome => {
-            eprintln!(
-                "skipped: a read-only file is not refused here ({outcome:?} for `test -w` as an \
+            return Err(format!(
+                "a read-only file is not refused here ({outcome:?} for `test -w` as an \
                  unprivileged user)"
-            );
-            return;
+            ));
         }
     }
     let mut command = unprivileged(sandbox.command());
@@ -183,4 +279,5 @@ fn repair_on_a_read_only_store_names_the_write_lock_it_cannot_take() {
     assert!(!message.contains("load"), "{message}");
     drop(read_only);
     assert_eq!(contents(&sandbox.store()), before);
+    Ok(())
 }

@@ -108,6 +108,14 @@ impl Sandbox {
         Sandbox { dir }
     }
 
+    /// A fresh sandbox in the folder `parent` (not the temporary folder); only `files/`
+    /// exists.
+    pub fn new_in(parent: &Path) -> Sandbox {
+        let dir = tempfile::tempdir_in(parent).expect("temporary directory");
+        std::fs::create_dir(dir.path().join("files")).expect("files folder");
+        Sandbox { dir }
+    }
+
     /// The sandbox folder.
     pub fn root(&self) -> &Path {
         self.dir.path()

@@ -24,6 +24,7 @@ pub mod describe;
 pub mod error;
 mod regular_file;
 pub mod store;
+pub mod turns;
 pub mod watch;
 
 pub use config::{HostConfig, Sources, UnknownPlugins};

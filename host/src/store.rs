@@ -39,6 +39,13 @@ impl Backend {
         field: "url",
     };
 
+    /// The backend whose plugin is `plugin`; `None` for another plugin.
+    pub fn of_plugin(plugin: &str) -> Option<Backend> {
+        [Backend::JSONL, Backend::SQLITE, Backend::POSTGRES]
+            .into_iter()
+            .find(|backend| backend.plugin == plugin)
+    }
+
     /// The backend a `KIND:` prefix names (`jsonl`, `sqlite`, `postgres`, `postgresql`);
     /// `None` for another kind. A new backend is one arm here.
     fn of_kind(kind: &str) -> Option<Backend> {

@@ -7,6 +7,7 @@
 
 use crate::config::{HostConfig, Sources};
 use crate::error::HostError;
+use crate::turns::{running_turns, store_moves, wait_for_turns, TurnsSeen};
 use dsh::{Context, ReconcileReport};
 use notify::event::{MetadataKind, ModifyKind};
 use notify::{EventKind, RecursiveMode, Watcher};
@@ -20,6 +21,9 @@ use std::time::Duration;
 /// saving a file writes, renames and changes its metadata in quick succession.
 const SETTLE: Duration = Duration::from_millis(100);
 
+/// How often a deferred reload looks again whether the turns it waits for ended.
+const RECHECK: Duration = Duration::from_millis(100);
+
 /// What one reload did.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -28,6 +32,10 @@ pub enum Reload {
     Applied(ReconcileReport),
     /// The file could not be read, resolved or validated: nothing changed.
     Refused(HostError),
+    /// The new configuration would move or restart the session store while live sessions
+    /// have a turn running (`TURN_IN_PROGRESS`, naming them): nothing changed yet, and the
+    /// watcher applies the file as it is then once their turns end.
+    Deferred(HostError),
 }
 
 /// Watches a config file and reconciles a context with it on every change (module
@@ -95,22 +103,17 @@ impl ConfigWatcher {
             .watch(&folder, RecursiveMode::NonRecursive)
             .map_err(|e| watch_error(&folder, &e))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
+        let worker = Worker {
+            ctx,
+            sources,
+            file,
+            woken,
+            stop: stop.clone(),
+            on_reload,
+        };
         let worker = std::thread::Builder::new()
             .name("dsh-config-watcher".into())
-            .spawn(move || {
-                let stopping = || stopped.load(Ordering::SeqCst);
-                while woken.recv().is_ok() && !stopping() {
-                    // Let an editor's save (write, rename, metadata) settle first.
-                    while woken.recv_timeout(SETTLE).is_ok() && !stopping() {}
-                    if stopping() {
-                        break;
-                    }
-                    let reload = reload(&ctx, &sources);
-                    log(&file, &reload);
-                    on_reload(&reload);
-                }
-            })
+            .spawn(move || worker.run())
             .map_err(|e| HostError::new("IO_ERROR", format!("cannot start the watcher: {e}")))?;
         Ok(ConfigWatcher {
             watcher: Some(watcher),
@@ -133,18 +136,90 @@ impl Drop for ConfigWatcher {
     }
 }
 
-/// Resolves `sources` again and reconciles `ctx` with the result.
+/// The watcher's thread: waits for a change of the file and reloads it; while a reload is
+/// deferred, also looks again every [`RECHECK`] whether the turns it waits for ended.
+struct Worker<F> {
+    ctx: Context,
+    sources: Sources,
+    file: PathBuf,
+    woken: mpsc::Receiver<()>,
+    stop: Arc<AtomicBool>,
+    on_reload: F,
+}
+
+impl<F: Fn(&Reload)> Worker<F> {
+    fn run(self) {
+        // The message of the deferral last reported, while the reload waits for turns.
+        let mut deferred: Option<String> = None;
+        loop {
+            let changed = match &deferred {
+                None => match self.woken.recv() {
+                    Ok(()) => true,
+                    Err(_) => break,
+                },
+                Some(_) => match self.woken.recv_timeout(RECHECK) {
+                    Ok(()) => true,
+                    Err(mpsc::RecvTimeoutError::Timeout) => false,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                },
+            };
+            if self.stopping() {
+                break;
+            }
+            if changed {
+                // Let an editor's save (write, rename, metadata) settle first.
+                while self.woken.recv_timeout(SETTLE).is_ok() && !self.stopping() {}
+                if self.stopping() {
+                    break;
+                }
+            } else if !running_turns(&self.ctx).is_empty() {
+                continue;
+            }
+            let reload = reload(&self.ctx, &self.sources);
+            if let Reload::Deferred(error) = &reload {
+                let repeated = !changed && deferred.as_deref() == Some(error.message.as_str());
+                deferred = Some(error.message.clone());
+                if repeated {
+                    continue;
+                }
+            } else {
+                deferred = None;
+            }
+            log(&self.file, &reload);
+            (self.on_reload)(&reload);
+        }
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// Resolves `sources` again and reconciles `ctx` with the result, unless that would move or
+/// restart the session store under a running turn ([`wait_for_turns`]): then nothing changes
+/// and the reload is deferred.
 fn reload(ctx: &Context, sources: &Sources) -> Reload {
     let resolved = HostConfig::resolve(sources).and_then(|config| {
         for warning in config.warnings() {
             tracing::warn!("{warning}");
         }
-        Ok(ctx.reconfigure(&config.context_config())?)
+        let wanted = config.context_config();
+        let moves = store_moves(ctx, &wanted)?;
+        if let Some(wait) = wait_for_turns(ctx, &moves) {
+            return Ok(Reload::Deferred(wait));
+        }
+        let seen = (!moves.is_empty()).then(|| TurnsSeen::now(ctx));
+        let report = ctx.reconfigure(&wanted)?;
+        if let Some(started) = seen.and_then(|seen| seen.started_since(ctx)) {
+            tracing::warn!(
+                "sessions {started} started a turn while the config reload switched the \
+                 session store: the store it left may hold that turn unfinished (a later load \
+                 there closes it as interrupted); the sessions go on in the new store"
+            );
+        }
+        Ok(Reload::Applied(report))
     });
-    match resolved {
-        Ok(report) => Reload::Applied(report),
-        Err(error) => Reload::Refused(error),
-    }
+    resolved.unwrap_or_else(Reload::Refused)
 }
 
 /// Logs a reload: each step that changed something at `info`, each failure at `warn`.
@@ -169,6 +244,12 @@ fn log(file: &Path, reload: &Reload) {
             file = %file.display(),
             code = %error.code,
             "config change refused, nothing changed: {}",
+            error.message
+        ),
+        Reload::Deferred(error) => tracing::warn!(
+            file = %file.display(),
+            code = %error.code,
+            "config change deferred, nothing changed yet: {}",
             error.message
         ),
     }

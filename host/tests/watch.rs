@@ -2,44 +2,15 @@
 //! an edit that does not resolve changes nothing and is reported.
 #![cfg(feature = "session-fork")]
 
+mod common;
+
+#[cfg(unix)]
+use common::make_fifo;
+use common::watch::{drop_in_time, replace_with, save, wait_for, watch, Seen};
 use dsh::session_fork::SessionFork;
 use dsh::PluginState;
-use dsh_host::{ConfigWatcher, HostConfig, Reload, Sources};
+use dsh_host::{ConfigWatcher, HostConfig, Sources};
 use serde_json::json;
-use std::path::Path;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-/// How long a test waits for the watcher to act on an edit before it fails.
-const PATIENCE: Duration = Duration::from_secs(20);
-
-/// Replaces the file at `path` with `text` the way editors save: a new file renamed over it.
-fn save(path: &Path, text: &str) {
-    let next = path.with_extension("json.tmp");
-    std::fs::write(&next, text).expect("the new version is written");
-    std::fs::rename(&next, path).expect("the new version replaces the file");
-}
-
-/// What a reload reported, reduced to what the tests check.
-#[derive(Debug, PartialEq)]
-enum Seen {
-    Applied(String),
-    Refused(String),
-}
-
-/// Waits until `done` holds, collecting what the watcher reported meanwhile.
-fn wait_for(reports: &mpsc::Receiver<Seen>, done: impl Fn(&[Seen]) -> bool) -> Vec<Seen> {
-    let deadline = Instant::now() + PATIENCE;
-    let mut seen = Vec::new();
-    while !done(&seen) {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match reports.recv_timeout(left) {
-            Ok(report) => seen.push(report),
-            Err(_) => panic!("the watcher did not act on the edit in time; saw {seen:?}"),
-        }
-    }
-    seen
-}
 
 #[test]
 fn editing_the_config_file_switches_the_fork_plugin_without_a_restart() {
@@ -55,27 +26,17 @@ fn editing_the_config_file_switches_the_fork_plugin_without_a_restart() {
     let ctx = HostConfig::resolve(&sources).unwrap().build().unwrap();
     assert!(ctx.get::<SessionFork>().is_some());
 
-    let (sender, reports) = mpsc::channel();
-    let watcher = ConfigWatcher::start(ctx.clone(), sources, move |reload| {
-        let seen = match reload {
-            Reload::Applied(report) => Seen::Applied(report.to_string()),
-            Reload::Refused(error) => Seen::Refused(error.code.clone()),
-            other => panic!("unexpected reload {other:?}"),
-        };
-        let _ = sender.send(seen);
-    })
-    .unwrap();
+    let (watcher, reports) = watch(&ctx, sources);
 
     save(
         &file,
         &json!({"plugins": {"dsh-session-fork": {"enabled": false}}}).to_string(),
     );
     let seen = wait_for(&reports, |seen| {
-        seen.iter()
-            .any(|s| matches!(s, Seen::Applied(text) if text.contains("disable dsh-session-fork")))
+        seen.iter().any(|s| s.applied("disable dsh-session-fork"))
     });
     assert!(
-        !seen.iter().any(|s| matches!(s, Seen::Refused(_))),
+        seen.iter().all(|s| matches!(s, Seen::Applied(_))),
         "{seen:?}"
     );
     assert!(ctx.get::<SessionFork>().is_none());
@@ -88,8 +49,7 @@ fn editing_the_config_file_switches_the_fork_plugin_without_a_restart() {
     let before = ctx.config();
     save(&file, "{\"plugins\": ");
     wait_for(&reports, |seen| {
-        seen.iter()
-            .any(|s| *s == Seen::Refused("CONFIG_INVALID".into()))
+        seen.iter().any(|s| s.refused("CONFIG_INVALID", ""))
     });
     // A config the plan refuses: one plugin's settings do not fit its config type.
     save(
@@ -97,8 +57,7 @@ fn editing_the_config_file_switches_the_fork_plugin_without_a_restart() {
         &json!({"plugins": {"dsh-subagent-fork": {"config": {"x": 1}}}}).to_string(),
     );
     wait_for(&reports, |seen| {
-        seen.iter()
-            .any(|s| *s == Seen::Refused("CONFIG_INVALID".into()))
+        seen.iter().any(|s| s.refused("CONFIG_INVALID", ""))
     });
     assert_eq!(ctx.config(), before);
     assert!(ctx.get::<SessionFork>().is_none());
@@ -106,20 +65,10 @@ fn editing_the_config_file_switches_the_fork_plugin_without_a_restart() {
     // Switched back on by the next edit.
     save(&file, &json!({"plugins": {}}).to_string());
     wait_for(&reports, |seen| {
-        seen.iter()
-            .any(|s| matches!(s, Seen::Applied(text) if text.contains("enable dsh-session-fork")))
+        seen.iter().any(|s| s.applied("enable dsh-session-fork"))
     });
     assert!(ctx.get::<SessionFork>().is_some());
     drop(watcher);
-}
-
-/// Puts `what` (a FIFO, a link, a large file) where the config file is, in one rename.
-#[cfg(unix)]
-fn replace_with(path: &Path, make: impl FnOnce(&Path)) {
-    let next = path.with_extension("json.next");
-    let _ = std::fs::remove_file(&next);
-    make(&next);
-    std::fs::rename(&next, path).expect("the special file replaces the config file");
 }
 
 /// An edit that makes the config file a FIFO, a link to `/dev/zero`, or a file over 16 MiB is
@@ -135,38 +84,21 @@ fn a_config_file_replaced_by_a_special_or_huge_file_is_refused_and_a_later_edit_
         .store(dir.path().join("store"))
         .config_file(&file);
     let ctx = HostConfig::resolve(&sources).unwrap().build().unwrap();
-    let (sender, reports) = mpsc::channel();
-    let watcher = ConfigWatcher::start(ctx.clone(), sources, move |reload| {
-        let seen = match reload {
-            Reload::Applied(report) => Seen::Applied(report.to_string()),
-            Reload::Refused(error) => Seen::Refused(format!("{}: {}", error.code, error.message)),
-            other => Seen::Refused(format!("{other:?}")),
-        };
-        let _ = sender.send(seen);
-    })
-    .unwrap();
+    let (watcher, reports) = watch(&ctx, sources);
     // A regression blocks the watcher's thread on the FIFO: the drop would wait for it, so
     // the watcher is only dropped once the test has passed.
     let watcher = std::mem::ManuallyDrop::new(watcher);
     let before = ctx.config();
 
-    let refused = |why: &str| {
-        let why = why.to_owned();
+    let refused = |why: &'static str| {
         move |seen: &[Seen]| {
             seen.iter().any(|s| {
-                matches!(s, Seen::Refused(text)
-                    if text.starts_with("CONFIG_INVALID: cannot read the config file")
-                        && text.contains(&why))
+                s.refused("CONFIG_INVALID", "cannot read the config file")
+                    && s.refused("CONFIG_INVALID", why)
             })
         }
     };
-    replace_with(&file, |next| {
-        let made = std::process::Command::new("mkfifo")
-            .arg(next)
-            .status()
-            .expect("mkfifo runs");
-        assert!(made.success());
-    });
+    replace_with(&file, make_fifo);
     wait_for(&reports, refused("it is a FIFO, not a regular file"));
     replace_with(&file, |next| {
         std::os::unix::fs::symlink("/dev/zero", next).unwrap();
@@ -190,18 +122,10 @@ fn a_config_file_replaced_by_a_special_or_huge_file_is_refused_and_a_later_edit_
         &json!({"plugins": {"dsh-session-fork": {"enabled": false}}}).to_string(),
     );
     wait_for(&reports, |seen| {
-        seen.iter()
-            .any(|s| matches!(s, Seen::Applied(text) if text.contains("disable dsh-session-fork")))
+        seen.iter().any(|s| s.applied("disable dsh-session-fork"))
     });
     assert!(ctx.get::<SessionFork>().is_none());
-
-    let (dropped, done) = mpsc::channel();
-    std::thread::spawn(move || {
-        drop(std::mem::ManuallyDrop::into_inner(watcher));
-        let _ = dropped.send(());
-    });
-    done.recv_timeout(PATIENCE)
-        .expect("dropping the watcher returns");
+    drop_in_time(std::mem::ManuallyDrop::into_inner(watcher));
 }
 
 #[test]
@@ -218,7 +142,8 @@ fn a_watcher_needs_a_config_file() {
 /// `dsh acp --config FILE` as an editor runs it: the watcher of a real process.
 #[cfg(all(unix, feature = "acp"))]
 mod acp_process {
-    use super::{replace_with, save, PATIENCE};
+    use super::common::make_fifo;
+    use super::common::watch::{replace_with, save, PATIENCE};
     use serde_json::{json, Value};
     use std::io::{BufRead, BufReader, Write};
     use std::path::Path;
@@ -358,13 +283,7 @@ mod acp_process {
         let mut editor = Editor::start(dir.path(), &file);
         assert!(editor.offers_fork());
 
-        replace_with(&file, |next| {
-            let made = Command::new("mkfifo")
-                .arg(next)
-                .status()
-                .expect("mkfifo runs");
-            assert!(made.success());
-        });
+        replace_with(&file, make_fifo);
         editor.warned(&["CONFIG_INVALID", "it is a FIFO, not a regular file"]);
         replace_with(&file, |next| {
             std::os::unix::fs::symlink("/dev/zero", next).unwrap();

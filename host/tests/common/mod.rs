@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 pub mod race;
+pub mod watch;
 
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -51,7 +51,7 @@ pub use persistence::{
     StoredSession, StoredTail,
 };
 pub use plugin::{SessionConfig, SessionPlugin};
-pub use repair::interrupted_turn_closers;
+pub use repair::{interrupted_turn_closers, open_turn};
 pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
 pub use store::{
     CreateOptions, Imported, Loaded, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,

@@ -8,6 +8,7 @@
 //! gets the same closers. Only this module emits the `interrupted` turn-end reason.
 
 use std::borrow::Borrow;
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
@@ -15,6 +16,7 @@ use crate::event::{
     SessionEvent, SurfaceOp, ASSISTANT_MESSAGE, STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT,
     TURN_END, TURN_START,
 };
+use crate::session::Events;
 
 /// Error code of the synthetic result of a call whose `tool/call` was logged: it may have run.
 pub const TOOL_OUTCOME_UNKNOWN: &str = "TOOL_OUTCOME_UNKNOWN";
@@ -27,6 +29,28 @@ const TEXT_OUTCOME_UNKNOWN: &str = "The tool call was interrupted after it was r
 /// Model-facing text of a [`TOOL_NOT_STARTED`] result (dsh writes it verbatim).
 const TEXT_NOT_STARTED: &str =
     "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.";
+
+/// The `turn/start` of the turn left open at the end of `events`: the log's last `turn/start`
+/// or `turn/end`, when it is a `turn/start` (a turn still running in a live session, or one a
+/// crash interrupted in a stored log). `None` when the last turn is closed or the log has no
+/// turn. Walks back from the end, so it reads only the events after the last turn boundary.
+///
+/// ```
+/// use dsh_session::{open_turn, EventDraft, SessionStore};
+/// # let ctx = dsh_core::Context::builder().add_plugin(dsh_session::SessionPlugin).build()?;
+/// # let store = ctx.expect::<SessionStore>();
+/// let session = store.create(None, Default::default())?;
+/// session.append(EventDraft::turn_start(1))?;
+/// assert_eq!(open_turn(&session.events()).map(|start| start.seq), Some(0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open_turn(events: &Events) -> Option<&Arc<SessionEvent>> {
+    (0..events.len())
+        .rev()
+        .filter_map(|index| events.get(index))
+        .find(|event| event.kind == TURN_START || event.kind == TURN_END)
+        .filter(|event| event.kind == TURN_START)
+}
 
 /// The events that close the turn a crash left open at the end of `events`, in the order
 /// they must be appended (reference section 4.3):

@@ -3,7 +3,8 @@
 //! take precedence) and reconciles the running context with it ([`dsh::Context::reconfigure`]):
 //! plugins are kept, updated, restarted, enabled, disabled, added or removed as the new file
 //! says. An edit that does not resolve or does not validate changes nothing; it is reported
-//! and the context keeps its state.
+//! and the context keeps its state. An edit that would move or restart the session store
+//! while live sessions have a turn running waits until their turns end ([`crate::turns`]).
 
 use crate::config::{HostConfig, Sources};
 use crate::error::HostError;

@@ -213,9 +213,9 @@ fn reload(ctx: &Context, sources: &Sources) -> Reload {
         let report = ctx.reconfigure(&wanted)?;
         if let Some(started) = seen.and_then(|seen| seen.started_since(ctx)) {
             tracing::warn!(
-                "sessions {started} started a turn while the config reload switched the \
-                 session store: the store it left may hold that turn unfinished (a later load \
-                 there closes it as interrupted); the sessions go on in the new store"
+                "a turn started in {started} while the config reload switched the session \
+                 store: the store left behind may hold that turn unfinished (a later load there \
+                 closes it as interrupted); the session goes on in the new store"
             );
         }
         Ok(Reload::Applied(report))

@@ -254,7 +254,7 @@ fn a_turn_started_while_the_store_moves_is_reported() {
     let logged = String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
     assert!(
         logged.contains(
-            "sessions \"racer\" started a turn while the config reload switched the session store"
+            "a turn started in \"racer\" while the config reload switched the session store"
         ),
         "{logged}"
     );

@@ -537,23 +537,40 @@ fn take_over(
     })
 }
 
+/// What a catch-up ([`catch_up`]) does when the backend says the stored log does not end
+/// where the store thought.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnMismatch {
+    /// Take over a stored log that is a prefix of the session's: an earlier write reported
+    /// as failed may have landed after all (a sync or commit whose answer was lost).
+    Adopt,
+    /// Keep the [`PersistenceError::SeqMismatch`]: the events to write were derived from a
+    /// read of the stored log (the closers of a resume), so a stored log that changed since
+    /// was changed by another writer, even when it now holds the same events.
+    Refuse,
+}
+
 /// Appends the session's events from `cursor` on, as [`append_from`]. When the backend says
-/// the stored log does not end at `cursor`, an earlier write reported as failed may have
-/// landed after all (a sync or commit whose answer was lost): a stored log that is a prefix
-/// of the session's is taken over as a first write takes it over ([`first_write`]) and gets
-/// the rest appended. Any other stored log (another writer appended other events) keeps the
+/// the stored log does not end at `cursor` and `on_mismatch` is [`OnMismatch::Adopt`], a
+/// stored log that is a prefix of the session's is taken over as a first write takes it over
+/// ([`first_write`]) and gets the rest appended. Any other stored log (another writer
+/// appended other events), and every stored log under [`OnMismatch::Refuse`], keeps the
 /// [`PersistenceError::SeqMismatch`]. Returns the new cursor.
 pub(crate) fn catch_up(
     backend: &dyn SessionPersistence,
     session: &Session,
     cursor: usize,
+    on_mismatch: OnMismatch,
 ) -> Result<usize, PersistenceError> {
     match append_from(backend, session, cursor, Whole::Optional) {
-        Err(mismatch @ PersistenceError::SeqMismatch { .. }) => match first_write(backend, session)
+        Err(mismatch @ PersistenceError::SeqMismatch { .. })
+            if on_mismatch == OnMismatch::Adopt =>
         {
-            Err(PersistenceError::Conflict { .. }) => Err(mismatch),
-            adopted => adopted.map(|landed| landed.held),
-        },
+            match first_write(backend, session) {
+                Err(PersistenceError::Conflict { .. }) => Err(mismatch),
+                adopted => adopted.map(|landed| landed.held),
+            }
+        }
         done => done,
     }
 }

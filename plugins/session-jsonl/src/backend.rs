@@ -3,6 +3,7 @@
 use crate::compressed::{compress_frame, decoding_reader};
 use crate::decode::Decoded;
 use crate::durable::{append_after, publish_new_with, replace_atomically, IoAt, PublishError};
+use crate::earlier_layout;
 use crate::file_end::FileEnd;
 use crate::folder::Folder;
 use crate::header_line::{encode_header_line, parse_header_line, HeaderError};
@@ -312,9 +313,17 @@ impl JsonlPersistence {
 
     /// The file of a stored session. Errors: [`PersistenceError::NotFound`], or as
     /// [`JsonlPersistence::locate`].
+    ///
+    /// An id the store does not hold in its layout but in dsh's earlier flat one is
+    /// [`PersistenceError::LayoutUnsupported`] instead of not found.
     fn require(&self, id: &SessionId) -> Result<PathBuf, PersistenceError> {
-        self.locate(id)?
-            .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })
+        if let Some(path) = self.locate(id)? {
+            return Ok(path);
+        }
+        match earlier_layout::file_of(self.root(), id) {
+            Some(file) => Err(earlier_layout::refusal(&[file])),
+            None => Err(PersistenceError::NotFound { id: id.clone() }),
+        }
     }
 
     /// The cached cursor of session `id`, whose file at `path` is `locked` (held under its
@@ -518,7 +527,8 @@ impl SessionPersistence for JsonlPersistence {
     /// line, a header line cut short or not JSON, damage before a committed `turn/end`, or an
     /// event that is not a valid envelope); [`PersistenceError::TooLarge`] (a line or zstd
     /// frame beyond [`crate::limits`]); [`PersistenceError::OutsideStore`];
-    /// [`PersistenceError::Io`].
+    /// [`PersistenceError::LayoutUnsupported`] (the id is stored only in dsh's earlier flat
+    /// layout); [`PersistenceError::Io`].
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
         let slot = self.slot(id);
         let mut cached = slot.lock();
@@ -621,8 +631,16 @@ impl SessionPersistence for JsonlPersistence {
     /// it, and it stays the same while nobody writes. It is the revision `load`, `read_prefix`
     /// and `read_from` report for the file as they read it.
     ///
-    /// Errors: [`PersistenceError::Io`] when a folder cannot be listed.
+    /// Errors: [`PersistenceError::Io`] when a folder cannot be listed;
+    /// [`PersistenceError::LayoutUnsupported`] when the root holds session files of dsh's
+    /// earlier flat layout (`<project>/<id>.jsonl`), naming them and what to do, rather than
+    /// a listing that leaves them out.
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
+        // A store holding dsh's earlier layout is not listed as if it held nothing of it.
+        let earlier = earlier_layout::files(self.root())?;
+        if !earlier.is_empty() {
+            return Err(earlier_layout::refusal(&earlier));
+        }
         // The session files of every id folder name, over all cwd folders.
         let mut by_id_folder: BTreeMap<OsString, Vec<PathBuf>> = BTreeMap::new();
         for folder in self.dir.cwd_folders()? {

@@ -20,6 +20,7 @@ mod backend;
 mod compressed;
 mod decode;
 mod durable;
+mod earlier_layout;
 mod file_end;
 mod folder;
 mod folders;

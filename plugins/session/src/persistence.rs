@@ -170,6 +170,17 @@ pub enum PersistenceError {
         /// Where it leads.
         target: String,
     },
+    /// The storage is laid out in a form this backend does not read (for the JSONL store,
+    /// dsh's earlier flat layout `<project>/<id>.jsonl`): refused rather than taken for
+    /// storage without the session (or without any). Nothing was read or written; `reason`
+    /// names the layout and what to do.
+    #[error("{path}: {reason}")]
+    LayoutUnsupported {
+        /// The file (or folder) in that layout.
+        path: String,
+        /// Which layout it is and what to do about it.
+        reason: String,
+    },
     /// A stored line, frame or record is larger than the backend reads (a bound well above
     /// anything dsh writes, so that a hostile file cannot exhaust memory; nothing was read),
     /// or a create names an id longer than the backend stores (nothing was written).
@@ -218,6 +229,7 @@ impl PersistenceError {
             PersistenceError::LockFailed { .. } => "IO_ERROR",
             PersistenceError::Unstorable { .. } => "EVENT_UNSTORABLE",
             PersistenceError::OutsideStore { .. } => "PATH_OUTSIDE_STORE",
+            PersistenceError::LayoutUnsupported { .. } => "LAYOUT_UNSUPPORTED",
             PersistenceError::TooLarge { .. } => "LIMIT_EXCEEDED",
             PersistenceError::Panicked { .. } => "BACKEND_PANICKED",
             PersistenceError::Io { .. } => "IO_ERROR",

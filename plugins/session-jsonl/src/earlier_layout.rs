@@ -130,7 +130,7 @@ mod tests {
             fs::write(path, text).expect("written");
         }
         let earlier = root.join("cwd-0123456789ab/a%2Fb.jsonl");
-        assert_eq!(files(root).expect("listed"), [earlier.clone()]);
+        assert_eq!(files(root).expect("listed"), std::slice::from_ref(&earlier));
         assert_eq!(file_of(root, &SessionId::new("a/b")), Some(earlier));
         assert_eq!(file_of(root, &SessionId::new("a")), None);
     }

@@ -293,10 +293,23 @@ impl JsonlPersistence {
             // The remembered path may be stale (the file moved): the next call looks again.
             *cached = None;
         })?;
+        // What this backend last saw of the file (`None`: it has not read it yet).
+        let viewed = cached
+            .as_ref()
+            .map(|cursor| (cursor.next_seq, cursor.end.clone()));
         let cursor = self.cursor(id, &path, &locked, len, &mut cached)?;
         check_storable(id, cursor.next_seq, events)?;
         if events.is_empty() && cursor.end.len() == cursor.committed {
-            return Ok(());
+            // Nothing to cut. When the file changed since this backend read it, the torn tail
+            // the caller saw was cut by another writer: the caller must not report it cut.
+            return match viewed {
+                Some((next_seq, end)) if end != cursor.end => Err(PersistenceError::SeqMismatch {
+                    id: id.clone(),
+                    expected: cursor.next_seq,
+                    got: next_seq,
+                }),
+                _ => Ok(()),
+            };
         }
         match write_records(&mut locked, &folder, &name, cursor, events, step) {
             Ok(written) => cursor.committed += written,
@@ -491,7 +504,10 @@ impl SessionPersistence for JsonlPersistence {
     /// frame). An empty `events` only cuts a torn tail, and writes nothing when there is none.
     ///
     /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] when the seqs
-    /// are not `stored length, +1, +2, …` (`expected` is the seq due at the offending event);
+    /// are not `stored length, +1, +2, …` (`expected` is the seq due at the offending event),
+    /// and for an empty `events` when another writer changed the file since this backend
+    /// last read it and left no torn tail to cut (`got` is the event count this backend had
+    /// seen): the tail its caller saw was cut by someone else;
     /// [`PersistenceError::Unstorable`] for an event whose type is a packed row tag; the read
     /// errors of [`SessionPersistence::load`] when the file must be rescanned;
     /// [`PersistenceError::Locked`] when another writer holds the file's write lock beyond the

@@ -443,13 +443,13 @@ impl SessionPersistence for JsonlPersistence {
         }
         let mut header_line = line.into_bytes();
         header_line.push(b'\n');
+        // Dropped on an error below, `folders.made` removes the folders made for this session.
+        let folders = self.dir.open_new_file_folders(id, &cwd_name, &id_name)?;
+        let target = folders.id.join(file_name);
         // `locate` found no file: a link standing where the file goes leads to nothing.
         if let Some(refused) = dangling(&target) {
             return Err(refused);
         }
-        // Dropped on an error below, `folders.made` removes the folders made for this session.
-        let folders = self.dir.open_new_file_folders(id, &cwd_name, &id_name)?;
-        let target = folders.id.join(file_name);
         let mut end = FileEnd::of(&header_line);
         let write = |out: &mut dyn Write| -> io::Result<()> {
             if self.compression == Compression::Zstd {

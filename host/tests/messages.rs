@@ -219,3 +219,29 @@ fn a_plugin_that_failed_while_the_command_did_without_it_is_one_warning() {
          \"dsh-subagent-fork\": unknown field `x`: this plugin takes no config\n"
     );
 }
+
+/// A store in dsh's earlier flat layout (`<root>/cwd-<hash>/<id>.jsonl`) is not taken for an
+/// empty store: `dsh sessions` and `dsh show` of such an id fail with `LAYOUT_UNSUPPORTED`,
+/// naming the file, the layout and what to do, and write nothing.
+#[test]
+fn a_store_in_dshs_earlier_flat_layout_says_so_instead_of_listing_nothing() {
+    let sandbox = Sandbox::new();
+    let project = sandbox.store().join("cwd-0123456789ab");
+    std::fs::create_dir_all(&project).expect("folders");
+    let old = project.join("old.jsonl");
+    std::fs::write(&old, complete_session("old")).expect("written");
+    let before = contents(&sandbox.store());
+    let message = sandbox.json(&["sessions"]).error("LAYOUT_UNSUPPORTED");
+    for part in [old.to_str().expect("UTF-8"), "earlier layout", "dsh import"] {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
+    sandbox.json(&["show", "old"]).error("LAYOUT_UNSUPPORTED");
+    sandbox.json(&["repair", "old"]).error("LAYOUT_UNSUPPORTED");
+    let human = sandbox.human(&["sessions"]);
+    assert!(
+        human.stderr.starts_with("error [LAYOUT_UNSUPPORTED]: "),
+        "{}",
+        human.stderr
+    );
+    assert_eq!(contents(&sandbox.store()), before, "nothing written");
+}

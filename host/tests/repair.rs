@@ -41,6 +41,49 @@ fn repairing_twice_appends_nothing_the_second_time() {
     assert_eq!(stored_bytes(&sandbox.store(), ID), before);
 }
 
+/// `dsh repair` processes racing on one crashed session (issue 22, item 5): in every round
+/// exactly one reports the closers as appended, the others nothing (they find nothing left to
+/// repair) or `SEQ_MISMATCH`, and the session holds the closers once. Bounded: a few rounds of
+/// three processes.
+#[test]
+fn racing_repairs_report_the_closers_once() {
+    for round in 0..6 {
+        let sandbox = with_open_turn();
+        let racing: Vec<_> = (0..3)
+            .map(|_| {
+                sandbox
+                    .command()
+                    .arg("--store")
+                    .arg(sandbox.store())
+                    .args(["--json", "repair", ID])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("dsh starts")
+            })
+            .collect();
+        let mut claims = 0;
+        for child in racing {
+            let out = child.wait_with_output().expect("waited");
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            match doc["appended"].as_array() {
+                Some(appended) if !appended.is_empty() => claims += 1,
+                Some(_) => {}
+                None => assert_eq!(doc["error"]["code"], "SEQ_MISMATCH", "round {round}: {doc}"),
+            }
+        }
+        assert_eq!(
+            claims, 1,
+            "round {round}: exactly one repair reports the closers"
+        );
+        assert_eq!(
+            sandbox.json(&["show", ID]).ok()["events"],
+            3,
+            "round {round}"
+        );
+    }
+}
+
 #[test]
 fn show_history_check_and_fork_never_write_an_open_session() {
     let sandbox = with_open_turn();

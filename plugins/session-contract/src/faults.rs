@@ -7,6 +7,9 @@
 //!   was lost (a sync or commit reported failed after the data reached the storage). The
 //!   cases check that the store reports the error, keeps every unflushed event and that a
 //!   later flush (or a retried create or resume) leaves the stored log equal to the live one.
+//! - [`racing_resumes_claim_the_repair_once`]: another host resumes a crashed session
+//!   between a host's read and its write of the repair (what `dsh repair` processes racing
+//!   on one session do); only one of them may say it repaired it.
 //! - [`a_writer_killed_at_random_moments_loses_no_flushed_event`] re-runs the test binary as
 //!   a child that appends and flushes in a loop through the store, the way a host does,
 //!   reporting each durable length in a file before going on; the parent kills it at seeded
@@ -18,7 +21,7 @@ use crate::Fixture;
 use dsh_core::{AnyPlugin, Context};
 use dsh_session::event::TURN_START;
 use dsh_session::{
-    check_invariants, CreateOptions, EventDraft, ListedSession, PersistenceError, Session,
+    check_invariants, CreateOptions, EventDraft, ListedSession, PersistenceError, Resumed, Session,
     SessionEvent, SessionHeader, SessionId, SessionPersistence, SessionPlugin, StoredSession,
     StoredTail,
 };
@@ -48,7 +51,12 @@ pub struct FaultyPersistence {
     inner: Arc<dyn SessionPersistence>,
     writes: AtomicU64,
     armed: Mutex<Option<(u64, Fault)>>,
+    /// Run before the next write reaches the backend (once).
+    before_write: Mutex<Option<BeforeWrite>>,
 }
+
+/// What [`FaultyPersistence::before_next_write`] runs.
+type BeforeWrite = Box<dyn FnOnce() + Send>;
 
 impl FaultyPersistence {
     /// Wraps `inner`; no write fails until [`FaultyPersistence::fail_write`] arms one.
@@ -57,7 +65,15 @@ impl FaultyPersistence {
             inner,
             writes: AtomicU64::new(0),
             armed: Mutex::new(None),
+            before_write: Mutex::new(None),
         }
+    }
+
+    /// Runs `other` once, when the next write arrives and before it reaches the backend:
+    /// another writer getting in between a read and the write that follows it. An earlier
+    /// hook not yet run is replaced.
+    pub fn before_next_write(&self, other: impl FnOnce() + Send + 'static) {
+        *self.before_write.lock() = Some(Box::new(other));
     }
 
     /// Makes the write numbered `nth` (counted from 1 since this wrapper was made) fail with
@@ -77,6 +93,10 @@ impl FaultyPersistence {
         &self,
         write: impl FnOnce() -> Result<(), PersistenceError>,
     ) -> Result<(), PersistenceError> {
+        let other = self.before_write.lock().take();
+        if let Some(other) = other {
+            other();
+        }
         let nth = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
         let fault = match *self.armed.lock() {
             Some((armed, fault)) if armed == nth => Some(fault),
@@ -290,6 +310,72 @@ pub fn a_failed_resume_is_reported_and_a_retry_closes_the_turn(fixture: &dyn Fix
         assert_eq!(events.last().map(|e| e.kind.as_str()), Some("turn/end"));
         assert_stored_log(fixture, &id, &resumed.session, &context);
     }
+}
+
+/// `dsh repair` racing on one crashed session, made deterministic: host A reads the session
+/// and, just before it writes the repair, host B resumes it (reads and writes the repair).
+/// Exactly one of them may report the repair: A then finds nothing left to repair (or fails
+/// with `SEQ_MISMATCH`, having written nothing). Two crashes: an open turn (the repair
+/// appends its closers, stored once) and, where the storage can hold one, a torn final
+/// record after a closed turn (the repair cuts it, and only one host says it cut it).
+pub fn racing_resumes_claim_the_repair_once(fixture: &dyn Fixture) {
+    let logged = |drafts: Vec<EventDraft>| -> Vec<Arc<SessionEvent>> {
+        drafts
+            .into_iter()
+            .zip(0u64..)
+            .map(|(draft, seq)| Arc::new(draft.into_event(seq, 1000 + seq as i64)))
+            .collect()
+    };
+    let mut drafts = turn_drafts(1);
+    drafts.extend(turn_drafts(2).into_iter().take(3));
+    let open = logged(drafts);
+    race_resumes(fixture, "raced-open-turn", &open, false, open.len() + 2);
+    let closed = logged(turn_drafts(1));
+    race_resumes(fixture, "raced-torn-tail", &closed, true, closed.len());
+}
+
+/// The race of [`racing_resumes_claim_the_repair_once`] on a session `id` stored with
+/// `events` (and a torn final record after them when `torn`; nothing is checked when the
+/// storage cannot hold one); afterwards the session holds `stored` events and no torn tail.
+fn race_resumes(
+    fixture: &dyn Fixture,
+    id: &str,
+    events: &[Arc<SessionEvent>],
+    torn: bool,
+    stored: usize,
+) {
+    let id = SessionId::new(id);
+    let header = SessionHeader::new(id.clone(), 7, meta(7));
+    fixture.open().create(&header, events).expect("created");
+    if torn && !fixture.tear_tail(&id) {
+        return;
+    }
+    let repaired = |r: Resumed| !r.appended.is_empty() || r.dropped_tail.is_some();
+    let faulty = Arc::new(FaultyPersistence::new(fixture.open()));
+    let other = crate::support::context(fixture);
+    let other_outcome = Arc::new(Mutex::new(None));
+    let (raced, outcome) = (id.clone(), other_outcome.clone());
+    faulty.before_next_write(move || {
+        *outcome.lock() = Some(store(&other).resume(&raced).map(repaired));
+    });
+    let ctx = context_over(faulty);
+    let first = store(&ctx).resume(&id).map(repaired);
+    let second = other_outcome.lock().take().expect("the other host resumed");
+    let mut claims = 0;
+    for (host, outcome) in [("A", &first), ("B", &second)] {
+        match outcome {
+            Ok(false) => {}
+            Ok(true) => claims += 1,
+            Err(error) => assert_eq!(error.code(), "SEQ_MISMATCH", "{id}, host {host}: {error}"),
+        }
+    }
+    assert_eq!(
+        claims, 1,
+        "{id}: exactly one host says it repaired the session (A: {first:?}, B: {second:?})"
+    );
+    let loaded = fixture.open().load(&id).expect("loads");
+    assert_eq!(loaded.events.len(), stored, "{id}: repaired once");
+    assert!(loaded.dropped_tail.is_none(), "{id}: no torn tail is left");
 }
 
 /// The environment variable that turns [`killable_writer`] into the child of
@@ -515,6 +601,12 @@ macro_rules! fault_tests {
         #[test]
         fn a_failed_resume_is_reported_and_a_retry_closes_the_turn() {
             $crate::faults::a_failed_resume_is_reported_and_a_retry_closes_the_turn(&$fixture);
+        }
+
+        $(#[$attr])*
+        #[test]
+        fn racing_resumes_claim_the_repair_once() {
+            $crate::faults::racing_resumes_claim_the_repair_once(&$fixture);
         }
 
         $(#[$attr])*

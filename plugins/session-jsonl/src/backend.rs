@@ -3,17 +3,19 @@
 use crate::compressed::{compress_frame, decoding_reader};
 use crate::decode::Decoded;
 use crate::durable::{append_after, publish_new_with, replace_atomically, IoAt, PublishError};
+use crate::earlier_layout;
 use crate::file_end::FileEnd;
-use crate::folders::MadeFolders;
+use crate::folder::Folder;
 use crate::header_line::{encode_header_line, parse_header_line, HeaderError};
 use crate::layout::{
-    check_placement, compressed_session_file, id_segment, is_compressed, is_cwd_folder,
-    session_file, session_files, single_file, stored_twice,
+    check_placement, cwd_folder, id_segment, is_compressed, session_files, single_file,
+    stored_twice, COMPRESSED_FILE_NAME, SESSION_FILE_NAME,
 };
 use crate::record::{is_row_tag, write_event_line};
 use crate::scan::{
     read_header, scan_bytes, scan_compressed, scan_prefix, scan_reader, ReadError, Scanned,
 };
+use crate::store_dir::{dangling, StoreDir};
 use crate::tail::read_clean_tail;
 use dsh_session::{
     check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
@@ -21,7 +23,7 @@ use dsh_session::{
 };
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -107,7 +109,7 @@ type Slot = Arc<Mutex<Option<Cursor>>>;
 /// whose view is stale fails with [`PersistenceError::SeqMismatch`].
 #[derive(Debug)]
 pub struct JsonlPersistence {
-    root: PathBuf,
+    dir: StoreDir,
     compression: Compression,
     lock_timeout: Duration,
     slots: Mutex<HashMap<SessionId, Slot>>,
@@ -118,7 +120,7 @@ impl JsonlPersistence {
     /// root folder is created by the first `create`.
     pub fn new(root: impl Into<PathBuf>) -> JsonlPersistence {
         JsonlPersistence {
-            root: root.into(),
+            dir: StoreDir::new(root.into()),
             compression: Compression::None,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             slots: Mutex::new(HashMap::new()),
@@ -175,7 +177,7 @@ impl JsonlPersistence {
 
     /// The folder this backend stores sessions in.
     pub fn root(&self) -> &Path {
-        &self.root
+        self.dir.root()
     }
 
     /// The file that holds session `id`, if one is stored.
@@ -191,95 +193,7 @@ impl JsonlPersistence {
     /// through a link that leads outside the root (for reads and writes alike);
     /// [`PersistenceError::Io`] when the root cannot be listed.
     pub fn locate(&self, id: &SessionId) -> Result<Option<PathBuf>, PersistenceError> {
-        let segment = id_segment(id.as_str());
-        let mut found: Vec<PathBuf> = Vec::new();
-        for folder in self.cwd_folders()? {
-            found.extend(session_files(&folder.join(&segment)));
-        }
-        let found = single_file(found).map_err(|paths| PersistenceError::Conflict {
-            id: id.clone(),
-            reason: stored_twice(&paths),
-        })?;
-        found.map(|path| self.inside(id, &path)).transpose()
-    }
-
-    /// The physical path of the existing `path` (every symbolic link resolved) when it lies
-    /// inside the root, `None` when it leads outside. Errors: the resolution failing.
-    fn physical(&self, path: &Path) -> io::Result<Option<PathBuf>> {
-        let physical = fs::canonicalize(path)?;
-        let root = fs::canonicalize(&self.root)?;
-        Ok(physical.starts_with(&root).then_some(physical))
-    }
-
-    /// [`JsonlPersistence::physical`] for a path of session `id`, leading outside the root
-    /// being [`PersistenceError::OutsideStore`]; a symbolic link to nothing is refused too
-    /// ([`PersistenceError::Io`] naming where it leads).
-    fn inside(&self, id: &SessionId, path: &Path) -> Result<PathBuf, PersistenceError> {
-        match self.physical(path) {
-            Ok(Some(physical)) => Ok(physical),
-            Ok(None) => Err(PersistenceError::OutsideStore {
-                id: id.clone(),
-                path: path.display().to_string(),
-                target: fs::canonicalize(path)
-                    .map_or_else(|_| "?".to_owned(), |t| t.display().to_string()),
-            }),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                Err(dangling(path).unwrap_or_else(|| io_error(path, e)))
-            }
-            Err(e) => Err(io_error(path, e)),
-        }
-    }
-
-    /// The cwd folders directly under the root, symbolic links to folders included (none when
-    /// the root does not exist).
-    fn cwd_folders(&self) -> Result<Vec<PathBuf>, PersistenceError> {
-        let entries = match fs::read_dir(&self.root) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error(&self.root, e)),
-        };
-        let mut folders = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| io_error(&self.root, e))?;
-            let name = entry.file_name();
-            let path = entry.path();
-            // `Path::is_dir` follows a symbolic link, where the entry's file type does not.
-            if name.to_str().is_some_and(is_cwd_folder) && path.is_dir() {
-                folders.push(path);
-            }
-        }
-        folders.sort();
-        Ok(folders)
-    }
-
-    /// Creates the cwd and id folders of the new session file `target` where missing (the root
-    /// too) and returns the file's physical path with the folders made, which are removed
-    /// again unless the create keeps them ([`MadeFolders`]). A folder that exists already (a
-    /// symbolic link included) must lie inside the root, checked before anything is created
-    /// through it.
-    ///
-    /// Errors: [`PersistenceError::OutsideStore`]; [`PersistenceError::Io`]; either way the
-    /// folders made are removed.
-    fn prepare_folders(
-        &self,
-        id: &SessionId,
-        target: &Path,
-    ) -> Result<(PathBuf, MadeFolders), PersistenceError> {
-        let dir = target
-            .parent()
-            .ok_or_else(|| io_error(target, io::ErrorKind::InvalidInput.into()))?;
-        for folder in [dir.parent(), Some(dir)].into_iter().flatten() {
-            if folder.symlink_metadata().is_ok() {
-                self.inside(id, folder)?;
-            }
-        }
-        // `locate` found no file: a link standing where the file goes leads to nothing.
-        if let Some(refused) = dangling(target) {
-            return Err(refused);
-        }
-        let made = MadeFolders::make(dir).map_err(|(folder, e)| io_error(&folder, e))?;
-        let file_name = target.file_name().unwrap_or_default();
-        Ok((self.inside(id, dir)?.join(file_name), made))
+        self.dir.locate(id)
     }
 
     fn slot(&self, id: &SessionId) -> Slot {
@@ -290,20 +204,22 @@ impl JsonlPersistence {
         }
     }
 
-    /// Opens the file of session `id` at `path` for reading and writing and takes an exclusive
-    /// advisory lock on it (released when the file drops), retrying for up to the lock timeout
-    /// while another writer holds it. The append writes through this same handle. Returns the
-    /// handle and the file's length under the lock.
+    /// Opens the file `name` of `folder` (the file of session `id` at `path`) for reading and
+    /// writing, without following a link, and takes an exclusive advisory lock on it
+    /// (released when the file drops), retrying for up to the lock timeout while another
+    /// writer holds it. The append writes through this same handle. Returns the handle and
+    /// the file's length under the lock.
     ///
     /// Errors: [`PersistenceError::Locked`] when the lock stayed held;
     /// [`PersistenceError::LockFailed`] when the file cannot be opened for writing (a
     /// read-only store, a symbolic link put in its place) or locked; [`PersistenceError::Io`].
-    fn lock_exclusive(&self, id: &SessionId, path: &Path) -> Result<(File, u64), PersistenceError> {
-        let mut options = fs::OpenOptions::new();
-        options.read(true).write(true);
-        // The path is physical (see `locate`): a link put in its place since is not followed.
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+    fn lock_exclusive(
+        &self,
+        id: &SessionId,
+        folder: &Folder,
+        name: &OsStr,
+        path: &Path,
+    ) -> Result<(File, u64), PersistenceError> {
         let lock_failed = |step| {
             move |source| PersistenceError::LockFailed {
                 path: path.display().to_string(),
@@ -312,8 +228,8 @@ impl JsonlPersistence {
             }
         };
         let open = || {
-            options
-                .open(path)
+            folder
+                .open_file(name, true)
                 .map_err(lock_failed("opening it for writing"))
         };
         let deadline = Instant::now() + self.lock_timeout;
@@ -322,7 +238,7 @@ impl JsonlPersistence {
             match file.try_lock() {
                 // An atomic append (`append_atomic`) may have put a new file in its place
                 // while we waited: lock that one.
-                Ok(()) => match named_len(path, &file).map_err(|e| io_error(path, e))? {
+                Ok(()) => match named_len(folder, name, &file).map_err(|e| io_error(path, e))? {
                     Some(len) => return Ok((file, len)),
                     None => file = open()?,
                 },
@@ -346,6 +262,12 @@ impl JsonlPersistence {
 
     /// The append of [`SessionPersistence::append`] (`Step::InPlace`) and
     /// [`SessionPersistence::append_atomic`] (`Step::Replace`).
+    ///
+    /// The file is found by path once (or its path is remembered from the last call), then
+    /// its folder is opened from the root without following links, and the lock, the checks
+    /// of the file's end, the rescan, the cut and the write all go through that folder's
+    /// handle and the locked file: a folder swapped for a link meanwhile makes the append
+    /// fail, never write elsewhere.
     fn append_by(
         &self,
         id: &SessionId,
@@ -360,13 +282,36 @@ impl JsonlPersistence {
         };
         // Another process may append to the same file: hold an exclusive advisory lock from
         // the length check to the sync, so neither cuts off what the other wrote.
-        let (mut locked, len) = self.lock_exclusive(id, &path)?;
-        let cursor = self.cursor(id, &locked, len, &mut cached)?;
+        let opened = self
+            .dir
+            .open_folder_of(id, &path)
+            .and_then(|(folder, name)| {
+                let (locked, len) = self.lock_exclusive(id, &folder, &name, &path)?;
+                Ok((folder, name, locked, len))
+            });
+        let (folder, name, mut locked, len) = opened.inspect_err(|_| {
+            // The remembered path may be stale (the file moved): the next call looks again.
+            *cached = None;
+        })?;
+        // What this backend last saw of the file (`None`: it has not read it yet).
+        let viewed = cached
+            .as_ref()
+            .map(|cursor| (cursor.next_seq, cursor.end.clone()));
+        let cursor = self.cursor(id, &path, &locked, len, &mut cached)?;
         check_storable(id, cursor.next_seq, events)?;
         if events.is_empty() && cursor.end.len() == cursor.committed {
-            return Ok(());
+            // Nothing to cut. When the file changed since this backend read it, the torn tail
+            // the caller saw was cut by another writer: the caller must not report it cut.
+            return match viewed {
+                Some((next_seq, end)) if end != cursor.end => Err(PersistenceError::SeqMismatch {
+                    id: id.clone(),
+                    expected: cursor.next_seq,
+                    got: next_seq,
+                }),
+                _ => Ok(()),
+            };
         }
-        match write_records(&mut locked, cursor, events, step) {
+        match write_records(&mut locked, &folder, &name, cursor, events, step) {
             Ok(written) => cursor.committed += written,
             Err(e) => {
                 // The file may hold part of the write: the next append rescans it.
@@ -381,18 +326,31 @@ impl JsonlPersistence {
 
     /// The file of a stored session. Errors: [`PersistenceError::NotFound`], or as
     /// [`JsonlPersistence::locate`].
+    ///
+    /// An id the store does not hold in its layout but in dsh's earlier flat one is
+    /// [`PersistenceError::LayoutUnsupported`] instead of not found.
     fn require(&self, id: &SessionId) -> Result<PathBuf, PersistenceError> {
-        self.locate(id)?
-            .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })
+        if let Some(path) = self.locate(id)? {
+            return Ok(path);
+        }
+        match earlier_layout::file_of(self.root(), id) {
+            Some(file) => Err(earlier_layout::refusal(&[file])),
+            None => Err(PersistenceError::NotFound { id: id.clone() }),
+        }
     }
 
-    /// The cached cursor of session `id`, whose file is `locked` (held under its lock, `len`
-    /// bytes long), rescanning the file first when the cached cursor is missing or the file's
-    /// length or last bytes no longer match it (another writer changed it, even at the same
-    /// length).
+    /// The cached cursor of session `id`, whose file at `path` is `locked` (held under its
+    /// lock, `len` bytes long), rescanning the locked file first when the cached cursor is
+    /// missing or the file's length or last bytes no longer match it (another writer changed
+    /// it, even at the same length).
+    ///
+    /// Errors: as [`SessionPersistence::load`]; [`PersistenceError::Io`] when the session's
+    /// file is no longer found at `path` (it moved since: nothing is written, and the next
+    /// call looks for it again).
     fn cursor<'c>(
         &self,
         id: &SessionId,
+        path: &Path,
         locked: &File,
         len: u64,
         cached: &'c mut Option<Cursor>,
@@ -402,11 +360,43 @@ impl JsonlPersistence {
             .is_some_and(|cursor| matches!(cursor.end.matches(locked, len), Ok(true)));
         if !holds {
             *cached = None;
-            let path = self.require(id)?;
-            let (scanned, end) = scan_file(&self.root, id, &path)?;
-            *cached = Some(Cursor::of(path, &scanned, end, scanned.events.len() as u64));
+            // Looked up again, as a load would, so that appends and reads agree on the file.
+            if self.require(id)? != path {
+                return Err(io_error(
+                    path,
+                    io::Error::other(
+                        "the session file moved while it was being appended to; nothing was written",
+                    ),
+                ));
+            }
+            let mut reader = locked;
+            reader
+                .seek(SeekFrom::Start(0))
+                .map_err(|e| io_error(path, e))?;
+            let (scanned, end) = scan_opened(path, reader)?;
+            check_placement(self.root(), id, &scanned.header, path)?;
+            *cached = Some(Cursor::of(
+                path.to_path_buf(),
+                &scanned,
+                end,
+                scanned.events.len() as u64,
+            ));
         }
         Ok(cached.as_mut().expect("the cursor is cached above"))
+    }
+
+    /// Reads the whole stored file of session `id` at `path` (opened as
+    /// [`StoreDir::open_file`] opens it) and checks that it belongs there; returns the scan
+    /// and the file's end.
+    fn scan_file(
+        &self,
+        id: &SessionId,
+        path: &Path,
+    ) -> Result<(Scanned, FileEnd), PersistenceError> {
+        let (file, _) = self.dir.open_file(id, path)?;
+        let (scanned, end) = scan_opened(path, file)?;
+        check_placement(self.root(), id, &scanned.header, path)?;
+        Ok((scanned, end))
     }
 }
 
@@ -436,12 +426,12 @@ impl SessionPersistence for JsonlPersistence {
         let slot = self.slot(id);
         let mut cached = slot.lock();
         check_storable(id, 0, seed)?;
-        let target = match self.compression {
-            Compression::None => session_file(&self.root, header.cwd.as_deref(), id.as_str()),
-            Compression::Zstd => {
-                compressed_session_file(&self.root, header.cwd.as_deref(), id.as_str())
-            }
-        };
+        let file_name = OsStr::new(match self.compression {
+            Compression::None => SESSION_FILE_NAME,
+            Compression::Zstd => COMPRESSED_FILE_NAME,
+        });
+        let (cwd_name, id_name) = (cwd_folder(header.cwd.as_deref()), id_segment(id.as_str()));
+        let target = self.root().join(&cwd_name).join(&id_name).join(file_name);
         let header_error = |e| header_error(&target, e);
         let line = encode_header_line(header).map_err(header_error)?;
         parse_header_line(&line).map_err(header_error)?;
@@ -453,8 +443,13 @@ impl SessionPersistence for JsonlPersistence {
         }
         let mut header_line = line.into_bytes();
         header_line.push(b'\n');
-        // Dropped on an error below, `made` removes the folders made for this session.
-        let (target, made) = self.prepare_folders(id, &target)?;
+        // Dropped on an error below, `folders.made` removes the folders made for this session.
+        let folders = self.dir.open_new_file_folders(id, &cwd_name, &id_name)?;
+        let target = folders.id.join(file_name);
+        // `locate` found no file: a link standing where the file goes leads to nothing.
+        if let Some(refused) = dangling(&target) {
+            return Err(refused);
+        }
         let mut end = FileEnd::of(&header_line);
         let write = |out: &mut dyn Write| -> io::Result<()> {
             if self.compression == Compression::Zstd {
@@ -483,14 +478,15 @@ impl SessionPersistence for JsonlPersistence {
             }
             Ok(())
         };
-        publish_new_with(&target, write).map_err(|e| match e {
+        let also_sync = [&folders.cwd, &folders.root];
+        publish_new_with(&folders.id, file_name, &also_sync, write).map_err(|e| match e {
             PublishError::Exists => PersistenceError::Conflict {
                 id: id.clone(),
                 reason: format!("a session file appeared at {}", target.display()),
             },
             PublishError::Io(path, source) => io_error(&path, source),
         })?;
-        made.keep();
+        folders.made.keep();
         *cached = Some(Cursor {
             path: target,
             committed: end.len(),
@@ -508,7 +504,10 @@ impl SessionPersistence for JsonlPersistence {
     /// frame). An empty `events` only cuts a torn tail, and writes nothing when there is none.
     ///
     /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] when the seqs
-    /// are not `stored length, +1, +2, …` (`expected` is the seq due at the offending event);
+    /// are not `stored length, +1, +2, …` (`expected` is the seq due at the offending event),
+    /// and for an empty `events` when another writer changed the file since this backend
+    /// last read it and left no torn tail to cut (`got` is the event count this backend had
+    /// seen): the tail its caller saw was cut by someone else;
     /// [`PersistenceError::Unstorable`] for an event whose type is a packed row tag; the read
     /// errors of [`SessionPersistence::load`] when the file must be rescanned;
     /// [`PersistenceError::Locked`] when another writer holds the file's write lock beyond the
@@ -544,14 +543,15 @@ impl SessionPersistence for JsonlPersistence {
     /// line, a header line cut short or not JSON, damage before a committed `turn/end`, or an
     /// event that is not a valid envelope); [`PersistenceError::TooLarge`] (a line or zstd
     /// frame beyond [`crate::limits`]); [`PersistenceError::OutsideStore`];
-    /// [`PersistenceError::Io`].
+    /// [`PersistenceError::LayoutUnsupported`] (the id is stored only in dsh's earlier flat
+    /// layout); [`PersistenceError::Io`].
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
         let slot = self.slot(id);
         let mut cached = slot.lock();
         // A read that fails leaves no view behind: the next append reads the file again.
         *cached = None;
         let path = self.require(id)?;
-        let (scanned, end) = scan_file(&self.root, id, &path)?;
+        let (scanned, end) = self.scan_file(id, &path)?;
         let revision = end.len();
         let cursor = Cursor::of(path, &scanned, end, 0);
         let stored = into_stored(&cursor.path, scanned, u64::MAX, revision)?;
@@ -574,13 +574,13 @@ impl SessionPersistence for JsonlPersistence {
         let _serialized = slot.lock();
         let path = self.require(id)?;
         if is_compressed(&path, &[]) {
-            let (scanned, end) = scan_file(&self.root, id, &path)?;
+            let (scanned, end) = self.scan_file(id, &path)?;
             return into_stored(&path, scanned, len, end.len());
         }
-        let (file, revision) = open_with_len(&path)?;
+        let (file, revision) = self.dir.open_file(id, &path)?;
         let scanned =
             scan_prefix(&mut BufReader::new(file), len).map_err(|e| read_error(&path, e))?;
-        check_placement(&self.root, id, &scanned.header, &path)?;
+        check_placement(self.root(), id, &scanned.header, &path)?;
         into_stored(&path, scanned, len, revision)
     }
 
@@ -608,11 +608,11 @@ impl SessionPersistence for JsonlPersistence {
         let _serialized = slot.lock();
         let path = self.require(id)?;
         if !is_compressed(&path, &[]) {
-            let (mut file, revision) = open_with_len(&path)?;
+            let (mut file, revision) = self.dir.open_file(id, &path)?;
             let tail =
                 read_clean_tail(&mut file, revision, from).map_err(|e| io_error(&path, e))?;
             if let Some(tail) = tail {
-                check_placement(&self.root, id, &tail.header, &path)?;
+                check_placement(self.root(), id, &tail.header, &path)?;
                 let events = tail
                     .events
                     .into_iter()
@@ -628,7 +628,7 @@ impl SessionPersistence for JsonlPersistence {
                 });
             }
         }
-        let (scanned, end) = scan_file(&self.root, id, &path)?;
+        let (scanned, end) = self.scan_file(id, &path)?;
         Ok(into_stored(&path, scanned, u64::MAX, end.len())?.into_tail(from))
     }
 
@@ -647,11 +647,19 @@ impl SessionPersistence for JsonlPersistence {
     /// it, and it stays the same while nobody writes. It is the revision `load`, `read_prefix`
     /// and `read_from` report for the file as they read it.
     ///
-    /// Errors: [`PersistenceError::Io`] when a folder cannot be listed.
+    /// Errors: [`PersistenceError::Io`] when a folder cannot be listed;
+    /// [`PersistenceError::LayoutUnsupported`] when the root holds session files of dsh's
+    /// earlier flat layout (`<project>/<id>.jsonl`), naming them and what to do, rather than
+    /// a listing that leaves them out.
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
+        // A store holding dsh's earlier layout is not listed as if it held nothing of it.
+        let earlier = earlier_layout::files(self.root())?;
+        if !earlier.is_empty() {
+            return Err(earlier_layout::refusal(&earlier));
+        }
         // The session files of every id folder name, over all cwd folders.
         let mut by_id_folder: BTreeMap<OsString, Vec<PathBuf>> = BTreeMap::new();
-        for folder in self.cwd_folders()? {
+        for folder in self.dir.cwd_folders()? {
             let entries = fs::read_dir(&folder).map_err(|e| io_error(&folder, e))?;
             for entry in entries {
                 let entry = entry.map_err(|e| io_error(&folder, e))?;
@@ -664,7 +672,7 @@ impl SessionPersistence for JsonlPersistence {
         let mut listed = Vec::new();
         for (id_folder, files) in by_id_folder {
             let path = match single_file(files) {
-                Ok(Some(path)) => match self.physical(&path) {
+                Ok(Some(path)) => match self.dir.physical(&path) {
                     Ok(Some(physical)) => physical,
                     Ok(None) => {
                         tracing::warn!(path = %path.display(), "skipping a session file outside the store");
@@ -685,7 +693,13 @@ impl SessionPersistence for JsonlPersistence {
                     continue;
                 }
             };
-            match list_entry(&self.root, &path) {
+            // The id folder's name stands for the id in a refusal (logged, not returned).
+            let folder_id = SessionId::new(id_folder.to_string_lossy());
+            let entry = self
+                .dir
+                .open_file(&folder_id, &path)
+                .and_then(|(file, revision)| list_entry(self.root(), &path, file, revision));
+            match entry {
                 Ok(session) => listed.push(session),
                 Err(error) => {
                     tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
@@ -706,40 +720,15 @@ impl SessionPersistence for JsonlPersistence {
 /// How much of a new plain session file is written at a time: 64 KiB.
 const CREATE_CHUNK_BYTES: usize = 1 << 16;
 
-/// The length of `file` when `path` still names it (the same device and inode on unix;
-/// always elsewhere, where files are not replaced under a lock holder), else `None`.
-fn named_len(path: &Path, file: &File) -> io::Result<Option<u64>> {
+/// The length of `file` when the entry `name` of `folder` still is that file (the same
+/// device and inode), else `None`.
+fn named_len(folder: &Folder, name: &OsStr, file: &File) -> io::Result<Option<u64>> {
+    use std::os::unix::fs::MetadataExt;
     let held = file.metadata()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let named = fs::symlink_metadata(path)?;
-        if (held.dev(), held.ino()) != (named.dev(), named.ino()) {
-            return Ok(None);
-        }
+    if folder.entry_id(name)? != (held.dev(), held.ino()) {
+        return Ok(None);
     }
-    #[cfg(not(unix))]
-    let _ = path;
     Ok(Some(held.len()))
-}
-
-/// The refusal of `path` when it is a symbolic link to nothing (an entry no folder or file
-/// can be made through or in place of), naming where it leads; `None` for anything else.
-fn dangling(path: &Path) -> Option<PersistenceError> {
-    let target = fs::read_link(path).ok()?;
-    if path.exists() {
-        return None;
-    }
-    Some(io_error(
-        path,
-        io::Error::new(
-            io::ErrorKind::NotFound,
-            format!(
-                "it is a symbolic link to {}, which does not exist",
-                target.display()
-            ),
-        ),
-    ))
 }
 
 /// Reads a dsh session file at any path, outside a store layout (what `dsh import` and
@@ -801,6 +790,12 @@ fn scan_path(path: &Path) -> Result<(Scanned, FileEnd), PersistenceError> {
         ));
     }
     let file = File::open(path).map_err(|e| io_error(path, e))?;
+    scan_opened(path, file)
+}
+
+/// Reads and scans the whole of `file` (the file at `path`, opened, read from where it
+/// stands) in its form; returns the scan and the file's end.
+fn scan_opened(path: &Path, file: impl Read) -> Result<(Scanned, FileEnd), PersistenceError> {
     let mut reader = BufReader::new(file);
     let start = reader.fill_buf().map_err(|e| io_error(path, e))?;
     if !is_compressed(path, start) {
@@ -823,30 +818,14 @@ fn scan_in_memory(path: &Path, bytes: &[u8]) -> Result<Scanned, PersistenceError
     scanned.map_err(|e| read_error(path, e))
 }
 
-/// Reads the whole file at `path` for session `id` and checks that it belongs there in the
-/// store at `root`; returns the scan and the file's end.
-fn scan_file(
+/// The header of the session file at `path` (`file`, opened, `revision` bytes long) and its
+/// revision, the header checked against its folders in the store at `root`.
+fn list_entry(
     root: &Path,
-    id: &SessionId,
     path: &Path,
-) -> Result<(Scanned, FileEnd), PersistenceError> {
-    let (scanned, end) = scan_path(path)?;
-    check_placement(root, id, &scanned.header, path)?;
-    Ok((scanned, end))
-}
-
-/// Opens the file at `path` for reading; returns it and its length in bytes (the revision of
-/// what a read of it sees: the writers only append after that length).
-fn open_with_len(path: &Path) -> Result<(File, u64), PersistenceError> {
-    let file = File::open(path).map_err(|e| io_error(path, e))?;
-    let len = file.metadata().map_err(|e| io_error(path, e))?.len();
-    Ok((file, len))
-}
-
-/// The header and revision of the session file at `path`, the header checked against its
-/// folders in the store at `root`.
-fn list_entry(root: &Path, path: &Path) -> Result<ListedSession, PersistenceError> {
-    let (mut file, revision) = open_with_len(path)?;
+    mut file: File,
+    revision: u64,
+) -> Result<ListedSession, PersistenceError> {
     let mut start = [0u8; 4];
     let read = file.read(&mut start).map_err(|e| io_error(path, e))?;
     file.seek(SeekFrom::Start(0))
@@ -933,6 +912,8 @@ fn check_storable(
 /// file's end is updated.
 fn write_records(
     file: &mut File,
+    folder: &Folder,
+    name: &OsStr,
     cursor: &mut Cursor,
     events: &[Arc<SessionEvent>],
     step: Step,
@@ -952,7 +933,7 @@ fn write_records(
     match step {
         Step::InPlace => append_after(file, cursor.end.len(), cursor.committed, bytes)
             .map_err(|e| io_error(&cursor.path, e)),
-        Step::Replace => replace_atomically(&cursor.path, file, cursor.committed, bytes)
+        Step::Replace => replace_atomically(folder, name, file, cursor.committed, bytes)
             .map_err(|IoAt(path, source)| io_error(&path, source)),
     }?;
     cursor.end.append(cursor.committed, bytes);
@@ -969,7 +950,7 @@ fn lines_len(events: &[Arc<SessionEvent>]) -> usize {
         .sum()
 }
 
-fn io_error(path: &Path, source: io::Error) -> PersistenceError {
+pub(crate) fn io_error(path: &Path, source: io::Error) -> PersistenceError {
     PersistenceError::Io {
         path: path.display().to_string(),
         source,

@@ -1,15 +1,18 @@
-//! Durable file steps: publishing a new file without overwriting, appending after a known
-//! length.
+//! Durable file steps: publishing a new file without overwriting, replacing a file in one
+//! step, appending after a known length. Every step on a name happens in the handle of its
+//! folder ([`Folder`]), never through a path.
 
-use std::fs::{self, File, OpenOptions};
+use crate::folder::Folder;
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 /// Why publishing a new file failed.
 #[derive(Debug)]
 pub(crate) enum PublishError {
-    /// A file already exists at the target path; it was left untouched.
+    /// A file already exists at the target name; it was left untouched.
     Exists,
     /// The operating system refused a step on `path`.
     Io(PathBuf, io::Error),
@@ -25,75 +28,78 @@ impl From<IoAt> for PublishError {
 #[derive(Debug)]
 pub(crate) struct IoAt(pub(crate) PathBuf, pub(crate) io::Error);
 
-fn io_at(path: &Path) -> impl FnOnce(io::Error) -> IoAt + '_ {
-    move |e| IoAt(path.to_path_buf(), e)
-}
-
-/// The prefix and suffix of the temporary files [`publish_new`] writes next to its target:
-/// `.session.jsonl.<random>.tmp`.
+/// The prefix and suffix of the temporary files [`publish_new_with`] writes next to its
+/// target: `.session.jsonl.<random>.tmp`.
 const TEMP_PREFIX: &str = ".session.jsonl.";
 const TEMP_SUFFIX: &str = ".tmp";
 
-/// How long a temporary file nobody holds must have gone unmodified before [`publish_new`]
-/// removes it as left by a killed writer: 10 minutes.
+/// How long a temporary file nobody holds must have gone unmodified before a publish removes
+/// it as left by a killed writer: 10 minutes.
 pub(crate) const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
 
-/// Writes `bytes` as a new file at `target`, durably and never over an existing file.
-///
-/// The bytes go to a temporary file next to `target` with an unpredictable name, created
-/// exclusively and held under an advisory lock while it is written (`tempfile`), which is
-/// synced, then published at `target` without replacing anything (a hard link, or a rename
-/// that refuses an existing target where links are unsupported); finally the folder of
-/// `target` and its two parents are synced so the new entries survive a crash. Only the
-/// temporary file this call created is ever removed, besides the stale ones of
-/// [`remove_stale_temps`].
+/// Writes `bytes` as a new file `name` in `dir`, durably and never over an existing file.
 #[cfg(test)]
-pub(crate) fn publish_new(target: &Path, bytes: &[u8]) -> Result<(), PublishError> {
-    publish_new_with(target, |out| out.write_all(bytes))
+pub(crate) fn publish_new(dir: &Folder, name: &OsStr, bytes: &[u8]) -> Result<(), PublishError> {
+    publish_new_with(dir, name, &[], |out| out.write_all(bytes))
 }
 
-/// [`publish_new`] of what `write` writes to the temporary file (through a buffer: a large
-/// file is written as it is produced, never held whole in memory).
+/// Writes what `write` writes (through a buffer: a large file is written as it is produced,
+/// never held whole in memory) as a new file `name` in `dir`, durably and never over an
+/// existing file.
+///
+/// The bytes go to a temporary file in `dir` with an unpredictable name, created exclusively
+/// (mode `0600`) and held under an advisory lock while it is written, which is synced, then
+/// published as `name` without replacing anything (a rename that refuses an existing name,
+/// or a hard link where renames cannot); finally `dir` and the folders of `also_sync` (those
+/// above it that got a new entry) are synced so the new entries survive a crash. Only the
+/// temporary file this call created is ever removed, besides the stale ones of
+/// [`remove_stale_temps`].
 pub(crate) fn publish_new_with(
-    target: &Path,
+    dir: &Folder,
+    name: &OsStr,
+    also_sync: &[&Folder],
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), PublishError> {
-    let dir = folder_of(target)?;
     remove_stale_temps(dir, STALE_TEMP_AGE);
-    let temp = locked_temp(dir, |temp| {
-        let mut out = io::BufWriter::with_capacity(1 << 16, temp.as_file_mut());
+    let mut temp = LockedTemp::write(dir, |file| {
+        let mut out = io::BufWriter::with_capacity(1 << 16, file);
         write(&mut out)?;
         out.flush()
     })?;
-    // Dropping `temp` (on success too, once it is a second name of `target`) removes it.
-    temp.persist_noclobber(target)
-        .map_err(|e| match e.error.kind() {
-            io::ErrorKind::AlreadyExists => PublishError::Exists,
-            _ => PublishError::Io(target.to_path_buf(), e.error),
-        })?;
-    Ok(sync_folders(dir, 3)?)
+    match dir.rename_new(&temp.name, name) {
+        Ok(()) => temp.published = true,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(PublishError::Exists),
+        Err(e) => return Err(PublishError::Io(dir.join(name), e)),
+    }
+    for folder in std::iter::once(dir).chain(also_sync.iter().copied()) {
+        folder
+            .sync()
+            .map_err(|e| PublishError::Io(folder.path().to_path_buf(), e))?;
+    }
+    Ok(())
 }
 
-/// Puts at `target` a new file holding the first `keep` bytes of `file` (the current file at
-/// `target`, held under its lock by the caller) followed by `bytes`, in one atomic step: the
-/// new file is written as a temporary file next to `target` as [`publish_new`] writes one,
-/// synced, renamed over `target`, and the folder synced. A crash or a failure at any point
-/// leaves `target` either as it was or holding the whole new content, never a part of
-/// `bytes` (an append can be cut anywhere). The new file is locked from its creation until
-/// this returns; a writer waiting on the lock of the old one must check, once it holds the
-/// lock, that the path still names the file it locked.
+/// Puts as `name` in `dir` a new file holding the first `keep` bytes of `file` (the current
+/// file `name`, held under its lock by the caller) followed by `bytes`, in one atomic step:
+/// the new file is written as a temporary file in `dir` as [`publish_new_with`] writes one,
+/// synced, renamed over `name`, and the folder synced. A crash or a failure at any point
+/// leaves `name` either as it was or holding the whole new content, never a part of `bytes`
+/// (an append can be cut anywhere). The new file is locked from its creation until this
+/// returns; a writer waiting on the lock of the old one must check, once it holds the lock,
+/// that the name still names the file it locked.
 ///
 /// Costs a copy of the `keep` bytes kept (read from `file`, streamed).
 pub(crate) fn replace_atomically(
-    target: &Path,
+    dir: &Folder,
+    name: &OsStr,
     file: &mut File,
     keep: u64,
     bytes: &[u8],
 ) -> Result<(), IoAt> {
-    let dir = folder_of(target)?;
     remove_stale_temps(dir, STALE_TEMP_AGE);
-    file.seek(SeekFrom::Start(0)).map_err(io_at(target))?;
-    let temp = locked_temp(dir, |temp| {
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| IoAt(dir.join(name), e))?;
+    let mut temp = LockedTemp::write(dir, |temp| {
         let copied = io::copy(&mut (&mut *file).take(keep), temp)?;
         if copied != keep {
             return Err(io::Error::new(
@@ -103,70 +109,77 @@ pub(crate) fn replace_atomically(
         }
         temp.write_all(bytes)
     })?;
-    temp.persist(target)
-        .map_err(|e| IoAt(target.to_path_buf(), e.error))?;
-    sync_folders(dir, 1)
+    dir.rename(&temp.name, name)
+        .map_err(|e| IoAt(dir.join(name), e))?;
+    temp.published = true;
+    dir.sync().map_err(|e| IoAt(dir.path().to_path_buf(), e))
 }
 
-/// The folder `target` goes in. Errors: `InvalidInput` for a path without one.
-fn folder_of(target: &Path) -> Result<&Path, IoAt> {
-    target
-        .parent()
-        .ok_or_else(|| IoAt(target.to_path_buf(), io::ErrorKind::InvalidInput.into()))
+/// A temporary file this process created in a folder, locked while it lives; removed when
+/// dropped unless it was published (renamed) under its final name.
+struct LockedTemp<'d> {
+    dir: &'d Folder,
+    name: OsString,
+    /// Held for the lock (released when this drops).
+    _file: File,
+    published: bool,
 }
 
-/// A new temporary file in `dir` with an unpredictable name, created exclusively, locked,
-/// filled by `write` and synced. Errors: the step that failed, naming the temporary file
-/// (which is removed).
-fn locked_temp(
-    dir: &Path,
-    write: impl FnOnce(&mut tempfile::NamedTempFile) -> io::Result<()>,
-) -> Result<tempfile::NamedTempFile, IoAt> {
-    let mut temp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .suffix(TEMP_SUFFIX)
-        .tempfile_in(dir)
-        .map_err(io_at(dir))?;
-    let written = temp
-        .as_file()
-        .lock()
-        .and_then(|()| write(&mut temp))
-        .and_then(|()| temp.as_file().sync_all());
-    match written {
-        Ok(()) => Ok(temp),
-        Err(e) => Err(IoAt(temp.path().to_path_buf(), e)),
+impl<'d> LockedTemp<'d> {
+    /// A new temporary file in `dir` with an unpredictable name, created exclusively (mode
+    /// `0600`), locked, filled by `write` and synced. Errors: the step that failed, naming
+    /// the temporary file (which is removed).
+    fn write(
+        dir: &'d Folder,
+        write: impl FnOnce(&mut File) -> io::Result<()>,
+    ) -> Result<LockedTemp<'d>, IoAt> {
+        let (mut file, name) = dir
+            .create_unique_file(TEMP_PREFIX, TEMP_SUFFIX)
+            .map_err(|e| IoAt(dir.path().to_path_buf(), e))?;
+        let written = file
+            .lock()
+            .and_then(|()| write(&mut file))
+            .and_then(|()| file.sync_all());
+        let temp = LockedTemp {
+            dir,
+            name,
+            _file: file,
+            published: false,
+        };
+        match written {
+            Ok(()) => Ok(temp),
+            Err(e) => Err(IoAt(dir.join(&temp.name), e)),
+        }
     }
 }
 
-/// Syncs `dir` and up to `levels - 1` of its parents, so new entries in them survive a crash.
-fn sync_folders(dir: &Path, levels: usize) -> Result<(), IoAt> {
-    let mut folder = Some(dir);
-    for _ in 0..levels {
-        let Some(path) = folder else { break };
-        sync_dir(path).map_err(io_at(path))?;
-        folder = path.parent();
+impl Drop for LockedTemp<'_> {
+    fn drop(&mut self) {
+        if self.published {
+            return;
+        }
+        if let Err(error) = self.dir.remove_file(&self.name) {
+            tracing::debug!(%error, path = %self.dir.join(&self.name).display(), "temporary file left in place");
+        }
     }
-    Ok(())
 }
 
-/// Removes from `dir` the temporary files of [`publish_new`] that a killed writer left: named
-/// as they are, not locked by any writer (a live one holds its lock until it is done), and
-/// unmodified for `age` or longer. Anything else, and every file it cannot judge, is left
-/// alone; failures are logged at debug level, never returned (a stale file costs space, not
-/// data).
-pub(crate) fn remove_stale_temps(dir: &Path, age: Duration) {
-    let Ok(entries) = fs::read_dir(dir) else {
+/// Removes from `dir` the temporary files of [`publish_new_with`] that a killed writer left:
+/// named as they are, not locked by any writer (a live one holds its lock until it is done),
+/// and unmodified for `age` or longer. Anything else, and every file it cannot judge, is
+/// left alone; failures are logged at debug level, never returned (a stale file costs space,
+/// not data).
+pub(crate) fn remove_stale_temps(dir: &Folder, age: Duration) {
+    let Ok(names) = dir.entries() else {
         return;
     };
-    for entry in entries.filter_map(Result::ok) {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !(name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX)) {
+    for name in names {
+        let Some(text) = name.to_str() else { continue };
+        if !(text.starts_with(TEMP_PREFIX) && text.ends_with(TEMP_SUFFIX)) {
             continue;
         }
-        let path = entry.path();
         let stale = || -> io::Result<bool> {
-            let file = OpenOptions::new().read(true).open(&path)?;
+            let file = dir.open_file(&name, false)?;
             let modified = file.metadata()?.modified()?;
             if SystemTime::now()
                 .duration_since(modified)
@@ -181,9 +194,10 @@ pub(crate) fn remove_stale_temps(dir: &Path, age: Duration) {
                 Err(fs::TryLockError::WouldBlock) => return Ok(false),
                 Err(fs::TryLockError::Error(e)) => return Err(e),
             }
-            fs::remove_file(&path)?;
+            dir.remove_file(&name)?;
             Ok(true)
         };
+        let path = dir.join(&name);
         match stale() {
             Ok(true) => tracing::info!(path = %path.display(), "removed a stale temporary file"),
             Ok(false) => {}
@@ -232,27 +246,25 @@ fn replace_tail(
     written
 }
 
-/// Syncs a folder so that entries created in it are durable (a no-op where folders cannot be
-/// opened, as on Windows).
-fn sync_dir(path: &Path) -> io::Result<()> {
-    match File::open(path) {
-        Ok(dir) => dir.sync_all(),
-        Err(_) if cfg!(windows) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
+    use std::path::Path;
+
+    /// [`publish_new`] of `session.jsonl` in the folder at `dir`.
+    fn publish(dir: &Path, bytes: &[u8]) -> Result<(), PublishError> {
+        let folder = Folder::open_path(dir).expect("the folder opens");
+        publish_new(&folder, "session.jsonl".as_ref(), bytes)
+    }
 
     #[test]
     fn publishing_never_overwrites_and_leaves_no_temporary_file() {
         let dir = tempfile::tempdir().expect("temp dir");
         let target = dir.path().join("session.jsonl");
-        publish_new(&target, b"first\n").expect("published");
+        publish(dir.path(), b"first\n").expect("published");
         assert!(matches!(
-            publish_new(&target, b"second\n"),
+            publish(dir.path(), b"second\n"),
             Err(PublishError::Exists)
         ));
         assert_eq!(fs::read(&target).expect("readable"), b"first\n");
@@ -291,7 +303,7 @@ mod tests {
         let left = format!(".session.jsonl.{}.0.tmp", std::process::id());
         temp_aged(dir.path(), &left, Duration::ZERO);
         let target = dir.path().join("session.jsonl");
-        publish_new(&target, b"header\n").expect("published");
+        publish(dir.path(), b"header\n").expect("published");
         assert_eq!(fs::read(&target).expect("readable"), b"header\n");
         assert_eq!(
             names_in(dir.path()),
@@ -314,7 +326,7 @@ mod tests {
         );
         temp_aged(dir.path(), "notes.tmp", old);
         temp_aged(dir.path(), ".session.jsonl.old", old);
-        publish_new(&dir.path().join("session.jsonl"), b"header\n").expect("published");
+        publish(dir.path(), b"header\n").expect("published");
         assert_eq!(
             names_in(dir.path()),
             [
@@ -332,14 +344,11 @@ mod tests {
     #[test]
     fn concurrent_publishes_to_one_target_leave_one_file_and_no_temporary_file() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let target = dir.path().join("session.jsonl");
         let outcomes: Vec<bool> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..8)
                 .map(|n| {
-                    let target = &target;
-                    scope.spawn(move || {
-                        publish_new(target, format!("writer {n}\n").as_bytes()).is_ok()
-                    })
+                    let dir = dir.path();
+                    scope.spawn(move || publish(dir, format!("writer {n}\n").as_bytes()).is_ok())
                 })
                 .collect();
             handles

@@ -10,11 +10,19 @@
 //! like any session, header with lineage plus its seed), not the store's internals, not which
 //! plugin calls it.
 
+#[cfg(not(unix))]
+compile_error!(
+    "dsh-session-jsonl opens its store through folder handles (the openat family), which needs a \
+     unix (Linux, macOS, the BSDs)"
+);
+
 mod backend;
 mod compressed;
 mod decode;
 mod durable;
+mod earlier_layout;
 mod file_end;
+mod folder;
 mod folders;
 mod header_line;
 mod json;
@@ -23,6 +31,7 @@ pub mod limits;
 pub mod plugin;
 mod record;
 mod scan;
+mod store_dir;
 mod tail;
 
 pub use backend::{

@@ -390,3 +390,50 @@ fn a_link_to_nothing_where_a_session_goes_is_refused_saying_where_it_leads() {
     }
     assert!(!gone.exists(), "nothing made through the links");
 }
+
+/// dsh's earlier flat layout, `<root>/cwd-<hash>/<id>.jsonl` (reference section 6.3, "RFC
+/// era"), which dsh no longer reads: a store holding it is not taken for an empty one. The
+/// listing and every read of such an id are refused (`LAYOUT_UNSUPPORTED`) naming the file,
+/// the layout and what to do; nothing is written.
+#[test]
+fn a_store_in_dshs_earlier_flat_layout_is_refused_naming_the_layout_and_what_to_do() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let project = dir.path().join("cwd-0123456789ab");
+    fs::create_dir(&project).expect("folder");
+    let old = project.join("old.jsonl");
+    fs::write(&old, file_text("old", "/p")).expect("written");
+    let store = JsonlPersistence::new(dir.path());
+
+    let refused = store.list().expect_err("the listing is refused");
+    assert_eq!(refused.code(), "LAYOUT_UNSUPPORTED", "{refused}");
+    let message = refused.to_string();
+    for part in [
+        old.to_str().expect("UTF-8"),
+        "<project>/<id>.jsonl",
+        "dsh import",
+    ] {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
+    let id = SessionId::new("old");
+    let code = |result: Result<(), PersistenceError>| result.expect_err("refused").code();
+    assert_eq!(code(store.load(&id).map(drop)), "LAYOUT_UNSUPPORTED");
+    assert_eq!(
+        code(store.read_from(&id, 0).map(drop)),
+        "LAYOUT_UNSUPPORTED"
+    );
+    assert_eq!(code(store.append(&id, &turn(2, 2))), "LAYOUT_UNSUPPORTED");
+    assert_eq!(
+        code(store.load(&SessionId::new("other")).map(drop)),
+        "SESSION_NOT_FOUND",
+        "an id the earlier layout does not hold is simply not stored"
+    );
+    assert_eq!(
+        fs::read_to_string(&old).expect("readable"),
+        file_text("old", "/p")
+    );
+    assert_eq!(fs::read_dir(dir.path()).expect("listable").count(), 1);
+
+    // Once the earlier files are moved out, the store lists what it holds.
+    fs::remove_dir_all(&project).expect("removed");
+    assert!(listed_ids(&store).is_empty());
+}

@@ -3,7 +3,7 @@
 use crate::rows::{
     event_from_row, header_from_row, insert_events, insert_header, EVENT_COLUMNS, HEADER_COLUMNS,
 };
-use crate::schema::{connect, open_database, storage_error};
+use crate::schema::{connect, open_prepared, storage_error};
 use dsh_session::columns::{
     check_stored_version, events_from_rows, sql_int, tail_from_rows, EventColumns, StoredRows,
 };
@@ -59,7 +59,10 @@ const REVISION: &str = "(SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE sess
 /// The revision ([`ListedSession::revision`]) of a stored session is the number of its stored
 /// events (one past its greatest seq), read from the primary-key index.
 pub struct SqlitePersistence {
+    /// The database path as given (what messages name).
     path: PathBuf,
+    /// The database file every connection opens: `path` resolved once, when it was opened.
+    file: PathBuf,
     lock_timeout: Duration,
     /// The connection every write goes through, used by the thread committing a group.
     writer: Mutex<Connection>,
@@ -151,9 +154,11 @@ impl SqlitePersistence {
         lock_timeout: Duration,
     ) -> Result<SqlitePersistence, PersistenceError> {
         let path = path.into();
-        let writer = open_database(&path, lock_timeout)?;
+        let file = crate::file::prepare(&path)?;
+        let writer = open_prepared(&file, lock_timeout)?;
         Ok(SqlitePersistence {
             path,
+            file,
             lock_timeout,
             writer: Mutex::new(writer),
             queue: Mutex::default(),
@@ -295,7 +300,7 @@ impl SqlitePersistence {
     /// removed file), and the connection refuses to write (`query_only`).
     fn open_reader(&self) -> Result<Connection, PersistenceError> {
         let flags = OpenFlags::default() - OpenFlags::SQLITE_OPEN_CREATE;
-        let conn = connect(&self.path, flags, self.lock_timeout)?;
+        let conn = connect(&self.file, flags, self.lock_timeout)?;
         conn.pragma_update(None, "query_only", true)
             .map_err(|e| storage_error(&self.path, &e))?;
         Ok(conn)

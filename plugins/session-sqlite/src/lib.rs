@@ -24,6 +24,7 @@
 //! ```
 
 mod backend;
+mod file;
 pub mod plugin;
 mod rows;
 pub mod schema;

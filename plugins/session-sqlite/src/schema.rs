@@ -52,16 +52,24 @@ CREATE TABLE events (
 /// fresh database, the tables. The preparation waits up to `lock_timeout` for another
 /// connection's lock, including where SQLite itself would refuse at once (the switch to WAL).
 ///
+/// A database file it creates is `0600` and the folders it makes `0700`, whatever the umask
+/// (SQLite's `-wal` and `-shm` files take the file's mode); the path is resolved once (every
+/// symbolic link followed) and opened without following a link met later.
+///
 /// Errors: [`PersistenceError::VersionUnsupported`] for a database of another schema version;
 /// [`PersistenceError::Io`] when the folder, the file or a statement is refused.
 pub fn open_database(path: &Path, lock_timeout: Duration) -> Result<Connection, PersistenceError> {
+    let physical = crate::file::prepare(path)?;
+    open_prepared(&physical, lock_timeout)
+}
+
+/// [`open_database`] of the database at `path`, a physical path [`crate::file::prepare`]
+/// gave.
+pub(crate) fn open_prepared(
+    path: &Path,
+    lock_timeout: Duration,
+) -> Result<Connection, PersistenceError> {
     let failed = |e: rusqlite::Error| storage_error(path, &e);
-    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(folder).map_err(|source| PersistenceError::Io {
-            path: folder.display().to_string(),
-            source,
-        })?;
-    }
     let mut conn = connect(path, OpenFlags::default(), lock_timeout)?;
     // While another connection holds the write lock of a file not yet in WAL, SQLite refuses
     // the switch to WAL at once instead of calling its busy handler (the shared lock this
@@ -137,6 +145,9 @@ fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Prepare> {
 /// could lose the last commits), foreign keys on, and `lock_timeout` as SQLite's busy timeout
 /// (how long a writer waits for another connection's write lock).
 ///
+/// `path` is opened with `SQLITE_OPEN_NOFOLLOW`: a symbolic link anywhere on it is refused,
+/// not followed (the path a backend opens was resolved once, [`crate::file::prepare`]).
+///
 /// Errors: [`PersistenceError::Io`] when the file or a setting is refused.
 pub(crate) fn connect(
     path: &Path,
@@ -144,6 +155,7 @@ pub(crate) fn connect(
     lock_timeout: Duration,
 ) -> Result<Connection, PersistenceError> {
     let failed = |e: rusqlite::Error| storage_error(path, &e);
+    let flags = flags | OpenFlags::SQLITE_OPEN_NOFOLLOW;
     let conn = Connection::open_with_flags(path, flags).map_err(failed)?;
     conn.busy_timeout(lock_timeout).map_err(failed)?;
     conn.pragma_update(None, "synchronous", "FULL")

@@ -170,6 +170,17 @@ pub enum PersistenceError {
         /// Where it leads.
         target: String,
     },
+    /// The storage is laid out in a form this backend does not read (for the JSONL store,
+    /// dsh's earlier flat layout `<project>/<id>.jsonl`): refused rather than taken for
+    /// storage without the session (or without any). Nothing was read or written; `reason`
+    /// names the layout and what to do.
+    #[error("{path}: {reason}")]
+    LayoutUnsupported {
+        /// The file (or folder) in that layout.
+        path: String,
+        /// Which layout it is and what to do about it.
+        reason: String,
+    },
     /// A stored line, frame or record is larger than the backend reads (a bound well above
     /// anything dsh writes, so that a hostile file cannot exhaust memory; nothing was read),
     /// or a create names an id longer than the backend stores (nothing was written).
@@ -218,6 +229,7 @@ impl PersistenceError {
             PersistenceError::LockFailed { .. } => "IO_ERROR",
             PersistenceError::Unstorable { .. } => "EVENT_UNSTORABLE",
             PersistenceError::OutsideStore { .. } => "PATH_OUTSIDE_STORE",
+            PersistenceError::LayoutUnsupported { .. } => "LAYOUT_UNSUPPORTED",
             PersistenceError::TooLarge { .. } => "LIMIT_EXCEEDED",
             PersistenceError::Panicked { .. } => "BACKEND_PANICKED",
             PersistenceError::Io { .. } => "IO_ERROR",
@@ -537,23 +549,40 @@ fn take_over(
     })
 }
 
+/// What a catch-up ([`catch_up`]) does when the backend says the stored log does not end
+/// where the store thought.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnMismatch {
+    /// Take over a stored log that is a prefix of the session's: an earlier write reported
+    /// as failed may have landed after all (a sync or commit whose answer was lost).
+    Adopt,
+    /// Keep the [`PersistenceError::SeqMismatch`]: the events to write were derived from a
+    /// read of the stored log (the closers of a resume), so a stored log that changed since
+    /// was changed by another writer, even when it now holds the same events.
+    Refuse,
+}
+
 /// Appends the session's events from `cursor` on, as [`append_from`]. When the backend says
-/// the stored log does not end at `cursor`, an earlier write reported as failed may have
-/// landed after all (a sync or commit whose answer was lost): a stored log that is a prefix
-/// of the session's is taken over as a first write takes it over ([`first_write`]) and gets
-/// the rest appended. Any other stored log (another writer appended other events) keeps the
+/// the stored log does not end at `cursor` and `on_mismatch` is [`OnMismatch::Adopt`], a
+/// stored log that is a prefix of the session's is taken over as a first write takes it over
+/// ([`first_write`]) and gets the rest appended. Any other stored log (another writer
+/// appended other events), and every stored log under [`OnMismatch::Refuse`], keeps the
 /// [`PersistenceError::SeqMismatch`]. Returns the new cursor.
 pub(crate) fn catch_up(
     backend: &dyn SessionPersistence,
     session: &Session,
     cursor: usize,
+    on_mismatch: OnMismatch,
 ) -> Result<usize, PersistenceError> {
     match append_from(backend, session, cursor, Whole::Optional) {
-        Err(mismatch @ PersistenceError::SeqMismatch { .. }) => match first_write(backend, session)
+        Err(mismatch @ PersistenceError::SeqMismatch { .. })
+            if on_mismatch == OnMismatch::Adopt =>
         {
-            Err(PersistenceError::Conflict { .. }) => Err(mismatch),
-            adopted => adopted.map(|landed| landed.held),
-        },
+            match first_write(backend, session) {
+                Err(PersistenceError::Conflict { .. }) => Err(mismatch),
+                adopted => adopted.map(|landed| landed.held),
+            }
+        }
         done => done,
     }
 }

@@ -18,7 +18,8 @@ pub use types::{
 
 use crate::header::{SessionHeader, SessionId};
 use crate::persistence::{
-    catch_up, contain, first_write, Contained, Landed, PersistenceMode, SessionPersistence,
+    catch_up, contain, first_write, Contained, Landed, OnMismatch, PersistenceMode,
+    SessionPersistence,
 };
 use crate::session::{admit_seed, fold_trusted, now_ms, Events, Link, Session};
 use dsh_core::{Emitter, Optional, PluginState, Unavailable};
@@ -331,6 +332,16 @@ impl SessionStore {
     /// write (or the takeover of a stored prefix), the new events after that. Returns what
     /// the write stored, `None` when there is no backend to write to.
     fn write(&self, entry: &Entry) -> Result<Option<Landed>, StoreError> {
+        self.write_with(entry, OnMismatch::Adopt)
+    }
+
+    /// [`SessionStore::write`], a stored log that no longer ends where the store thought
+    /// being taken over or refused as `on_mismatch` says.
+    fn write_with(
+        &self,
+        entry: &Entry,
+        on_mismatch: OnMismatch,
+    ) -> Result<Option<Landed>, StoreError> {
         let id = entry.session.id();
         let mut written = entry.written.lock();
         let backend = match self.writable_backend(id) {
@@ -340,7 +351,7 @@ impl SessionStore {
             Err(_) if written.drained == Some(entry.session.len()) => return Ok(None),
             Err(error) => return Err(error),
         };
-        let landed = write_to(backend.as_ref(), &entry.session, written.held)?;
+        let landed = write_to(backend.as_ref(), &entry.session, written.held, on_mismatch)?;
         written.held = Some(landed.held);
         Ok(Some(landed))
     }
@@ -422,7 +433,7 @@ impl SessionStore {
         };
         for entry in entries {
             let mut written = entry.written.lock();
-            match write_to(backend, &entry.session, written.held) {
+            match write_to(backend, &entry.session, written.held, OnMismatch::Adopt) {
                 Ok(landed) => written.drained = Some(landed.held),
                 Err(error) => {
                     tracing::error!(session = %entry.session.id(), code = error.code(), %error, "session not drained to the leaving backend");
@@ -482,16 +493,18 @@ fn contained(backend: Arc<dyn SessionPersistence>) -> Arc<dyn SessionPersistence
 }
 
 /// Writes what `backend` lacks of `session`, given how many of its events it holds
-/// (`None`: it does not know the session yet). Returns what the write stored.
+/// (`None`: it does not know the session yet), a stored log that no longer ends there being
+/// handled as `on_mismatch` says ([`catch_up`]). Returns what the write stored.
 fn write_to(
     backend: &dyn SessionPersistence,
     session: &Session,
     written: Option<usize>,
+    on_mismatch: OnMismatch,
 ) -> Result<Landed, StoreError> {
     // The backends the store hands out contain their panics call by call; a backend that is
     // going is written to as it is, so its writes are contained as a whole.
     contain("write", || match written {
-        Some(cursor) => catch_up(backend, session, cursor).map(|held| Landed {
+        Some(cursor) => catch_up(backend, session, cursor, on_mismatch).map(|held| Landed {
             held,
             created: false,
             events: held - cursor,

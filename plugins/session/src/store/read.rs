@@ -6,11 +6,15 @@
 use super::{CreateOptions, Loaded, Resumed, SessionStore, StoreError};
 use crate::event::SessionEvent;
 use crate::header::{SessionId, SessionMeta};
-use crate::persistence::{PersistenceError, StoredSession};
+use crate::persistence::{OnMismatch, PersistenceError, StoredSession};
 use crate::repair::interrupted_turn_closers;
 use crate::session::Session;
 use crate::upgrade::{message_id, prepare_stored_events, prepare_stored_tail};
 use std::sync::Arc;
+
+/// How many times [`SessionStore::resume`] reads a stored session whose closers another
+/// writer's change kept it from writing, before it gives up with `SEQ_MISMATCH`: 3.
+const RESUME_ATTEMPTS: u32 = 3;
 
 impl SessionStore {
     /// The live session `id`, or the stored one loaded from the active
@@ -64,11 +68,39 @@ impl SessionStore {
     /// A session already live in the store is returned as it is, with nothing appended: its
     /// open turn belongs to the writer that holds it, not to a crash.
     ///
+    /// Resumes racing on one stored session (processes running `dsh repair` together, or
+    /// several stores over one backend) repair it once: the closers are appended only where
+    /// the read that made them left the stored log. A resume whose write finds the log
+    /// changed by another writer since its read writes nothing and reads the session again
+    /// (at most 3 times in all): when the other writer closed the turn, it
+    /// returns with nothing appended, so exactly one resume reports the closers.
+    ///
     /// # Errors
     /// As [`SessionStore::load`]; [`StoreError::Persistence`] when the closers cannot be
-    /// written (the file keeps its previous content and nothing stays live). Damage before
-    /// the last committed `turn/end` is refused by the backend before anything is written.
+    /// written (the file keeps its previous content and nothing stays live), with
+    /// `SEQ_MISMATCH` when other writers changed the stored log between each of the
+    /// 3 reads and its write. Damage before the last committed `turn/end`
+    /// is refused by the backend before anything is written.
     pub fn resume(&self, id: &SessionId) -> Result<Resumed, StoreError> {
+        let mut attempt = 1;
+        loop {
+            match self.resume_once(id) {
+                Err(StoreError::Persistence {
+                    source: PersistenceError::SeqMismatch { .. },
+                    ..
+                }) if attempt < RESUME_ATTEMPTS => {
+                    tracing::debug!(session = %id, attempt, "the stored log changed before the closers were written; reading it again");
+                    attempt += 1;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// One attempt of [`SessionStore::resume`]: a read, then the closers it calls for written
+    /// where that read left the stored log (a log changed since is `SEQ_MISMATCH`, never
+    /// taken over).
+    fn resume_once(&self, id: &SessionId) -> Result<Resumed, StoreError> {
         if let Some(session) = self.get(id) {
             return Ok(Resumed {
                 session,
@@ -104,7 +136,7 @@ impl SessionStore {
                 }
             } else {
                 self.entry(&session)
-                    .and_then(|entry| self.write(&entry).map(drop))
+                    .and_then(|entry| self.write_with(&entry, OnMismatch::Refuse).map(drop))
             };
         if let Err(error) = written {
             self.remove(id);

@@ -14,12 +14,20 @@
 //!   target <= 1.2). `fork_rpc_persisted_us_N` is the same round trip with the JSONL backend,
 //!   where the child's file is written with its seed before the answer (dsh's file format
 //!   holds the whole seed), so it grows with N: shown, not targeted.
+//! - `prompt_rpc_us`: a `session/prompt` round trip of a one-step turn run by [`BenchRunner`]
+//!   (the prompt, a yield where a model call would be, one assistant message), in a store
+//!   without a backend; `prompt_rpc_persisted_us` the same with the JSONL backend, where the
+//!   turn is written durably before the answer. Shown, not targeted: the persisted figure is
+//!   what the durability of a turn costs.
 
 use crate::generate;
 use crate::measure::{median, paired_medians, time, us, Plan};
 use dsh::acp::acp::Lines;
-use dsh::acp::{AcpPlugin, AcpServer};
-use dsh::session::{CreateOptions, SessionId, SessionMeta, SessionPlugin, SessionStore};
+use dsh::acp::{AcpPlugin, AcpServer, Turn, TurnError, TurnFuture, TurnRunner};
+use dsh::core::{BoxError, NoConfig, Plugin, Scope, ServiceKey};
+use dsh::session::{
+    CreateOptions, EventDraft, SessionId, SessionMeta, SessionPlugin, SessionStore, TurnEndReason,
+};
 use dsh::session_fork::SessionForkPlugin;
 use dsh::session_jsonl::SessionJsonlPlugin;
 use dsh::{Context, ContextConfig};
@@ -28,14 +36,69 @@ use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Events of the replayed session.
 pub const LOAD_EVENTS: usize = 100_000;
 /// Source lengths of the fork round trips.
 pub const FORK_SIZES: [usize; 2] = [1_000, 100_000];
 
-/// The session plugin, the fork plugin, the ACP plugin, and (with `root`) the JSONL backend
-/// storing under `root`.
+/// Prompts timed per repetition of the prompt scenario.
+pub const PROMPTS: usize = 20;
+
+/// The turn runner of the prompt figures: a one-step turn as a model-backed runner writes it,
+/// `turn/start`, the prompt as `user/message`, a yield to the runtime where the model call
+/// would be, then `step/start`, one `assistant/message`, `step/end` and `turn/end`.
+pub struct BenchRunner;
+
+impl TurnRunner for BenchRunner {
+    fn run(&self, turn: Turn) -> TurnFuture {
+        Box::pin(bench_turn(turn))
+    }
+}
+
+async fn bench_turn(turn: Turn) -> Result<(), TurnError> {
+    let (number, text, session) = (turn.number(), turn.prompt_text(), &turn.session);
+    session.append(EventDraft::turn_start(number))?;
+    session.append(EventDraft::user_text(
+        &format!("bench-user-{number}"),
+        &text,
+        "user",
+    ))?;
+    tokio::task::yield_now().await;
+    session.append(EventDraft::step_start(number, 1))?;
+    session.append(EventDraft::assistant_text(
+        number,
+        1,
+        &format!("bench-assistant-{number}"),
+        &text,
+        "bench",
+        "bench-1",
+    ))?;
+    session.append(EventDraft::step_end(number, 1))?;
+    session.append(EventDraft::turn_end(number, TurnEndReason::Completed))?;
+    Ok(())
+}
+
+/// The plugin providing [`BenchRunner`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BenchRunnerPlugin;
+
+impl Plugin for BenchRunnerPlugin {
+    const NAME: &'static str = "bench-runner";
+    const VERSION: &'static str = "0.1.0";
+    const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<dyn TurnRunner>()];
+    type Config = NoConfig;
+    type Deps = ();
+
+    fn apply(&self, scope: &Scope, _: NoConfig, (): ()) -> Result<(), BoxError> {
+        scope.provide::<dyn TurnRunner>(Arc::new(BenchRunner))?;
+        Ok(())
+    }
+}
+
+/// The session plugin, the fork plugin, the ACP plugin, the bench's turn runner, and (with
+/// `root`) the JSONL backend storing under `root`.
 ///
 /// # Panics
 /// When the context does not build.
@@ -43,7 +106,8 @@ pub fn context(root: Option<&Path>) -> Context {
     let mut builder = Context::builder()
         .add_plugin(SessionPlugin)
         .add_plugin(SessionForkPlugin)
-        .add_plugin(AcpPlugin);
+        .add_plugin(AcpPlugin)
+        .add_plugin(BenchRunnerPlugin);
     if let Some(root) = root {
         let mut config = ContextConfig::default();
         config.set_config(
@@ -195,6 +259,28 @@ pub fn fork_once(runtime: &tokio::runtime::Runtime, client: &mut Client, id: &Se
     us(elapsed)
 }
 
+/// [`PROMPTS`] `session/prompt` round trips in session `id` (open); the median in
+/// microseconds.
+///
+/// # Panics
+/// When a prompt fails.
+pub fn prompt_us(runtime: &tokio::runtime::Runtime, client: &mut Client, id: &SessionId) -> f64 {
+    let params = json!({"sessionId": id.as_str(), "prompt": [{"type": "text", "text": "bench"}]});
+    let samples = (0..PROMPTS)
+        .map(|_| {
+            let mut answer = Value::Null;
+            let elapsed = time(|| {
+                answer = runtime
+                    .block_on(client.ok("session/prompt", params.clone()))
+                    .0
+            });
+            assert_eq!(answer["stopReason"], "end_turn", "{answer}");
+            us(elapsed)
+        })
+        .collect();
+    median(samples)
+}
+
 /// The runtime the server runs on: two workers, as the machine has.
 ///
 /// # Panics
@@ -269,6 +355,23 @@ pub fn measure(plan: Plan, mut progress: impl FnMut(&str)) -> Vec<(String, f64)>
                 .collect(),
         );
         figures.push((format!("fork_rpc_persisted_us_{len}"), rpc));
+    }
+
+    for (figure, root) in [
+        ("prompt_rpc_us", None),
+        ("prompt_rpc_persisted_us", Some(dir.path().join("prompt"))),
+    ] {
+        progress(&format!("session/prompt of a one-step turn ({figure})"));
+        let ctx = context(root.as_deref());
+        let id = create(&ctx, "acp-prompt", 0);
+        let mut client = Client::connect(&runtime, &ctx.expect::<AcpServer>());
+        prompt_us(&runtime, &mut client, &id); // warm-up
+        let rpc = median(
+            (0..reps)
+                .map(|_| prompt_us(&runtime, &mut client, &id))
+                .collect(),
+        );
+        figures.push((figure.to_owned(), rpc));
     }
     figures
 }

@@ -1,6 +1,6 @@
-//! `acp` figures: the ACP server of `dsh-acp`, served in process over an in-memory line
-//! transport (the server's framing and serialization included, the client's reading of each
-//! line too), next to the store calls it makes.
+//! `acp` figures: the ACP server of `dsh-acp`, served in process over in-memory pipes (the
+//! server's framing and serialization included, the client's reading of each line too), next
+//! to the store calls it makes.
 //!
 //! - `load_replay_events_per_s`: `session/load` of a stored 100,000-event session (JSONL),
 //!   events replayed per second (the session's events over the round trip, every
@@ -22,7 +22,6 @@
 
 use crate::generate;
 use crate::measure::{median, paired_medians, time, us, Plan};
-use dsh::acp::acp::Lines;
 use dsh::acp::{AcpPlugin, AcpServer, Turn, TurnError, TurnFuture, TurnRunner};
 use dsh::core::{BoxError, NoConfig, Plugin, Scope, ServiceKey};
 use dsh::session::{
@@ -31,8 +30,8 @@ use dsh::session::{
 use dsh::session_fork::SessionForkPlugin;
 use dsh::session_jsonl::SessionJsonlPlugin;
 use dsh::{Context, ContextConfig};
-use futures::channel::mpsc;
-use futures::{SinkExt, StreamExt};
+use futures::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use futures::StreamExt;
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::path::Path;
@@ -135,11 +134,14 @@ pub fn create(ctx: &Context, id: &str, len: usize) -> SessionId {
     session.id().clone()
 }
 
+/// Bytes an in-memory pipe between the client and the server holds.
+const PIPE_BYTES: usize = 1 << 20;
+
 /// An ACP client connected in process to a server: requests written as lines, every line the
 /// server writes read back.
 pub struct Client {
-    requests: mpsc::UnboundedSender<std::io::Result<String>>,
-    lines: mpsc::UnboundedReceiver<String>,
+    requests: piper::Writer,
+    lines: Lines<BufReader<piper::Reader>>,
     next_id: u64,
 }
 
@@ -149,11 +151,11 @@ impl Client {
     /// # Panics
     /// When `initialize` fails.
     pub fn connect(runtime: &tokio::runtime::Runtime, server: &AcpServer) -> Client {
-        let (requests, incoming) = mpsc::unbounded::<std::io::Result<String>>();
-        let (outgoing, lines) = mpsc::unbounded::<String>();
-        let transport = Lines::new(outgoing.sink_map_err(std::io::Error::other), incoming);
+        let (input, requests) = piper::pipe(PIPE_BYTES);
+        let (lines, output) = piper::pipe(PIPE_BYTES);
+        let lines = BufReader::new(lines).lines();
         let server = server.clone();
-        runtime.spawn(async move { server.serve(transport).await });
+        runtime.spawn(async move { server.serve(input, output).await });
         let mut client = Client {
             requests,
             lines,
@@ -176,12 +178,19 @@ impl Client {
         self.next_id += 1;
         let id = self.next_id;
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let line = format!("{request}\n");
         self.requests
-            .unbounded_send(Ok(request.to_string()))
+            .write_all(line.as_bytes())
+            .await
             .expect("the server reads");
         let mut notifications = 0;
         loop {
-            let line = self.lines.next().await.expect("the server answers");
+            let line = self
+                .lines
+                .next()
+                .await
+                .expect("the server answers")
+                .expect("the server's output reads");
             if line.contains("\"method\":\"session/update\"") {
                 notifications += 1;
                 black_box(&line);

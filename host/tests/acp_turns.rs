@@ -96,7 +96,7 @@ fn a_runner_deaf_to_the_cancellation_is_given_up_after_the_bound_and_its_turn_cl
         None => return,
     };
     let sandbox = Sandbox::new();
-    let config = acp_config(&sandbox, json!({"turn_stop_timeout_ms": 200}));
+    let config = acp_config(&sandbox, json!({"stop_timeout_ms": 200}));
     let mut peer = Peer::echo(&sandbox, &binary, &["--config", &config]);
     peer.initialize();
     let session = peer.new_session(json!(1), "/work/turns");

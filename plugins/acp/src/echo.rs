@@ -1,32 +1,37 @@
 //! What an error answer shows of what the client sent: never all of it. A value the client
 //! sent (a malformed line, a cursor, the params the SDK could not read) is shown as its first
 //! [`SHOWN_CHARS`] characters then `… (N bytes)`, as a session id is; and every string of an
-//! error answer (its `message`, the strings of its `data`) is cut the same way past
-//! [`MAX_ERROR_STRING_CHARS`], whatever produced it, so that no answer grows with the input.
+//! error answer (its `message`, the strings of its `data`) is cut the same way after
+//! [`MAX_ERROR_STRING_CHARS`] characters, whatever produced it, so that no answer grows with
+//! the input.
 
 use serde_json::Value;
 
 /// Characters of a client's value an error shows.
 pub const SHOWN_CHARS: usize = 64;
 
-/// The longest string an error answer carries, in characters (its `message` and each string
-/// of its `data`); a longer one is cut to its first [`SHOWN_CHARS`] characters.
+/// The longest string an error answer carries whole, in characters (its `message` and each
+/// string of its `data`); a longer one is cut after as many.
 pub const MAX_ERROR_STRING_CHARS: usize = 1024;
 
 /// `text` as an error shows it: whole when it has at most [`SHOWN_CHARS`] characters, else
 /// its first [`SHOWN_CHARS`] characters, `…` and its length in bytes
 /// (`"xxxx…xxxx… (1048576 bytes)"`).
 pub(crate) fn shown(text: &str) -> String {
-    match text.char_indices().nth(SHOWN_CHARS) {
-        None => text.to_owned(),
-        Some((end, _)) => format!("{}… ({} bytes)", &text[..end], text.len()),
-    }
+    cut(text, SHOWN_CHARS).unwrap_or_else(|| text.to_owned())
+}
+
+/// `text` cut after `chars` characters, then `…` and its length in bytes; `None` when it has
+/// no more than `chars`.
+fn cut(text: &str, chars: usize) -> Option<String> {
+    let (end, _) = text.char_indices().nth(chars)?;
+    Some(format!("{}… ({} bytes)", &text[..end], text.len()))
 }
 
 /// Bounds the error object `error` of an answer (`{code, message, data}`) before it is
 /// written: `data.json` (where the SDK copies the params it could not read) becomes its JSON
 /// text as [`shown`] shows it, and every string of `message` and `data` longer than
-/// [`MAX_ERROR_STRING_CHARS`] characters is [`shown`].
+/// [`MAX_ERROR_STRING_CHARS`] characters is cut after as many.
 pub(crate) fn bound_error(error: &mut Value) {
     if let Some(json) = error.pointer_mut("/data/json") {
         if !json.is_string() {
@@ -42,13 +47,15 @@ pub(crate) fn bound_error(error: &mut Value) {
 }
 
 /// Cuts every string of `value` longer than [`MAX_ERROR_STRING_CHARS`] characters (depth
-/// first, without recursion: a client's data can be deeply nested).
+/// first, without recursion).
 fn bound_strings(value: &mut Value) {
     let mut pending = vec![value];
     while let Some(value) = pending.pop() {
         match value {
-            Value::String(text) if text.chars().nth(MAX_ERROR_STRING_CHARS).is_some() => {
-                *text = shown(text);
+            Value::String(text) => {
+                if let Some(cut) = cut(text, MAX_ERROR_STRING_CHARS) {
+                    *text = cut;
+                }
             }
             Value::Array(items) => pending.extend(items.iter_mut()),
             Value::Object(members) => pending.extend(members.values_mut()),
@@ -86,9 +93,12 @@ mod tests {
         let json = error["data"]["json"].as_str().expect("the params' text");
         assert!(json.starts_with("{\"cwd\":[\"yyy") && json.ends_with("… (100012 bytes)"));
         let reason = error["data"]["error"].as_str().expect("the reason");
-        assert!(reason.starts_with("invalid type: string \"yy") && reason.len() < 200);
+        assert!(reason.starts_with("invalid type: string \"yy"));
+        assert!(reason.ends_with("… (100023 bytes)"));
+        let suffix = "… (100023 bytes)".chars().count();
+        assert_eq!(reason.chars().count(), MAX_ERROR_STRING_CHARS + suffix);
         let mut deep = json!({"message": "m", "data": [[[[huge.clone()]]]]});
         bound_error(&mut deep);
-        assert!(deep.to_string().len() < 200, "{deep}");
+        assert!(deep.to_string().len() < 1200, "{deep}");
     }
 }

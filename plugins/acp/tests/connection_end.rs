@@ -1,6 +1,7 @@
 //! A connection whose input fails while a turn runs (a read error: what the `dsh` binary
 //! cannot be made to meet on a pipe): the turn is cancelled, closed and written before
-//! `serve` returns `CONNECTION_FAILED`. In process, over a JSONL store.
+//! `serve` returns `CONNECTION_FAILED`; and a runner that panics mid-turn. In process, over a
+//! JSONL store.
 
 use dsh_acp::{AcpPlugin, AcpServer, Turn, TurnError, TurnFuture, TurnRunner};
 use dsh_core::{BoxError, Context, ContextConfig, NoConfig, Plugin, Scope, ServiceKey};
@@ -15,7 +16,7 @@ use std::io;
 use std::sync::Arc;
 
 /// A runner whose turn streams one chunk, then waits until it is cancelled and ends
-/// `aborted`.
+/// `aborted`; the prompt `panic` makes it panic once the step has started.
 struct WaitingRunner;
 
 impl TurnRunner for WaitingRunner {
@@ -25,6 +26,8 @@ impl TurnRunner for WaitingRunner {
             session.append(EventDraft::turn_start(n))?;
             session.append(EventDraft::user_text("user", &turn.prompt_text(), "user"))?;
             session.append(EventDraft::step_start(n, 1))?;
+            tokio::task::yield_now().await;
+            assert_ne!(turn.prompt_text(), "panic", "the runner has a bug");
             let chunk = json!({"turn": n, "step": 1,
                                "chunk": {"type": "text-delta", "index": 0, "text": "waiting"}});
             session.append(EventDraft::new(ASSISTANT_CHUNK, chunk))?;
@@ -52,11 +55,9 @@ impl Plugin for WaitingRunnerPlugin {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_read_error_mid_turn_ends_the_connection_after_the_turn_is_closed_and_written() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let root = dir.path().to_owned();
-    let ctx = tokio::task::spawn_blocking(move || {
+/// A context with the session plugin, JSONL under `root`, `dsh-acp` and the waiting runner.
+async fn context(root: std::path::PathBuf) -> Context {
+    tokio::task::spawn_blocking(move || {
         let mut config = ContextConfig::default();
         config.set_config(SessionJsonlPlugin::NAME, json!({ "root": root }));
         Context::builder()
@@ -69,59 +70,144 @@ async fn a_read_error_mid_turn_ends_the_connection_after_the_turn_is_closed_and_
     })
     .await
     .expect("the build runs")
-    .expect("the context builds");
-    let server = ctx.expect::<AcpServer>();
-    let (input, chunks) = mpsc::unbounded::<io::Result<Vec<u8>>>();
-    let (lines, output) = piper::pipe(1 << 16);
-    let serving = tokio::spawn(async move { server.serve(chunks.into_async_read(), output).await });
-    let mut lines = BufReader::new(lines).lines();
-    let send = |request: Value| {
-        input
+    .expect("the context builds")
+}
+
+/// A client of a connection served in process: its input is a channel of chunks (a chunk may
+/// be a read error), its output a pipe read line by line.
+struct Client {
+    input: mpsc::UnboundedSender<io::Result<Vec<u8>>>,
+    lines: futures::io::Lines<BufReader<piper::Reader>>,
+    serving: tokio::task::JoinHandle<Result<(), dsh_acp::AcpError>>,
+}
+
+impl Client {
+    fn connect(ctx: &Context) -> Client {
+        let server = ctx.expect::<AcpServer>();
+        let (input, chunks) = mpsc::unbounded::<io::Result<Vec<u8>>>();
+        let (lines, output) = piper::pipe(1 << 16);
+        let serving =
+            tokio::spawn(async move { server.serve(chunks.into_async_read(), output).await });
+        Client {
+            input,
+            lines: BufReader::new(lines).lines(),
+            serving,
+        }
+    }
+
+    fn send(&self, request: Value) {
+        self.input
             .unbounded_send(Ok(format!("{request}\n").into_bytes()))
             .expect("the server reads");
-    };
-    let mut next = async || -> Value {
-        let line = lines.next().await.expect("a line").expect("readable");
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = self.lines.next().await.expect("a line").expect("readable");
         serde_json::from_str(&line).expect("JSON")
-    };
-    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
-    assert!(next().await["result"].is_object());
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
-                "params": {"cwd": "/work/read-error", "mcpServers": []}}));
-    let id = next().await["result"]["sessionId"]
-        .as_str()
-        .expect("a session id")
-        .to_owned();
-    send(
-        json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-                "params": {"sessionId": id, "prompt": [{"type": "text", "text": "hi"}]}}),
-    );
-    let update = next().await;
+    }
+
+    /// `initialize`, then `session/new`: the session's id.
+    async fn open(&mut self) -> String {
+        self.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                         "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+        assert!(self.next().await["result"].is_object());
+        self.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                         "params": {"cwd": "/work/connection-end", "mcpServers": []}}));
+        self.next().await["result"]["sessionId"]
+            .as_str()
+            .expect("a session id")
+            .to_owned()
+    }
+
+    fn prompt(&self, session: &str, text: &str) {
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                         "params": {"sessionId": session,
+                                    "prompt": [{"type": "text", "text": text}]}}),
+        );
+    }
+}
+
+/// The stored events of session `id`.
+async fn stored(ctx: &Context, id: &str) -> Vec<dsh_session::SessionEvent> {
+    let store = ctx.expect::<SessionStore>();
+    let id = SessionId::from(id);
+    tokio::task::spawn_blocking(move || store.read_stored(&id, None))
+        .await
+        .expect("the read runs")
+        .expect("the session is stored")
+        .events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_error_mid_turn_ends_the_connection_after_the_turn_is_closed_and_written() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let ctx = context(dir.path().to_owned()).await;
+    let mut client = Client::connect(&ctx);
+    let id = client.open().await;
+    client.prompt(&id, "hi");
+    let update = client.next().await;
     assert_eq!(
         update["params"]["update"]["content"]["text"], "waiting",
         "{update}"
     );
-    input
+    client
+        .input
         .unbounded_send(Err(io::Error::other("the pipe broke")))
         .expect("the server reads");
     // The prompt is answered before the connection ends.
-    assert_eq!(next().await["result"]["stopReason"], "cancelled");
-    let error = serving
+    assert_eq!(client.next().await["result"]["stopReason"], "cancelled");
+    let error = client
+        .serving
         .await
         .expect("serve runs")
         .expect_err("a read error fails the connection");
     assert_eq!(error.code(), "CONNECTION_FAILED");
     assert!(error.to_string().contains("the pipe broke"), "{error}");
-    let store = ctx.expect::<SessionStore>();
-    let id = SessionId::from(id.as_str());
-    let stored = tokio::task::spawn_blocking(move || store.read_stored(&id, None))
-        .await
-        .expect("the read runs")
-        .expect("the session is stored");
-    let last = stored.events.last().expect("events");
+    let events = stored(&ctx, &id).await;
+    let last = events.last().expect("events");
     assert_eq!(last.kind, "turn/end");
     assert_eq!(last.data.to_value()["reason"]["kind"], "aborted");
+    tokio::task::spawn_blocking(move || drop(ctx))
+        .await
+        .expect("the context goes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_that_panics_has_its_turn_closed_as_interrupted_with_the_prompt_kept() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let ctx = context(dir.path().to_owned()).await;
+    let mut client = Client::connect(&ctx);
+    let id = client.open().await;
+    client.prompt(&id, "panic");
+    let answer = client.next().await;
+    assert_eq!(
+        answer["error"]["data"]["code"], "RUNNER_PANICKED",
+        "{answer}"
+    );
+    let message = answer["error"]["data"]["message"]
+        .as_str()
+        .expect("a message");
+    assert!(message.contains("the runner has a bug"), "{message}");
+    let events = stored(&ctx, &id).await;
+    let kinds: Vec<&str> = events.iter().map(|event| event.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "turn/start",
+            "user/message",
+            "step/start",
+            "step/end",
+            "turn/end"
+        ]
+    );
+    assert_eq!(events[4].data.to_value()["reason"]["kind"], "interrupted");
+    drop(client.input);
+    client
+        .serving
+        .await
+        .expect("serve runs")
+        .expect("the input ended");
     tokio::task::spawn_blocking(move || drop(ctx))
         .await
         .expect("the context goes");

@@ -118,18 +118,20 @@ pub fn context(root: Option<&Path>) -> Context {
     builder.build().expect("the acp bench context builds")
 }
 
-/// Creates session `id` seeded with `len` generated events (written to the backend, if any)
-/// and returns it open in the store.
+/// Creates session `id` seeded with `len` generated events (none for 0; else at least one
+/// turn, 24 events), written to the backend, if any, and returns it open in the store.
 ///
 /// # Panics
-/// When the store refuses the log.
+/// When the store refuses the log, or `len` is from 1 to 23.
 pub fn create(ctx: &Context, id: &str, len: usize) -> SessionId {
     let store = ctx.expect::<SessionStore>();
+    let meta = SessionMeta::default().cwd("/bench");
+    let options = match len {
+        0 => CreateOptions::meta(meta),
+        len => CreateOptions::new(generate::events(len), meta),
+    };
     let session = store
-        .create(
-            Some(SessionId::from(id)),
-            CreateOptions::new(generate::events(len), SessionMeta::default().cwd("/bench")),
-        )
+        .create(Some(SessionId::from(id)), options)
         .expect("the generated log is a valid seed");
     session.id().clone()
 }

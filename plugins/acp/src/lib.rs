@@ -22,9 +22,9 @@
 //! Errors are JSON-RPC errors whose `data` is `{"code": CODE, "message": ...}` with the stable
 //! code of dsh-rs (`SESSION_NOT_FOUND`, `OPEN_TURN`, `INVALID_BOUNDARY`, ...): [`AcpError`].
 //! The wire is one message per line, each line at most `max_line_bytes` ([`AcpConfig`]);
-//! errors echo at most 64 characters of what the client sent ([`transport`](crate::transport)
-//! has the rules). However a connection ends, its running turns are cancelled, closed and
-//! flushed first ([`connection`](crate::connection)).
+//! errors echo at most 64 characters of what the client sent ([`transport`] has the rules).
+//! However a connection ends, its running turns are cancelled, closed and flushed first
+//! ([`connection`]).
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {

@@ -3,7 +3,7 @@
 //! One connection is one client (an editor launching `dsh acp`). Its wire (lines, their limit,
 //! what errors echo) is [`crate::transport`], its life and its end [`crate::connection`]; the
 //! protocol lifecycle (`initialize` first, unknown methods, invalid params) is the ACP SDK's;
-//! each method is a function of the [`Shared`] state, which reads the services it uses live
+//! each method is a function of the `Shared` state, which reads the services it uses live
 //! from the context (the store, the fork service, the turn runner), so the capabilities follow
 //! the plugins as they come and go without a restart.
 

@@ -5,10 +5,10 @@
 //! read on and dropped piece by piece, never held, and becomes an `-32600` error with `data`
 //! `{"code": "LIMIT_EXCEEDED", "message": ...}` (no id: none was read). A line that is not
 //! UTF-8 is a `-32700` with `data.code` `INVALID_UTF8`, and a line that is not JSON a
-//! `-32700` with `data.code` `INVALID_JSON`; either shows the line as [`shown`] does (its
-//! first 64 characters). Each is an error for that line only: the next line is read as usual.
-//! A line's newline (and a `\r` before it) is not part of it; a last line without a newline
-//! is a line.
+//! `-32700` with `data.code` `INVALID_JSON`; either shows the line's first 64 characters,
+//! then `…` and its length in bytes. Each is an error for that line only: the next line is
+//! read as usual. A line's newline (and a `\r` before it) is not part of it; a last line
+//! without a newline is a line.
 
 use crate::echo::{bound_error, shown};
 use agent_client_protocol::{

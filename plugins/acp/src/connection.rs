@@ -26,7 +26,6 @@ use std::future::Future;
 use std::io;
 use std::pin::pin;
 use std::sync::Arc;
-use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
 /// The turns a connection runs: each `session/prompt` runs as a task of its own, so that it
@@ -44,17 +43,14 @@ impl ConnectionTurns {
         &self.ending
     }
 
-    /// Runs `turn` (a `session/prompt`) as a task of the connection, on the current tokio
-    /// runtime.
-    pub(crate) fn spawn<F>(&self, turn: F) -> JoinHandle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.tasks.spawn(turn)
+    /// Runs `turn` (a `session/prompt` and its answer) as a task of the connection, on the
+    /// current tokio runtime.
+    pub(crate) fn spawn(&self, turn: impl Future<Output = ()> + Send + 'static) {
+        self.tasks.spawn(turn);
     }
 
-    /// Ends the connection's turns: cancels them and returns once every one has finished.
+    /// Ends the connection's turns: cancels them and returns once every one has finished and
+    /// handed its answer to the SDK.
     async fn stop(&self) {
         self.ending.cancel();
         self.tasks.close();

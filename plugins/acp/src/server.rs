@@ -24,7 +24,7 @@ use agent_client_protocol::{
     on_receive_notification, on_receive_request, Agent, Client, Error as RpcError,
 };
 use dsh_core::{Dep, Optional};
-use dsh_session::{AsyncSessionStore, SessionId, SessionStore};
+use dsh_session::{AsyncSessionStore, SessionStore};
 use futures::io::{AsyncRead, AsyncWrite};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -255,21 +255,19 @@ pub(crate) fn builder(
                 async move |request: PromptRequest, responder, cx: ConnectionTo<Client>| {
                     // The turn runs beside the dispatch loop, so that session/cancel reaches
                     // it, and as a task of the connection, so that it is wound down (not
-                    // dropped) when the connection ends.
-                    let id = SessionId::from(request.session_id.0.as_ref());
-                    let turn = turns.spawn(s.clone().prompt(request, cx.clone(), turns.clone()));
-                    cx.spawn(async move {
-                        let result = turn.await.unwrap_or_else(|error| {
-                            Err(AcpError::TurnFailed {
-                                id,
-                                message: format!("the turn's task failed: {error}"),
-                            })
-                        });
-                        if let Err(error) = reply(responder, result) {
-                            tracing::debug!(%error, "the prompt's answer was not sent");
+                    // dropped) when the connection ends, its answer handed to the SDK before
+                    // the connection's input is closed.
+                    let task = {
+                        let (s, turns) = (s.clone(), turns.clone());
+                        async move {
+                            let result = s.prompt(request, cx, turns).await;
+                            if let Err(error) = reply(responder, result) {
+                                tracing::debug!(%error, "the prompt's answer was not sent");
+                            }
                         }
-                        Ok(())
-                    })
+                    };
+                    turns.spawn(task);
+                    Ok(())
                 }
             },
             on_receive_request!(),

@@ -193,9 +193,9 @@ fn a_line_that_is_not_utf8_is_a_parse_error_and_the_turn_goes_on() {
 }
 
 #[test]
-fn a_kill_mid_turn_keeps_the_prompt_and_the_finished_step_for_repair() {
+fn a_kill_mid_turn_keeps_the_prompt_and_the_finished_step_for_resume_and_repair() {
     let Some((sandbox, peer, session)) = running_turn(
-        "a_kill_mid_turn_keeps_the_prompt_and_the_finished_step_for_repair",
+        "a_kill_mid_turn_keeps_the_prompt_and_the_finished_step_for_resume_and_repair",
         "/wait",
         &[],
     ) else {
@@ -225,9 +225,21 @@ fn a_kill_mid_turn_keeps_the_prompt_and_the_finished_step_for_repair() {
         sandbox.json(&["show", &session]).ok()["openTurn"],
         json!(true)
     );
-    // `repair` closes it as interrupted; the prompt stays in the history.
-    sandbox.json(&["repair", &session]).ok();
+    // `session/resume` closes it as interrupted (as `dsh repair` would: it then finds nothing
+    // to do); the prompt stays in the history.
+    let mut editor = Peer::dsh(&sandbox, &[]);
+    editor.initialize();
+    let resumed = editor.call(
+        json!(1),
+        "session/resume",
+        json!({"sessionId": session, "cwd": "/work/turns", "mcpServers": []}),
+    );
+    assert!(resumed["result"].is_object(), "{resumed}");
+    let (code, stderr) = editor.finish();
+    assert_eq!(code, 0, "stderr: {stderr}");
     assert_eq!(closed_with(&sandbox, &session), "interrupted");
+    let repaired = sandbox.json(&["repair", &session]).ok();
+    assert_eq!(repaired["appended"], json!([]), "{repaired}");
     let history = sandbox.json(&["history", &session]).ok();
     assert!(history.to_string().contains("/wait"), "{history}");
 }

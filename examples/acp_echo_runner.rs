@@ -16,6 +16,13 @@
 //! streams the answer to the client, flushes the session and answers `end_turn`. A prompt
 //! `/sleep MS` waits that many milliseconds before it answers, and a turn cancelled meanwhile
 //! ends with `turn/end` reason `aborted` (stop reason `cancelled`), with no answer.
+//!
+//! Two prompts keep a turn running, for tests of what `dsh acp` does meanwhile (a crash, the
+//! editor going away, a fork): `/wait` answers in a first step, opens a second one, streams
+//! `waiting` as an `assistant/chunk` (the client sees it once the first step is durable) and
+//! waits until the turn is cancelled, then ends it `aborted`; `/hang` does the same but never
+//! heeds the cancellation (a runner stuck in a call), so only `dsh acp`'s bounded wait ends
+//! it.
 
 use clap::Parser;
 use dsh::acp::acp::v1::schema::ContentBlock;
@@ -36,11 +43,17 @@ impl TurnRunner for EchoRunner {
     }
 }
 
-/// One turn: the prompt, an optional wait, the echo.
+/// One turn: the prompt, an optional wait, the echo, and for `/wait` and `/hang` a second
+/// step that waits.
 async fn echo(turn: Turn) -> Result<(), TurnError> {
     let number = turn.number();
     let text = turn.prompt_text();
     let session = &turn.session;
+    let waits = match text.trim() {
+        "/wait" => Some(Heed::Cancel),
+        "/hang" => Some(Heed::Nothing),
+        _ => None,
+    };
     session.append(EventDraft::turn_start(number))?;
     let user = json!({
         "id": format!("echo-user-{number}"),
@@ -77,8 +90,34 @@ async fn echo(turn: Turn) -> Result<(), TurnError> {
         "echo-1",
     ))?;
     session.append(EventDraft::step_end(number, 1))?;
+    if let Some(heed) = waits {
+        session.append(EventDraft::step_start(number, 2))?;
+        let chunk = json!({
+            "turn": number,
+            "step": 2,
+            "chunk": { "type": "text-delta", "index": 0, "text": "waiting" },
+        });
+        session.append(EventDraft::new(dsh::session::event::ASSISTANT_CHUNK, chunk))?;
+        match heed {
+            Heed::Cancel => turn.cancel.cancelled().await,
+            Heed::Nothing => std::future::pending().await,
+        }
+        session.append(EventDraft::step_end(number, 2))?;
+        let reason = TurnEndReason::Aborted(Some(json!({ "kind": "user" })));
+        session.append(EventDraft::turn_end(number, reason))?;
+        return Ok(());
+    }
     session.append(EventDraft::turn_end(number, TurnEndReason::Completed))?;
     Ok(())
+}
+
+/// What a waiting turn (`/wait`, `/hang`) waits for.
+#[derive(Clone, Copy)]
+enum Heed {
+    /// The turn's cancellation.
+    Cancel,
+    /// Nothing: it waits until it is dropped.
+    Nothing,
 }
 
 /// A prompt block as a dsh content block: text as it is, anything else named by its type.

@@ -1,6 +1,6 @@
-//! `acp` figures: the ACP server of `dsh-acp`, served in process over an in-memory line
-//! transport (the server's framing and serialization included, the client's reading of each
-//! line too), next to the store calls it makes.
+//! `acp` figures: the ACP server of `dsh-acp`, served in process over in-memory pipes (the
+//! server's framing and serialization included, the client's reading of each line too), next
+//! to the store calls it makes.
 //!
 //! - `load_replay_events_per_s`: `session/load` of a stored 100,000-event session (JSONL),
 //!   events replayed per second (the session's events over the round trip, every
@@ -14,28 +14,90 @@
 //!   target <= 1.2). `fork_rpc_persisted_us_N` is the same round trip with the JSONL backend,
 //!   where the child's file is written with its seed before the answer (dsh's file format
 //!   holds the whole seed), so it grows with N: shown, not targeted.
+//! - `prompt_rpc_us`: a `session/prompt` round trip of a one-step turn run by [`BenchRunner`]
+//!   (the prompt, a yield where a model call would be, one assistant message), in a store
+//!   without a backend; `prompt_rpc_persisted_us` the same with the JSONL backend, where the
+//!   turn is written durably before the answer. Shown, not targeted: the persisted figure is
+//!   what the durability of a turn costs.
 
 use crate::generate;
 use crate::measure::{median, paired_medians, time, us, Plan};
-use dsh::acp::acp::Lines;
-use dsh::acp::{AcpPlugin, AcpServer};
-use dsh::session::{CreateOptions, SessionId, SessionMeta, SessionPlugin, SessionStore};
+use dsh::acp::{AcpPlugin, AcpServer, Turn, TurnError, TurnFuture, TurnRunner};
+use dsh::core::{BoxError, NoConfig, Plugin, Scope, ServiceKey};
+use dsh::session::{
+    CreateOptions, EventDraft, SessionId, SessionMeta, SessionPlugin, SessionStore, TurnEndReason,
+};
 use dsh::session_fork::SessionForkPlugin;
 use dsh::session_jsonl::SessionJsonlPlugin;
 use dsh::{Context, ContextConfig};
-use futures::channel::mpsc;
-use futures::{SinkExt, StreamExt};
+use futures::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use futures::StreamExt;
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Events of the replayed session.
 pub const LOAD_EVENTS: usize = 100_000;
 /// Source lengths of the fork round trips.
 pub const FORK_SIZES: [usize; 2] = [1_000, 100_000];
 
-/// The session plugin, the fork plugin, the ACP plugin, and (with `root`) the JSONL backend
-/// storing under `root`.
+/// Prompts timed per repetition of the prompt scenario.
+pub const PROMPTS: usize = 20;
+
+/// The turn runner of the prompt figures: a one-step turn as a model-backed runner writes it,
+/// `turn/start`, the prompt as `user/message`, a yield to the runtime where the model call
+/// would be, then `step/start`, one `assistant/message`, `step/end` and `turn/end`.
+pub struct BenchRunner;
+
+impl TurnRunner for BenchRunner {
+    fn run(&self, turn: Turn) -> TurnFuture {
+        Box::pin(bench_turn(turn))
+    }
+}
+
+async fn bench_turn(turn: Turn) -> Result<(), TurnError> {
+    let (number, text, session) = (turn.number(), turn.prompt_text(), &turn.session);
+    session.append(EventDraft::turn_start(number))?;
+    session.append(EventDraft::user_text(
+        &format!("bench-user-{number}"),
+        &text,
+        "user",
+    ))?;
+    tokio::task::yield_now().await;
+    session.append(EventDraft::step_start(number, 1))?;
+    session.append(EventDraft::assistant_text(
+        number,
+        1,
+        &format!("bench-assistant-{number}"),
+        &text,
+        "bench",
+        "bench-1",
+    ))?;
+    session.append(EventDraft::step_end(number, 1))?;
+    session.append(EventDraft::turn_end(number, TurnEndReason::Completed))?;
+    Ok(())
+}
+
+/// The plugin providing [`BenchRunner`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BenchRunnerPlugin;
+
+impl Plugin for BenchRunnerPlugin {
+    const NAME: &'static str = "bench-runner";
+    const VERSION: &'static str = "0.1.0";
+    const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<dyn TurnRunner>()];
+    type Config = NoConfig;
+    type Deps = ();
+
+    fn apply(&self, scope: &Scope, _: NoConfig, (): ()) -> Result<(), BoxError> {
+        scope.provide::<dyn TurnRunner>(Arc::new(BenchRunner))?;
+        Ok(())
+    }
+}
+
+/// The session plugin, the fork plugin, the ACP plugin, the bench's turn runner, and (with
+/// `root`) the JSONL backend storing under `root`.
 ///
 /// # Panics
 /// When the context does not build.
@@ -43,7 +105,8 @@ pub fn context(root: Option<&Path>) -> Context {
     let mut builder = Context::builder()
         .add_plugin(SessionPlugin)
         .add_plugin(SessionForkPlugin)
-        .add_plugin(AcpPlugin);
+        .add_plugin(AcpPlugin)
+        .add_plugin(BenchRunnerPlugin);
     if let Some(root) = root {
         let mut config = ContextConfig::default();
         config.set_config(
@@ -55,27 +118,32 @@ pub fn context(root: Option<&Path>) -> Context {
     builder.build().expect("the acp bench context builds")
 }
 
-/// Creates session `id` seeded with `len` generated events (written to the backend, if any)
-/// and returns it open in the store.
+/// Creates session `id` seeded with `len` generated events (none for 0; else at least one
+/// turn, 24 events), written to the backend, if any, and returns it open in the store.
 ///
 /// # Panics
-/// When the store refuses the log.
+/// When the store refuses the log, or `len` is from 1 to 23.
 pub fn create(ctx: &Context, id: &str, len: usize) -> SessionId {
     let store = ctx.expect::<SessionStore>();
+    let meta = SessionMeta::default().cwd("/bench");
+    let options = match len {
+        0 => CreateOptions::meta(meta),
+        len => CreateOptions::new(generate::events(len), meta),
+    };
     let session = store
-        .create(
-            Some(SessionId::from(id)),
-            CreateOptions::new(generate::events(len), SessionMeta::default().cwd("/bench")),
-        )
+        .create(Some(SessionId::from(id)), options)
         .expect("the generated log is a valid seed");
     session.id().clone()
 }
 
+/// Bytes an in-memory pipe between the client and the server holds.
+const PIPE_BYTES: usize = 1 << 20;
+
 /// An ACP client connected in process to a server: requests written as lines, every line the
 /// server writes read back.
 pub struct Client {
-    requests: mpsc::UnboundedSender<std::io::Result<String>>,
-    lines: mpsc::UnboundedReceiver<String>,
+    requests: piper::Writer,
+    lines: Lines<BufReader<piper::Reader>>,
     next_id: u64,
 }
 
@@ -85,11 +153,11 @@ impl Client {
     /// # Panics
     /// When `initialize` fails.
     pub fn connect(runtime: &tokio::runtime::Runtime, server: &AcpServer) -> Client {
-        let (requests, incoming) = mpsc::unbounded::<std::io::Result<String>>();
-        let (outgoing, lines) = mpsc::unbounded::<String>();
-        let transport = Lines::new(outgoing.sink_map_err(std::io::Error::other), incoming);
+        let (input, requests) = piper::pipe(PIPE_BYTES);
+        let (lines, output) = piper::pipe(PIPE_BYTES);
+        let lines = BufReader::new(lines).lines();
         let server = server.clone();
-        runtime.spawn(async move { server.serve(transport).await });
+        runtime.spawn(async move { server.serve(input, output).await });
         let mut client = Client {
             requests,
             lines,
@@ -112,12 +180,19 @@ impl Client {
         self.next_id += 1;
         let id = self.next_id;
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let line = format!("{request}\n");
         self.requests
-            .unbounded_send(Ok(request.to_string()))
+            .write_all(line.as_bytes())
+            .await
             .expect("the server reads");
         let mut notifications = 0;
         loop {
-            let line = self.lines.next().await.expect("the server answers");
+            let line = self
+                .lines
+                .next()
+                .await
+                .expect("the server answers")
+                .expect("the server's output reads");
             if line.contains("\"method\":\"session/update\"") {
                 notifications += 1;
                 black_box(&line);
@@ -195,6 +270,28 @@ pub fn fork_once(runtime: &tokio::runtime::Runtime, client: &mut Client, id: &Se
     us(elapsed)
 }
 
+/// [`PROMPTS`] `session/prompt` round trips in session `id` (open); the median in
+/// microseconds.
+///
+/// # Panics
+/// When a prompt fails.
+pub fn prompt_us(runtime: &tokio::runtime::Runtime, client: &mut Client, id: &SessionId) -> f64 {
+    let params = json!({"sessionId": id.as_str(), "prompt": [{"type": "text", "text": "bench"}]});
+    let samples = (0..PROMPTS)
+        .map(|_| {
+            let mut answer = Value::Null;
+            let elapsed = time(|| {
+                answer = runtime
+                    .block_on(client.ok("session/prompt", params.clone()))
+                    .0
+            });
+            assert_eq!(answer["stopReason"], "end_turn", "{answer}");
+            us(elapsed)
+        })
+        .collect();
+    median(samples)
+}
+
 /// The runtime the server runs on: two workers, as the machine has.
 ///
 /// # Panics
@@ -269,6 +366,23 @@ pub fn measure(plan: Plan, mut progress: impl FnMut(&str)) -> Vec<(String, f64)>
                 .collect(),
         );
         figures.push((format!("fork_rpc_persisted_us_{len}"), rpc));
+    }
+
+    for (figure, root) in [
+        ("prompt_rpc_us", None),
+        ("prompt_rpc_persisted_us", Some(dir.path().join("prompt"))),
+    ] {
+        progress(&format!("session/prompt of a one-step turn ({figure})"));
+        let ctx = context(root.as_deref());
+        let id = create(&ctx, "acp-prompt", 0);
+        let mut client = Client::connect(&runtime, &ctx.expect::<AcpServer>());
+        prompt_us(&runtime, &mut client, &id); // warm-up
+        let rpc = median(
+            (0..reps)
+                .map(|_| prompt_us(&runtime, &mut client, &id))
+                .collect(),
+        );
+        figures.push((figure.to_owned(), rpc));
     }
     figures
 }

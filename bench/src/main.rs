@@ -48,8 +48,9 @@ enum Command {
     /// the sync API on 8 threads, and the heartbeat with the sync API called on the workers.
     Async(RunOptions),
     /// The ACP server of `dsh acp`, in process: session/load of a 100,000-event JSONL session
-    /// (events replayed per second) against what `dsh history --json` does with it, and
-    /// session/fork round trips at 1,000 and 100,000 events (in memory, and with JSONL).
+    /// (events replayed per second) against what `dsh history --json` does with it,
+    /// session/fork round trips at 1,000 and 100,000 events (in memory, and with JSONL), and
+    /// session/prompt round trips of a one-step turn (in memory, and with JSONL).
     Acp(RunOptions),
 }
 

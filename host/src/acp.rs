@@ -2,7 +2,7 @@
 //! Cargo feature `acp`).
 //!
 //! [`serve_stdio`] serves one ACP connection with a context built by [`crate::HostConfig`]
-//! until the editor closes stdin. With a config file among the sources it watches the file
+//! until the editor closes stdin (or goes away). With a config file among the sources it watches the file
 //! ([`ConfigWatcher`]) and reconciles the context with each edit: disabling
 //! `dsh-session-fork` there makes later `session/fork` calls "method not found" and the next
 //! `initialize` stop advertising `fork`, without a restart.
@@ -13,11 +13,15 @@ use crate::watch::ConfigWatcher;
 use dsh::acp::AcpServer;
 use dsh::Context;
 
-/// Serves ACP on stdin and stdout over `ctx` until the client closes stdin (or the `dsh-acp`
-/// plugin goes), watching the config file of `sources`, if any, meanwhile. The server runs on
-/// a tokio runtime of its own; the context's blocking work (store writes) runs on that
-/// runtime's blocking pool. Returns once every answer was written; the caller drops the
-/// context after it (which writes what the sessions hold that is not written yet).
+/// Serves ACP on stdin and stdout over `ctx` until the client closes stdin, a read of stdin or
+/// a write of stdout fails, or the `dsh-acp` plugin goes, watching the config file of
+/// `sources`, if any, meanwhile. However the connection ends, its running turns are
+/// cancelled, closed and flushed first ([`dsh::acp::connection`]). The server runs on a tokio
+/// runtime of its own; the context's blocking work (store writes) runs on that runtime's
+/// blocking pool, and stdin and stdout are read and written on threads of their own (a read
+/// of stdin that never returns does not hold the exit up). Returns once the turns were
+/// written; the caller drops the context after it (which writes what the sessions hold that
+/// is not written yet).
 ///
 /// # Errors
 /// `CAPABILITY_UNAVAILABLE` when the `dsh-acp` plugin is not active (disabled, or waiting for
@@ -34,6 +38,8 @@ pub fn serve_stdio(ctx: &Context, sources: &Sources) -> Result<(), HostError> {
         .thread_name("dsh-acp")
         .build()
         .map_err(|e| HostError::new("IO_ERROR", format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(server.serve(dsh::acp::acp::Stdio::new()))?;
+    let stdin = blocking::Unblock::new(std::io::stdin());
+    let stdout = blocking::Unblock::new(std::io::stdout());
+    runtime.block_on(server.serve(stdin, stdout))?;
     Ok(())
 }

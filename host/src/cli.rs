@@ -108,7 +108,9 @@ pub enum Command {
     },
     /// Serve the Agent Client Protocol (ACP v1) on stdin and stdout, for editors: sessions of
     /// the store, session/fork while the fork plugin is enabled, prompts through a turn-runner
-    /// plugin. Runs until stdin closes; with --config, edits of the file apply at once.
+    /// plugin. Runs until stdin closes (or stdin or stdout fails), then cancels, closes and
+    /// writes its running turns before it exits; with --config, edits of the file apply at
+    /// once.
     Acp,
     /// Read dsh session files or folders without a store and report whether each loads.
     Check {

@@ -5,107 +5,9 @@
 
 mod common;
 
+use common::acp::{error, Peer};
 use common::{Sandbox, EXAMPLE, EXAMPLE_ID};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
-
-/// How long a test waits for an answer before it fails (a guard against a hang, not a
-/// measurement).
-const PATIENCE: Duration = Duration::from_secs(60);
-
-/// `dsh --store STORE acp` with its stdin to write and its stdout read line by line.
-struct Peer {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Peer {
-    fn start(sandbox: &Sandbox, extra: &[&str]) -> Peer {
-        let mut command = sandbox.command();
-        command
-            .arg("--store")
-            .arg(sandbox.store())
-            .args(extra)
-            .arg("acp")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().expect("dsh acp starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let (send, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        Peer {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn write(&mut self, text: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(text.as_bytes()).expect("write to dsh acp");
-        stdin.flush().expect("flush");
-    }
-
-    /// The next message dsh acp writes.
-    fn next(&self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(PATIENCE)
-            .expect("dsh acp answers in time");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-    }
-
-    /// Sends request `id` and returns its answer (notifications before it are skipped).
-    fn call(&mut self, id: Value, method: &str, params: Value) -> Value {
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.write(&format!("{request}\n"));
-        loop {
-            let message = self.next();
-            if message.get("id") == Some(&id) {
-                return message;
-            }
-        }
-    }
-
-    fn initialize(&mut self) -> Value {
-        self.call(
-            json!(0),
-            "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}}),
-        )
-    }
-
-    /// Closes stdin and returns the exit status and stderr.
-    fn finish(mut self) -> (i32, String) {
-        drop(self.stdin.take());
-        let output = self.child.wait_with_output().expect("dsh acp exits");
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        (output.status.code().unwrap_or(-1), stderr)
-    }
-}
-
-/// The error code of an answer, and its `data.code` when it has one.
-fn error(answer: &Value) -> (i64, Option<&str>) {
-    let error = &answer["error"];
-    assert!(error.is_object(), "expected an error, got {answer}");
-    (
-        error["code"].as_i64().expect("a numeric code"),
-        error["data"]["code"].as_str(),
-    )
-}
 
 /// A sandbox holding the shipped example session, and the bytes of its stored file.
 fn with_example() -> (Sandbox, Vec<u8>) {
@@ -124,7 +26,7 @@ fn assert_clean_exit(peer: Peer) {
 #[test]
 fn malformed_json_is_a_parse_error_and_the_connection_goes_on() {
     let (sandbox, stored) = with_example();
-    let mut peer = Peer::start(&sandbox, &[]);
+    let mut peer = Peer::dsh(&sandbox, &[]);
     for garbage in [
         "not json\n",
         "{\"jsonrpc\": \"2.0\", \"id\": 1,\n",
@@ -143,7 +45,7 @@ fn malformed_json_is_a_parse_error_and_the_connection_goes_on() {
 #[test]
 fn requests_before_initialize_are_invalid_requests_and_unknown_methods_not_found() {
     let sandbox = Sandbox::new();
-    let mut peer = Peer::start(&sandbox, &[]);
+    let mut peer = Peer::dsh(&sandbox, &[]);
     let early = peer.call(json!(1), "session/list", json!({}));
     assert_eq!(error(&early).0, -32600);
     peer.initialize();
@@ -158,7 +60,7 @@ fn requests_before_initialize_are_invalid_requests_and_unknown_methods_not_found
 #[test]
 fn wrong_params_are_invalid_params() {
     let (sandbox, stored) = with_example();
-    let mut peer = Peer::start(&sandbox, &[]);
+    let mut peer = Peer::dsh(&sandbox, &[]);
     peer.initialize();
     for (id, method, params) in [
         (1, "session/new", json!({})),
@@ -201,7 +103,7 @@ fn wrong_params_are_invalid_params() {
 #[test]
 fn a_second_initialize_is_answered_again_with_the_capabilities_of_the_moment() {
     let sandbox = Sandbox::new();
-    let mut peer = Peer::start(&sandbox, &["--disable", "dsh-session-fork"]);
+    let mut peer = Peer::dsh(&sandbox, &["--disable", "dsh-session-fork"]);
     let first = peer.initialize();
     peer.call(json!(1), "session/list", json!({}));
     let second = peer.call(
@@ -217,7 +119,7 @@ fn a_second_initialize_is_answered_again_with_the_capabilities_of_the_moment() {
 #[test]
 fn ids_of_other_types_are_echoed_or_refused() {
     let sandbox = Sandbox::new();
-    let mut peer = Peer::start(&sandbox, &[]);
+    let mut peer = Peer::dsh(&sandbox, &[]);
     peer.initialize();
     for id in [
         json!("a string id"),
@@ -239,7 +141,7 @@ fn ids_of_other_types_are_echoed_or_refused() {
 #[test]
 fn stdin_closed_mid_request_exits_cleanly_and_keeps_what_was_stored() {
     let (sandbox, stored) = with_example();
-    let mut peer = Peer::start(&sandbox, &[]);
+    let mut peer = Peer::dsh(&sandbox, &[]);
     peer.initialize();
     let created = peer.call(
         json!(1),
@@ -263,21 +165,135 @@ fn stdin_closed_mid_request_exits_cleanly_and_keeps_what_was_stored() {
     assert!(ids.contains(&kept), "{ids:?}");
 }
 
+/// The default `max_line_bytes` of the `dsh-acp` plugin: 16 MiB.
+const DEFAULT_LINE_LIMIT: usize = 16 << 20;
+
+/// The peak resident set of process `pid` in bytes (`VmHWM`), where `/proc` has it.
+fn peak_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Writes a `session/list` request whose cursor is `cursor_bytes` `x`s, in 1 MiB pieces.
+fn write_list_with_cursor(peer: &mut Peer, id: u64, cursor_bytes: usize) {
+    peer.write(&format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"session/list\",\"params\":{{\"cursor\":\""
+    ));
+    let piece = vec![b'x'; 1 << 20];
+    let mut left = cursor_bytes;
+    while left > 0 {
+        let n = left.min(piece.len());
+        peer.write_bytes(&piece[..n]);
+        left -= n;
+    }
+    peer.write("\"}}\n");
+}
+
 #[test]
-fn a_50_mb_line_is_answered_and_the_connection_goes_on() {
+fn lines_up_to_the_default_limit_are_read_and_longer_ones_refused() {
     let (sandbox, stored) = with_example();
-    let mut peer = Peer::start(&sandbox, &[]);
+    let mut peer = Peer::dsh(&sandbox, &[]);
     peer.initialize();
-    let huge = "x".repeat(50 << 20);
-    let answer = peer.call(json!(1), "session/list", json!({ "cursor": huge }));
-    assert_eq!(error(&answer), (-32602, Some("INVALID_CURSOR")));
+    let envelope =
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/list","params":{"cursor":""}}"#.len();
+    // A request exactly at the limit is read: its cursor is refused, echoing 64 characters.
+    write_list_with_cursor(&mut peer, 1, DEFAULT_LINE_LIMIT - envelope);
+    let answer = peer.next();
+    assert_eq!(error(&answer), (-32602, Some("INVALID_CURSOR")), "{answer}");
+    assert!(answer.to_string().len() < 1024, "{answer}");
+    // One byte more is refused unread, with no id (none was read) and no echo.
+    write_list_with_cursor(&mut peer, 2, DEFAULT_LINE_LIMIT - envelope + 1);
+    let answer = peer.next();
+    assert_eq!(error(&answer), (-32600, Some("LIMIT_EXCEEDED")), "{answer}");
+    assert_eq!(answer["id"], Value::Null);
+    let message = answer["error"]["data"]["message"]
+        .as_str()
+        .expect("a message");
+    assert!(
+        message.contains("16777216") && message.contains("max_line_bytes"),
+        "{message}"
+    );
+    assert!(answer.to_string().len() < 1024, "{answer}");
+    assert!(peer.call(json!(3), "session/list", json!({}))["result"].is_object());
+    assert_clean_exit(peer);
+    assert_eq!(common::stored_bytes(&sandbox.store(), EXAMPLE_ID), stored);
+}
+
+#[test]
+fn a_line_over_a_configured_limit_is_skipped_without_being_held_in_memory() {
+    let (sandbox, stored) = with_example();
+    let config = sandbox.write(
+        "dsh.json",
+        &json!({"plugins": {"dsh-acp": {"config": {"max_line_bytes": 4096}}}}).to_string(),
+    );
+    let mut peer = Peer::dsh(
+        &sandbox,
+        &["--config", config.to_str().expect("UTF-8 path")],
+    );
+    peer.initialize();
+    // A 64 MiB line: read and dropped in pieces, never held whole.
+    write_list_with_cursor(&mut peer, 1, 64 << 20);
+    let answer = peer.next();
+    assert_eq!(error(&answer), (-32600, Some("LIMIT_EXCEEDED")), "{answer}");
+    match peak_rss(peer.pid()) {
+        Some(peak) => assert!(
+            peak < 40 << 20,
+            "dsh acp peaked at {peak} bytes for a 64 MiB line over a 4 KiB limit"
+        ),
+        None => println!("skipped: the peak memory check needs /proc/PID/status (VmHWM)"),
+    }
+    // The configured limit, not the default, applies: a 5,000-byte request is refused.
+    write_list_with_cursor(&mut peer, 2, 5_000);
+    assert_eq!(error(&peer.next()), (-32600, Some("LIMIT_EXCEEDED")));
+    assert!(peer.call(json!(3), "session/list", json!({}))["result"].is_object());
+    assert_clean_exit(peer);
+    assert_eq!(common::stored_bytes(&sandbox.store(), EXAMPLE_ID), stored);
+}
+
+#[test]
+fn errors_echo_at_most_64_characters_of_what_the_client_sent() {
+    let (sandbox, stored) = with_example();
+    let mut peer = Peer::dsh(&sandbox, &[]);
+    peer.initialize();
+    let huge = "y".repeat(1 << 20);
+    // Malformed JSON: the line's first 64 characters, then its length.
+    let line = format!("{{\"not json {huge}");
+    peer.write(&format!("{line}\n"));
+    let answer = peer.next();
+    assert_eq!(error(&answer).0, -32700, "{answer}");
+    let shown: String = line.chars().take(64).collect();
+    assert_eq!(
+        answer["error"]["data"]["line"],
+        json!(format!("{shown}… ({} bytes)", line.len())),
+    );
+    assert!(answer.to_string().len() < 1024, "{answer}");
+    // Params of the wrong type, and a cwd dsh refuses: the answers stay short.
+    for (id, params) in [
+        (1, json!({"cwd": [huge], "mcpServers": []})),
+        (2, json!({"cwd": huge, "mcpServers": []})),
+    ] {
+        let answer = peer.call(json!(id), "session/new", params);
+        assert_eq!(error(&answer).0, -32602, "{answer}");
+        assert!(
+            answer.to_string().len() < 4096,
+            "{} bytes",
+            answer.to_string().len()
+        );
+    }
+    let answer = peer.call(
+        json!(3),
+        "session/fork",
+        json!({"sessionId": EXAMPLE_ID, "cwd": "/x", "_meta": {"dsh": {"atSeq": huge}}}),
+    );
+    assert_eq!(error(&answer), (-32602, Some("INVALID_BOUNDARY")));
     assert!(
         answer.to_string().len() < 4096,
-        "the error does not echo the cursor"
+        "{} bytes",
+        answer.to_string().len()
     );
-    peer.write(&format!("{{\"not\": \"{huge}\n"));
-    assert_eq!(error(&peer.next()).0, -32700);
-    assert!(peer.call(json!(2), "session/list", json!({}))["result"].is_object());
+    assert!(peer.call(json!(4), "session/list", json!({}))["result"].is_object());
     assert_clean_exit(peer);
     assert_eq!(common::stored_bytes(&sandbox.store(), EXAMPLE_ID), stored);
 }

@@ -6,7 +6,8 @@ use crate::error::HostError;
 use crate::log;
 
 /// Runs `dsh acp` and returns the exit status: 0 once the client closed stdin, 1 after an
-/// error, printed on stderr as `error [CODE]: message` (with `--json` too).
+/// error (`CONNECTION_FAILED` when stdin or stdout failed, after the running turns were
+/// closed and written), printed on stderr as `error [CODE]: message` (with `--json` too).
 pub fn main(cli: &Cli) -> i32 {
     match serve(cli) {
         Ok(()) => 0,

@@ -10,6 +10,7 @@
 //! with the envelope shapes of `examples/session.jsonl`.
 #![allow(dead_code)]
 
+pub mod acp;
 pub mod race;
 pub mod watch;
 

@@ -65,6 +65,19 @@ pub enum AcpError {
         /// The session.
         id: SessionId,
     },
+    /// The connection ended while the turn ran, and its runner had not stopped
+    /// `waited_ms` after the cancellation (`TURN_STOP_TIMEOUT`): it was dropped and the turn
+    /// closed as interrupted.
+    #[error(
+        "the turn runner of session \"{id}\" did not stop within {waited_ms} ms of its \
+         cancellation as the connection ended; the turn was closed as interrupted"
+    )]
+    TurnStopTimeout {
+        /// The session.
+        id: SessionId,
+        /// How long the runner was given (config `stop_timeout_ms`).
+        waited_ms: u128,
+    },
     /// The turn ended with a `turn/end` whose reason is `error` (`TURN_FAILED`).
     #[error("the turn of session \"{id}\" ended with an error: {message}")]
     TurnFailed {
@@ -86,7 +99,7 @@ pub enum AcpError {
     /// A `session/list` cursor this server did not hand out (`INVALID_CURSOR`).
     #[error("invalid session/list cursor \"{cursor}\": pass a nextCursor of an earlier answer")]
     InvalidCursor {
-        /// The cursor as given (its first 64 characters).
+        /// The cursor as an error shows it (its first 64 characters, then its length).
         cursor: String,
     },
 }
@@ -104,6 +117,7 @@ impl AcpError {
             AcpError::TurnInProgress { .. } => "TURN_IN_PROGRESS",
             AcpError::Turn { source, .. } => source.code(),
             AcpError::TurnNotClosed { .. } => "TURN_NOT_CLOSED",
+            AcpError::TurnStopTimeout { .. } => "TURN_STOP_TIMEOUT",
             AcpError::TurnFailed { .. } => "TURN_FAILED",
             AcpError::Persistence(error) => error.code(),
             AcpError::Connection { .. } => "CONNECTION_FAILED",

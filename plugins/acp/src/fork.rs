@@ -6,11 +6,17 @@
 //! `OPEN_TURN` otherwise), or at the `turn/end` whose seq the request passes as
 //! `_meta.dsh.atSeq` (`{"_meta": {"dsh": {"atSeq": 20}}}`; `INVALID_BOUNDARY` when no event
 //! has that seq or it is not a non-negative integer, `OPEN_TURN` when that event is not a
-//! `turn/end`). The source may be open in the store or only stored ([`SessionFork::fork_stored`]:
-//! it is read, never written); the child is created in the store, written with its lineage
-//! (`parentSession`, `seedLength`, the source's `cwd`) and stays open, so that the client can
-//! prompt it. The answer's `sessionId` is the child's; its `_meta.dsh` has `parentSession` and
-//! `seedLength`. The request's `cwd` is not used: a fork keeps its source's.
+//! `turn/end`). While a turn of the source runs in this server (a `session/prompt` not yet
+//! answered), a fork without `atSeq` is taken at the last `turn/end` before that turn, as if
+//! the request had named it, and the answer says so: its `_meta.dsh` has `atSeq` (that
+//! `turn/end`'s seq) and `runningTurn` (the number of the turn left out). The fork never
+//! clips silently; a source whose first turn is running has no `turn/end` to fork at
+//! (`OPEN_TURN`). The source may be open in the store or only stored
+//! ([`SessionFork::fork_stored`]: it is read, never written); the child is created in the
+//! store, written with its lineage (`parentSession`, `seedLength`, the source's `cwd`) and
+//! stays open, so that the client can prompt it. The answer's `sessionId` is the child's; its
+//! `_meta.dsh` has `parentSession` and `seedLength`. The request's `cwd` is not used: a fork
+//! keeps its source's.
 //!
 //! [`SessionFork::fork_stored`]: dsh_session_fork::SessionFork::fork_stored
 
@@ -21,17 +27,22 @@ use std::sync::Arc;
 
 /// The `_meta` member under which dsh's fork options are read: `{"dsh": {"atSeq": SEQ}}`.
 pub const META_KEY: &str = "dsh";
-/// The member of `_meta.dsh` naming the `turn/end` to fork at.
+/// The member of `_meta.dsh` naming the `turn/end` to fork at (in a request), or the one a
+/// fork was taken at instead of the source's end (in an answer).
 pub const AT_SEQ: &str = "atSeq";
+/// The member of an answer's `_meta.dsh` naming the running turn a fork left out.
+pub const RUNNING_TURN: &str = "runningTurn";
 
 #[cfg(feature = "session-fork")]
 mod served {
-    use super::{AT_SEQ, META_KEY};
+    use super::{AT_SEQ, META_KEY, RUNNING_TURN};
     use crate::error::AcpError;
+    use crate::runner::{last_turn_boundary, newest_first};
     use crate::server::Shared;
     use agent_client_protocol::v1::schema::{
         ForkSessionRequest, ForkSessionResponse, Meta, SessionId as AcpSessionId,
     };
+    use dsh_session::event::{TURN_END, TURN_START};
     use dsh_session::SessionId;
     use dsh_session_fork::{
         AsyncSessionFork, BoundaryProblem, ForkSessionOptions, SessionFork, SessionForkError,
@@ -48,17 +59,41 @@ mod served {
         ) -> Result<ForkSessionResponse, AcpError> {
             let source = SessionId::from(request.session_id.0.as_ref());
             let mut options = ForkSessionOptions::new(source.clone());
+            let mut left_out = None;
             if let Some(at) = at_seq(&source, request.meta.as_ref())? {
                 options = options.at(at);
+            } else if let Some((at, turn)) = self.before_running_turn(&source) {
+                options = options.at(at);
+                left_out = Some((at, turn));
             }
             let child = AsyncSessionFork::new(fork).fork_stored(options).await?;
             let header = child.header();
+            let mut dsh = json!({
+                "parentSession": header.parent_session,
+                "seedLength": header.seed_length,
+            });
+            if let Some((at, turn)) = left_out {
+                dsh[AT_SEQ] = json!(at);
+                dsh[RUNNING_TURN] = json!(turn);
+            }
             let mut meta = Meta::new();
-            meta.insert(
-                META_KEY.into(),
-                json!({ "parentSession": header.parent_session, "seedLength": header.seed_length }),
-            );
+            meta.insert(META_KEY.into(), dsh);
             Ok(ForkSessionResponse::new(AcpSessionId::new(child.id().as_str())).meta(meta))
+        }
+
+        /// While a turn of session `source` runs in this server: the seq of the last
+        /// `turn/end` before it and the running turn's number. `None` when no turn of it runs,
+        /// or none ended before the running one.
+        fn before_running_turn(&self, source: &SessionId) -> Option<(u64, u64)> {
+            if !self.turns.is_running(source) {
+                return None;
+            }
+            let session = self.store.arc().ok()?.get(source)?;
+            let events = session.events();
+            let start = last_turn_boundary(&events).filter(|event| event.kind == TURN_START)?;
+            let turn = start.turn()?;
+            let end = newest_first(&events).find(|event| event.kind == TURN_END)?;
+            Some((end.seq, turn))
         }
     }
 
@@ -74,7 +109,7 @@ mod served {
             Some(seq) => Ok(Some(seq)),
             None => Err(SessionForkError::InvalidBoundary {
                 id: source.clone(),
-                boundary: at.to_string(),
+                boundary: crate::echo::shown(&at.to_string()),
                 reason: BoundaryProblem::NotSafeInteger,
             }
             .into()),

@@ -21,17 +21,25 @@
 //!
 //! Errors are JSON-RPC errors whose `data` is `{"code": CODE, "message": ...}` with the stable
 //! code of dsh-rs (`SESSION_NOT_FOUND`, `OPEN_TURN`, `INVALID_BOUNDARY`, ...): [`AcpError`].
+//! The wire is one message per line, each line at most `max_line_bytes` ([`AcpConfig`]);
+//! errors echo at most 64 characters of what the client sent ([`transport`] has the rules).
+//! However a connection ends, its running turns are cancelled, closed and flushed first
+//! ([`connection`]).
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use dsh_core::Context;
 //! let ctx = tokio::task::spawn_blocking(|| Context::from_registry(&Default::default())).await??;
 //! let server = ctx.require::<dsh_acp::AcpServer>()?;
-//! server.serve(agent_client_protocol::Stdio::new()).await?; // until the editor closes stdin
+//! let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+//! let (input, output) = (blocking::Unblock::new(stdin), blocking::Unblock::new(stdout));
+//! server.serve(input, output).await?; // until the editor closes stdin
 //! tokio::task::spawn_blocking(move || drop(ctx)).await?; // writes what is left
 //! # Ok(()) }
 //! ```
 
+pub mod connection;
+mod echo;
 pub mod error;
 pub mod fork;
 mod list;
@@ -40,6 +48,7 @@ mod prompt;
 pub mod runner;
 pub mod server;
 mod session;
+pub mod transport;
 mod updates;
 
 pub use error::AcpError;

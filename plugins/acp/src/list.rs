@@ -19,9 +19,6 @@ use dsh_session::{Session, SessionHeader, SessionId};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
-/// How many characters of a refused cursor its error shows.
-const SHOWN_CURSOR_CHARS: usize = 64;
-
 /// One listed session.
 #[derive(Debug)]
 struct Entry {
@@ -108,7 +105,7 @@ impl Shared {
             Some(cursor) => {
                 let (created_at, id) =
                     parse_cursor(cursor).ok_or_else(|| AcpError::InvalidCursor {
-                        cursor: cursor.chars().take(SHOWN_CURSOR_CHARS).collect(),
+                        cursor: crate::echo::shown(cursor),
                     })?;
                 let after = (std::cmp::Reverse(created_at), id);
                 entries.partition_point(|entry| entry.key() <= after)

@@ -1,7 +1,9 @@
 //! `session/prompt` and `session/cancel`: a turn delegated to the [`TurnRunner`], its events
-//! streamed to the client as they are appended, the session flushed, and the stop reason
-//! read from the `turn/end` the runner wrote.
+//! streamed to the client as they are appended, the session flushed once the prompt is in,
+//! at each step's end and at the turn's end, and the stop reason read from the `turn/end` the
+//! runner wrote.
 
+use crate::connection::ConnectionTurns;
 use crate::error::AcpError;
 use crate::runner::{last_turn_boundary, Cancellation, Turn, TurnError};
 use crate::server::Shared;
@@ -11,14 +13,17 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
-use dsh_session::event::{TURN_END, TURN_START};
+use dsh_session::event::{STEP_END, TURN_END, TURN_START, USER_MESSAGE};
 use dsh_session::{
-    interrupted_turn_closers, EventDraft, Session, SessionEvent, SessionEventAppended, SessionId,
-    TurnEndReason,
+    interrupted_turn_closers, AsyncSessionStore, EventDraft, Session, SessionEvent,
+    SessionEventAppended, SessionId, TurnEndReason,
 };
+use futures::FutureExt;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// The turns running in the server's connections, by session: where each one's appended events
@@ -41,6 +46,12 @@ impl Turns {
         if let Some(running) = self.running.lock().get(appended.session.id()) {
             let _ = running.events.send(appended.event.clone());
         }
+    }
+
+    /// Whether a turn of session `id` is running.
+    #[cfg(feature = "session-fork")]
+    pub(crate) fn is_running(&self, id: &SessionId) -> bool {
+        self.running.lock().contains_key(id)
     }
 
     /// Cancels the turn running in session `id`, if any; returns whether there was one.
@@ -95,22 +106,43 @@ impl Drop for Registered {
     }
 }
 
+/// How a runner's turn came to an end.
+enum Ran {
+    /// The runner returned (or panicked: an error with code `RUNNER_PANICKED`).
+    Returned(Result<(), TurnError>),
+    /// The connection ended and the runner did not stop within the stop timeout: dropped.
+    GivenUp,
+}
+
 impl Shared {
-    /// `session/prompt`: runs a turn of the open session through the turn runner, streaming
-    /// its events as `session/update`s, then flushes the session and answers with the stop
-    /// reason.
+    /// `session/prompt`, run as a task of its connection (`turns`): runs a turn of the open
+    /// session through the turn runner, streaming its events as `session/update`s, and
+    /// flushes the session as soon as the runner has appended the prompt (a `user/message`),
+    /// at the end of every step (`step/end`) and once the runner is done; then answers with
+    /// the stop reason. The runner is not polled while such a flush runs, so what it does
+    /// after its next await starts from a durable prompt. When the connection ends the turn
+    /// is cancelled; a runner that has not returned within `stop_timeout_ms` is dropped. A
+    /// turn the runner left open is closed as a crash-interrupted one before the last flush.
     ///
     /// Errors: `CAPABILITY_UNAVAILABLE` without a runner (naming the capability),
-    /// `SESSION_NOT_FOUND` when the session is not open, `TURN_IN_PROGRESS`, the runner's
-    /// code, `TURN_NOT_CLOSED`, `TURN_FAILED`, the store's code when the flush fails.
+    /// `SESSION_NOT_FOUND` when the session is not open, `TURN_IN_PROGRESS`,
+    /// `CONNECTION_FAILED` when the connection is ending, the runner's code (or
+    /// `RUNNER_PANICKED`), `TURN_STOP_TIMEOUT`, `TURN_NOT_CLOSED`, `TURN_FAILED`, the store's
+    /// code when the last flush fails.
     pub(crate) async fn prompt(
-        &self,
+        self: Arc<Self>,
         request: PromptRequest,
-        cx: &ConnectionTo<Client>,
+        cx: ConnectionTo<Client>,
+        turns: Arc<ConnectionTurns>,
     ) -> Result<PromptResponse, AcpError> {
         let runner = self.runner.get().ok_or(AcpError::NoRunner)?;
         let store = self.store()?;
         let id = SessionId::from(request.session_id.0.as_ref());
+        if turns.ending().is_cancelled() {
+            return Err(AcpError::Connection {
+                message: format!("the connection is ending: no turn of session \"{id}\" starts"),
+            });
+        }
         let session = store
             .store()
             .get(&id)
@@ -120,27 +152,44 @@ impl Shared {
         // A client that goes away mid-turn cancels the turn; the turn still ends and is
         // written, so nothing it appended is lost.
         let mut stream = Stream {
-            cx,
+            cx: &cx,
             session: &request.session_id,
             fold: Updates::live(),
             lost: None,
         };
-        let mut run = runner.run(Turn::new(
+        let run = runner.run(Turn::new(
             session.clone(),
             request.prompt.clone(),
             registered.cancel.clone(),
         ));
-        let outcome = loop {
+        let mut run = AssertUnwindSafe(run).catch_unwind();
+        let stop_timeout = self.stop_timeout();
+        let stop = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(stop);
+        let mut stopping = false;
+        let ran = loop {
             tokio::select! {
                 biased;
                 Some(event) = events.recv() => {
                     if !stream.send(&event) {
                         registered.cancel.cancel();
                     }
+                    if event.kind == USER_MESSAGE || event.kind == STEP_END {
+                        flush_running(&store, &session).await;
+                    }
                 }
-                outcome = &mut run => break outcome,
+                outcome = &mut run => break Ran::Returned(outcome.unwrap_or_else(|panic| {
+                    Err(TurnError::new("RUNNER_PANICKED", panic_message(panic.as_ref())))
+                })),
+                () = turns.ending().cancelled(), if !stopping => {
+                    registered.cancel.cancel();
+                    stopping = true;
+                    stop.as_mut().reset(tokio::time::Instant::now() + stop_timeout);
+                }
+                () = &mut stop, if stopping => break Ran::GivenUp,
             }
         };
+        drop(run);
         let cancelled = registered.cancel.is_cancelled();
         drop(registered);
         while let Ok(event) = events.try_recv() {
@@ -154,8 +203,15 @@ impl Shared {
         if let Some(lost) = stream.lost {
             return Err(lost);
         }
-        if let Err(source) = outcome {
-            return Err(AcpError::Turn { id, source });
+        match ran {
+            Ran::GivenUp => {
+                return Err(AcpError::TurnStopTimeout {
+                    id,
+                    waited_ms: stop_timeout.as_millis(),
+                })
+            }
+            Ran::Returned(Err(source)) => return Err(AcpError::Turn { id, source }),
+            Ran::Returned(Ok(())) => {}
         }
         if !closed.is_empty() {
             return Err(AcpError::TurnNotClosed { id });
@@ -170,6 +226,30 @@ impl Shared {
             stop
         }))
     }
+}
+
+/// Flushes `session` at a point of a running turn that a crash must not lose (the prompt, a
+/// step's end). A failure is logged and the turn goes on: the events stay in the session, and
+/// the flush at the turn's end writes them or answers with its error.
+async fn flush_running(store: &AsyncSessionStore, session: &Arc<Session>) {
+    if let Err(error) = store.flush(session).await {
+        tracing::warn!(
+            session = %session.id(),
+            code = error.code(),
+            %error,
+            "the running turn could not be written; its end tries again"
+        );
+    }
+}
+
+/// The message of a runner's panic.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message");
+    format!("the turn runner panicked: {text}")
 }
 
 /// A running turn's updates on their way to the client.

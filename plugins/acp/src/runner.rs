@@ -6,14 +6,19 @@
 //! [`dsh_session::Session::append`]: `turn/start`, the user's `user/message`, steps, chunks,
 //! messages, tool calls and results, and a `turn/end` whose reason says how the turn ended.
 //! `dsh-acp` streams each appended event to the client as a `session/update` while the turn
-//! runs, flushes the session when the runner returns, and answers the prompt with the stop
-//! reason the `turn/end` implies (`completed`: `end_turn`, `aborted`: `cancelled`,
-//! `max-tokens`: `max_tokens`, `blocked`: `refusal`; `error`: a JSON-RPC error with code
-//! `TURN_FAILED`).
+//! runs, and flushes the session as soon as the runner has appended the prompt (its
+//! `user/message`), at every `step/end` and when the runner returns, not polling the runner
+//! while such a flush runs: a crash mid-turn loses at most the step under way, never the
+//! prompt. It answers the prompt with the stop reason the `turn/end` implies (`completed`:
+//! `end_turn`, `aborted`: `cancelled`, `max-tokens`: `max_tokens`, `blocked`: `refusal`;
+//! `error`: a JSON-RPC error with code `TURN_FAILED`).
 //!
 //! A runner must close the turn it opens, on cancel and on error too. If it returns with the
-//! turn still open (an error, a bug), `dsh-acp` closes it as dsh closes a turn a crash
-//! interrupted ([`dsh_session::interrupted_turn_closers`]) and answers with an error.
+//! turn still open (an error, a bug) or panics, `dsh-acp` closes it as dsh closes a turn a
+//! crash interrupted ([`dsh_session::interrupted_turn_closers`]) and answers with an error
+//! (the runner's code, `RUNNER_PANICKED`). When the connection ends, the turn is cancelled; a
+//! runner that has not returned `stop_timeout_ms` later ([`crate::AcpConfig`]) is dropped at
+//! its await point and its turn closed the same way (`TURN_STOP_TIMEOUT`).
 //!
 //! `examples/acp_echo_runner.rs` is a complete runner plugin (it answers each prompt with its
 //! own text).
@@ -57,7 +62,8 @@ pub struct Turn {
     pub session: Arc<Session>,
     /// The prompt as the client sent it.
     pub prompt: Vec<ContentBlock>,
-    /// Signalled when the client cancels the turn (`session/cancel`, or `session/close`).
+    /// Signalled when the client cancels the turn (`session/cancel`, or `session/close`) and
+    /// when the connection ends.
     pub cancel: Cancellation,
 }
 

@@ -1,11 +1,13 @@
 //! [`AcpServer`]: the service the `dsh-acp` plugin provides, serving ACP v1 connections.
 //!
-//! One connection is one client (an editor launching `dsh acp`). The protocol lifecycle
-//! (`initialize` first, JSON-RPC framing, parse errors, unknown methods, invalid params) is
-//! the ACP SDK's; each method is a function of the [`Shared`] state, which reads the services
-//! it uses live from the context (the store, the fork service, the turn runner), so the
-//! capabilities follow the plugins as they come and go without a restart.
+//! One connection is one client (an editor launching `dsh acp`). Its wire (lines, their limit,
+//! what errors echo) is [`crate::transport`], its life and its end [`crate::connection`]; the
+//! protocol lifecycle (`initialize` first, unknown methods, invalid params) is the ACP SDK's;
+//! each method is a function of the `Shared` state, which reads the services it uses live
+//! from the context (the store, the fork service, the turn runner), so the capabilities follow
+//! the plugins as they come and go without a restart.
 
+use crate::connection::ConnectionTurns;
 use crate::error::AcpError;
 use crate::plugin::AcpConfig;
 use crate::prompt::Turns;
@@ -19,12 +21,14 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{
-    on_receive_notification, on_receive_request, Agent, Client, ConnectTo, Error as RpcError,
+    on_receive_notification, on_receive_request, Agent, Client, Error as RpcError,
 };
 use dsh_core::{Dep, Optional};
 use dsh_session::{AsyncSessionStore, SessionStore};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use futures::io::{AsyncRead, AsyncWrite};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The fork service as the server follows it: live while the fork plugin is (a build without
 /// the fork plugin has none).
@@ -43,11 +47,61 @@ pub(crate) struct Shared {
     pub(crate) turns: Arc<Turns>,
     /// Sessions per `session/list` page.
     pub(crate) page_size: AtomicUsize,
+    /// The longest line a connection reads, in bytes.
+    pub(crate) max_line_bytes: AtomicUsize,
+    /// How long the end of a connection waits for a runner to stop, and for the last answers
+    /// to be written, in milliseconds.
+    pub(crate) stop_timeout_ms: AtomicU64,
     /// Given when the plugin goes: the connections end.
     pub(crate) gone: Cancellation,
 }
 
 impl Shared {
+    /// The state of a server configured with `config`.
+    pub(crate) fn new(
+        store: Dep<SessionStore>,
+        fork: ForkService,
+        runner: Optional<dyn TurnRunner>,
+        turns: Arc<Turns>,
+        config: &AcpConfig,
+        gone: Cancellation,
+    ) -> Shared {
+        let shared = Shared {
+            store,
+            fork,
+            runner,
+            turns,
+            page_size: AtomicUsize::new(0),
+            max_line_bytes: AtomicUsize::new(0),
+            stop_timeout_ms: AtomicU64::new(0),
+            gone,
+        };
+        shared.configure(config);
+        shared
+    }
+
+    /// Applies `config` (connections keep running and read the new values from their next
+    /// use on).
+    pub(crate) fn configure(&self, config: &AcpConfig) {
+        self.page_size
+            .store(config.list_page_size.get(), Ordering::Relaxed);
+        self.max_line_bytes
+            .store(config.max_line_bytes.get(), Ordering::Relaxed);
+        self.stop_timeout_ms
+            .store(config.stop_timeout_ms, Ordering::Relaxed);
+    }
+
+    /// The longest line a connection reads now, in bytes.
+    pub(crate) fn max_line_bytes(&self) -> usize {
+        self.max_line_bytes.load(Ordering::Relaxed)
+    }
+
+    /// How long the end of a connection waits for a runner to stop (and for the last
+    /// answers).
+    pub(crate) fn stop_timeout(&self) -> Duration {
+        Duration::from_millis(self.stop_timeout_ms.load(Ordering::Relaxed))
+    }
+
     /// The store's async face, or `CAPABILITY_UNAVAILABLE` when the session plugin is gone.
     pub(crate) fn store(&self) -> Result<AsyncSessionStore, AcpError> {
         Ok(AsyncSessionStore::new(self.store.arc()?))
@@ -83,7 +137,9 @@ impl Shared {
 /// ```no_run
 /// # async fn serve(ctx: dsh_core::Context) -> Result<(), dsh_acp::AcpError> {
 /// let server = ctx.require::<dsh_acp::AcpServer>()?;
-/// server.serve(agent_client_protocol::Stdio::new()).await // until stdin closes
+/// let stdin = blocking::Unblock::new(std::io::stdin());
+/// let stdout = blocking::Unblock::new(std::io::stdout());
+/// server.serve(stdin, stdout).await // until stdin closes
 /// # }
 /// ```
 #[derive(Clone)]
@@ -104,35 +160,33 @@ impl AcpServer {
         }
     }
 
-    /// Sets the number of sessions per `session/list` page.
-    pub(crate) fn set_page_size(&self, config: &AcpConfig) {
-        self.shared
-            .page_size
-            .store(config.list_page_size.get(), Ordering::Relaxed);
+    /// Applies `config` to the server and its running connections.
+    pub(crate) fn configure(&self, config: &AcpConfig) {
+        self.shared.configure(config);
     }
 
-    /// Serves one ACP v1 connection over `transport` (e.g. [`agent_client_protocol::Stdio`])
-    /// until the client closes it (end of its input) or the `dsh-acp` plugin goes. Requests
-    /// are answered in the order they arrive, except `session/prompt`, which runs beside the
-    /// others (so that `session/cancel` reaches it). Runs on a tokio runtime: every store and
-    /// fork call goes through the async faces, never blocking a worker.
+    /// Serves one ACP v1 connection: JSON-RPC messages as lines of UTF-8, read from `input`
+    /// and written to `output` (futures' async I/O: `blocking::Unblock` over stdin and
+    /// stdout, a `piper` pipe in process, a tokio stream through `tokio_util::compat`), until
+    /// the input ends, a read or write fails, or the `dsh-acp` plugin goes. Requests are
+    /// answered in the order they arrive, except `session/prompt`, which runs beside the
+    /// others (so that `session/cancel` reaches it). However the connection ends, its running
+    /// turns are cancelled, closed and flushed before this returns (module
+    /// [`crate::connection`]). Runs on a tokio runtime: every store and fork call goes through
+    /// the async faces, never blocking a worker.
     ///
     /// # Errors
-    /// `CONNECTION_FAILED` when the transport fails (a read or write error); a client that
-    /// closes its end is no error.
+    /// `CONNECTION_FAILED` when reading `input` or writing `output` fails (or the protocol
+    /// handling does), after the turns were wound down; the end of the input is no error.
     ///
     /// # Panics
-    /// Outside a tokio runtime (the store calls run on its blocking pool).
-    pub async fn serve(&self, transport: impl ConnectTo<Agent> + 'static) -> Result<(), AcpError> {
-        let shared = self.shared.clone();
-        let gone = shared.gone.clone();
-        let connection = builder(shared).connect_to(transport);
-        tokio::select! {
-            result = connection => result.map_err(|error| AcpError::Connection {
-                message: error.to_string(),
-            }),
-            () = gone.cancelled() => Ok(()),
-        }
+    /// Outside a tokio runtime (turns run as its tasks, store calls on its blocking pool).
+    pub async fn serve<R, W>(&self, input: R, output: W) -> Result<(), AcpError>
+    where
+        R: AsyncRead + Unpin + Send,
+        W: AsyncWrite + Unpin + Send,
+    {
+        crate::connection::serve(self.shared.clone(), input, output).await
     }
 }
 
@@ -172,9 +226,10 @@ macro_rules! method {
     };
 }
 
-/// The agent's handlers, one per method.
-fn builder(
+/// The agent's handlers of one connection, one per method; its turns run in `turns`.
+pub(crate) fn builder(
     shared: Arc<Shared>,
+    turns: Arc<ConnectionTurns>,
 ) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
 {
     let builder = Agent.v1().name("dsh-acp").on_receive_request(
@@ -198,16 +253,21 @@ fn builder(
             {
                 let s = shared.clone();
                 async move |request: PromptRequest, responder, cx: ConnectionTo<Client>| {
-                    // The turn runs beside the dispatch loop, so that session/cancel reaches it.
-                    let s = s.clone();
-                    let connection = cx.clone();
-                    cx.spawn(async move {
-                        let result = s.prompt(request, &connection).await;
-                        if let Err(error) = reply(responder, result) {
-                            tracing::debug!(%error, "the prompt's answer was not sent");
+                    // The turn runs beside the dispatch loop, so that session/cancel reaches
+                    // it, and as a task of the connection, so that it is wound down (not
+                    // dropped) when the connection ends, its answer handed to the SDK before
+                    // the connection's input is closed.
+                    let task = {
+                        let (s, turns) = (s.clone(), turns.clone());
+                        async move {
+                            let result = s.prompt(request, cx, turns).await;
+                            if let Err(error) = reply(responder, result) {
+                                tracing::debug!(%error, "the prompt's answer was not sent");
+                            }
                         }
-                        Ok(())
-                    })
+                    };
+                    turns.spawn(task);
+                    Ok(())
                 }
             },
             on_receive_request!(),

@@ -31,6 +31,7 @@ pub mod events;
 pub mod fork;
 pub mod generate;
 pub mod lifecycle;
+pub mod lineage;
 pub mod lookup;
 pub mod measure;
 pub mod persist;

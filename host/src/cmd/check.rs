@@ -73,11 +73,7 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
     if entries.is_empty() {
         let _ = writeln!(human, "no session files (*.jsonl, *.zstd) found");
     }
-    Output {
-        json: Value::Array(entries),
-        human,
-        failed,
-    }
+    Output::built(Value::Array(entries), human, failed)
 }
 
 /// Files as given, folders searched recursively for `*.jsonl` (symlinked folders are not

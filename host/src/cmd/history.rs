@@ -2,23 +2,44 @@
 
 use crate::app::App;
 use crate::error::HostError;
-use crate::output::Output;
+use crate::output::{Form, Output};
 use dsh::session::SessionId;
 use serde_json::Value;
-use std::fmt::Write;
 
-/// The messages as dsh stores them, in surface order.
+/// The messages as dsh stores them, in surface order: with `--json` an array of them, else
+/// one `[role] text` line each. Written as they are derived, one message at a time: neither
+/// the whole document nor the whole text is built first.
 pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
     let session = app.store()?.load(&SessionId::from(id))?;
     let messages = session.derive_messages();
-    let mut human = String::new();
-    for message in &messages {
-        let value = message.value();
-        let role = value.get("role").and_then(Value::as_str).unwrap_or("?");
-        let _ = writeln!(human, "[{role}] {}", text_of(&value));
-    }
-    let json = Value::Array(messages.iter().map(|m| m.value()).collect());
-    Ok(Output::ok(json, human))
+    Ok(Output::streamed(move |out, form| {
+        match form {
+            Form::Json => {
+                out.write_all(b"[")?;
+                for (i, message) in messages.iter().enumerate() {
+                    if i > 0 {
+                        out.write_all(b",")?;
+                    }
+                    serde_json::to_writer(&mut *out, &message.value())?;
+                }
+                out.write_all(b"]\n")?;
+            }
+            Form::Human => {
+                // The text ends where its last non-blank character is (a last message ending
+                // in a newline does not add a blank line), as every text output of `dsh`.
+                let last = messages.len().saturating_sub(1);
+                for (i, message) in messages.iter().enumerate() {
+                    let value = message.value();
+                    let role = value.get("role").and_then(Value::as_str).unwrap_or("?");
+                    let line = format!("[{role}] {}", text_of(&value));
+                    let line = if i == last { line.trim_end() } else { &line };
+                    writeln!(out, "{line}")?;
+                }
+            }
+        }
+        drop(session);
+        Ok(())
+    }))
 }
 
 /// The text blocks of a message, joined; other blocks are named by their type.

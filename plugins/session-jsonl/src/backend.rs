@@ -11,19 +11,17 @@ use crate::layout::{
     session_file, session_files, single_file, stored_twice,
 };
 use crate::record::{is_row_tag, write_event_line};
-use crate::scan::{
-    read_header, scan_bytes, scan_compressed, scan_prefix, scan_reader, ReadError, Scanned,
-};
+use crate::scan::{read_header, scan_bytes, scan_prefix, ReadError, Scanned};
 use crate::tail::read_clean_tail;
 use dsh_session::{
     check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
-    SessionPersistence, StoredSession, StoredTail,
+    SessionPersistence, StoredLog, StoredSession, StoredTail,
 };
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -562,6 +560,20 @@ impl SessionPersistence for JsonlPersistence {
         Ok(stored)
     }
 
+    /// Opens the session file as a stream of events ([`crate::JsonlLog`]): the events and
+    /// refusals of [`SessionPersistence::load`], read a piece at a time, in memory bounded by
+    /// the longest line (a compressed file: and the compressed bytes of its largest frame).
+    /// The file is opened and its placement checked before the first event; the read does not
+    /// take the session's lock (appends only ever add after what it reads). Never writes.
+    ///
+    /// Errors as [`SessionPersistence::load`].
+    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog + '_>, PersistenceError> {
+        let path = self.require(id)?;
+        let log = crate::log::JsonlLog::open(&path, open_regular(&path)?)?;
+        check_placement(&self.root, id, log.header(), &path)?;
+        Ok(Box::new(log))
+    }
+
     /// Reads the header and the first `len` events, stopping at the line that completes them
     /// (a compressed file is decoded whole). `dropped_tail` is set only when the read reached
     /// a torn tail. Never writes.
@@ -786,10 +798,15 @@ pub fn read_session_bytes(path: &Path, bytes: &[u8]) -> Result<StoredSession, Pe
 }
 
 /// Reads and scans the whole file at `path` in its form; returns the scan and the file's end.
-///
-/// Only a regular file is read: a FIFO without a writer would block the read for ever and a
-/// device such as `/dev/zero` never ends, so anything else is refused before it is opened.
+/// Errors as [`open_regular`] and [`crate::log::scan_file`].
 fn scan_path(path: &Path) -> Result<(Scanned, FileEnd), PersistenceError> {
+    crate::log::scan_file(path, &open_regular(path)?)
+}
+
+/// Opens the file at `path` for reading when it is a regular file: a FIFO without a writer
+/// would block a read for ever and a device such as `/dev/zero` never ends, so anything else
+/// is refused ([`PersistenceError::Io`], "not a regular file") before it is opened.
+pub(crate) fn open_regular(path: &Path) -> Result<File, PersistenceError> {
     let meta = fs::metadata(path).map_err(|e| io_error(path, e))?;
     if !meta.is_file() {
         return Err(io_error(
@@ -800,27 +817,12 @@ fn scan_path(path: &Path) -> Result<(Scanned, FileEnd), PersistenceError> {
             ),
         ));
     }
-    let file = File::open(path).map_err(|e| io_error(path, e))?;
-    let mut reader = BufReader::new(file);
-    let start = reader.fill_buf().map_err(|e| io_error(path, e))?;
-    if !is_compressed(path, start) {
-        return scan_reader(reader).map_err(|e| read_error(path, e));
-    }
-    let mut bytes = Vec::new();
-    reader
-        .read_to_end(&mut bytes)
-        .map_err(|e| io_error(path, e))?;
-    Ok((scan_in_memory(path, &bytes)?, FileEnd::of(&bytes)))
+    File::open(path).map_err(|e| io_error(path, e))
 }
 
 /// Scans the bytes of the file at `path`, in the form its name or first bytes say.
 fn scan_in_memory(path: &Path, bytes: &[u8]) -> Result<Scanned, PersistenceError> {
-    let scanned = if is_compressed(path, bytes) {
-        scan_compressed(bytes)
-    } else {
-        scan_bytes(bytes)
-    };
-    scanned.map_err(|e| read_error(path, e))
+    scan_bytes(bytes, is_compressed(path, bytes)).map_err(|e| read_error(path, e))
 }
 
 /// Reads the whole file at `path` for session `id` and checks that it belongs there in the
@@ -893,7 +895,11 @@ fn into_stored(
 
 /// The event at `seq` of the file at `path`. Errors: [`PersistenceError::Corrupt`] naming the
 /// seq when the record is not a valid event envelope.
-fn event_at(path: &Path, decoded: Decoded, seq: u64) -> Result<SessionEvent, PersistenceError> {
+pub(crate) fn event_at(
+    path: &Path,
+    decoded: Decoded,
+    seq: u64,
+) -> Result<SessionEvent, PersistenceError> {
     decoded
         .into_event(seq)
         .map_err(|why| PersistenceError::Corrupt {
@@ -969,7 +975,7 @@ fn lines_len(events: &[Arc<SessionEvent>]) -> usize {
         .sum()
 }
 
-fn io_error(path: &Path, source: io::Error) -> PersistenceError {
+pub(crate) fn io_error(path: &Path, source: io::Error) -> PersistenceError {
     PersistenceError::Io {
         path: path.display().to_string(),
         source,
@@ -989,7 +995,7 @@ fn header_error(path: &Path, error: HeaderError) -> PersistenceError {
     }
 }
 
-fn read_error(path: &Path, error: ReadError) -> PersistenceError {
+pub(crate) fn read_error(path: &Path, error: ReadError) -> PersistenceError {
     match error {
         ReadError::Header(e) => header_error(path, e),
         ReadError::Corrupt(reason) => PersistenceError::Corrupt {

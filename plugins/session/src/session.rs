@@ -55,6 +55,24 @@ impl Events {
         }
     }
 
+    /// The events of stored `log`, checked as dsh restores a stored log
+    /// ([`crate::restore_each`]) while they are read, with their surface fold: a view a
+    /// session is created from without checking or folding it again, built without holding
+    /// the log twice (each event is shared as it is read). Errors as
+    /// [`crate::restore_each`].
+    pub(crate) fn restore(
+        log: &mut dyn crate::StoredLog,
+    ) -> Result<(Events, crate::Restored), crate::RestoreError> {
+        let mut chain = Chain::default();
+        let restored = crate::restore_each(log, |event| chain.push(Arc::new(event)))?;
+        let events = Events {
+            chain,
+            surface: Some(restored.surface.clone()),
+            trace: None,
+        };
+        Ok((events, restored))
+    }
+
     /// Number of events in the view.
     pub fn len(&self) -> usize {
         self.chain.len()

@@ -8,7 +8,8 @@ use crate::event::SessionEvent;
 use crate::header::{SessionId, SessionMeta};
 use crate::persistence::{PersistenceError, StoredSession};
 use crate::repair::interrupted_turn_closers;
-use crate::session::Session;
+use crate::restore::RestoreError;
+use crate::session::{Events, Session};
 use crate::upgrade::{message_id, prepare_stored_events, prepare_stored_tail};
 use std::sync::Arc;
 
@@ -27,12 +28,17 @@ impl SessionStore {
         if let Some(live) = self.get(id) {
             return Ok(live);
         }
-        let stored = self.read_stored(id, None)?;
-        let durable = stored.events.len();
-        let meta = SessionMeta::from_header(&stored.header);
+        let backend = self.backend(id)?;
+        let restored = backend
+            .open_log(id)
+            .map_err(RestoreError::from)
+            .and_then(|mut log| Events::restore(&mut *log));
+        let (events, restored) = restored.map_err(|error| restore_error(id, error))?;
+        let durable = events.len();
+        let meta = SessionMeta::from_header(&restored.header);
         self.create_session(
-            Some(stored.header.id.clone()),
-            CreateOptions::new(stored.events, meta),
+            Some(restored.header.id),
+            CreateOptions::new(events, meta),
             Some(durable),
         )
         .map(|(session, _)| session)
@@ -202,5 +208,27 @@ impl SessionStore {
                 }
             })?;
         Ok(stored)
+    }
+}
+
+/// The store's error for a stored log of session `id` that cannot be restored: not stored,
+/// refused by the backend, by the upgrade step, or by a rule of a restored log.
+fn restore_error(id: &SessionId, error: RestoreError) -> StoreError {
+    match error {
+        RestoreError::Persistence(PersistenceError::NotFound { .. }) => {
+            StoreError::NotFound { id: id.clone() }
+        }
+        RestoreError::Persistence(source) => StoreError::Persistence {
+            id: id.clone(),
+            source,
+        },
+        RestoreError::StoredLog(source) => StoreError::StoredLog {
+            id: id.clone(),
+            source,
+        },
+        RestoreError::Invalid(source) => StoreError::InvalidSeed {
+            id: id.clone(),
+            source,
+        },
     }
 }

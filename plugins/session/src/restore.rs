@@ -1,0 +1,203 @@
+//! A stored log checked as dsh restores it, read as a stream ([`restore_each`]): the upgrade
+//! step ([`crate::upgrade::prepare_stored_events`]), then the rules of a restored log
+//! ([`crate::validate::validate_restored`], the crash closers included), one event at a time,
+//! with the refusal a whole read gives.
+//!
+//! What the check holds is the surface fold (a seq per message the model sees), the open
+//! turn's tool calls and a few seqs, never the log: a reader that keeps none of the events
+//! (`dsh check`), or a few facts of them (`dsh show`), reads a log of any length in memory
+//! bounded by the backend's piece and the longest line. The rules that read an earlier event
+//! (a rewrite of a `tool/result`, and the RFC-era one that reuses the id of the message it
+//! rewrites) read it again through [`StoredLog::event_at`].
+
+use crate::event::{SessionEvent, SurfaceOp, TOOL_RESULT};
+use crate::fold::Surface;
+use crate::header::{SessionHeader, SessionId};
+use crate::persistence::PersistenceError;
+use crate::repair::TurnTrace;
+use crate::stored_log::StoredLog;
+use crate::upgrade::{message_id, upgrade_event, StoredLogError, Upgrader};
+use crate::validate::{LogCheck, ValidationError};
+use std::cell::{Cell, RefCell};
+
+/// Why a stored log cannot be restored, in the order a whole read finds it: the backend's
+/// refusal, then the upgrade step's, then a rule of a restored log. Each names the session.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RestoreError {
+    /// The backend refused the stored log (damage, a record that is not an event envelope, its
+    /// header) or could not read it.
+    #[error(transparent)]
+    Persistence(#[from] PersistenceError),
+    /// dsh's upgrade step refused it (retired vocabulary, an older shape it does not know, a
+    /// malformed message, an unknown type not marked ignorable).
+    #[error(transparent)]
+    StoredLog(#[from] StoredLogError),
+    /// It breaks a rule of a restored log (an envelope, a message shape, the surface, or one
+    /// of its crash closers would). The index is the offending event's seq.
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+}
+
+impl RestoreError {
+    /// The stable code of the error inside.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RestoreError::Persistence(error) => error.code(),
+            RestoreError::StoredLog(error) => error.code(),
+            RestoreError::Invalid(error) => error.code(),
+        }
+    }
+}
+
+/// What restoring a stored log found, besides the events handed out.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Restored {
+    /// The header exactly as stored.
+    pub header: SessionHeader,
+    /// How many events the log holds.
+    pub events: u64,
+    /// The surface fold of the log: the seqs of the events the model sees, in its order.
+    pub surface: Surface,
+    /// The events dsh's load appends to close a turn the log leaves open
+    /// ([`crate::interrupted_turn_closers`]), checked after the log; empty when no turn is
+    /// open.
+    pub closers: Vec<SessionEvent>,
+    /// What the backend dropped after the complete records (a torn tail), naming the line.
+    pub dropped_tail: Option<String>,
+    /// The stored session's revision when it was read.
+    pub revision: u64,
+}
+
+/// Reads `log` to its end and checks it as dsh restores a stored log: each event is upgraded,
+/// then checked, and handed to `visit` (upgraded) as soon as it passed, in seq order; once an
+/// event is refused, no more are handed out. The verdict comes at the end: a reader drops what
+/// it made of the events when it is an error (the backend's refusal of damage far in the log,
+/// for instance, comes after every event before it was handed out).
+///
+/// Memory: what `visit` keeps, the surface fold and the open turn's tool calls; the events
+/// are not held.
+///
+/// # Errors
+///
+/// The refusal [`crate::SessionStore::load`] gives for the same log, in its order:
+/// [`RestoreError::Persistence`] (the log's read, or the read of an earlier event again),
+/// [`RestoreError::StoredLog`] as [`crate::prepare_stored_events`],
+/// [`RestoreError::Invalid`] as [`crate::validate::validate_restored`].
+pub fn restore_each(
+    log: &mut dyn StoredLog,
+    mut visit: impl FnMut(SessionEvent),
+) -> Result<Restored, RestoreError> {
+    let id = log.header().id.clone();
+    let mut upgrader = Upgrader::new(id.clone());
+    let mut check = LogCheck::restored();
+    let mut trace = TurnTrace::default();
+    let mut count = 0u64;
+    let log = RefCell::new(log);
+    loop {
+        let Some(event) = log.borrow_mut().next_event()? else {
+            break;
+        };
+        count += 1;
+        // A read of an earlier event again that fails is the verdict.
+        let reread_failed = Cell::new(None);
+        let prepared = upgrader.admit(event, |seq| {
+            let read = prepared_at(&mut **log.borrow_mut(), &id, seq);
+            read.unwrap_or_else(|error| {
+                reread_failed.set(Some(error));
+                None
+            })
+            .as_ref()
+            .and_then(message_id)
+        });
+        if let Some(error) = reread_failed.take() {
+            return Err(error.into());
+        }
+        let Some(prepared) = prepared else { continue };
+        if upgrader.is_refused() || check.is_refused() {
+            continue;
+        }
+        let original = match rewritten_tool_result(&prepared) {
+            Some(seq) => prepared_at(&mut **log.borrow_mut(), &id, seq)?,
+            None => None,
+        };
+        check.admit(&prepared, |seq| {
+            original.as_ref().filter(|original| original.seq == seq)
+        });
+        if check.is_refused() {
+            continue;
+        }
+        trace.admit(&prepared);
+        visit(prepared);
+    }
+    upgrader.finish()?;
+    let closers = trace.closers();
+    let surface = check.finish_restored(&closers)?;
+    let log = log.into_inner();
+    Ok(Restored {
+        header: log.header().clone(),
+        events: count,
+        surface,
+        closers,
+        dropped_tail: log.dropped_tail().map(str::to_owned),
+        revision: log.revision(),
+    })
+}
+
+/// The seq of the earlier node a `tool/result` replacement rewrites (the start of its range:
+/// the one node such a replacement may shadow), which the surface rules compare it with.
+fn rewritten_tool_result(event: &SessionEvent) -> Option<u64> {
+    match event.surface_op {
+        Some(SurfaceOp::Replace { start, .. })
+            if event.kind == TOOL_RESULT && start < event.seq =>
+        {
+            Some(start)
+        }
+        _ => None,
+    }
+}
+
+/// The earlier event with seq `seq` of session `id`'s `log`, read again and upgraded as the
+/// stream upgraded it: an RFC-era rewrite reads the message id of the node it rewrites, so
+/// the chain of such rewrites is read back as far as it goes (without recursion). `None` for
+/// a seq the log has not handed out.
+///
+/// Errors: the read failing.
+fn prepared_at(
+    log: &mut dyn StoredLog,
+    id: &SessionId,
+    seq: u64,
+) -> Result<Option<SessionEvent>, PersistenceError> {
+    // Events read again whose upgrade asks for the message id of an earlier event, each with
+    // the seq it asks for; the latest first.
+    let mut waiting: Vec<(SessionEvent, u64)> = Vec::new();
+    let mut next = seq;
+    let mut prepared = loop {
+        let Some(stored) = log.event_at(next)? else {
+            break None;
+        };
+        let asked = Cell::new(None);
+        let upgraded = upgrade_event(id, stored.clone(), |earlier| {
+            asked.set(Some(earlier));
+            None
+        });
+        match asked.get() {
+            // An earlier event's id: that event first. (A later one the stream had not
+            // upgraded yet, so it read none.)
+            Some(earlier) if earlier < next => {
+                waiting.push((stored, earlier));
+                next = earlier;
+            }
+            _ => break upgraded.ok(),
+        }
+    };
+    while let Some((stored, asked)) = waiting.pop() {
+        let id_read = prepared.as_ref().and_then(message_id);
+        prepared = upgrade_event(id, stored, |earlier| {
+            (earlier == asked).then(|| id_read.clone()).flatten()
+        })
+        .ok();
+    }
+    Ok(prepared)
+}

@@ -2,8 +2,9 @@
 
 use crate::error::HostError;
 use crate::output::{error_json, Output};
-use crate::session_file::read_valid;
-use dsh::session::check_invariants;
+use crate::session_file::check_file;
+use dsh::session::invariants::InvariantChecker;
+use dsh::session::{InvariantViolation, Restored};
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -23,13 +24,13 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
         let (id, events, violations, dropped_tail, error) = match file
             .as_ref()
             .map_err(Clone::clone)
-            .and_then(|f| read_valid(f))
+            .and_then(|f| check_one(f, invariants))
         {
-            Ok(stored) => (
-                Some(stored.header.id.as_str().to_owned()),
-                Some(stored.events.len()),
-                invariants.then(|| check_invariants(&stored.events)),
-                stored.dropped_tail,
+            Ok((restored, violations)) => (
+                Some(restored.header.id.as_str().to_owned()),
+                Some(restored.events),
+                violations,
+                restored.dropped_tail,
                 None,
             ),
             Err(e) => (None, None, None, None, Some(e)),
@@ -44,7 +45,7 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
                 let _ = writeln!(
                     human,
                     "ok    {shown} ({})",
-                    super::events(events.unwrap_or(0))
+                    super::events(events.unwrap_or(0) as usize)
                 );
                 if let Some(tail) = &dropped_tail {
                     let _ = writeln!(human, "      a load drops its torn tail: {tail}");
@@ -74,6 +75,25 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
         let _ = writeln!(human, "no session files (*.jsonl, *.zstd) found");
     }
     Output::built(Value::Array(entries), human, failed)
+}
+
+/// Reads the file at `path` as a stream ([`check_file`]): what the restore found, and with
+/// `invariants` the invariant violations of its log (the events are traced as they are read,
+/// never held).
+fn check_one(
+    path: &Path,
+    invariants: bool,
+) -> Result<(Restored, Option<Vec<InvariantViolation>>), HostError> {
+    let mut checker = InvariantChecker::default();
+    let mut violations = Vec::new();
+    let restored = check_file(path, |event| {
+        if invariants {
+            if let Err(violation) = checker.admit(&event) {
+                violations.push(violation);
+            }
+        }
+    })?;
+    Ok((restored, invariants.then_some(violations)))
 }
 
 /// Files as given, folders searched recursively for `*.jsonl` (symlinked folders are not

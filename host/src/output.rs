@@ -111,16 +111,34 @@ pub fn emit(result: Result<Output, HostError>, as_json: bool, causes: bool) -> i
     }
 }
 
+/// The error that cuts a streamed output short when `error` stops the command after its
+/// output began (reading a message again failed): reported as the command's error, on stderr.
+pub fn cut_short(error: impl Into<HostError>) -> io::Error {
+    io::Error::other(error.into())
+}
+
 /// Runs `write` on a buffered stdout and flushes it: `status`, or 1 when writing failed for
-/// another reason than a reader that closed the pipe.
+/// another reason than a reader that closed the pipe (or a [`cut_short`] error stopped it).
 fn write_out(write: impl FnOnce(&mut dyn Write) -> io::Result<()>, status: i32) -> i32 {
     let mut stdout = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    match write(&mut stdout).and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            eprintln!("error [IO_ERROR]: cannot write the output: {e}");
+    let written = write(&mut stdout);
+    let flushed = stdout.flush();
+    match written.and(flushed) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => status,
+        Err(e) => {
+            match e
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<HostError>())
+            {
+                Some(error) => eprintln!(
+                    "error [{}]: {} (the output stops there)",
+                    error.code, error.message
+                ),
+                None => eprintln!("error [IO_ERROR]: cannot write the output: {e}"),
+            }
             1
         }
-        _ => status,
+        Ok(()) => status,
     }
 }
 

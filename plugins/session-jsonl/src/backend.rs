@@ -567,7 +567,7 @@ impl SessionPersistence for JsonlPersistence {
     /// take the session's lock (appends only ever add after what it reads). Never writes.
     ///
     /// Errors as [`SessionPersistence::load`].
-    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog + '_>, PersistenceError> {
+    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
         let path = self.require(id)?;
         let log = crate::log::JsonlLog::open(&path, open_regular(&path)?)?;
         check_placement(&self.root, id, log.header(), &path)?;

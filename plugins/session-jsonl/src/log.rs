@@ -97,6 +97,9 @@ pub struct JsonlLog {
     scan: FileScan<ReadAt<Arc<File>>>,
     /// How many events were handed out (the next seq).
     next: u64,
+    /// A read again, positioned after the event it read last (the next seq it hands out):
+    /// reads of later events again go on from there.
+    again: Option<(FileScan<ReadAt<Arc<File>>>, u64)>,
     /// The first record that is not a valid event envelope, reported at the end of the read.
     refused: Option<PersistenceError>,
     /// Whether the read has ended (the end of the file, or an error).
@@ -125,6 +128,7 @@ impl JsonlLog {
             compressed,
             scan,
             next: 0,
+            again: None,
             refused: None,
             done: false,
             dropped_tail: None,
@@ -180,6 +184,9 @@ impl StoredLog for JsonlLog {
         Ok(None)
     }
 
+    /// Reads the event again from the checkpoint before it, or goes on from the last read
+    /// again when that is closer: reading events again in seq order reads the file once more,
+    /// and an event out of that order costs at most a checkpoint's mebibyte.
     fn event_at(&mut self, seq: u64) -> Result<Option<SessionEvent>, PersistenceError> {
         if seq >= self.next {
             return Ok(None);
@@ -187,20 +194,30 @@ impl StoredLog for JsonlLog {
         let Some(checkpoint) = self.checkpoint_before(seq) else {
             return Ok(None);
         };
-        let from = match self.compressed {
-            true => checkpoint.frame.file,
-            false => checkpoint.text,
+        let go_on = self
+            .again
+            .as_ref()
+            .is_some_and(|(_, next)| (checkpoint.seq..=seq).contains(next));
+        if !go_on {
+            let from = match self.compressed {
+                true => checkpoint.frame.file,
+                false => checkpoint.text,
+            };
+            let reader = ReadAt::new(self.file.clone(), from);
+            let header = self.scan.header().clone();
+            let scan = FileScan::resume(reader, self.compressed, header, &checkpoint);
+            self.again = Some((scan, checkpoint.seq));
+        }
+        let Some((again, next)) = &mut self.again else {
+            return Ok(None);
         };
-        let reader = ReadAt::new(self.file.clone(), from);
-        let header = self.scan.header().clone();
-        let mut again = FileScan::resume(reader, self.compressed, header, &checkpoint);
-        let mut at = checkpoint.seq;
         while let Some(decoded) = again.next_event().map_err(|e| read_error(&self.path, e))? {
-            if at == seq {
+            *next += 1;
+            if *next == seq + 1 {
                 return event_at(&self.path, decoded, seq).map(Some);
             }
-            at += 1;
         }
+        self.again = None;
         Ok(None)
     }
 

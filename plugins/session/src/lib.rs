@@ -57,8 +57,8 @@ pub use repair::interrupted_turn_closers;
 pub use restore::{restore_each, RestoreError, Restored};
 pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
 pub use store::{
-    CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
-    SessionStore, StoreError,
+    CreateOptions, Imported, Inspected, Resumed, Seed, SessionCreated, SessionDisposed,
+    SessionFlush, SessionStore, StoreError,
 };
 pub use stored_log::{LoadedLog, StoredLog};
 pub use upgrade::{prepare_stored_events, StoredLogError};

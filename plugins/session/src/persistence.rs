@@ -278,8 +278,8 @@ pub trait SessionPersistence: Send + Sync + 'static {
     ///
     /// Errors as [`SessionPersistence::load`] for what is read before the first event (the
     /// session not stored, its header refused); later refusals come from the log's reads.
-    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog + '_>, PersistenceError> {
-        Ok(Box::new(LoadedLog::new(self.load(id)?, self)))
+    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
+        Ok(Box::new(LoadedLog::new(self.load(id)?)))
     }
 
     /// Reads the header and the first `len` events (fewer when the log is shorter), without
@@ -354,7 +354,7 @@ impl SessionPersistence for Contained {
         contain("load", || self.0.load(id))
     }
 
-    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog + '_>, PersistenceError> {
+    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
         let log = contain("open_log", || self.0.open_log(id))?;
         Ok(Box::new(ContainedLog(log)))
     }

@@ -164,7 +164,7 @@ fn rewritten_tool_result(event: &SessionEvent) -> Option<u64> {
 /// a seq the log has not handed out.
 ///
 /// Errors: the read failing.
-fn prepared_at(
+pub(crate) fn prepared_at(
     log: &mut dyn StoredLog,
     id: &SessionId,
     seq: u64,
@@ -177,8 +177,11 @@ fn prepared_at(
         let Some(stored) = log.event_at(next)? else {
             break None;
         };
+        // Only a rewrite can ask for an earlier message id: only it is kept for a retry.
+        let rewrite = matches!(stored.surface_op, Some(SurfaceOp::Replace { .. }));
+        let retry = rewrite.then(|| stored.clone());
         let asked = Cell::new(None);
-        let upgraded = upgrade_event(id, stored.clone(), |earlier| {
+        let upgraded = upgrade_event(id, stored, |earlier| {
             asked.set(Some(earlier));
             None
         });
@@ -186,6 +189,9 @@ fn prepared_at(
             // An earlier event's id: that event first. (A later one the stream had not
             // upgraded yet, so it read none.)
             Some(earlier) if earlier < next => {
+                let Some(stored) = retry else {
+                    break upgraded.ok();
+                };
                 waiting.push((stored, earlier));
                 next = earlier;
             }

@@ -55,22 +55,15 @@ impl Events {
         }
     }
 
-    /// The events of stored `log`, checked as dsh restores a stored log
-    /// ([`crate::restore_each`]) while they are read, with their surface fold: a view a
-    /// session is created from without checking or folding it again, built without holding
-    /// the log twice (each event is shared as it is read). Errors as
-    /// [`crate::restore_each`].
-    pub(crate) fn restore(
-        log: &mut dyn crate::StoredLog,
-    ) -> Result<(Events, crate::Restored), crate::RestoreError> {
-        let mut chain = Chain::default();
-        let restored = crate::restore_each(log, |event| chain.push(Arc::new(event)))?;
-        let events = Events {
+    /// A view of `chain`, whose surface fold is `surface`: the events of a stored log checked
+    /// as they were read ([`crate::restore_each`]), from which a session is created without
+    /// checking or folding them again.
+    pub(crate) fn restored(chain: Chain<Arc<SessionEvent>>, surface: Surface) -> Events {
+        Events {
             chain,
-            surface: Some(restored.surface.clone()),
+            surface: Some(surface),
             trace: None,
-        };
-        Ok((events, restored))
+        }
     }
 
     /// Number of events in the view.
@@ -156,6 +149,11 @@ pub struct Message {
 }
 
 impl Message {
+    /// The message of surface event `event` (one whose projection is a message).
+    pub(crate) fn of(event: Arc<SessionEvent>) -> Message {
+        Message { event }
+    }
+
     /// The message as dsh stores it: the `data` of a `user/message`, the `data.message` of an
     /// `assistant/message` or `tool/result`.
     pub fn value(&self) -> Value {

@@ -1,16 +1,16 @@
 //! A stored log read one event at a time ([`StoredLog`]), as
-//! [`SessionPersistence::open_log`] opens it: what lets a reader check, show or load a stored
+//! [`crate::SessionPersistence::open_log`] opens it: what lets a reader check, show or load a stored
 //! session while holding the events it keeps, never the whole log besides (a backend that
 //! streams its log, as the JSONL files do, holds a piece of it at a time).
 
 use crate::event::SessionEvent;
 use crate::header::SessionHeader;
-use crate::persistence::{contain, PersistenceError, SessionPersistence, StoredSession};
+use crate::persistence::{contain, PersistenceError, StoredSession};
 
 /// A stored session's log read one event at a time, in seq order from 0.
 ///
 /// The events are the complete records, packed rows expanded, as
-/// [`SessionPersistence::load`] returns them; a refusal (damage, an event that is not a valid
+/// [`crate::SessionPersistence::load`] returns them; a refusal (damage, an event that is not a valid
 /// envelope) is the one `load` gives, and comes when the read reaches the point where `load`
 /// would know it: a reader must read to the end ([`StoredLog::next_event`] returning `None`)
 /// before trusting what it made of the events, which belong to no verdict until then.
@@ -21,7 +21,7 @@ pub trait StoredLog: Send {
     /// The next event; `None` after the last one (then, and after an error, every later call
     /// returns `None`).
     ///
-    /// Errors: as [`SessionPersistence::load`]: the log's refusal, once the read has reached
+    /// Errors: as [`crate::SessionPersistence::load`]: the log's refusal, once the read has reached
     /// the point that decides it.
     fn next_event(&mut self) -> Result<Option<SessionEvent>, PersistenceError>;
 
@@ -42,70 +42,56 @@ pub trait StoredLog: Send {
     fn revision(&self) -> u64;
 }
 
-/// A stored log loaded whole ([`SessionPersistence::load`]) and handed out one event at a
+/// A stored log loaded whole ([`crate::SessionPersistence::load`]) and handed out one event at a
 /// time: the [`StoredLog`] of a backend that reads a session whole anyway (the default
-/// [`SessionPersistence::open_log`]). An event read again is read through the backend's
-/// [`SessionPersistence::read_from`].
-pub struct LoadedLog<'b, P: ?Sized> {
-    header: SessionHeader,
-    events: std::vec::IntoIter<SessionEvent>,
+/// [`crate::SessionPersistence::open_log`]). It keeps the events, so that one is read again at no
+/// cost; each is handed out as a copy.
+pub struct LoadedLog {
+    stored: StoredSession,
     /// How many events were handed out.
-    taken: u64,
-    dropped_tail: Option<String>,
-    revision: u64,
-    backend: &'b P,
+    taken: usize,
 }
 
-impl<'b, P: SessionPersistence + ?Sized> LoadedLog<'b, P> {
-    /// The log of `stored`, as `backend` loaded it.
-    pub fn new(stored: StoredSession, backend: &'b P) -> LoadedLog<'b, P> {
-        LoadedLog {
-            header: stored.header,
-            events: stored.events.into_iter(),
-            taken: 0,
-            dropped_tail: stored.dropped_tail,
-            revision: stored.revision,
-            backend,
-        }
+impl LoadedLog {
+    /// The log of `stored`.
+    pub fn new(stored: StoredSession) -> LoadedLog {
+        LoadedLog { stored, taken: 0 }
     }
 }
 
-impl<P: SessionPersistence + ?Sized> StoredLog for LoadedLog<'_, P> {
+impl StoredLog for LoadedLog {
     fn header(&self) -> &SessionHeader {
-        &self.header
+        &self.stored.header
     }
 
     fn next_event(&mut self) -> Result<Option<SessionEvent>, PersistenceError> {
-        let next = self.events.next();
-        self.taken += u64::from(next.is_some());
+        let next = self.stored.events.get(self.taken).cloned();
+        self.taken += usize::from(next.is_some());
         Ok(next)
     }
 
     fn event_at(&mut self, seq: u64) -> Result<Option<SessionEvent>, PersistenceError> {
-        if seq >= self.taken {
-            return Ok(None);
-        }
-        let tail = self.backend.read_from(&self.header.id, seq)?;
-        Ok(tail
-            .events
-            .into_iter()
-            .next()
-            .filter(|event| event.seq == seq))
+        let index = usize::try_from(seq)
+            .ok()
+            .filter(|index| *index < self.taken);
+        Ok(index
+            .and_then(|index| self.stored.events.get(index))
+            .cloned())
     }
 
     fn dropped_tail(&self) -> Option<&str> {
-        self.dropped_tail.as_deref()
+        self.stored.dropped_tail.as_deref()
     }
 
     fn revision(&self) -> u64 {
-        self.revision
+        self.stored.revision
     }
 }
 
 /// A backend's [`StoredLog`] with every call run under [`contain`], as the store calls it.
-pub(crate) struct ContainedLog<'b>(pub(crate) Box<dyn StoredLog + 'b>);
+pub(crate) struct ContainedLog(pub(crate) Box<dyn StoredLog>);
 
-impl StoredLog for ContainedLog<'_> {
+impl StoredLog for ContainedLog {
     fn header(&self) -> &SessionHeader {
         self.0.header()
     }

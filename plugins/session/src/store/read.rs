@@ -4,12 +4,14 @@
 //! ([`SessionStore::refresh`]: what another writer stored since).
 
 use super::{CreateOptions, Resumed, SessionStore, StoreError};
+use crate::chain::Chain;
 use crate::event::SessionEvent;
 use crate::header::{SessionId, SessionMeta};
 use crate::persistence::{PersistenceError, StoredSession};
 use crate::repair::interrupted_turn_closers;
-use crate::restore::RestoreError;
+use crate::restore::{restore_each, RestoreError, Restored};
 use crate::session::{Events, Session};
+use crate::stored_log::StoredLog;
 use crate::upgrade::{message_id, prepare_stored_events, prepare_stored_tail};
 use std::sync::Arc;
 
@@ -28,12 +30,9 @@ impl SessionStore {
         if let Some(live) = self.get(id) {
             return Ok(live);
         }
-        let backend = self.backend(id)?;
-        let restored = backend
-            .open_log(id)
-            .map_err(RestoreError::from)
-            .and_then(|mut log| Events::restore(&mut *log));
-        let (events, restored) = restored.map_err(|error| restore_error(id, error))?;
+        let mut chain = Chain::default();
+        let (_, restored) = self.read_log(id, |event| chain.push(Arc::new(event)))?;
+        let events = Events::restored(chain, restored.surface);
         let durable = events.len();
         let meta = SessionMeta::from_header(&restored.header);
         self.create_session(
@@ -42,6 +41,25 @@ impl SessionStore {
             Some(durable),
         )
         .map(|(session, _)| session)
+    }
+
+    /// Reads stored session `id` through the active backend's [`StoredLog`], checked as a
+    /// load checks it ([`restore_each`]), handing each event to `visit`; returns the log (read
+    /// to its end, for events read again) and what the read found.
+    ///
+    /// # Errors
+    /// As [`SessionStore::load`] for a stored session.
+    pub(crate) fn read_log(
+        &self,
+        id: &SessionId,
+        visit: impl FnMut(SessionEvent),
+    ) -> Result<(Box<dyn StoredLog>, Restored), StoreError> {
+        let backend = self.backend(id)?;
+        let restored = backend
+            .open_log(id)
+            .map_err(RestoreError::from)
+            .and_then(|mut log| restore_each(&mut *log, visit).map(|restored| (log, restored)));
+        restored.map_err(|error| restore_error(id, error))
     }
 
     /// Loads a stored session to continue appending to it, as dsh's `load` does (reference
@@ -213,7 +231,7 @@ impl SessionStore {
 
 /// The store's error for a stored log of session `id` that cannot be restored: not stored,
 /// refused by the backend, by the upgrade step, or by a rule of a restored log.
-fn restore_error(id: &SessionId, error: RestoreError) -> StoreError {
+pub(super) fn restore_error(id: &SessionId, error: RestoreError) -> StoreError {
     match error {
         RestoreError::Persistence(PersistenceError::NotFound { .. }) => {
             StoreError::NotFound { id: id.clone() }

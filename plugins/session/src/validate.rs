@@ -358,21 +358,34 @@ impl LogCheck {
         closers: &[SessionEvent],
     ) -> Result<Surface, ValidationError> {
         let surface = self.into_surface()?;
-        // Closers are appends: their surface plans read no earlier event.
-        let mut resumed = surface.clone();
-        for closer in closers {
-            check_restored_event(closer, closer.seq)?;
-            let plan =
-                resumed
-                    .plan(closer, |_| None)
-                    .map_err(|source| ValidationError::Surface {
-                        index: closer.seq,
-                        source,
-                    })?;
-            resumed.apply(plan, closer.seq);
-        }
+        surface_after(&surface, closers)?;
         Ok(surface)
     }
+}
+
+/// The surface of a restored log whose surface is `surface` once its crash `closers` are
+/// appended, each checked as a restored event first.
+///
+/// # Errors
+///
+/// The first rule a closer breaks (its seq as the index).
+pub(crate) fn surface_after(
+    surface: &Surface,
+    closers: &[SessionEvent],
+) -> Result<Surface, ValidationError> {
+    // Closers are appends: their surface plans read no earlier event.
+    let mut resumed = surface.clone();
+    for closer in closers {
+        check_restored_event(closer, closer.seq)?;
+        let plan = resumed
+            .plan(closer, |_| None)
+            .map_err(|source| ValidationError::Surface {
+                index: closer.seq,
+                source,
+            })?;
+        resumed.apply(plan, closer.seq);
+    }
+    Ok(resumed)
 }
 
 /// Validates an event about to be appended to a live log whose surface is `surface`, and

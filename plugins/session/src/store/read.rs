@@ -8,11 +8,11 @@ use crate::chain::Chain;
 use crate::event::SessionEvent;
 use crate::header::{SessionId, SessionMeta};
 use crate::persistence::{PersistenceError, StoredSession};
-use crate::repair::interrupted_turn_closers;
 use crate::restore::{restore_each, RestoreError, Restored};
 use crate::session::{Events, Session};
 use crate::stored_log::StoredLog;
 use crate::upgrade::{message_id, prepare_stored_events, prepare_stored_tail};
+use crate::validate::surface_after;
 use std::sync::Arc;
 
 impl SessionStore {
@@ -64,7 +64,7 @@ impl SessionStore {
 
     /// Loads a stored session to continue appending to it, as dsh's `load` does (reference
     /// sections 4.3 and 6.3): a crash that left the last turn open is closed by appending the
-    /// events of [`interrupted_turn_closers`] durably (through the store's one write path),
+    /// events of [`crate::interrupted_turn_closers`] durably (through the store's one write path),
     /// and a torn final record is cut from the file. A session whose last turn is closed and
     /// whose file has no torn tail is not written. The header (including its unmodelled
     /// fields) is kept unchanged.
@@ -84,16 +84,25 @@ impl SessionStore {
                 dropped_tail: None,
             });
         }
-        let stored = self.read_stored(id, None)?;
-        let closers = interrupted_turn_closers(&stored.events);
-        let dropped_tail = stored.dropped_tail;
-        let meta = SessionMeta::from_header(&stored.header);
-        let durable = stored.events.len();
-        let mut events = stored.events;
-        events.extend(closers);
+        // The log is built as it is read, checked with its closers (as dsh validates the log
+        // it would resume), which then continue it.
+        let mut chain = Chain::default();
+        let (_, restored) = self.read_log(id, |event| chain.push(Arc::new(event)))?;
+        let durable = chain.len();
+        let surface = surface_after(&restored.surface, &restored.closers).map_err(|source| {
+            StoreError::InvalidSeed {
+                id: id.clone(),
+                source,
+            }
+        })?;
+        for closer in restored.closers {
+            chain.push(Arc::new(closer));
+        }
+        let dropped_tail = restored.dropped_tail;
+        let meta = SessionMeta::from_header(&restored.header);
         let (session, _) = self.create_session(
-            Some(stored.header.id),
-            CreateOptions::new(events, meta),
+            Some(restored.header.id),
+            CreateOptions::new(Events::restored(chain, surface), meta),
             Some(durable),
         )?;
         let appended: Vec<Arc<SessionEvent>> =

@@ -35,6 +35,7 @@ pub mod lineage;
 pub mod lookup;
 pub mod measure;
 pub mod persist;
+pub mod reads;
 pub mod report;
 pub mod session;
 

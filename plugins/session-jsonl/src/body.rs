@@ -306,7 +306,7 @@ pub(crate) fn line_too_large(line_no: u64, max: usize) -> String {
 
 /// About how much text is decoded at once: the decoded lines of one batch wait to be scanned,
 /// so a batch bounds that transient memory whatever the file's size.
-const DECODE_BATCH_BYTES: usize = 2 << 20;
+const DECODE_BATCH_BYTES: usize = 1 << 20;
 
 /// `lines` in consecutive batches of about [`DECODE_BATCH_BYTES`] of text (at least one line
 /// each).
@@ -331,7 +331,7 @@ fn batches<'a, 'b>(lines: &'a [&'b [u8]]) -> impl Iterator<Item = &'a [&'b [u8]]
 }
 
 /// Text below this size is decoded on the calling thread alone.
-pub(crate) const PARALLEL_DECODE_BYTES: usize = 1 << 20;
+pub(crate) const PARALLEL_DECODE_BYTES: usize = 256 << 10;
 
 /// The most threads a large text is decoded on.
 const MAX_DECODE_THREADS: usize = 4;

@@ -207,3 +207,159 @@ pub(crate) fn prepared_at(
     }
     Ok(prepared)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::persistence::StoredSession;
+    use crate::stored_log::LoadedLog;
+    use crate::upgrade::prepare_stored_events;
+    use crate::validate::validate_restored;
+    use serde_json::{json, Value};
+
+    fn event(kind: &str, seq: u64, data: Value) -> SessionEvent {
+        SessionEvent::new(kind, seq, 0, data)
+    }
+
+    /// `event` with surface op `op` (a replacement names the node it shadows as its source).
+    fn surface(mut event: SessionEvent, op: SurfaceOp) -> SessionEvent {
+        if let SurfaceOp::Replace { start, .. } = op {
+            event.source_event_seqs = Some(vec![start]);
+        }
+        event.surface_op = Some(op);
+        event
+    }
+
+    /// An RFC-era tool result (flat, without a message) of call `c1`.
+    fn flat(seq: u64, text: &str) -> SessionEvent {
+        event(
+            "tool/result",
+            seq,
+            json!({"turn": 1, "step": 1, "callId": "c1",
+                   "content": [{"type": "text", "text": text}], "isError": false}),
+        )
+    }
+
+    /// A current tool result of call `c1` with message id `id`.
+    fn result(seq: u64, id: &str, text: &str, call: &str) -> SessionEvent {
+        event(
+            "tool/result",
+            seq,
+            json!({"turn": 1, "step": 1, "message": {
+                "id": id, "role": "user",
+                "content": [{"type": "tool-result", "toolCallId": call,
+                             "content": [{"type": "text", "text": text}], "isError": false}],
+                "source": {"kind": "tool", "callId": call}}}),
+        )
+    }
+
+    fn open_turn() -> Vec<SessionEvent> {
+        vec![
+            event("turn/start", 0, json!({"turn": 1})),
+            event("step/start", 1, json!({"turn": 1, "step": 1})),
+        ]
+    }
+
+    /// The verdict, events and surface of a whole read (the upgrade step, then the rules of a
+    /// restored log) and of a stream of the same log, as text.
+    fn both(events: Vec<SessionEvent>) -> (String, String) {
+        let id = SessionId::from("s1");
+        let whole = prepare_stored_events(&id, events.clone())
+            .map_err(RestoreError::from)
+            .and_then(|prepared| {
+                let surface = validate_restored(&prepared)?;
+                Ok((prepared, surface.nodes()))
+            });
+        let mut log = LoadedLog::new(StoredSession {
+            header: crate::SessionHeader::new(id, 1, Default::default()),
+            events,
+            dropped_tail: None,
+            revision: 0,
+        });
+        let mut seen = Vec::new();
+        let stream = restore_each(&mut log, |event| seen.push(event))
+            .map(|restored| (seen, restored.surface.nodes()));
+        let show = |result: Result<(Vec<SessionEvent>, Vec<u64>), RestoreError>| match result {
+            Ok(ok) => format!("{ok:?}"),
+            Err(error) => format!("{}: {error}", error.code()),
+        };
+        (show(whole), show(stream))
+    }
+
+    #[test]
+    fn a_stream_restores_exactly_what_a_whole_read_restores() {
+        let mut chain = open_turn();
+        chain.extend([
+            surface(flat(2, "long output"), SurfaceOp::Append),
+            surface(flat(3, "[pruned]"), SurfaceOp::Replace { start: 2, end: 2 }),
+            surface(flat(4, "[gone]"), SurfaceOp::Replace { start: 3, end: 3 }),
+        ]);
+        let mut rewrite = open_turn();
+        rewrite.extend([
+            surface(result(2, "r1", "long", "c1"), SurfaceOp::Append),
+            surface(
+                result(3, "r1", "short", "c1"),
+                SurfaceOp::Replace { start: 2, end: 2 },
+            ),
+        ]);
+        let mut bad_rewrite = rewrite.clone();
+        bad_rewrite[3] = surface(
+            result(3, "r1", "short", "c2"),
+            SurfaceOp::Replace { start: 2, end: 2 },
+        );
+        let mut late_retired = vec![event("turn/start", 0, json!({"turn": "x", "trigger": {}}))];
+        late_retired.push(event("mode/set", 1, json!({})));
+        let mut unknown_then_malformed = vec![event("x/new", 0, json!({}))];
+        unknown_then_malformed.push(event("turn/end", 1, json!({"turn": 1})));
+        let mut invalid_then_unknown = vec![surface(
+            event("turn/start", 0, json!({"turn": 1})),
+            SurfaceOp::Append,
+        )];
+        invalid_then_unknown.push(event("x/new", 1, json!({})));
+        let mut pending = open_turn();
+        pending.push(surface(
+            event(
+                "assistant/message",
+                2,
+                json!({"turn": 1, "step": 1, "message": {
+                "id": "a1", "role": "assistant",
+                "content": [{"type": "tool-call", "id": "c9", "name": "read", "arguments": "{}"}],
+                "source": {"kind": "model", "provider": "p", "model": "m"}}}),
+            ),
+            SurfaceOp::Append,
+        ));
+        let valid = [chain.clone(), rewrite.clone(), pending.clone()];
+        for (name, log) in [
+            ("a chain of RFC-era rewrites", chain),
+            ("a tool/result rewrite", rewrite),
+            ("a rewrite changing more than the content", bad_rewrite),
+            ("retired vocabulary after a malformed event", late_retired),
+            (
+                "a malformed event after an unknown type",
+                unknown_then_malformed,
+            ),
+            ("an unknown type after a broken rule", invalid_then_unknown),
+            ("an open turn with a pending call", pending),
+        ] {
+            let (whole, stream) = both(log);
+            assert_eq!(stream, whole, "{name}");
+        }
+        for log in valid {
+            let (whole, _) = both(log);
+            assert!(whole.starts_with("(["), "restored: {whole}");
+        }
+        let (whole, _) = both({
+            let mut chain = open_turn();
+            chain.push(surface(flat(2, "a"), SurfaceOp::Append));
+            chain.push(surface(
+                flat(3, "b"),
+                SurfaceOp::Replace { start: 2, end: 2 },
+            ));
+            chain
+        });
+        assert!(
+            whole.contains("legacy-message:s1:2"),
+            "the rewrite reused the id: {whole}"
+        );
+    }
+}

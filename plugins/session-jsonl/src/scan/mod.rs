@@ -90,9 +90,10 @@ pub(crate) struct ScanEnd {
     pub file_end: FileEnd,
 }
 
-/// How much of a plain file is read at a time: 4 MiB (twice a decode batch, so that a read's
-/// lines are still decoded on several threads).
-const READ_CHUNK_BYTES: usize = 4 << 20;
+/// How much of a plain file is read at a time: 1 MiB, a decode batch (its lines are decoded on
+/// several threads, and its events are taken before the next piece is read, so what a read
+/// holds besides what its reader keeps is about this piece, decoded).
+const READ_CHUNK_BYTES: usize = 1 << 20;
 
 /// A session file read as a stream: the header, then each committed event in order
 /// ([`FileScan::next_event`]), then what the read concluded ([`FileScan::end`]).

@@ -3,14 +3,15 @@
 //! ([`crate::validate::validate_restored`], the crash closers included), one event at a time,
 //! with the refusal a whole read gives.
 //!
-//! What the check holds is the surface fold (a seq per message the model sees), the open
-//! turn's tool calls and a few seqs, never the log: a reader that keeps none of the events
+//! What the check holds is the surface fold (a seq per message the model sees) and a few
+//! seqs, never the log: a reader that keeps none of the events
 //! (`dsh check`), or a few facts of them (`dsh show`), reads a log of any length in memory
 //! bounded by the backend's piece and the longest line. The rules that read an earlier event
 //! (a rewrite of a `tool/result`, and the RFC-era one that reuses the id of the message it
-//! rewrites) read it again through [`StoredLog::event_at`].
+//! rewrites) read it again through [`StoredLog::event_at`], as does the trace of the crash
+//! closers of a log whose last turn is open (its events from that turn's start on).
 
-use crate::event::{SessionEvent, SurfaceOp, TOOL_RESULT};
+use crate::event::{SessionEvent, SurfaceOp, TOOL_RESULT, TURN_END, TURN_START};
 use crate::fold::Surface;
 use crate::header::{SessionHeader, SessionId};
 use crate::persistence::PersistenceError;
@@ -76,8 +77,7 @@ pub struct Restored {
 /// it made of the events when it is an error (the backend's refusal of damage far in the log,
 /// for instance, comes after every event before it was handed out).
 ///
-/// Memory: what `visit` keeps, the surface fold and the open turn's tool calls; the events
-/// are not held.
+/// Memory: what `visit` keeps and the surface fold; the events are not held.
 ///
 /// # Errors
 ///
@@ -92,8 +92,10 @@ pub fn restore_each(
     let id = log.header().id.clone();
     let mut upgrader = Upgrader::new(id.clone());
     let mut check = LogCheck::restored();
-    let mut trace = TurnTrace::default();
     let mut count = 0u64;
+    // The seq of the last turn boundary and whether it opens a turn: only a log whose last
+    // boundary is a `turn/start` has closers, traced from that event on once the log is read.
+    let mut boundary: Option<(u64, bool)> = None;
     let log = RefCell::new(log);
     loop {
         let Some(event) = log.borrow_mut().next_event()? else {
@@ -128,13 +130,20 @@ pub fn restore_each(
         if check.is_refused() {
             continue;
         }
-        trace.admit(&prepared);
+        match prepared.kind.as_str() {
+            TURN_START => boundary = Some((prepared.seq, true)),
+            TURN_END => boundary = Some((prepared.seq, false)),
+            _ => {}
+        }
         visit(prepared);
     }
     upgrader.finish()?;
-    let closers = trace.closers();
-    let surface = check.finish_restored(&closers)?;
     let log = log.into_inner();
+    let closers = match boundary {
+        Some((open, true)) if !check.is_refused() => open_turn_closers(log, &id, open, count)?,
+        _ => Vec::new(),
+    };
+    let surface = check.finish_restored(&closers)?;
     Ok(Restored {
         header: log.header().clone(),
         events: count,
@@ -143,6 +152,27 @@ pub fn restore_each(
         dropped_tail: log.dropped_tail().map(str::to_owned),
         revision: log.revision(),
     })
+}
+
+/// The closers of session `id`'s log of `count` events whose last turn boundary is the
+/// `turn/start` at seq `open`: the events from it on are read again (upgraded, as the stream
+/// upgraded them) and traced, as [`crate::interrupted_turn_closers`] traces the events from a
+/// log's last boundary on.
+///
+/// Errors: reading an event again failed.
+fn open_turn_closers(
+    log: &mut dyn StoredLog,
+    id: &SessionId,
+    open: u64,
+    count: u64,
+) -> Result<Vec<SessionEvent>, PersistenceError> {
+    let mut trace = TurnTrace::default();
+    for seq in open..count {
+        if let Some(event) = prepared_at(log, id, seq)? {
+            trace.admit(&event);
+        }
+    }
+    Ok(trace.closers())
 }
 
 /// The seq of the earlier node a `tool/result` replacement rewrites (the start of its range:

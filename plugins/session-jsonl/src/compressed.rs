@@ -55,7 +55,7 @@ pub(crate) enum Frame {
         why: String,
     },
     /// The bytes from here on begin no frame; always the last item.
-    NotAFrame {
+    Garbage {
         /// The frame's number.
         number: usize,
         /// File offset of the bytes.
@@ -76,7 +76,7 @@ impl Frame {
             } => Some(format!(
                 "zstd frame {number} (bytes {start}..) is incomplete ({why})"
             )),
-            Frame::NotAFrame { number, start, why } => Some(format!(
+            Frame::Garbage { number, start, why } => Some(format!(
                 "zstd frame {number} (bytes {start}..) is not a zstd frame ({why})"
             )),
         }
@@ -87,7 +87,7 @@ impl Frame {
         match self {
             Frame::Complete { number, .. }
             | Frame::Torn { number, .. }
-            | Frame::NotAFrame { number, .. } => *number,
+            | Frame::Garbage { number, .. } => *number,
         }
     }
 
@@ -96,7 +96,7 @@ impl Frame {
         match self {
             Frame::Complete { start, .. }
             | Frame::Torn { start, .. }
-            | Frame::NotAFrame { start, .. } => *start,
+            | Frame::Garbage { start, .. } => *start,
         }
     }
 }
@@ -163,7 +163,7 @@ impl<R: Read> Frames<R> {
     }
 
     /// The next frame, measured; `None` after the last byte, or after a [`Frame::Torn`] or
-    /// [`Frame::NotAFrame`]. Errors: reading failed.
+    /// [`Frame::Garbage`]. Errors: reading failed.
     pub(crate) fn next_frame(&mut self) -> io::Result<Option<Frame>> {
         if self.done {
             return Ok(None);
@@ -208,7 +208,7 @@ impl<R: Read> Frames<R> {
             if let Some(why) = why {
                 // Whatever follows, a walk that cannot measure a frame ends here.
                 self.done = true;
-                return Ok(Some(Frame::NotAFrame { number, start, why }));
+                return Ok(Some(Frame::Garbage { number, start, why }));
             }
             let more = self.buf.len().max(FIRST_READ_BYTES);
             self.read_more(more)?;
@@ -259,7 +259,7 @@ impl FrameText {
                 bytes,
                 ..
             } => (number, start, None, bytes),
-            Frame::NotAFrame { .. } => return Ok(None),
+            Frame::Garbage { .. } => return Ok(None),
         };
         let decoder = match zstd::stream::read::Decoder::with_buffer(io::Cursor::new(bytes)) {
             Ok(decoder) => Some(decoder.single_frame()),

@@ -195,4 +195,3 @@ fn show_history_and_load_hold_at_most_three_bytes_per_file_byte() {
         );
     }
 }
-

@@ -563,8 +563,11 @@ impl SessionPersistence for JsonlPersistence {
     /// Opens the session file as a stream of events ([`crate::JsonlLog`]): the events and
     /// refusals of [`SessionPersistence::load`], read a piece at a time, in memory bounded by
     /// the longest line (a compressed file: and the compressed bytes of its largest frame).
-    /// The file is opened and its placement checked before the first event; the read does not
-    /// take the session's lock (appends only ever add after what it reads). Never writes.
+    /// The file is opened and its placement checked before the first event, and what it
+    /// holds then is read (its length is the revision): the read does not hold the session's
+    /// lock, since appends only add after that length. (An append that first cuts a torn tail
+    /// rewrites bytes within it: a read of such a file racing such an append may see the new
+    /// bytes in place of the tail, as a read by another process may.) Never writes.
     ///
     /// Errors as [`SessionPersistence::load`].
     fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {

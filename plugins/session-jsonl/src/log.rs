@@ -17,23 +17,33 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// A reader of a file from an offset on, by positional reads: any number of them read one
-/// file independently (and none moves the file's own offset on Unix).
+/// A reader of a file from an offset on, up to an end, by positional reads: any number of
+/// them read one file independently (and none moves the file's own offset on Unix).
 pub(crate) struct ReadAt<F> {
     file: F,
     offset: u64,
+    /// Where the reader ends (the file's length when it was opened, for a read of what was
+    /// there then).
+    end: u64,
 }
 
 impl<F: Borrow<File>> ReadAt<F> {
-    /// A reader of `file` from `offset` on.
+    /// A reader of `file` from `offset` on, to its end.
     pub(crate) fn new(file: F, offset: u64) -> ReadAt<F> {
-        ReadAt { file, offset }
+        ReadAt::until(file, offset, u64::MAX)
+    }
+
+    /// A reader of `file` from `offset` to `end`.
+    pub(crate) fn until(file: F, offset: u64, end: u64) -> ReadAt<F> {
+        ReadAt { file, offset, end }
     }
 }
 
 impl<F: Borrow<File>> Read for ReadAt<F> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let read = read_at(self.file.borrow(), buf, self.offset)?;
+        let room = usize::try_from(self.end.saturating_sub(self.offset)).unwrap_or(usize::MAX);
+        let len = buf.len().min(room);
+        let read = read_at(self.file.borrow(), &mut buf[..len], self.offset)?;
         self.offset += read as u64;
         Ok(read)
     }
@@ -119,7 +129,9 @@ impl JsonlLog {
         let revision = file.metadata().map_err(|e| io_error(path, e))?.len();
         let compressed = compressed(path, &file).map_err(|e| io_error(path, e))?;
         let file = Arc::new(file);
-        let mut scan = FileScan::open(ReadAt::new(file.clone(), 0), compressed)
+        // What the file holds when it is opened is read: the revision is its length, and a
+        // writer that appends meanwhile writes after it.
+        let mut scan = FileScan::open(ReadAt::until(file.clone(), 0, revision), compressed)
             .map_err(|e| read_error(path, e))?;
         scan.keep_checkpoints();
         Ok(JsonlLog {
@@ -203,7 +215,7 @@ impl StoredLog for JsonlLog {
                 true => checkpoint.frame.file,
                 false => checkpoint.text,
             };
-            let reader = ReadAt::new(self.file.clone(), from);
+            let reader = ReadAt::until(self.file.clone(), from, self.revision);
             let header = self.scan.header().clone();
             let scan = FileScan::resume(reader, self.compressed, header, &checkpoint);
             self.again = Some((scan, checkpoint.seq));

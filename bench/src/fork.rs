@@ -1,7 +1,8 @@
 //! Fork figures: `SessionFork::fork` of a live session of N generated events, in memory (the
 //! bench context has no persistence plugin), against deep-cloning a `Vec<SessionEvent>` of the
 //! same events in the same run. A fork shares the source's immutable events, so its cost is
-//! meant not to grow with N.
+//! meant not to grow with N. The run also measures the lineage of deep stored fork chains
+//! ([`crate::lineage`]).
 
 use crate::alloc::allocated;
 use crate::generate;
@@ -95,12 +96,16 @@ pub struct ForkReport {
     pub quick: bool,
     /// One entry per length of [`SIZES`].
     pub sizes: Vec<ForkFigures>,
+    /// One entry per chain depth of [`crate::lineage::DEPTHS`] (the quick plan:
+    /// [`crate::lineage::QUICK_DEPTHS`]).
+    pub lineage: Vec<crate::lineage::LineageFigures>,
 }
 
 impl ForkReport {
     /// The figures in output order: per N `fork_us_N`, `baseline_deep_clone_us_N`,
     /// `fork_bytes_N`; then `fork_ratio_100000` (baseline / fork at the largest N) and
-    /// `fork_growth_100000` (fork time at the largest N over the smallest).
+    /// `fork_growth_100000` (fork time at the largest N over the smallest); then the lineage
+    /// figures ([`crate::lineage::figures`]).
     pub fn figures(&self) -> Vec<(String, f64)> {
         let mut out = Vec::new();
         for f in &self.sizes {
@@ -121,6 +126,7 @@ impl ForkReport {
                 last.fork_us / first.fork_us,
             ));
         }
+        out.extend(crate::lineage::figures(&self.lineage));
         out
     }
 }
@@ -155,8 +161,14 @@ pub fn run_fork(plan: Plan, mut progress: impl FnMut(&str)) -> ForkReport {
             }
         })
         .collect();
+    let depths = if plan == Plan::FULL {
+        &crate::lineage::DEPTHS
+    } else {
+        &crate::lineage::QUICK_DEPTHS
+    };
     ForkReport {
         quick: plan != Plan::FULL,
         sizes,
+        lineage: crate::lineage::measure(depths, &mut progress),
     }
 }

@@ -179,3 +179,86 @@ pub fn events(len: usize) -> Vec<SessionEvent> {
         .map(|(i, draft)| draft.into_event(i as u64, START_MS + i as i64))
         .collect()
 }
+
+/// Writes a dsh session file of `turns` generated turns at `path` as dsh writes it: each
+/// turn's streamed answer, `deltas` text deltas, packed into one `text-chunks` row (a
+/// delta of about 40 bytes, one millisecond apart), every other event a line of its own; the
+/// header names session `id` at cwd `/bench`. The file reads back as the events of
+/// [`turn`] with `deltas` answer chunks.
+///
+/// # Errors
+/// Writing the file failed.
+pub fn write_packed(
+    path: &std::path::Path,
+    id: &str,
+    turns: usize,
+    deltas: usize,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    const START_MS: i64 = 1_785_000_000_000;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(
+        out,
+        r#"{{"type":"session","version":0,"id":"{id}","createdAt":{START_MS},"cwd":"/bench","delegationDepth":0}}"#
+    )?;
+    let mut seq = 0u64;
+    for t in 1..=turns as u64 {
+        let events: Vec<SessionEvent> = turn(t, deltas)
+            .into_iter()
+            .enumerate()
+            .map(|(i, draft)| draft.into_event(seq + i as u64, START_MS + (seq + i as u64) as i64))
+            .collect();
+        let mut row: Vec<&SessionEvent> = Vec::new();
+        for event in &events {
+            let delta = event.data.get("chunk").filter(|chunk| {
+                chunk.get("type").and_then(serde_json::Value::as_str) == Some("text-delta")
+            });
+            if delta.is_some() {
+                row.push(event);
+                continue;
+            }
+            write_row(&mut out, &row)?;
+            row.clear();
+            serde_json::to_writer(&mut out, event)?;
+            out.write_all(b"\n")?;
+        }
+        write_row(&mut out, &row)?;
+        seq += events.len() as u64;
+    }
+    out.flush()
+}
+
+/// Writes the `text-delta` chunks `row` (consecutive, of one block) as one `text-chunks` row.
+fn write_row(out: &mut impl std::io::Write, row: &[&SessionEvent]) -> std::io::Result<()> {
+    let Some(first) = row.first() else {
+        return Ok(());
+    };
+    let texts: Vec<serde_json::Value> = row
+        .iter()
+        .map(|event| {
+            event
+                .data
+                .get("chunk")
+                .and_then(|chunk| chunk.get("text").cloned())
+                .unwrap_or_default()
+        })
+        .collect();
+    let dt: Vec<i64> = row
+        .windows(2)
+        .map(|pair| pair[1].time - pair[0].time)
+        .collect();
+    let record = json!({
+        "type": "text-chunks",
+        "seq0": first.seq,
+        "time0": first.time,
+        "data": {
+            "turn": first.data.get("turn"),
+            "step": first.data.get("step"),
+            "index": 0,
+            "dt": dt,
+            "texts": texts,
+        },
+    });
+    serde_json::to_writer(&mut *out, &record)?;
+    out.write_all(b"\n")
+}

@@ -31,9 +31,11 @@ pub mod events;
 pub mod fork;
 pub mod generate;
 pub mod lifecycle;
+pub mod lineage;
 pub mod lookup;
 pub mod measure;
 pub mod persist;
+pub mod reads;
 pub mod report;
 pub mod session;
 

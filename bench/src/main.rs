@@ -30,11 +30,13 @@ enum Command {
     /// 10,000-plugin cascade, emit to 10 listeners.
     Core(RunOptions),
     /// dsh-session: loading a large generated dsh file (about 50 MB; 5 MB quick) through the
-    /// store against parsing its lines, and the peak memory of that load per byte of the file;
-    /// appends in memory, appends with the JSONL plugin flushing at every turn end.
+    /// store against parsing its lines, and the peak memory of that load per byte of the file
+    /// (and of the reads of `dsh check`, `show` and `history`); appends in memory, appends
+    /// with the JSONL plugin flushing at every turn end.
     Session(RunOptions),
     /// dsh-session-fork: fork of live sessions of 1,000, 10,000 and 100,000 generated events
-    /// against deep-cloning the same events.
+    /// against deep-cloning the same events; the lineage of stored fork chains 10,000 and
+    /// 50,000 deep (1,000 and 5,000 quick).
     Fork(RunOptions),
     /// Persistence backends (JSONL, SQLite; PostgreSQL in a `postgres` build with a server):
     /// flushes per second of 20-event turns on one thread and on eight (each on its own

@@ -1,5 +1,6 @@
 //! Session log figures: loading a large dsh file through the store against parsing its lines
-//! into `serde_json::Value`, and the most memory that load holds at once per byte of the file;
+//! into `serde_json::Value`, and the most memory that load holds at once per byte of the file
+//! (and the reads of `dsh check`, `show` and `history`, [`crate::reads`]);
 //! appends in memory; appends with the JSONL plugin flushing at every turn end. The logs come
 //! from [`crate::generate`].
 
@@ -200,6 +201,14 @@ pub struct SessionReport {
     /// The bytes the loaded session holds once the load has returned over the file's size
     /// (shown, not targeted: the session's events, fold and index).
     pub load_retained_bytes_per_file_byte: f64,
+    /// The most bytes held at once while the file is checked as `dsh check --invariants`
+    /// checks it ([`crate::reads::check_peak`]) over the file's size (a piece of the file and
+    /// the surface fold: it falls as the file grows).
+    pub check_peak_bytes_per_file_byte: f64,
+    /// The same for `dsh show` ([`crate::reads::show_peak`]; target at most 3).
+    pub show_peak_bytes_per_file_byte: f64,
+    /// The same for `dsh history --json` ([`crate::reads::history_peak`]; target at most 3).
+    pub history_peak_bytes_per_file_byte: f64,
     /// Appends per second to a live session without persistence.
     pub append_per_s: f64,
     /// Appends per second with the JSONL plugin flushing (fsync) at every turn end.
@@ -222,6 +231,18 @@ impl SessionReport {
             (
                 "load_retained_bytes_per_file_byte",
                 self.load_retained_bytes_per_file_byte,
+            ),
+            (
+                "check_peak_bytes_per_file_byte",
+                self.check_peak_bytes_per_file_byte,
+            ),
+            (
+                "show_peak_bytes_per_file_byte",
+                self.show_peak_bytes_per_file_byte,
+            ),
+            (
+                "history_peak_bytes_per_file_byte",
+                self.history_peak_bytes_per_file_byte,
             ),
             ("load_file_mb", self.load_file_mb),
             ("load_events", self.load_events),
@@ -321,6 +342,12 @@ pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> SessionReport {
         retained.push(memory.retained_bytes as f64 / bytes);
     }
 
+    progress("check, show and history memory");
+    let per_byte = |peak: u64| peak as f64 / bytes;
+    let check_peak_bytes_per_file_byte = per_byte(crate::reads::check_peak(&file).0);
+    let show_peak_bytes_per_file_byte = per_byte(crate::reads::show_peak(dir.path(), &id).0);
+    let history_peak_bytes_per_file_byte = per_byte(crate::reads::history_peak(dir.path(), &id).0);
+
     progress("appends");
     let mem = Context::builder()
         .add_plugin(SessionPlugin)
@@ -350,6 +377,9 @@ pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> SessionReport {
         load_ratio: parse_s / load_s,
         load_peak_bytes_per_file_byte: median(peaks),
         load_retained_bytes_per_file_byte: median(retained),
+        check_peak_bytes_per_file_byte,
+        show_peak_bytes_per_file_byte,
+        history_peak_bytes_per_file_byte,
         append_per_s,
         append_flush_per_s,
         events_per_turn: generate::TURN_LEN as f64,

@@ -6,7 +6,9 @@
 //! while it runs. The test harness's own threads still allocate and free a little meanwhile:
 //! the assertions leave room for a few kilobytes, never for a megabyte.
 
-use dsh_bench::{alloc, session};
+use dsh::session::SessionId;
+use dsh_bench::{alloc, generate, reads, session};
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 #[global_allocator]
@@ -105,4 +107,91 @@ fn a_loaded_session_holds_about_its_file_not_a_value_tree() {
         "peak {} bytes for a file of {bytes}",
         memory.peak_bytes
     );
+}
+
+/// A stored session of `turns` generated turns under `root`, written as dsh writes it (each
+/// streamed answer of `deltas` text deltas packed into one `text-chunks` row); its id and file.
+fn packed_session(root: &Path, turns: usize, deltas: usize) -> (SessionId, PathBuf) {
+    let id = "bench-packed";
+    let file = dsh::session_jsonl::layout::session_file(root, Some("/bench"), id);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    generate::write_packed(&file, id, turns, deltas).unwrap();
+    (SessionId::from(id), file)
+}
+
+/// `dsh check` reads a file as a stream: besides a piece of the file, what it holds is the
+/// surface fold (a seq per message the model sees, about 30 bytes each in its shared chain),
+/// so a file ten times longer costs no more than its extra messages' seqs. Before, the check
+/// held every event (about twice the file, and a JSON tree per member of a packed row: a
+/// hundred times the row).
+#[test]
+fn checking_a_file_holds_a_piece_of_it_whatever_its_length() {
+    let _alone = counting_alone();
+    let dir = tempfile::tempdir().unwrap();
+    // Both files are longer than the pieces a read takes (a mebibyte of text, decoded).
+    let (_, small) = session::write_session(&dir.path().join("small"), 20_000);
+    let (_, large) = session::write_session(&dir.path().join("large"), 200_000);
+    let (small_peak, events, _) = reads::check_peak(&small);
+    assert_eq!(events, 20_000);
+    let (large_peak, events, nodes) = reads::check_peak(&large);
+    assert_eq!(events, 200_000);
+    let large_bytes = std::fs::metadata(&large).unwrap().len();
+    let bound = small_peak + 64 * nodes as u64 + SLACK;
+    assert!(
+        large_peak <= bound,
+        "verbatim events: {large_peak} bytes for a file of {large_bytes}, {small_peak} for a \
+         tenth of it ({nodes} messages)"
+    );
+    let (_, small) = packed_session(&dir.path().join("small-packed"), 150, 400);
+    let (_, large) = packed_session(&dir.path().join("large-packed"), 1_500, 400);
+    let (small_peak, _, _) = reads::check_peak(&small);
+    let (large_peak, events, nodes) = reads::check_peak(&large);
+    assert!(events > 600_000, "{events}");
+    let large_bytes = std::fs::metadata(&large).unwrap().len();
+    let bound = small_peak + 64 * nodes as u64 + SLACK;
+    assert!(
+        large_peak <= bound,
+        "packed rows: {large_peak} bytes for a file of {large_bytes}, {small_peak} for a \
+         tenth of it"
+    );
+}
+
+/// `dsh show` and `dsh history` read a stored session as a stream and load holds the events
+/// in their compact form: each holds at most three bytes per byte of the file (the issue's
+/// bound), for verbatim events; show and history also for a file of packed rows, whose
+/// members each load as an event of their own (a load of such a file holds more).
+#[test]
+fn show_history_and_load_hold_at_most_three_bytes_per_file_byte() {
+    let _alone = counting_alone();
+    let dir = tempfile::tempdir().unwrap();
+    let (id, file) = session::write_session(dir.path(), 20_000);
+    let bytes = std::fs::metadata(&file).unwrap().len();
+    let load = session::load_memory(dir.path(), &id);
+    let (show, messages) = reads::show_peak(dir.path(), &id);
+    let (history, written) = reads::history_peak(dir.path(), &id);
+    assert!(
+        messages > 3_000 && written > bytes / 10,
+        "{messages} {written}"
+    );
+    for (what, peak) in [
+        ("load", load.peak_bytes),
+        ("show", show),
+        ("history", history),
+    ] {
+        assert!(
+            peak < 3 * bytes,
+            "{what}: {peak} bytes for a file of {bytes}"
+        );
+    }
+    let packed = dir.path().join("packed");
+    let (id, file) = packed_session(&packed, 100, 400);
+    let bytes = std::fs::metadata(&file).unwrap().len();
+    let (show, _) = reads::show_peak(&packed, &id);
+    let (history, _) = reads::history_peak(&packed, &id);
+    for (what, peak) in [("show", show), ("history", history)] {
+        assert!(
+            peak < 3 * bytes,
+            "{what} of packed rows: {peak} bytes for a file of {bytes}"
+        );
+    }
 }

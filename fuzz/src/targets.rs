@@ -1,7 +1,8 @@
 //! The two fuzz targets and the properties they check.
 //!
 //! - `jsonl`: bytes of a session file (valid, truncated, mutated, compressed or not, or raw
-//!   noise) through [`read_session_bytes`], then the restore path of the session crate.
+//!   noise) through [`read_session_bytes`], then the restore path of the session crate; the
+//!   same file read as a stream (as `dsh check` reads it) must give the same verdict.
 //! - `seed`: a log (valid or mutated, as JSON) through seed validation, the invariant checker
 //!   and crash repair, and, when the seed is accepted, written to a file and read back the way
 //!   `dsh check` reads it.
@@ -11,9 +12,10 @@ use crate::{generate, mutate};
 use dsh_session::upgrade::StoredLogError;
 use dsh_session::validate::{validate_restored, validate_seed};
 use dsh_session::{
-    check_invariants, interrupted_turn_closers, prepare_stored_events, SessionEvent, SessionHeader,
+    check_invariants, interrupted_turn_closers, prepare_stored_events, restore_each, SessionEvent,
+    SessionHeader,
 };
-use dsh_session_jsonl::read_session_bytes;
+use dsh_session_jsonl::{read_session_bytes, read_session_log};
 use fastrand::Rng;
 use serde_json::Value;
 use std::path::Path;
@@ -196,6 +198,7 @@ pub fn check(bytes: &[u8], extension: &str, expect: &Expect) -> Result<(), Strin
 }
 
 fn check_file(bytes: &[u8], extension: &str, expect: &Expect) -> Result<(), String> {
+    stream_agrees(bytes, extension)?;
     let read = read_session_bytes(Path::new(&path(extension)), bytes);
     let stored = match read {
         Err(e) => {
@@ -268,6 +271,48 @@ fn check_file(bytes: &[u8], extension: &str, expect: &Expect) -> Result<(), Stri
     }
     reencoded_reads_back(&stored.header, &stored.events)?;
     restore(&stored.header, stored.events).map(drop)
+}
+
+/// What a whole read makes of a file, or of a stream of it: the upgraded events and the
+/// dropped tail, or the refusal's code and text.
+type Verdict = Result<(Vec<SessionEvent>, Option<String>), (&'static str, String)>;
+
+/// The file read as a stream, as `dsh check` reads it (`read_session_log`, `restore_each`),
+/// gives what a whole read gives (`read_session_bytes`, the upgrade step, the rules of a
+/// restored log): the same events and dropped tail, or the same refusal.
+fn stream_agrees(bytes: &[u8], extension: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
+    let file = dir.path().join(path(extension));
+    std::fs::write(&file, bytes).map_err(|e| format!("writing the input: {e}"))?;
+    let whole: Verdict = read_session_bytes(&file, bytes)
+        .map_err(|e| (e.code(), e.to_string()))
+        .and_then(|stored| {
+            let events = prepare_stored_events(&stored.header.id, stored.events)
+                .map_err(|e| (e.code(), e.to_string()))?;
+            validate_restored(&events).map_err(|e| (e.code(), e.to_string()))?;
+            Ok((events, stored.dropped_tail))
+        });
+    let mut seen = Vec::new();
+    let stream: Verdict = read_session_log(&file)
+        .map_err(|e| (e.code(), e.to_string()))
+        .and_then(|mut log| {
+            restore_each(&mut log, |event| seen.push(event))
+                .map(|restored| restored.dropped_tail)
+                .map_err(|e| (e.code(), e.to_string()))
+        })
+        .map(|tail| (seen, tail));
+    if stream != whole {
+        let show = |verdict: &Verdict| match verdict {
+            Ok((events, tail)) => format!("{} events, dropped tail {tail:?}", events.len()),
+            Err((code, message)) => format!("{code}: {message}"),
+        };
+        return Err(format!(
+            "a stream of the file reads otherwise than the whole file: {} instead of {}",
+            show(&stream),
+            show(&whole)
+        ));
+    }
+    Ok(())
 }
 
 /// Whatever was read, written again as dsh writes it, reads back unchanged.

@@ -1,7 +1,7 @@
 //! Reading a dsh session file from any path, as `import` and `check` do.
 
 use crate::error::HostError;
-use dsh::session::StoredSession;
+use dsh::session::{RestoreError, Restored, SessionEvent, SessionId, StoredLog, StoredSession};
 use std::path::Path;
 
 /// Reads `path` as dsh's reader does (header checks, packed rows expanded, a torn final line
@@ -10,14 +10,30 @@ use std::path::Path;
 /// events are the upgraded ones) and validates it as a restored log.
 pub fn read_valid(path: &Path) -> Result<StoredSession, HostError> {
     let mut stored = dsh::session_jsonl::read_session_file(path)?;
-    let id = &stored.header.id;
-    let in_file = |code: &str, e: &dyn std::fmt::Display| {
-        HostError::new(code, format!("session \"{id}\" in {}: {e}", path.display()))
-    };
+    let id = stored.header.id.clone();
     let events = std::mem::take(&mut stored.events);
-    let events =
-        dsh::session::prepare_stored_events(id, events).map_err(|e| in_file(e.code(), &e))?;
-    dsh::session::validate::validate_restored(&events).map_err(|e| in_file(e.code(), &e))?;
+    let events = dsh::session::prepare_stored_events(&id, events)
+        .map_err(|e| in_file(&id, path, e.code(), &e))?;
+    dsh::session::validate::validate_restored(&events)
+        .map_err(|e| in_file(&id, path, e.code(), &e))?;
     stored.events = events;
     Ok(stored)
+}
+
+/// Reads `path` as [`read_valid`] does, with the same verdict, as a stream: each event, upgraded
+/// and checked, goes to `visit` as it is read, and nothing else of the log is held (memory
+/// bounded by the longest line, whatever the file's length). What `visit` made of the events
+/// means nothing when the result is an error.
+pub fn check_file(path: &Path, visit: impl FnMut(SessionEvent)) -> Result<Restored, HostError> {
+    let mut log = dsh::session_jsonl::read_session_log(path)?;
+    let id = log.header().id.clone();
+    dsh::session::restore_each(&mut log, visit).map_err(|error| match error {
+        RestoreError::Persistence(error) => HostError::from(error),
+        refused => in_file(&id, path, refused.code(), &refused),
+    })
+}
+
+/// The refusal of session `id`'s log in the file at `path`.
+fn in_file(id: &SessionId, path: &Path, code: &str, e: &dyn std::fmt::Display) -> HostError {
+    HostError::new(code, format!("session \"{id}\" in {}: {e}", path.display()))
 }

@@ -71,7 +71,8 @@ fn lineage_of_a_stored_session_without_its_backend_says_why_instead_of_not_found
 
 /// A fork chain 10,000 sessions deep, written as dsh writes fork children (header with
 /// `parentSession` and `seedLength`, then the seed): `dsh lineage` of its last child prints the
-/// whole chain in both forms (the first design aborted past about 5,000).
+/// whole chain in both forms (the first design aborted past about 5,000), the text in space
+/// linear in the chain.
 #[test]
 fn lineage_of_a_10000_deep_fork_chain_prints_the_whole_chain() {
     const DEPTH: usize = 10_000;
@@ -122,12 +123,27 @@ fn lineage_of_a_10000_deep_fork_chain_prints_the_whole_chain() {
     assert!(ids.iter().enumerate().all(|(n, id)| *id == format!("s{n}")));
     let human = sandbox.human(&["lineage", &leaf]).stdout;
     assert_eq!(human.lines().count(), DEPTH);
+    // Indented by depth down to 32 levels, then at that depth with the depth named: the text
+    // grows linearly with the chain (indenting every line by its depth made it quadratic,
+    // 100 MB for this chain).
     assert!(
-        human.ends_with(&format!(
-            "{}{leaf} (branched after turn 1, 2 events) *\n",
-            "  ".repeat(DEPTH - 1)
-        )),
-        "the last line is the leaf, indented by its depth"
+        human.len() < DEPTH * 128,
+        "{} bytes for {DEPTH} lines",
+        human.len()
+    );
+    let lines: Vec<&str> = human.lines().collect();
+    assert_eq!(
+        lines[32],
+        format!("{}s32 (branched after turn 1, 2 events)", "  ".repeat(32))
+    );
+    assert_eq!(
+        lines[DEPTH - 1],
+        format!(
+            "{}[depth {}] {leaf} (branched after turn 1, 2 events) *",
+            "  ".repeat(32),
+            DEPTH - 1
+        ),
+        "the last line is the leaf, at the deepest indentation, naming its depth"
     );
 }
 

@@ -2,8 +2,9 @@
 
 use crate::error::HostError;
 use crate::output::{error_json, Output};
-use crate::session_file::read_valid;
-use dsh::session::check_invariants;
+use crate::session_file::check_file;
+use dsh::session::invariants::InvariantChecker;
+use dsh::session::{InvariantViolation, Restored};
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -27,14 +28,14 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
         };
         let read = match found {
             Some(error) => Err(error),
-            None => read_valid(&file),
+            None => check_one(&file, invariants),
         };
         let (id, events, violations, dropped_tail, error) = match read {
-            Ok(stored) => (
-                Some(stored.header.id.as_str().to_owned()),
-                Some(stored.events.len()),
-                invariants.then(|| check_invariants(&stored.events)),
-                stored.dropped_tail,
+            Ok((restored, violations)) => (
+                Some(restored.header.id.as_str().to_owned()),
+                Some(restored.events),
+                violations,
+                restored.dropped_tail,
                 None,
             ),
             Err(e) => (None, None, None, None, Some(e)),
@@ -46,7 +47,7 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
                 let _ = writeln!(
                     human,
                     "ok    {shown} ({})",
-                    super::events(events.unwrap_or(0))
+                    super::events(events.unwrap_or(0) as usize)
                 );
                 if let Some(tail) = &dropped_tail {
                     let _ = writeln!(human, "      a load drops its torn tail: {tail}");
@@ -72,11 +73,26 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
         }
         entries.push(entry);
     }
-    Output {
-        json: Value::Array(entries),
-        human,
-        failed,
-    }
+    Output::built(Value::Array(entries), human, failed)
+}
+
+/// Reads the file at `path` as a stream ([`check_file`]): what the restore found, and with
+/// `invariants` the invariant violations of its log (the events are traced as they are read,
+/// never held).
+fn check_one(
+    path: &Path,
+    invariants: bool,
+) -> Result<(Restored, Option<Vec<InvariantViolation>>), HostError> {
+    let mut checker = InvariantChecker::default();
+    let mut violations = Vec::new();
+    let restored = check_file(path, |event| {
+        if invariants {
+            if let Err(violation) = checker.admit(&event) {
+                violations.push(violation);
+            }
+        }
+    })?;
+    Ok((restored, invariants.then_some(violations)))
 }
 
 /// A path to check, or the path that yielded no file and why.

@@ -73,11 +73,7 @@ pub fn run(app: &App, files: &[std::path::PathBuf]) -> Result<Output, HostError>
             "droppedTail": dropped,
         }));
     }
-    Ok(Output {
-        json: Value::Array(entries),
-        human,
-        failed,
-    })
+    Ok(Output::built(Value::Array(entries), human, failed))
 }
 
 /// The text line of a file that was read: `imported ID (N events)` when this run wrote the

@@ -4,14 +4,16 @@ use crate::app::App;
 use crate::error::HostError;
 use crate::output::Output;
 use dsh::session::event::{TURN_END, TURN_START};
-use dsh::session::{Events, SessionId};
+use dsh::session::fold::project;
+use dsh::session::{SessionEvent, SessionId};
 use serde_json::json;
+use std::collections::HashSet;
 
 /// Facts about a log, as the corpus check compares them.
 #[derive(Debug, PartialEq, Eq)]
 pub struct LogFacts {
     /// Events after unpacking.
-    pub events: usize,
+    pub events: u64,
     /// `turn/start` count.
     pub turns: usize,
     /// Seqs of the `turn/end` events.
@@ -24,43 +26,65 @@ pub struct LogFacts {
     pub forkable: bool,
 }
 
-impl LogFacts {
-    /// Computes the facts of `events`.
-    pub fn of(events: &Events) -> LogFacts {
-        let mut facts = LogFacts {
-            events: events.len(),
+impl Default for LogFacts {
+    /// The facts of an empty log (forkable: nothing is open).
+    fn default() -> LogFacts {
+        LogFacts {
+            events: 0,
             turns: 0,
             turn_ends: Vec::new(),
-            last_type: events.last().map(|e| e.kind.clone()),
+            last_type: None,
             open_turn: false,
-            forkable: events.last().is_none_or(|e| e.kind == TURN_END),
-        };
-        for event in events.iter() {
-            match event.kind.as_str() {
-                TURN_START => {
-                    facts.turns += 1;
-                    facts.open_turn = true;
-                }
-                TURN_END => {
-                    facts.turn_ends.push(event.seq);
-                    facts.open_turn = false;
-                }
-                _ => {}
-            }
+            forkable: true,
         }
-        facts
+    }
+}
+
+impl LogFacts {
+    /// Takes the next event of the log.
+    pub fn admit(&mut self, event: &SessionEvent) {
+        self.events += 1;
+        match event.kind.as_str() {
+            TURN_START => {
+                self.turns += 1;
+                self.open_turn = true;
+            }
+            TURN_END => {
+                self.turn_ends.push(event.seq);
+                self.open_turn = false;
+            }
+            _ => {}
+        }
+        self.forkable = event.kind == TURN_END;
+        self.last_type = Some(event.kind.clone());
     }
 }
 
 /// `{header, events, turns, turnEnds, lastType, openTurn, forkable, messages, droppedTail}`
-/// (`droppedTail`: the torn final record the load dropped, as `check` reports it; `null` when
+/// (`droppedTail`: the torn final record a load drops, as `check` reports it; `null` when
 /// nothing).
+///
+/// The session is read as a stream ([`dsh::session::SessionStore::inspect`]), with the
+/// verdict a load gives: the facts are gathered as the events go by, and the messages are the
+/// surface nodes whose projection is a message (the surface events that project to none are
+/// the only ones remembered).
 pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
-    let loaded = app.store()?.load_reporting(&SessionId::from(id))?;
-    let session = loaded.session;
-    let facts = LogFacts::of(&session.events());
-    let messages = session.derive_messages().len();
-    let header = session.header();
+    let mut facts = LogFacts::default();
+    let mut silent = HashSet::new();
+    let inspected = app.store()?.inspect(&SessionId::from(id), |event| {
+        facts.admit(event);
+        if event.surface_op.is_some() && project(event).is_none() {
+            silent.insert(event.seq);
+        }
+    })?;
+    let restored = inspected.restored();
+    let messages = restored
+        .surface
+        .nodes()
+        .into_iter()
+        .filter(|seq| !silent.contains(seq))
+        .count();
+    let header = &restored.header;
     let json = json!({
         "header": header,
         "events": facts.events,
@@ -70,7 +94,7 @@ pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
         "openTurn": facts.open_turn,
         "forkable": facts.forkable,
         "messages": messages,
-        "droppedTail": loaded.dropped_tail,
+        "droppedTail": restored.dropped_tail,
     });
     let mut human =
         format!(
@@ -89,7 +113,7 @@ pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
             "not at a turn boundary: not forkable"
         },
     );
-    if let Some(tail) = &loaded.dropped_tail {
+    if let Some(tail) = &restored.dropped_tail {
         human.push_str(&format!("  a load drops its torn tail: {tail}\n"));
     }
     if let Some(parent) = &header.parent_session {

@@ -5,27 +5,25 @@ use crate::decode::Decoded;
 use crate::durable::{append_after, publish_new_with, replace_atomically, IoAt, PublishError};
 use crate::earlier_layout;
 use crate::file_end::FileEnd;
-use crate::folder::Folder;
+use crate::folder::{not_regular, open_regular_at, Folder, Opened};
 use crate::header_line::{encode_header_line, parse_header_line, HeaderError};
 use crate::layout::{
     check_placement, cwd_folder, id_segment, is_compressed, session_files, single_file,
     stored_twice, COMPRESSED_FILE_NAME, SESSION_FILE_NAME,
 };
 use crate::record::{is_row_tag, write_event_line};
-use crate::scan::{
-    read_header, scan_bytes, scan_compressed, scan_prefix, scan_reader, ReadError, Scanned,
-};
+use crate::scan::{read_header, scan_bytes, scan_prefix, ReadError, Scanned};
 use crate::store_dir::{dangling, StoreDir};
 use crate::tail::read_clean_tail;
 use dsh_session::{
     check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
-    SessionPersistence, StoredSession, StoredTail,
+    SessionPersistence, StoredLog, StoredSession, StoredTail,
 };
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -369,11 +367,7 @@ impl JsonlPersistence {
                     ),
                 ));
             }
-            let mut reader = locked;
-            reader
-                .seek(SeekFrom::Start(0))
-                .map_err(|e| io_error(path, e))?;
-            let (scanned, end) = scan_opened(path, reader)?;
+            let (scanned, end) = crate::log::scan_file(path, locked)?;
             check_placement(self.root(), id, &scanned.header, path)?;
             *cached = Some(Cursor::of(
                 path.to_path_buf(),
@@ -394,7 +388,7 @@ impl JsonlPersistence {
         path: &Path,
     ) -> Result<(Scanned, FileEnd), PersistenceError> {
         let (file, _) = self.dir.open_file(id, path)?;
-        let (scanned, end) = scan_opened(path, file)?;
+        let (scanned, end) = crate::log::scan_file(path, &file)?;
         check_placement(self.root(), id, &scanned.header, path)?;
         Ok((scanned, end))
     }
@@ -560,6 +554,24 @@ impl SessionPersistence for JsonlPersistence {
             ..cursor
         });
         Ok(stored)
+    }
+
+    /// Opens the session file as a stream of events ([`crate::JsonlLog`]): the events and
+    /// refusals of [`SessionPersistence::load`], read a piece at a time, in memory bounded by
+    /// the longest line (a compressed file: and the compressed bytes of its largest frame).
+    /// The file is opened and its placement checked before the first event, and what it
+    /// holds then is read (its length is the revision): the read does not hold the session's
+    /// lock, since appends only add after that length. (An append that first cuts a torn tail
+    /// rewrites bytes within it: a read of such a file racing such an append may see the new
+    /// bytes in place of the tail, as a read by another process may.) Never writes.
+    ///
+    /// Errors as [`SessionPersistence::load`].
+    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
+        let path = self.require(id)?;
+        let (file, _) = self.dir.open_file(id, &path)?;
+        let log = crate::log::JsonlLog::open(&path, file)?;
+        check_placement(self.root(), id, log.header(), &path)?;
+        Ok(Box::new(log))
     }
 
     /// Reads the header and the first `len` events, stopping at the line that completes them
@@ -775,47 +787,35 @@ pub fn read_session_bytes(path: &Path, bytes: &[u8]) -> Result<StoredSession, Pe
 }
 
 /// Reads and scans the whole file at `path` in its form; returns the scan and the file's end.
-///
-/// Only a regular file is read: a FIFO without a writer would block the read for ever and a
-/// device such as `/dev/zero` never ends, so anything else is refused before it is opened.
+/// Errors as [`open_regular`] and [`crate::log::scan_file`].
 fn scan_path(path: &Path) -> Result<(Scanned, FileEnd), PersistenceError> {
-    let meta = fs::metadata(path).map_err(|e| io_error(path, e))?;
-    if !meta.is_file() {
-        return Err(io_error(
-            path,
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "not a regular file (a folder, FIFO, socket or device); only session files are read",
-            ),
-        ));
-    }
-    let file = File::open(path).map_err(|e| io_error(path, e))?;
-    scan_opened(path, file)
+    crate::log::scan_file(path, &open_regular(path)?)
 }
 
-/// Reads and scans the whole of `file` (the file at `path`, opened, read from where it
-/// stands) in its form; returns the scan and the file's end.
-fn scan_opened(path: &Path, file: impl Read) -> Result<(Scanned, FileEnd), PersistenceError> {
-    let mut reader = BufReader::new(file);
-    let start = reader.fill_buf().map_err(|e| io_error(path, e))?;
-    if !is_compressed(path, start) {
-        return scan_reader(reader).map_err(|e| read_error(path, e));
+/// Opens the file at `path` (symbolic links followed) for reading when it is a regular file:
+/// a FIFO without a writer would block a read for ever and a device such as `/dev/zero` never
+/// ends, so anything else is refused ([`PersistenceError::Io`], "not a regular file") before it
+/// is opened. The open does not wait on a FIFO and what it opened is checked again through the
+/// handle, so a path swapped for a FIFO or a device meanwhile is refused too.
+pub(crate) fn open_regular(path: &Path) -> Result<File, PersistenceError> {
+    // A device is never opened (opening one may act on it): refused on its look first.
+    if !fs::metadata(path).map_err(|e| io_error(path, e))?.is_file() {
+        return Err(io_error(path, not_regular()));
     }
-    let mut bytes = Vec::new();
-    reader
-        .read_to_end(&mut bytes)
-        .map_err(|e| io_error(path, e))?;
-    Ok((scan_in_memory(path, &bytes)?, FileEnd::of(&bytes)))
+    open_regular_at(
+        rustix::fs::CWD,
+        path.as_os_str(),
+        rustix::fs::OFlags::RDONLY,
+    )
+    .map_err(|e| match e {
+        Opened::Refused(e) => io_error(path, e.into()),
+        Opened::Io(e) => io_error(path, e),
+    })
 }
 
 /// Scans the bytes of the file at `path`, in the form its name or first bytes say.
 fn scan_in_memory(path: &Path, bytes: &[u8]) -> Result<Scanned, PersistenceError> {
-    let scanned = if is_compressed(path, bytes) {
-        scan_compressed(bytes)
-    } else {
-        scan_bytes(bytes)
-    };
-    scanned.map_err(|e| read_error(path, e))
+    scan_bytes(bytes, is_compressed(path, bytes)).map_err(|e| read_error(path, e))
 }
 
 /// The header of the session file at `path` (`file`, opened, `revision` bytes long) and its
@@ -872,7 +872,11 @@ fn into_stored(
 
 /// The event at `seq` of the file at `path`. Errors: [`PersistenceError::Corrupt`] naming the
 /// seq when the record is not a valid event envelope.
-fn event_at(path: &Path, decoded: Decoded, seq: u64) -> Result<SessionEvent, PersistenceError> {
+pub(crate) fn event_at(
+    path: &Path,
+    decoded: Decoded,
+    seq: u64,
+) -> Result<SessionEvent, PersistenceError> {
     decoded
         .into_event(seq)
         .map_err(|why| PersistenceError::Corrupt {
@@ -970,7 +974,7 @@ fn header_error(path: &Path, error: HeaderError) -> PersistenceError {
     }
 }
 
-fn read_error(path: &Path, error: ReadError) -> PersistenceError {
+pub(crate) fn read_error(path: &Path, error: ReadError) -> PersistenceError {
     match error {
         ReadError::Header(e) => header_error(path, e),
         ReadError::Corrupt(reason) => PersistenceError::Corrupt {

@@ -10,7 +10,7 @@
 //! exactly a subset of what the general path accepts, with the same result.
 
 use crate::json::{is_integer, js_display, ParseError, MAX_SAFE_INTEGER};
-use crate::record::{expand_record, into_event, is_row_tag, parse_line};
+use crate::record::{expand_record, into_event, is_row_tag, parse_line, Record};
 use dsh_session::event::TURN_END;
 use dsh_session::{EventData, SessionEvent, SurfaceOp};
 use serde::{Deserialize, Deserializer};
@@ -21,9 +21,10 @@ use serde_json::Value;
 /// [`Decoded::into_event`] converts (and may still refuse).
 #[derive(Debug)]
 pub(crate) enum Decoded {
-    /// A line the fast path read in full.
+    /// A line the fast path read in full, or a member of a packed row (converted when the
+    /// row was expanded).
     Typed(SessionEvent),
-    /// An event of the general path: a verbatim record or a member of a packed row.
+    /// A verbatim record the fast path left to the general path.
     Raw(Value),
 }
 
@@ -78,11 +79,12 @@ pub(crate) fn decode_line(line: &[u8]) -> Result<Vec<Decoded>, ParseError> {
     if let Some(event) = fast_event(line) {
         return Ok(vec![Decoded::Typed(event)]);
     }
-    Ok(expand_record(parse_line(line)?)
-        .map_err(ParseError::Invalid)?
-        .into_iter()
-        .map(Decoded::Raw)
-        .collect())
+    Ok(
+        match expand_record(parse_line(line)?).map_err(ParseError::Invalid)? {
+            Record::Verbatim(value) => vec![Decoded::Raw(value)],
+            Record::Row(events) => events.into_iter().map(Decoded::Typed).collect(),
+        },
+    )
 }
 
 /// The envelope as the fast path reads it: the optional fields keep an explicit `null`
@@ -149,9 +151,9 @@ mod tests {
         let general = parse_line(line.as_bytes())
             .map_err(|e| e.to_string())
             .and_then(expand_record)
-            .and_then(|mut events| match events.len() {
-                1 => into_event(events.remove(0), 0),
-                n => Err(format!("{n} events")),
+            .and_then(|record| match record {
+                Record::Verbatim(value) => into_event(value, 0),
+                Record::Row(events) => Err(format!("{} events", events.len())),
             });
         (fast_event(line.as_bytes()), general)
     }

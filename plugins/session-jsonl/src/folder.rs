@@ -115,18 +115,10 @@ impl Folder {
     pub(crate) fn open_file(&self, name: &OsStr, write: bool) -> io::Result<File> {
         plain(name)?;
         let access = if write { OFlags::RDWR } else { OFlags::RDONLY };
-        let flags = access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let fd =
-            rfs::openat(&self.fd, name, flags, Mode::empty()).map_err(|e| self.refused(name, e))?;
-        if FileType::from_raw_mode(rfs::fstat(&fd)?.st_mode) != FileType::RegularFile {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "not a regular file (a folder, FIFO, socket or device); only session files are read",
-            ));
-        }
-        // It only kept the open from waiting on a FIFO.
-        rfs::fcntl_setfl(&fd, rfs::fcntl_getfl(&fd)? - OFlags::NONBLOCK)?;
-        Ok(File::from(fd))
+        open_regular_at(&self.fd, name, access | OFlags::NOFOLLOW).map_err(|e| match e {
+            Opened::Refused(e) => self.refused(name, e),
+            Opened::Io(e) => e,
+        })
     }
 
     /// Creates the file `name` in this folder (mode `0600`), open for reading and writing.
@@ -267,6 +259,51 @@ impl Folder {
         }
         errno.into()
     }
+}
+
+/// The refusal of anything but a regular file (`InvalidInput`): a folder, FIFO, socket or
+/// device is never read as a session file.
+pub(crate) fn not_regular() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "not a regular file (a folder, FIFO, socket or device); only session files are read",
+    )
+}
+
+/// Why [`open_regular_at`] failed: the open itself (refused by the file system: a link under
+/// `O_NOFOLLOW`, a missing entry) or what came after it.
+pub(crate) enum Opened {
+    /// The `open` failed.
+    Refused(Errno),
+    /// Not a regular file (`InvalidInput`, saying so), or inspecting the handle failed.
+    Io(io::Error),
+}
+
+/// Opens `name` relative to `dir` (`rustix::fs::CWD` for a path as given) with `flags` when
+/// it is a regular file, without blocking on a FIFO (`O_NONBLOCK` for the open only) and
+/// checking what was opened, through the handle: a FIFO, socket, device or folder is refused
+/// (`InvalidInput`, "not a regular file"), whatever was at the path a moment before.
+pub(crate) fn open_regular_at<Fd: std::os::fd::AsFd>(
+    dir: Fd,
+    name: &OsStr,
+    flags: OFlags,
+) -> Result<File, Opened> {
+    let fd = rfs::openat(
+        dir,
+        name,
+        flags | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(Opened::Refused)?;
+    let mode = rfs::fstat(&fd).map_err(|e| Opened::Io(e.into()))?.st_mode;
+    if FileType::from_raw_mode(mode) != FileType::RegularFile {
+        return Err(Opened::Io(not_regular()));
+    }
+    // It only kept the open from waiting on a FIFO.
+    rfs::fcntl_getfl(&fd)
+        .and_then(|flags| rfs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK))
+        .map_err(|e| Opened::Io(e.into()))?;
+    Ok(File::from(fd))
 }
 
 /// What an entry of a folder is (links not followed).

@@ -17,6 +17,7 @@ compile_error!(
 );
 
 mod backend;
+mod body;
 mod compressed;
 mod decode;
 mod durable;
@@ -28,6 +29,7 @@ mod header_line;
 mod json;
 pub mod layout;
 pub mod limits;
+mod log;
 pub mod plugin;
 mod record;
 mod scan;
@@ -37,4 +39,5 @@ mod tail;
 pub use backend::{
     read_session_bytes, read_session_file, Compression, JsonlPersistence, DEFAULT_LOCK_TIMEOUT,
 };
+pub use log::{read_session_log, JsonlLog};
 pub use plugin::{JsonlConfig, SessionJsonlPlugin};

@@ -80,19 +80,6 @@ pub(crate) fn read_line_within(
     Ok(read)
 }
 
-/// Reads all of `reader` into `out` as long as it holds at most `max` bytes, else
-/// [`Bounded::TooLarge`] (after reading `max + 1` bytes, no more).
-pub(crate) fn read_within(reader: impl Read, max: usize, out: &mut Vec<u8>) -> Result<(), Bounded> {
-    reader
-        .take(max as u64 + 1)
-        .read_to_end(out)
-        .map_err(Bounded::Io)?;
-    if out.len() > max {
-        return Err(Bounded::TooLarge);
-    }
-    Ok(())
-}
-
 /// `n` bytes as a person reads it: `1 MiB`, `256 MiB`, `512 KiB`, `100 bytes`.
 pub(crate) fn size_text(n: usize) -> String {
     match n {
@@ -127,15 +114,7 @@ mod tests {
     }
 
     #[test]
-    fn a_read_within_the_bound_is_whole_and_a_longer_one_refused() {
-        let mut out = Vec::new();
-        assert!(read_within(&b"12345"[..], 5, &mut out).is_ok());
-        assert_eq!(out, b"12345");
-        out.clear();
-        assert!(matches!(
-            read_within(&b"123456"[..], 5, &mut out),
-            Err(Bounded::TooLarge)
-        ));
+    fn sizes_read_as_a_person_reads_them() {
         assert_eq!(size_text(MAX_LINE_BYTES), "256 MiB");
         assert_eq!(size_text(MAX_HEADER_LINE_BYTES), "1 MiB");
         assert_eq!(size_text(100), "100 bytes");

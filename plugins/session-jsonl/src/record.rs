@@ -66,12 +66,25 @@ pub(crate) fn is_row_tag(kind: &str) -> bool {
     RowKind::from_tag(kind).is_some()
 }
 
-/// The events one parsed record stores, in order.
+/// What one parsed record stores.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Record {
+    /// One event stored verbatim, as parsed and not yet checked (the scanner checks its seq,
+    /// [`into_event`] its envelope).
+    Verbatim(Value),
+    /// The `assistant/chunk` events of a packed row, in order, already converted: a row's
+    /// shape is checked in full when it is expanded, so its members need no further check,
+    /// and no JSON tree is built per member (a row of small deltas holds a member in about
+    /// 12 bytes, and a tree per member would hold hundreds of times that).
+    Row(Vec<SessionEvent>),
+}
+
+/// The events one parsed record stores.
 ///
-/// A value that is not an object tagged as a packed row passes through as one event,
-/// unvalidated (the scanner checks its seq, the conversion its envelope). Errors: a row-tagged
-/// value whose shape is not exactly a packed row (`malformed <tag> storage row: …`).
-pub(crate) fn expand_record(value: Value) -> Result<Vec<Value>, String> {
+/// A value that is not an object tagged as a packed row passes through as one verbatim
+/// event. Errors: a row-tagged value whose shape is not exactly a packed row
+/// (`malformed <tag> storage row: …`).
+pub(crate) fn expand_record(value: Value) -> Result<Record, String> {
     let kind = match &value {
         Value::Object(map) => map
             .get("type")
@@ -81,8 +94,9 @@ pub(crate) fn expand_record(value: Value) -> Result<Vec<Value>, String> {
     };
     match (kind, value) {
         (Some(kind), Value::Object(row)) => expand_row(kind, &row)
+            .map(Record::Row)
             .map_err(|why| format!("malformed {} storage row: {why}", kind.tag())),
-        (_, value) => Ok(vec![value]),
+        (_, value) => Ok(Record::Verbatim(value)),
     }
 }
 
@@ -105,7 +119,7 @@ struct PackedRow<'a> {
     members: Vec<&'a str>,
 }
 
-fn expand_row(kind: RowKind, row: &Map<String, Value>) -> Result<Vec<Value>, String> {
+fn expand_row(kind: RowKind, row: &Map<String, Value>) -> Result<Vec<SessionEvent>, String> {
     Ok(PackedRow::parse(kind, row)?.events())
 }
 
@@ -202,19 +216,17 @@ impl<'a> PackedRow<'a> {
         })
     }
 
-    /// The `assistant/chunk` events the row stores: member `k` at seq `seq0 + k`.
-    fn events(&self) -> Vec<Value> {
+    /// The `assistant/chunk` events the row stores: member `k` at seq `seq0 + k` (a
+    /// non-negative safe integer, checked by [`PackedRow::parse`]), its data as compact text.
+    fn events(&self) -> Vec<SessionEvent> {
         self.members
             .iter()
             .zip(&self.times)
-            .zip(self.seq0..)
-            .map(|((member, time), seq)| {
-                json!({
-                    "type": ASSISTANT_CHUNK,
-                    "seq": seq,
-                    "time": time,
-                    "data": {"turn": self.turn, "step": self.step, "chunk": self.chunk(member)},
-                })
+            .zip(self.seq0.unsigned_abs()..)
+            .map(|((member, &time), seq)| {
+                let data =
+                    json!({"turn": self.turn, "step": self.step, "chunk": self.chunk(member)});
+                SessionEvent::new(ASSISTANT_CHUNK, seq, time, EventData::from_value(&data))
             })
             .collect()
     }
@@ -331,8 +343,17 @@ mod tests {
     use super::*;
     use dsh_session::SurfaceOp;
 
+    /// The events a line stores, as JSON (a row's converted events serialized back).
     fn expand(line: &str) -> Result<Vec<Value>, String> {
-        expand_record(parse_line(line.as_bytes()).map_err(|e| e.to_string())?)
+        Ok(
+            match expand_record(parse_line(line.as_bytes()).map_err(|e| e.to_string())?)? {
+                Record::Verbatim(value) => vec![value],
+                Record::Row(events) => events
+                    .iter()
+                    .map(|event| serde_json::to_value(event).expect("an event serializes"))
+                    .collect(),
+            },
+        )
     }
 
     #[test]
@@ -471,7 +492,7 @@ mod tests {
             "\"text\"",
         ] {
             let value = parse_line(line.as_bytes()).expect("JSON");
-            assert_eq!(expand_record(value.clone()), Ok(vec![value]));
+            assert_eq!(expand_record(value.clone()), Ok(Record::Verbatim(value)));
         }
     }
 

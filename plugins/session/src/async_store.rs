@@ -34,7 +34,7 @@ use std::sync::Arc;
 use crate::header::SessionHeader;
 use crate::persistence::{ListedSession, PersistenceError, StoredTail};
 use crate::{
-    CreateOptions, Imported, Loaded, Resumed, Session, SessionEvent, SessionId, SessionPersistence,
+    CreateOptions, Imported, Resumed, Session, SessionEvent, SessionId, SessionPersistence,
     SessionStore, StoreError, StoredSession,
 };
 use dsh_core::{run_blocking, Unavailable};
@@ -92,12 +92,6 @@ impl AsyncSessionStore {
     pub async fn load(&self, id: &SessionId) -> Result<Arc<Session>, StoreError> {
         let (store, id) = (self.store.clone(), id.clone());
         run_blocking(move || store.load(&id)).await
-    }
-
-    /// [`SessionStore::load_reporting`], off the workers. Errors: as `load`.
-    pub async fn load_reporting(&self, id: &SessionId) -> Result<Loaded, StoreError> {
-        let (store, id) = (self.store.clone(), id.clone());
-        run_blocking(move || store.load_reporting(&id)).await
     }
 
     /// [`SessionStore::resume`], off the workers. Errors: as `resume`.

@@ -33,8 +33,10 @@ pub mod invariants;
 pub mod persistence;
 pub mod plugin;
 pub mod repair;
+pub mod restore;
 pub mod session;
 pub mod store;
+pub mod stored_log;
 pub mod upgrade;
 pub mod validate;
 mod view;
@@ -52,10 +54,12 @@ pub use persistence::{
 };
 pub use plugin::{SessionConfig, SessionPlugin};
 pub use repair::{interrupted_turn_closers, open_turn};
+pub use restore::{restore_each, RestoreError, Restored};
 pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
 pub use store::{
-    CreateOptions, Imported, Loaded, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
-    SessionStore, StoreError,
+    CreateOptions, Imported, Inspected, Resumed, Seed, SessionCreated, SessionDisposed,
+    SessionFlush, SessionStore, StoreError,
 };
+pub use stored_log::{LoadedLog, StoredLog};
 pub use upgrade::{prepare_stored_events, StoredLogError};
 pub use validate::ValidationError;

@@ -13,6 +13,7 @@ use crate::event::SessionEvent;
 use crate::header::SessionHeader;
 use crate::id::{SessionId, SessionIdError};
 use crate::session::Session;
+use crate::stored_log::{ContainedLog, LoadedLog, StoredLog};
 use std::sync::Arc;
 
 /// A stored session as a backend read it.
@@ -196,8 +197,8 @@ pub enum PersistenceError {
     /// after any failed write, and the next write checks the stored log first.
     #[error("the persistence backend panicked in {call}: {message}")]
     Panicked {
-        /// The backend method: `create`, `append`, `append_atomic`, `load`, `read_prefix`,
-        /// `read_from`, `list`; `write` for the writes of a session to a backend that is going
+        /// The backend method: `create`, `append`, `append_atomic`, `load`, `open_log` (and
+        /// its log's `next_event`, `event_at`), `read_prefix`, `read_from`, `list`; `write` for the writes of a session to a backend that is going
         /// (drained before it is disabled or replaced).
         call: &'static str,
         /// The panic's message (`"unknown panic payload"` when it is not a string).
@@ -279,6 +280,20 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// Reads a stored session: header and every complete record. Never writes.
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError>;
 
+    /// Opens a stored session's log to read it one event at a time ([`StoredLog`]): the
+    /// events `load` returns, with its refusals, for a reader that keeps no more of them than
+    /// it needs (checking or showing a session). Never writes.
+    ///
+    /// The default loads the session whole ([`SessionPersistence::load`]) and hands its
+    /// events out; a backend that can read its log a piece at a time overrides it, so that
+    /// the reader's memory is bounded by what it keeps.
+    ///
+    /// Errors as [`SessionPersistence::load`] for what is read before the first event (the
+    /// session not stored, its header refused); later refusals come from the log's reads.
+    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
+        Ok(Box::new(LoadedLog::new(self.load(id)?)))
+    }
+
     /// Reads the header and the first `len` events (fewer when the log is shorter), without
     /// decoding the rest of the log where the format allows. Never writes.
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError>;
@@ -349,6 +364,11 @@ impl SessionPersistence for Contained {
 
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
         contain("load", || self.0.load(id))
+    }
+
+    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
+        let log = contain("open_log", || self.0.open_log(id))?;
+        Ok(Box::new(ContainedLog(log)))
     }
 
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {

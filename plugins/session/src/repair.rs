@@ -89,12 +89,9 @@ pub fn open_turn(events: &Events) -> Option<&Arc<SessionEvent>> {
 pub fn interrupted_turn_closers<E: Borrow<SessionEvent>>(
     events: impl IntoIterator<Item = E>,
 ) -> Vec<SessionEvent> {
-    let mut open_turn: Option<Option<Value>> = None;
-    let mut open_step: Option<Option<Value>> = None;
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut last: Option<(u64, i64)> = None;
-    // Every turn/start and turn/end resets the state below: only the events from the last of
-    // them on are read (and only their data parsed).
+    // Every turn/start and turn/end resets the trace: only the events from the last of them
+    // on are admitted (and only their data parsed).
+    let mut last = None;
     let mut since_boundary: Vec<E> = Vec::new();
     for event in events {
         let borrowed = event.borrow();
@@ -104,26 +101,51 @@ pub fn interrupted_turn_closers<E: Borrow<SessionEvent>>(
         }
         since_boundary.push(event);
     }
+    let mut trace = TurnTrace::default();
     for event in &since_boundary {
-        let event = event.borrow();
-        let data = event.data.to_value();
+        trace.admit(event.borrow());
+    }
+    trace.last = last;
+    trace.closers()
+}
+
+/// What [`interrupted_turn_closers`] reads of a log, fed one event at a time: the open turn
+/// and step, the tool calls still unanswered, the last event's seq and time. Its state is
+/// the open turn's calls, never the log: a log read as a stream is traced in memory bounded
+/// by its open turn's tool calls.
+#[derive(Debug, Default)]
+pub(crate) struct TurnTrace {
+    /// The open turn's `turn` value (`Some(None)`: open, `turn` absent).
+    open_turn: Option<Option<Value>>,
+    /// The open step's `step` value (`Some(None)`: open, `step` absent).
+    open_step: Option<Option<Value>>,
+    pending: Vec<Pending>,
+    /// The last event's seq and time.
+    last: Option<(u64, i64)>,
+}
+
+impl TurnTrace {
+    /// Takes the next event of the log.
+    pub(crate) fn admit(&mut self, event: &SessionEvent) {
+        self.last = Some((event.seq, event.time));
         match event.kind.as_str() {
             TURN_START => {
-                open_turn = js_present(data.get("turn"));
-                open_step = None;
-                pending.clear();
+                self.open_turn = js_present(event.data.get("turn").as_ref());
+                self.open_step = None;
+                self.pending.clear();
             }
             TURN_END => {
-                open_turn = None;
-                open_step = None;
-                pending.clear();
+                self.open_turn = None;
+                self.open_step = None;
+                self.pending.clear();
             }
-            STEP_START => open_step = js_present(data.get("step")),
+            STEP_START => self.open_step = js_present(event.data.get("step").as_ref()),
             STEP_END => {
-                pending.clear();
-                open_step = None;
+                self.pending.clear();
+                self.open_step = None;
             }
             ASSISTANT_MESSAGE => {
+                let data = event.data.to_value();
                 let blocks = data
                     .get("message")
                     .and_then(|m| m.get("content"))
@@ -139,63 +161,68 @@ pub fn interrupted_turn_closers<E: Borrow<SessionEvent>>(
                         call_seq: None,
                     };
                     // A repeated id keeps its first position but starts afresh (a JS Map.set).
-                    match pending.iter_mut().find(|p| p.key.same(&entry.key)) {
+                    match self.pending.iter_mut().find(|p| p.key.same(&entry.key)) {
                         Some(existing) => *existing = entry,
-                        None => pending.push(entry),
+                        None => self.pending.push(entry),
                     }
                 }
             }
             TOOL_CALL => {
-                let key = CallKey::of(data.get("callId"));
-                if let Some(entry) = pending.iter_mut().find(|p| p.key.same(&key)) {
+                let key = CallKey::of(event.data.get("callId").as_ref());
+                if let Some(entry) = self.pending.iter_mut().find(|p| p.key.same(&key)) {
                     entry.call_seq = Some(event.seq);
                 }
             }
             TOOL_RESULT => {
-                let call_id = data
+                let call_id = event
+                    .data
                     .get("message")
-                    .and_then(|m| m.get("source"))
-                    .and_then(|s| s.get("callId"));
-                let key = CallKey::of(call_id);
-                pending.retain(|p| !p.key.same(&key));
+                    .and_then(|m| m.get("source").cloned())
+                    .and_then(|s| s.get("callId").cloned());
+                let key = CallKey::of(call_id.as_ref());
+                self.pending.retain(|p| !p.key.same(&key));
             }
             _ => {}
         }
     }
-    let (Some(turn), Some((last_seq, time))) = (open_turn, last) else {
-        return Vec::new();
-    };
-    // Seqs of a valid log are safe integers; one that leaves no room in u64 for the closers
-    // cannot be continued at all.
-    let count = pending.len() as u64 + u64::from(open_step.is_some()) + 1;
-    if last_seq.checked_add(count).is_none() {
-        return Vec::new();
-    }
-    let mut seq = last_seq + 1;
-    let mut closers = Vec::with_capacity(pending.len() + 2);
-    for call in pending {
-        closers.push(call.closer(&turn, seq, time));
-        seq += 1;
-    }
-    if let Some(step) = open_step {
+
+    /// The closers of the log admitted so far (see [`interrupted_turn_closers`]).
+    pub(crate) fn closers(&self) -> Vec<SessionEvent> {
+        let (Some(turn), Some((last_seq, time))) = (&self.open_turn, self.last) else {
+            return Vec::new();
+        };
+        // Seqs of a valid log are safe integers; one that leaves no room in u64 for the
+        // closers cannot be continued at all.
+        let count = self.pending.len() as u64 + u64::from(self.open_step.is_some()) + 1;
+        if last_seq.checked_add(count).is_none() {
+            return Vec::new();
+        }
+        let mut seq = last_seq + 1;
+        let mut closers = Vec::with_capacity(self.pending.len() + 2);
+        for call in &self.pending {
+            closers.push(call.closer(turn, seq, time));
+            seq += 1;
+        }
+        if let Some(step) = &self.open_step {
+            closers.push(SessionEvent::new(
+                STEP_END,
+                seq,
+                time,
+                object([("turn", turn.clone()), ("step", step.clone())]),
+            ));
+            seq += 1;
+        }
         closers.push(SessionEvent::new(
-            STEP_END,
+            TURN_END,
             seq,
             time,
-            object([("turn", turn.clone()), ("step", step)]),
+            object([
+                ("turn", turn.clone()),
+                ("reason", Some(json!({ "kind": "interrupted" }))),
+            ]),
         ));
-        seq += 1;
+        closers
     }
-    closers.push(SessionEvent::new(
-        TURN_END,
-        seq,
-        time,
-        object([
-            ("turn", turn),
-            ("reason", Some(json!({ "kind": "interrupted" }))),
-        ]),
-    ));
-    closers
 }
 
 /// An assistant tool call not answered yet.
@@ -212,7 +239,7 @@ struct Pending {
 
 impl Pending {
     /// The synthetic `tool/result` of this call at `seq`.
-    fn closer(self, turn: &Option<Value>, seq: u64, time: i64) -> SessionEvent {
+    fn closer(&self, turn: &Option<Value>, seq: u64, time: i64) -> SessionEvent {
         let started = self.call_seq.is_some();
         let (text, name, code) = if started {
             (
@@ -240,14 +267,14 @@ impl Pending {
                 "source",
                 Some(object([
                     ("kind", Some(json!("tool"))),
-                    ("callId", self.call_id),
+                    ("callId", self.call_id.clone()),
                 ])),
             ),
             ("content", Some(json!([block]))),
         ]);
         let data = object([
             ("turn", turn.clone()),
-            ("step", self.step),
+            ("step", self.step.clone()),
             ("message", Some(message)),
             ("error", Some(json!({ "name": name, "code": code }))),
         ]);

@@ -55,6 +55,17 @@ impl Events {
         }
     }
 
+    /// A view of `chain`, whose surface fold is `surface`: the events of a stored log checked
+    /// as they were read ([`crate::restore_each`]), from which a session is created without
+    /// checking or folding them again.
+    pub(crate) fn restored(chain: Chain<Arc<SessionEvent>>, surface: Surface) -> Events {
+        Events {
+            chain,
+            surface: Some(surface),
+            trace: None,
+        }
+    }
+
     /// Number of events in the view.
     pub fn len(&self) -> usize {
         self.chain.len()
@@ -138,6 +149,11 @@ pub struct Message {
 }
 
 impl Message {
+    /// The message of surface event `event` (one whose projection is a message).
+    pub(crate) fn of(event: Arc<SessionEvent>) -> Message {
+        Message { event }
+    }
+
     /// The message as dsh stores it: the `data` of a `user/message`, the `data.message` of an
     /// `assistant/message` or `tool/result`.
     pub fn value(&self) -> Value {

@@ -155,46 +155,162 @@ pub(crate) fn prepare_stored_tail(
     events: Vec<SessionEvent>,
     earlier: impl Fn(u64) -> Option<String>,
 ) -> Result<Vec<SessionEvent>, StoredLogError> {
-    refuse_retired(id, &events)?;
+    let mut upgrader = Upgrader::new(id.clone());
     let mut prepared: Vec<SessionEvent> = Vec::with_capacity(events.len());
     // Whether `prepared` holds consecutive seqs (so an event's position gives its seq).
     let mut contiguous = true;
     for event in events {
-        let event = upgrade_turn_start(id, event)?;
-        let event = upgrade_turn_end(id, event)?;
-        let event = upgrade_steering(id, event)?;
-        let event = upgrade_message(id, event, |seq| {
+        let event = upgrader.admit(event, |seq| {
             match prepared_event(&prepared, contiguous, seq) {
                 Some(event) => message_id(event),
                 None => earlier(seq),
             }
         });
-        if is_surface_type(&event.kind) {
-            if let Some(reason) = message_shape_problem(&event.kind, Json::of(&event.data)) {
-                return Err(StoredLogError::MessageShape {
-                    id: id.clone(),
-                    seq: event.seq,
-                    kind: event.kind,
-                    reason,
-                });
-            }
-        }
+        let Some(event) = event else { continue };
         contiguous &= prepared
             .last()
             .is_none_or(|last| last.seq.checked_add(1) == Some(event.seq));
         prepared.push(event);
     }
-    if let Some(unknown) = prepared
-        .iter()
-        .find(|event| !is_known_type(&event.kind) && event.ignorable != Some(true))
-    {
-        return Err(StoredLogError::UnknownType {
-            id: id.clone(),
-            seq: unknown.seq,
-            kind: unknown.kind.clone(),
-        });
-    }
+    upgrader.finish()?;
     Ok(prepared)
+}
+
+/// dsh's upgrade step fed one stored event at a time, in log order (what
+/// [`prepare_stored_events`] does to a whole log, for a log read as a stream): each event is
+/// upgraded as it comes, and the refusal, if any, is the one `prepare_stored_events` gives,
+/// known once the whole log was admitted ([`Upgrader::finish`]). Its state is a few seqs,
+/// never the log.
+#[derive(Debug)]
+pub(crate) struct Upgrader {
+    id: SessionId,
+    /// The seq of the first event of each retired form, in [`RETIRED`]'s order.
+    retired: [Option<u64>; 3],
+    /// The first event the upgrade refuses (malformed, or a message of the wrong shape):
+    /// nothing after it is upgraded.
+    refused: Option<StoredLogError>,
+    /// The first event of an unknown type not marked ignorable.
+    unknown: Option<StoredLogError>,
+}
+
+/// Whether an event is of one retired form.
+type RetiredTest = fn(&SessionEvent) -> bool;
+
+/// The retired vocabulary, each form looked for over the whole log in dsh's order.
+const RETIRED: [(&str, RetiredTest); 3] = [
+    ("request/header-delta event", |e| {
+        e.kind == "request/header-delta"
+    }),
+    ("mode/set event", |e| e.kind == "mode/set"),
+    ("request/header reason \"fallback\"", |e| {
+        e.kind == REQUEST_HEADER && e.data.get_str("reason").as_deref() == Some("fallback")
+    }),
+];
+
+impl Upgrader {
+    /// The upgrade of stored session `id`'s log, before its first event.
+    pub(crate) fn new(id: SessionId) -> Upgrader {
+        Upgrader {
+            id,
+            retired: [None; 3],
+            refused: None,
+            unknown: None,
+        }
+    }
+
+    /// Takes the next stored event and returns it upgraded, or `None` once the upgrade has
+    /// refused an event (later events are then only looked at for retired vocabulary, which
+    /// takes precedence). `message_id_of(seq)` is the message id of the upgraded event with
+    /// that earlier seq (read by a `tool/result` rewrite of the RFC era, which reuses it).
+    pub(crate) fn admit(
+        &mut self,
+        event: SessionEvent,
+        message_id_of: impl Fn(u64) -> Option<String>,
+    ) -> Option<SessionEvent> {
+        for (first, (_, retired)) in self.retired.iter_mut().zip(RETIRED) {
+            if first.is_none() && retired(&event) {
+                *first = Some(event.seq);
+            }
+        }
+        if self.refused.is_some() {
+            return None;
+        }
+        let event = match upgrade_event(&self.id, event, message_id_of) {
+            Ok(event) => event,
+            Err(refused) => {
+                self.refused = Some(refused);
+                return None;
+            }
+        };
+        if is_surface_type(&event.kind) {
+            if let Some(reason) = message_shape_problem(&event.kind, Json::of(&event.data)) {
+                self.refused = Some(StoredLogError::MessageShape {
+                    id: self.id.clone(),
+                    seq: event.seq,
+                    kind: event.kind,
+                    reason,
+                });
+                return None;
+            }
+        }
+        if self.unknown.is_none() && !is_known_type(&event.kind) && event.ignorable != Some(true) {
+            self.unknown = Some(StoredLogError::UnknownType {
+                id: self.id.clone(),
+                seq: event.seq,
+                kind: event.kind.clone(),
+            });
+        }
+        Some(event)
+    }
+
+    /// Whether the log is refused whatever follows (the refusal itself may still change:
+    /// retired vocabulary later in the log takes precedence).
+    pub(crate) fn is_refused(&self) -> bool {
+        self.retired.iter().any(Option::is_some) || self.refused.is_some() || self.unknown.is_some()
+    }
+
+    /// The verdict on the whole log admitted, in dsh's order: retired vocabulary (each form
+    /// over the whole log, in turn), then the first event refused, then the first unknown
+    /// type not marked ignorable.
+    ///
+    /// # Errors
+    ///
+    /// As [`prepare_stored_events`].
+    pub(crate) fn finish(self) -> Result<(), StoredLogError> {
+        let retired = self
+            .retired
+            .iter()
+            .zip(RETIRED)
+            .find_map(|(seq, (what, _))| Some(((*seq)?, what)));
+        if let Some((seq, what)) = retired {
+            return Err(StoredLogError::Retired {
+                id: self.id,
+                seq,
+                what: what.into(),
+            });
+        }
+        match self.refused.or(self.unknown) {
+            Some(refused) => Err(refused),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The per-event upgrades of stored session `id`'s `event`, in the order they apply (module
+/// documentation); `message_id_of` as [`Upgrader::admit`]'s.
+///
+/// # Errors
+///
+/// [`StoredLogError::Malformed`] for an older shape the upgrade does not know.
+pub(crate) fn upgrade_event(
+    id: &SessionId,
+    event: SessionEvent,
+    message_id_of: impl Fn(u64) -> Option<String>,
+) -> Result<SessionEvent, StoredLogError> {
+    let event = upgrade_turn_start(id, event)?;
+    let event = upgrade_turn_end(id, event)?;
+    let event = upgrade_steering(id, event)?;
+    Ok(upgrade_message(id, event, message_id_of))
 }
 
 /// The last of the `prepared` events with seq `seq`: found by position while they are
@@ -206,32 +322,6 @@ fn prepared_event(prepared: &[SessionEvent], contiguous: bool, seq: u64) -> Opti
         return prepared.get(index);
     }
     prepared.iter().rev().find(|event| event.seq == seq)
-}
-
-/// Whether an event is of one retired form.
-type RetiredTest = fn(&SessionEvent) -> bool;
-
-/// Refuses the retired vocabulary, each form looked for over the whole log in dsh's order.
-fn refuse_retired(id: &SessionId, events: &[SessionEvent]) -> Result<(), StoredLogError> {
-    let checks: [(&str, RetiredTest); 3] = [
-        ("request/header-delta event", |e| {
-            e.kind == "request/header-delta"
-        }),
-        ("mode/set event", |e| e.kind == "mode/set"),
-        ("request/header reason \"fallback\"", |e| {
-            e.kind == REQUEST_HEADER && e.data.get_str("reason").as_deref() == Some("fallback")
-        }),
-    ];
-    for (what, retired) in checks {
-        if let Some(event) = events.iter().find(|e| retired(e)) {
-            return Err(StoredLogError::Retired {
-                id: id.clone(),
-                seq: event.seq,
-                what: what.into(),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// `value` as an integer when it is a JSON number holding a safe integer (`1.0` included).

@@ -222,7 +222,9 @@ fn check_restored(event: &SessionEvent, data: Json<'_>, index: u64) -> Result<()
 /// The first failure: a [`check_event`] error, [`ValidationError::NotContiguous`], or
 /// [`ValidationError::Surface`].
 pub fn validate_seed<E: Borrow<SessionEvent>>(events: &[E]) -> Result<Surface, ValidationError> {
-    validate_log(events, check_event)
+    let mut check = LogCheck::new(check_event);
+    check.admit_all(events);
+    check.into_surface()
 }
 
 /// Validates a log read back from persistence, as dsh validates a restored session: like
@@ -240,59 +242,150 @@ pub fn validate_seed<E: Borrow<SessionEvent>>(events: &[E]) -> Result<Surface, V
 pub fn validate_restored<E: Borrow<SessionEvent>>(
     events: &[E],
 ) -> Result<Surface, ValidationError> {
-    let surface = validate_log(events, check_restored_event)?;
-    let closers = crate::repair::interrupted_turn_closers(events.iter().map(Borrow::borrow));
-    if !closers.is_empty() {
-        let lookup = |seq: u64| {
-            let i = usize::try_from(seq).ok()?;
-            match events.get(i) {
-                Some(event) => Some(event.borrow()),
-                None => closers.get(i - events.len()),
-            }
-        };
-        let mut resumed = surface.clone();
-        for closer in &closers {
-            check_restored_event(closer, closer.seq)?;
-            let plan = resumed
-                .plan(closer, lookup)
-                .map_err(|source| ValidationError::Surface {
-                    index: closer.seq,
-                    source,
-                })?;
-            resumed.apply(plan, closer.seq);
-        }
+    let mut check = LogCheck::restored();
+    check.admit_all(events);
+    if check.is_refused() {
+        return check.into_surface();
     }
-    Ok(surface)
+    check.finish_restored(&crate::repair::interrupted_turn_closers(
+        events.iter().map(Borrow::borrow),
+    ))
 }
 
-/// The per-index loop of [`validate_seed`] and [`validate_restored`]: `check`, then
-/// `seq == index`, then the surface transition.
-fn validate_log<E: Borrow<SessionEvent>>(
-    events: &[E],
+/// The per-event loop of [`validate_seed`] and [`validate_restored`], fed one event at a
+/// time in log order (so a log read as a stream is checked too): a per-event rule check, then
+/// `seq == index`, then the surface transition. Its state is the surface fold, never the log.
+#[derive(Debug)]
+pub(crate) struct LogCheck {
+    /// The rules of one event at its index ([`check_event`], or [`check_restored_event`]).
     check: fn(&SessionEvent, u64) -> Result<(), ValidationError>,
-) -> Result<Surface, ValidationError> {
-    let lookup = |seq: u64| {
-        usize::try_from(seq)
-            .ok()
-            .and_then(|i| events.get(i))
-            .map(Borrow::borrow)
-    };
-    let mut surface = Surface::default();
-    for (index, event) in (0u64..).zip(events) {
-        let event: &SessionEvent = event.borrow();
-        check(event, index)?;
-        if event.seq != index {
-            return Err(ValidationError::NotContiguous {
-                index,
-                seq: event.seq,
-            });
+    surface: Surface,
+    /// The index of the next event.
+    index: u64,
+    /// The first rule broken: nothing after it is checked.
+    refused: Option<ValidationError>,
+}
+
+impl LogCheck {
+    fn new(check: fn(&SessionEvent, u64) -> Result<(), ValidationError>) -> LogCheck {
+        LogCheck {
+            check,
+            surface: Surface::default(),
+            index: 0,
+            refused: None,
         }
-        let plan = surface
-            .plan(event, lookup)
-            .map_err(|source| ValidationError::Surface { index, source })?;
-        surface.apply(plan, event.seq);
     }
-    Ok(surface)
+
+    /// The checks of a log read back from persistence ([`validate_restored`]).
+    pub(crate) fn restored() -> LogCheck {
+        LogCheck::new(check_restored_event)
+    }
+
+    /// Admits `events` in order, looking earlier events up among them; stops at the first
+    /// that breaks a rule.
+    fn admit_all<E: Borrow<SessionEvent>>(&mut self, events: &[E]) {
+        let lookup = |seq: u64| {
+            usize::try_from(seq)
+                .ok()
+                .and_then(|i| events.get(i))
+                .map(Borrow::borrow)
+        };
+        for event in events {
+            self.admit(event.borrow(), lookup);
+            if self.is_refused() {
+                break;
+            }
+        }
+    }
+
+    /// Checks the next event of the log (unless an earlier one broke a rule): the rules of a
+    /// restored event, `seq == index`, then the surface transition. `lookup` returns the
+    /// earlier event of the log with a given seq (read only for a replacement of a
+    /// `tool/result`, which must change nothing of its original but the content).
+    pub(crate) fn admit<'a>(
+        &mut self,
+        event: &SessionEvent,
+        lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
+    ) {
+        if self.refused.is_some() {
+            return;
+        }
+        let index = self.index;
+        self.index += 1;
+        let checked = (self.check)(event, index).and_then(|()| {
+            if event.seq != index {
+                return Err(ValidationError::NotContiguous {
+                    index,
+                    seq: event.seq,
+                });
+            }
+            self.surface
+                .plan(event, lookup)
+                .map_err(|source| ValidationError::Surface { index, source })
+        });
+        match checked {
+            Ok(plan) => self.surface.apply(plan, event.seq),
+            Err(refused) => self.refused = Some(refused),
+        }
+    }
+
+    /// Whether an event admitted so far broke a rule.
+    pub(crate) fn is_refused(&self) -> bool {
+        self.refused.is_some()
+    }
+
+    /// The surface of the log admitted.
+    ///
+    /// # Errors
+    ///
+    /// The first rule an event broke.
+    pub(crate) fn into_surface(self) -> Result<Surface, ValidationError> {
+        match self.refused {
+            Some(refused) => Err(refused),
+            None => Ok(self.surface),
+        }
+    }
+
+    /// The verdict on the restored log admitted, whose crash closers are `closers`
+    /// ([`crate::repair::interrupted_turn_closers`] of it): the first rule an event broke,
+    /// else the first a closer would break after the log. Returns the log's surface.
+    ///
+    /// # Errors
+    ///
+    /// As [`validate_restored`].
+    pub(crate) fn finish_restored(
+        self,
+        closers: &[SessionEvent],
+    ) -> Result<Surface, ValidationError> {
+        let surface = self.into_surface()?;
+        surface_after(&surface, closers)?;
+        Ok(surface)
+    }
+}
+
+/// The surface of a restored log whose surface is `surface` once its crash `closers` are
+/// appended, each checked as a restored event first.
+///
+/// # Errors
+///
+/// The first rule a closer breaks (its seq as the index).
+pub(crate) fn surface_after(
+    surface: &Surface,
+    closers: &[SessionEvent],
+) -> Result<Surface, ValidationError> {
+    // Closers are appends: their surface plans read no earlier event.
+    let mut resumed = surface.clone();
+    for closer in closers {
+        check_restored_event(closer, closer.seq)?;
+        let plan = resumed
+            .plan(closer, |_| None)
+            .map_err(|source| ValidationError::Surface {
+                index: closer.seq,
+                source,
+            })?;
+        resumed.apply(plan, closer.seq);
+    }
+    Ok(resumed)
 }
 
 /// Validates an event about to be appended to a live log whose surface is `surface`, and

@@ -5,15 +5,18 @@
 //! One write path: `create`, `flush`, `dispose`, `resume` and the drains (when the store or
 //! its backend goes) all call [`crate::persistence`]'s first write or catch-up directly, under
 //! the session's own writer lock, so sessions are written independently of each other and no
-//! event is written twice. One read path (`read.rs`) serves `load`, `resume` and cold forks.
+//! event is written twice. One read path (`read.rs`) serves `load`, `resume`, cold forks and
+//! [`SessionStore::inspect`] (`inspect.rs`), which reads a stored session without loading it.
 
 mod error;
+mod inspect;
 mod read;
 mod types;
 
 pub use error::StoreError;
+pub use inspect::Inspected;
 pub use types::{
-    CreateOptions, Imported, Loaded, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
+    CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
 };
 
 use crate::header::{SessionHeader, SessionId};

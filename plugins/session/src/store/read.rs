@@ -3,13 +3,16 @@
 //! durably), cold forks ([`SessionStore::read_stored`]) and followers
 //! ([`SessionStore::refresh`]: what another writer stored since).
 
-use super::{CreateOptions, Loaded, Resumed, SessionStore, StoreError};
+use super::{CreateOptions, Resumed, SessionStore, StoreError};
+use crate::chain::Chain;
 use crate::event::SessionEvent;
 use crate::header::{SessionId, SessionMeta};
 use crate::persistence::{OnMismatch, PersistenceError, StoredSession};
-use crate::repair::interrupted_turn_closers;
-use crate::session::Session;
+use crate::restore::{restore_each, RestoreError, Restored};
+use crate::session::{Events, Session};
+use crate::stored_log::StoredLog;
 use crate::upgrade::{message_id, prepare_stored_events, prepare_stored_tail};
+use crate::validate::surface_after;
 use std::sync::Arc;
 
 /// How many times [`SessionStore::resume`] reads a stored session whose closers another
@@ -28,39 +31,44 @@ impl SessionStore {
     /// without a backend, [`StoreError::Persistence`] when the stored file is refused,
     /// [`StoreError::StoredLog`] or [`StoreError::InvalidSeed`] when its log breaks a rule.
     pub fn load(&self, id: &SessionId) -> Result<Arc<Session>, StoreError> {
-        self.load_reporting(id).map(|loaded| loaded.session)
+        if let Some(live) = self.get(id) {
+            return Ok(live);
+        }
+        let mut chain = Chain::default();
+        let (_, restored) = self.read_log(id, |event| chain.push(Arc::new(event)))?;
+        let events = Events::restored(chain, restored.surface);
+        let durable = events.len();
+        let meta = SessionMeta::from_header(&restored.header);
+        self.create_session(
+            Some(restored.header.id),
+            CreateOptions::new(events, meta),
+            Some(durable),
+        )
+        .map(|(session, _)| session)
     }
 
-    /// [`SessionStore::load`], saying what the read dropped: the torn final record a crash
-    /// left in the stored file (left there; [`SessionStore::resume`] cuts it), as `dsh show`
-    /// reports it.
+    /// Reads stored session `id` through the active backend's [`StoredLog`], checked as a
+    /// load checks it ([`restore_each`]), handing each event to `visit`; returns the log (read
+    /// to its end, for events read again) and what the read found.
     ///
     /// # Errors
-    /// As [`SessionStore::load`].
-    pub fn load_reporting(&self, id: &SessionId) -> Result<Loaded, StoreError> {
-        if let Some(session) = self.get(id) {
-            return Ok(Loaded {
-                session,
-                dropped_tail: None,
-            });
-        }
-        let stored = self.read_stored(id, None)?;
-        let durable = stored.events.len();
-        let meta = SessionMeta::from_header(&stored.header);
-        let (session, _) = self.create_session(
-            Some(stored.header.id.clone()),
-            CreateOptions::new(stored.events, meta),
-            Some(durable),
-        )?;
-        Ok(Loaded {
-            session,
-            dropped_tail: stored.dropped_tail,
-        })
+    /// As [`SessionStore::load`] for a stored session.
+    pub(crate) fn read_log(
+        &self,
+        id: &SessionId,
+        visit: impl FnMut(SessionEvent),
+    ) -> Result<(Box<dyn StoredLog>, Restored), StoreError> {
+        let backend = self.backend(id)?;
+        let restored = backend
+            .open_log(id)
+            .map_err(RestoreError::from)
+            .and_then(|mut log| restore_each(&mut *log, visit).map(|restored| (log, restored)));
+        restored.map_err(|error| restore_error(id, error))
     }
 
     /// Loads a stored session to continue appending to it, as dsh's `load` does (reference
     /// sections 4.3 and 6.3): a crash that left the last turn open is closed by appending the
-    /// events of [`interrupted_turn_closers`] durably (through the store's one write path),
+    /// events of [`crate::interrupted_turn_closers`] durably (through the store's one write path),
     /// and a torn final record is cut from the file. A session whose last turn is closed and
     /// whose file has no torn tail is not written. The header (including its unmodelled
     /// fields) is kept unchanged.
@@ -108,16 +116,25 @@ impl SessionStore {
                 dropped_tail: None,
             });
         }
-        let stored = self.read_stored(id, None)?;
-        let closers = interrupted_turn_closers(&stored.events);
-        let dropped_tail = stored.dropped_tail;
-        let meta = SessionMeta::from_header(&stored.header);
-        let durable = stored.events.len();
-        let mut events = stored.events;
-        events.extend(closers);
+        // The log is built as it is read, checked with its closers (as dsh validates the log
+        // it would resume), which then continue it.
+        let mut chain = Chain::default();
+        let (_, restored) = self.read_log(id, |event| chain.push(Arc::new(event)))?;
+        let durable = chain.len();
+        let surface = surface_after(&restored.surface, &restored.closers).map_err(|source| {
+            StoreError::InvalidSeed {
+                id: id.clone(),
+                source,
+            }
+        })?;
+        for closer in restored.closers {
+            chain.push(Arc::new(closer));
+        }
+        let dropped_tail = restored.dropped_tail;
+        let meta = SessionMeta::from_header(&restored.header);
         let (session, _) = self.create_session(
-            Some(stored.header.id),
-            CreateOptions::new(events, meta),
+            Some(restored.header.id),
+            CreateOptions::new(Events::restored(chain, surface), meta),
             Some(durable),
         )?;
         let appended: Vec<Arc<SessionEvent>> =
@@ -250,5 +267,27 @@ impl SessionStore {
                 }
             })?;
         Ok(stored)
+    }
+}
+
+/// The store's error for a stored log of session `id` that cannot be restored: not stored,
+/// refused by the backend, by the upgrade step, or by a rule of a restored log.
+pub(super) fn restore_error(id: &SessionId, error: RestoreError) -> StoreError {
+    match error {
+        RestoreError::Persistence(PersistenceError::NotFound { .. }) => {
+            StoreError::NotFound { id: id.clone() }
+        }
+        RestoreError::Persistence(source) => StoreError::Persistence {
+            id: id.clone(),
+            source,
+        },
+        RestoreError::StoredLog(source) => StoreError::StoredLog {
+            id: id.clone(),
+            source,
+        },
+        RestoreError::Invalid(source) => StoreError::InvalidSeed {
+            id: id.clone(),
+            source,
+        },
     }
 }

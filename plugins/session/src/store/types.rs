@@ -78,18 +78,6 @@ pub struct SessionDisposed {
     pub session: Arc<Session>,
 }
 
-/// What [`crate::SessionStore::load_reporting`] read: the live session and what the read
-/// dropped.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct Loaded {
-    /// The session, live in the store, its log as stored.
-    pub session: Arc<Session>,
-    /// The torn final record the read dropped in memory (left in the file), as the backend
-    /// described it; `None` when nothing was dropped or the session was live already.
-    pub dropped_tail: Option<String>,
-}
-
 /// What [`crate::SessionStore::resume`] did: the live session and the events it appended durably.
 #[derive(Clone, Debug)]
 #[non_exhaustive]

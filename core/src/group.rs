@@ -23,8 +23,8 @@ use std::fmt;
 ///
 /// struct Clock(u64);
 /// let group = PluginGroup::new("clocks")
-///     .add(plugin_fn("clock", |scope, ()| Ok(scope.provide(Arc::new(Clock(7)))?)).provides::<Clock>())
-///     .add(plugin_fn("tick", |_, ()| Ok(())));
+///     .add_plugin(plugin_fn("clock", |scope, ()| Ok(scope.provide(Arc::new(Clock(7)))?)).provides::<Clock>())
+///     .add_plugin(plugin_fn("tick", |_, ()| Ok(())));
 /// assert_eq!(group.names(), ["clock", "tick"]);
 ///
 /// let ctx = Context::builder().add_plugins(group.clone()).build()?;
@@ -50,7 +50,7 @@ impl PluginGroup {
     /// The group with `plugin` added at its end. Adding a plugin whose name the group holds
     /// adds a second entry: a context built from the group refuses it as
     /// [`crate::CoreError::DuplicatePlugin`] unless the plugin may be loaded several times.
-    pub fn add(mut self, plugin: impl Into<AnyPlugin>) -> PluginGroup {
+    pub fn add_plugin(mut self, plugin: impl Into<AnyPlugin>) -> PluginGroup {
         self.plugins.push(plugin.into());
         self
     }
@@ -85,7 +85,7 @@ impl PluginGroup {
     /// ```
     /// use dsh_core::{plugin_fn, PluginGroup};
     ///
-    /// let all = PluginGroup::new("mine").add(plugin_fn("zz-mine", |_, ()| Ok(()))).with_registered();
+    /// let all = PluginGroup::new("mine").add_plugin(plugin_fn("zz-mine", |_, ()| Ok(()))).with_registered();
     /// assert!(all.contains("zz-mine"));
     /// let names = all.names();
     /// assert!(names.windows(2).all(|pair| pair[0] <= pair[1]), "sorted: {names:?}");

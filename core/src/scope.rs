@@ -95,7 +95,10 @@ impl Scope {
     /// struct Stop;
     /// let quitter = plugin_fn("quitter", |scope, ()| {
     ///     let me = scope.handle()?;
-    ///     scope.on::<Stop>(move |_| Ok(drop(me.disable()?)))?;
+    ///     scope.on::<Stop>(move |_| {
+    ///         me.disable()?;
+    ///         Ok(())
+    ///     })?;
     ///     Ok(())
     /// });
     /// let ctx = Context::builder().add_plugin(quitter).build()?;

@@ -38,7 +38,10 @@ impl Context {
     ///
     /// let ticks = Arc::new(Mutex::new(0));
     /// let counter = ticks.clone();
-    /// root.on::<Tick>(move |_| Ok(*counter.lock().unwrap() += 1))?;
+    /// root.on::<Tick>(move |_| {
+    ///     *counter.lock().unwrap() += 1;
+    ///     Ok(())
+    /// })?;
     /// ctx.emit(&Tick).unwrap();
     /// assert_eq!(*ticks.lock().unwrap(), 1);
     ///

@@ -68,12 +68,14 @@ impl Runtime {
     }
 
     /// Counts one more start work of `id` at `generation`.
+    #[cfg(feature = "tokio")]
     pub(crate) fn start_begun(&self, id: InstanceId, generation: u64) {
         *self.starting.lock().entry((id, generation)).or_default() += 1;
     }
 
     /// Counts one start work of `id` at `generation` as ended and wakes the waiters (under the
     /// state lock, so that a waiter that has just seen it running is already waiting).
+    #[cfg(feature = "tokio")]
     pub(crate) fn start_ended(&self, id: InstanceId, generation: u64) {
         let _state = self.state.lock();
         let mut starting = self.starting.lock();

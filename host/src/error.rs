@@ -53,3 +53,29 @@ impl<E: Coded + 'static> From<E> for HostError {
         HostError::described(error.code(), &error)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Converts with `?`, as the commands do.
+    fn convert<E: Coded + 'static>(error: E) -> Result<(), HostError> {
+        Err(error)?
+    }
+
+    #[test]
+    fn every_coded_error_converts_keeping_its_code_and_its_causes() {
+        let missing = dsh::CoreError::MissingPlugins {
+            missing: vec!["dsh-title".into()],
+        };
+        let error = convert(missing.clone()).unwrap_err();
+        assert_eq!(error.code, dsh::codes::MISSING_PLUGINS);
+        assert_eq!(error.causes, [missing.to_string()]);
+        // A type no conversion line named before: any `Coded` error converts.
+        let invalid = dsh::session::SessionId::new("").check().unwrap_err();
+        let error = convert(invalid).unwrap_err();
+        assert_eq!(error.code, dsh::session::codes::SESSION_ID_INVALID);
+        let plugin = dsh::PluginError::new("MY_CODE", "mine");
+        assert_eq!(convert(plugin).unwrap_err().code, "MY_CODE");
+    }
+}

@@ -25,7 +25,8 @@ use std::sync::Arc;
 ///   before the instance loads, and handed to `apply`; [`NoConfig`] for none.
 /// - `Deps`: what the plugin requires and optionally uses, as the handles `apply` receives
 ///   (see [`Deps`]).
-/// - `PROVIDES`: the services `apply` may provide.
+/// - `PROVIDES`: the services `apply` may provide (a closure plugin declares the same list
+///   with [`FnPlugin::provides`]; either way it is the plugin's one declaration of them).
 /// - `VERSION`, `UNIQUE` (`true`: one root instance per context), `ENABLED_BY_DEFAULT`.
 ///
 /// The plugin value carries its own state (a test's fake backend, a handle to shared

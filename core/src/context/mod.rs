@@ -29,7 +29,7 @@ use std::sync::Arc;
 /// No user code (apply, disposers, listeners, service destructors) runs while a registry lock
 /// is held, and no call waits for user code running on another thread: a lifecycle change
 /// asked for while another thread settles the context is queued to it and returns a
-/// [`Ticket`]. Every method may be called from inside user code.
+/// [`crate::Ticket`]. Every method may be called from inside user code.
 ///
 /// Calls that change the lifecycle ([`Context::build`](ContextBuilder::build),
 /// [`Context::load`], [`Context::enable`], [`Context::reconfigure`], ...) settle the context

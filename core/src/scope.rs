@@ -85,8 +85,8 @@ impl Scope {
     /// (`scope.handle()?.disable()`, `.update_config(..)`, `.restart()`, `.dispose()`) without
     /// looking itself up through the context. The handle is on the instance, not on this
     /// generation: used after this generation ended, it acts on the instance as it is then.
-    /// A lifecycle call made from the instance's own apply, disposer or listener is queued and
-    /// carried out once that code returns (see [`crate::Ticket`]).
+    /// A lifecycle call made from code the settling thread runs (the instance's own apply, a
+    /// disposer) is queued and carried out once that code returns (see [`crate::Ticket`]).
     ///
     /// ```
     /// use dsh_core::{plugin_fn, Context, PluginState};

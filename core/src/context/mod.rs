@@ -18,8 +18,9 @@ use std::sync::Arc;
 
 /// A cheap, cloneable, thread-safe handle on a context, for hosts and tests.
 ///
-/// What the root registers through it (services, listeners, disposers) is owned by the root
-/// and undone by [`Context::dispose`]. When the last handle the host holds (the one the
+/// What the host registers through its root scope ([`Context::root`], or the short forms
+/// [`Context::provide`], [`Context::on`], ...) is owned by the root and undone by
+/// [`Context::dispose`]. When the last handle the host holds (the one the
 /// builder returned, and its clones) is dropped, the context is disposed the same way
 /// (instances torn down consumers first, their disposers run, sessions drained to their
 /// backend), on the dropping thread; a handle a plugin got from [`crate::Scope::context`]

@@ -284,9 +284,9 @@ impl PluginHandle {
     }
 
     /// Waits until the instance is active and its start work is done, at most `timeout`:
-    /// every [`crate::Scope::spawn_start`] work of its current generation has returned `Ok`
-    /// (an instance without start work is done when its apply returns). Like awaiting a
-    /// plugin in cordis, which waits for its async apply.
+    /// every `Scope::spawn_start` work (feature `tokio`) of its current generation has
+    /// returned `Ok` (an instance without start work is done when its apply returns). Like
+    /// awaiting a plugin in cordis, which waits for its async apply.
     ///
     /// # Errors
     /// [`WaitError::Failed`] with its error (its apply's, or its start work's), and

@@ -15,16 +15,17 @@
 //! | `acp` (not a default feature) | `acp` | `dsh-acp` | `AcpServer` (the Agent Client Protocol; `session/fork` with `session-fork`) |
 //!
 //! A build without a feature links no code of that plugin, so it is absent from
-//! [`builtin_plugins`] and from [`Context::from_registry`].
+//! [`default_plugins`] and from [`Context::from_registry`].
 
 pub use dsh_core as core;
 pub use dsh_core::{
-    plugin_fn, registered, Action, AnyPlugin, BoxError, Context, ContextBuilder, ContextConfig,
-    CoreError, Dep, DependencyGraph, Deps, EmitError, Emitter, FnPlugin, InstanceId,
-    ListenerHandle, LoadOptions, Manifest, NoConfig, Optional, OptionalMode, Plan, PlanStep,
-    Plugin, PluginError, PluginHandle, PluginInfo, PluginSettings, PluginState, PluginTransition,
-    ReconcileReport, Scope, ServiceChanged, ServiceInfo, ServiceKey, StepOutcome, Ticket,
-    TransitionCause, Unavailable, WaitError,
+    codes, plugin_fn, plugin_fn_with_config, registered, Action, AnyPlugin, BoxError, Coded,
+    Context, ContextBuilder, ContextConfig, CoreError, Dep, DependencyGraph, Deps, EmitError,
+    Emitter, FnApply, FnPlugin, InstanceId, ListenerHandle, LoadOptions, Manifest, NoConfig,
+    Optional, OptionalMode, Plan, PlanStep, Plugin, PluginError, PluginGroup, PluginHandle,
+    PluginInfo, PluginSettings, PluginState, PluginTransition, ReconcileReport, Scope,
+    ServiceChanged, ServiceInfo, ServiceKey, StepOutcome, Ticket, TransitionCause, Unavailable,
+    WaitError, WithConfig,
 };
 
 #[cfg(feature = "acp")]
@@ -42,29 +43,47 @@ pub use dsh_session_sqlite as session_sqlite;
 #[cfg(feature = "subagent-fork")]
 pub use dsh_subagent_fork as subagent_fork;
 
-/// The plugins this build of the facade contains: the explicit registration path, beside
-/// the link-time registry of [`registered`] (a host that cannot rely on `inventory`, or a test
-/// that wants exactly these, builds from this list).
+/// The plugins this build of the facade contains, as one group: the one list of them (in
+/// the way bevy's `DefaultPlugins` is one group). Each Cargo feature adds its plugin; a build
+/// without the feature has no code of it to add.
 ///
-/// Referencing the plugin types here also guarantees that each plugin crate is linked, so its
-/// `inventory` submission reaches [`registered`].
+/// A host builds its context from it (with [`PluginGroup::with_registered`] for the plugins
+/// it does not know, which reach it through the link-time registry) and asserts its
+/// [`PluginGroup::names`] with [`Context::expect_plugins`]. Naming the plugin values here
+/// also keeps each plugin crate linked, so its `inventory` submission reaches
+/// [`registered`]: a host that uses the group needs no `use the_crate as _;` line per plugin.
+///
+/// ```
+/// let ctx = dsh::Context::builder().add_plugins(dsh::default_plugins()).build()?;
+/// ctx.expect_plugins(&dsh::default_plugins().names())?;
+/// assert!(ctx.plugin("dsh-session").is_some());
+/// # Ok::<(), dsh::CoreError>(())
+/// ```
+pub fn default_plugins() -> PluginGroup {
+    let group = PluginGroup::new("dsh::default_plugins");
+    #[cfg(feature = "session")]
+    let group = group.add_plugin(dsh_session::SessionPlugin);
+    #[cfg(feature = "session-jsonl")]
+    let group = group.add_plugin(dsh_session_jsonl::SessionJsonlPlugin);
+    #[cfg(feature = "session-sqlite")]
+    let group = group.add_plugin(dsh_session_sqlite::SessionSqlitePlugin);
+    #[cfg(feature = "session-postgres")]
+    let group = group.add_plugin(dsh_session_postgres::SessionPostgresPlugin);
+    #[cfg(feature = "session-fork")]
+    let group = group.add_plugin(dsh_session_fork::SessionForkPlugin);
+    #[cfg(feature = "subagent-fork")]
+    let group = group.add_plugin(dsh_subagent_fork::SubagentForkPlugin);
+    #[cfg(feature = "acp")]
+    let group = group.add_plugin(dsh_acp::AcpPlugin);
+    group
+}
+
+/// The plugins of [`default_plugins`] as a list: the explicit registration path beside the
+/// link-time registry of [`registered`] (a host that cannot rely on `inventory`, or a test
+/// that wants exactly these, builds from it). The short form of
+/// `default_plugins().into_iter().collect()`.
 pub fn builtin_plugins() -> Vec<AnyPlugin> {
-    vec![
-        #[cfg(feature = "session")]
-        dsh_session::SessionPlugin.into(),
-        #[cfg(feature = "session-jsonl")]
-        dsh_session_jsonl::SessionJsonlPlugin.into(),
-        #[cfg(feature = "session-sqlite")]
-        dsh_session_sqlite::SessionSqlitePlugin.into(),
-        #[cfg(feature = "session-postgres")]
-        dsh_session_postgres::SessionPostgresPlugin.into(),
-        #[cfg(feature = "session-fork")]
-        dsh_session_fork::SessionForkPlugin.into(),
-        #[cfg(feature = "subagent-fork")]
-        dsh_subagent_fork::SubagentForkPlugin.into(),
-        #[cfg(feature = "acp")]
-        dsh_acp::AcpPlugin.into(),
-    ]
+    default_plugins().into_iter().collect()
 }
 
 /// The Rust blocks of the README, compiled (and run, unless marked `no_run`) as doctests:

@@ -1,6 +1,8 @@
 //! Contexts composed from the facade's plugins, with and without each of them.
 
-use dsh::{builtin_plugins, registered, AnyPlugin, Context, ContextConfig, PluginState};
+use dsh::{
+    builtin_plugins, default_plugins, registered, AnyPlugin, Context, ContextConfig, PluginState,
+};
 
 fn names(list: &[AnyPlugin]) -> Vec<&'static str> {
     list.iter().map(AnyPlugin::name).collect()
@@ -12,6 +14,33 @@ fn every_builtin_plugin_is_in_the_link_time_registry() {
     for name in names(&builtin_plugins()) {
         assert!(registry.contains(&name), "{name} missing from {registry:?}");
     }
+}
+
+#[test]
+fn the_default_group_links_its_plugins_and_builds_the_context_the_registry_builds() {
+    let group = default_plugins();
+    assert_eq!(group.names(), names(&builtin_plugins()), "one list");
+    // Naming the plugins links their crates: each one's registration reaches the registry.
+    let registry = names(&registered());
+    for name in group.names() {
+        assert!(registry.contains(&name), "{name} missing from {registry:?}");
+    }
+    let mut config = ContextConfig::default();
+    config.set_enabled("dsh-session-jsonl", false);
+    let from_group = Context::builder()
+        .add_plugins(group.clone().with_registered())
+        .with_config(config.clone())
+        .build()
+        .unwrap();
+    from_group.expect_plugins(&group.names()).unwrap();
+    let from_registry = Context::from_registry(&config).unwrap();
+    let listed = |ctx: &Context| -> Vec<(String, PluginState)> {
+        ctx.plugins()
+            .into_iter()
+            .map(|p| (p.name, p.state))
+            .collect()
+    };
+    assert_eq!(listed(&from_group), listed(&from_registry));
 }
 
 #[test]

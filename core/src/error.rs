@@ -9,6 +9,7 @@
 //! | [`WaitError`] | `WAIT_TIMED_OUT`, `PLUGIN_FAILED`, `PLUGIN_STOPPED`, `WAIT_REENTRANT` | waiting on a handle or a ticket |
 //! | [`EmitError`] | `LISTENER_FAILED` | `emit` |
 
+use crate::code::{codes, Coded};
 use crate::state::PluginState;
 use std::error::Error;
 use std::fmt;
@@ -134,17 +135,17 @@ impl CoreError {
     /// The stable code of this error, e.g. `SERVICE_CONFLICT`.
     pub fn code(&self) -> &'static str {
         match self {
-            CoreError::ServiceConflict { .. } => "SERVICE_CONFLICT",
-            CoreError::UndeclaredService { .. } => "UNDECLARED_SERVICE",
-            CoreError::StaleScope { .. } => "STALE_SCOPE",
-            CoreError::UnknownPlugin { .. } => "UNKNOWN_PLUGIN",
-            CoreError::DuplicatePlugin { .. } => "DUPLICATE_PLUGIN",
-            CoreError::InvalidConfig { .. } => "CONFIG_INVALID",
-            CoreError::DuplicateProvider { .. } => "DUPLICATE_PROVIDER",
-            CoreError::DependencyCycle { .. } => "DEPENDENCY_CYCLE",
-            CoreError::MissingPlugins { .. } => "MISSING_PLUGINS",
-            CoreError::InvalidName { .. } => "PLUGIN_NAME_INVALID",
-            CoreError::NoRuntime { .. } => "NO_RUNTIME",
+            CoreError::ServiceConflict { .. } => codes::SERVICE_CONFLICT,
+            CoreError::UndeclaredService { .. } => codes::UNDECLARED_SERVICE,
+            CoreError::StaleScope { .. } => codes::STALE_SCOPE,
+            CoreError::UnknownPlugin { .. } => codes::UNKNOWN_PLUGIN,
+            CoreError::DuplicatePlugin { .. } => codes::DUPLICATE_PLUGIN,
+            CoreError::InvalidConfig { .. } => codes::CONFIG_INVALID,
+            CoreError::DuplicateProvider { .. } => codes::DUPLICATE_PROVIDER,
+            CoreError::DependencyCycle { .. } => codes::DEPENDENCY_CYCLE,
+            CoreError::MissingPlugins { .. } => codes::MISSING_PLUGINS,
+            CoreError::InvalidName { .. } => codes::PLUGIN_NAME_INVALID,
+            CoreError::NoRuntime { .. } => codes::NO_RUNTIME,
             CoreError::Wait(error) => error.code(),
         }
     }
@@ -193,7 +194,7 @@ fn reason(
 impl Unavailable {
     /// The stable code `CAPABILITY_UNAVAILABLE`.
     pub fn code(&self) -> &'static str {
-        "CAPABILITY_UNAVAILABLE"
+        codes::CAPABILITY_UNAVAILABLE
     }
 }
 
@@ -249,7 +250,7 @@ impl PluginError {
         } else if let Some(unavailable) = error.downcast_ref::<Unavailable>() {
             unavailable.code()
         } else {
-            "APPLY_FAILED"
+            codes::APPLY_FAILED
         };
         let mut failure = PluginError::new(code, error);
         failure.plugin = plugin.to_owned();
@@ -258,7 +259,7 @@ impl PluginError {
 
     /// What the runtime records for instance `plugin` whose apply panicked with `message`.
     pub(crate) fn panicked(plugin: &str, message: String) -> PluginError {
-        let mut failure = PluginError::new("APPLY_PANICKED", Panicked(message));
+        let mut failure = PluginError::new(codes::APPLY_PANICKED, Panicked(message));
         failure.plugin = plugin.to_owned();
         failure
     }
@@ -385,10 +386,10 @@ impl WaitError {
     /// The stable code.
     pub fn code(&self) -> &'static str {
         match self {
-            WaitError::TimedOut { .. } => "WAIT_TIMED_OUT",
-            WaitError::Failed(_) => "PLUGIN_FAILED",
-            WaitError::Stopped { .. } => "PLUGIN_STOPPED",
-            WaitError::Reentrant => "WAIT_REENTRANT",
+            WaitError::TimedOut { .. } => codes::WAIT_TIMED_OUT,
+            WaitError::Failed(_) => codes::PLUGIN_FAILED,
+            WaitError::Stopped { .. } => codes::PLUGIN_STOPPED,
+            WaitError::Reentrant => codes::WAIT_REENTRANT,
         }
     }
 }
@@ -418,9 +419,22 @@ pub struct EmitError {
 impl EmitError {
     /// The stable code `LISTENER_FAILED`.
     pub fn code(&self) -> &'static str {
-        "LISTENER_FAILED"
+        codes::LISTENER_FAILED
     }
 }
+
+/// Each error of the core answers [`Coded::code`] with its inherent `code()`.
+macro_rules! coded {
+    ($($error:ty),* $(,)?) => {$(
+        impl Coded for $error {
+            fn code(&self) -> &'static str {
+                <$error>::code(self)
+            }
+        }
+    )*};
+}
+
+coded!(CoreError, Unavailable, PluginError, WaitError, EmitError);
 
 fn render(failures: &[ListenerFailure]) -> String {
     failures

@@ -59,6 +59,14 @@ pub struct Ticket {
 }
 
 impl Ticket {
+    /// A ticket for nothing: done at once.
+    pub(crate) fn done() -> Ticket {
+        Ticket {
+            rt: Weak::new(),
+            seq: 0,
+        }
+    }
+
     /// Whether the change (and every change asked for before it) has been carried out.
     pub fn is_done(&self) -> bool {
         self.rt
@@ -99,9 +107,10 @@ impl fmt::Debug for Ticket {
 }
 
 /// A handle on one plugin instance, returned when it is loaded (or found by name with
-/// [`crate::Context::plugin`]). Clonable; it does not keep the context alive. Once the
-/// instance is disposed (or its context dropped) it reads `Disposed` and its lifecycle calls
-/// return [`CoreError::UnknownPlugin`].
+/// [`crate::Context::plugin`], or by a plugin for its own instance with
+/// [`crate::Scope::handle`]). Clonable; it does not keep the context alive. Once the instance
+/// is disposed (or its context dropped) it reads `Disposed`, [`PluginHandle::dispose`] does
+/// nothing, and its other lifecycle calls return [`CoreError::UnknownPlugin`].
 #[derive(Clone)]
 pub struct PluginHandle {
     pub(crate) rt: Weak<Runtime>,
@@ -229,10 +238,19 @@ impl PluginHandle {
     /// Disposes the instance (consumers first; its child instances with it): it ends
     /// `Disposed` and its record is removed.
     ///
+    /// Idempotent, like [`crate::Context::dispose`]: disposing an instance that is already
+    /// gone (disposed, or its context dropped) does nothing and returns a ticket that is done.
+    /// (The other lifecycle calls still say [`CoreError::UnknownPlugin`] then: there is no
+    /// instance left to enable or reconfigure, while "gone" is what a dispose asks for.)
+    ///
     /// # Errors
-    /// [`CoreError::UnknownPlugin`] once the instance is gone.
+    /// None: the `Result` is kept for the callers written when a second dispose was
+    /// `UnknownPlugin`.
     pub fn dispose(&self) -> Result<Ticket, CoreError> {
-        self.command(Command::Dispose)
+        match self.command(Command::Dispose) {
+            Err(CoreError::UnknownPlugin { .. }) => Ok(Ticket::done()),
+            carried => carried,
+        }
     }
 
     /// Replaces the instance's config. The new value is checked against the plugin's config
@@ -265,16 +283,21 @@ impl PluginHandle {
         self.command(|id| Command::Update(id, config))
     }
 
-    /// Waits until the instance is active, at most `timeout`.
+    /// Waits until the instance is active and its start work is done, at most `timeout`:
+    /// every `Scope::spawn_start` work (feature `tokio`) of its current generation has
+    /// returned `Ok` (an instance without start work is done when its apply returns). Like
+    /// awaiting a plugin in cordis, which waits for its async apply.
     ///
     /// # Errors
-    /// [`WaitError::Failed`] with its error, [`WaitError::Stopped`] when it is disabled or
-    /// disposed instead (each once the context has settled), [`WaitError::TimedOut`] naming
-    /// what it still waits for, [`WaitError::Reentrant`] from code the settling thread runs.
+    /// [`WaitError::Failed`] with its error (its apply's, or its start work's), and
+    /// [`WaitError::Stopped`] when it is disabled or disposed instead (each once the context
+    /// has settled), [`WaitError::TimedOut`] naming what it still waits for,
+    /// [`WaitError::Reentrant`] from code the settling thread runs.
     pub fn wait_active(&self, timeout: Duration) -> Result<(), WaitError> {
         let gone = Err(self.stopped(PluginState::Disposed));
-        self.wait(timeout, gone, |state, inst_state| match inst_state {
-            PluginState::Active => Some(Ok(())),
+        self.wait(timeout, gone, |rt, state, inst_state| match inst_state {
+            PluginState::Active if !rt.starting(state, self.id) => Some(Ok(())),
+            PluginState::Active => None,
             _ if !idle(state) => None,
             PluginState::Failed => Some(Err(self.failure(state))),
             PluginState::Disabled | PluginState::Disposed => Some(Err(self.stopped(inst_state))),
@@ -288,9 +311,13 @@ impl PluginHandle {
     /// # Errors
     /// [`WaitError::TimedOut`], [`WaitError::Reentrant`] from code the settling thread runs.
     pub fn wait_settled(&self, timeout: Duration) -> Result<PluginState, WaitError> {
-        self.wait(timeout, Ok(PluginState::Disposed), |state, inst_state| {
-            (idle(state) || inst_state == PluginState::Disposed).then_some(Ok(inst_state))
-        })
+        self.wait(
+            timeout,
+            Ok(PluginState::Disposed),
+            |_, state, inst_state| {
+                (idle(state) || inst_state == PluginState::Disposed).then_some(Ok(inst_state))
+            },
+        )
     }
 
     /// [`PluginHandle::wait_active`] for a tokio task (feature `tokio`): the wait runs on the
@@ -325,7 +352,7 @@ impl PluginHandle {
         &self,
         timeout: Duration,
         gone: Result<R, WaitError>,
-        mut check: impl FnMut(&State, PluginState) -> Option<Result<R, WaitError>>,
+        mut check: impl FnMut(&Runtime, &State, PluginState) -> Option<Result<R, WaitError>>,
     ) -> Result<R, WaitError> {
         let Some(rt) = self.rt.upgrade() else {
             return gone;
@@ -333,7 +360,7 @@ impl PluginHandle {
         let deadline = Instant::now() + timeout;
         let waited = rt.wait_for(Some(deadline), |state| {
             let inst_state = state.state_of(self.id).unwrap_or(PluginState::Disposed);
-            check(state, inst_state)
+            check(&rt, state, inst_state)
         });
         match waited {
             Ok(answer) => answer,

@@ -32,9 +32,10 @@
 //! ```
 //!
 //! Layout: `runtime` holds the tables and the transitions and imports nothing above it;
-//! [`Context`] (`context.rs`) is the host's handle, [`Scope`] (`scope.rs`) what `apply` gets,
-//! `plugin.rs` the trait and the registration macro, `dep.rs` the typed handles, `state.rs`,
-//! `info.rs` and `error.rs` the public vocabulary.
+//! [`Context`] (`context/`, one file per role of its methods) is the host's handle, [`Scope`]
+//! (`scope.rs`, its async work in `scope/work.rs`) what `apply` gets, `plugin.rs` the trait,
+//! closure plugins and the registration macro, `group.rs` plugin groups, `dep.rs` the typed
+//! handles, `state.rs`, `info.rs`, `error.rs` and `code.rs` the public vocabulary.
 //!
 //! Only one copy of this crate may be in a build (its `links` key makes Cargo refuse a
 //! second), so every plugin registers with the registry the host reads.
@@ -43,12 +44,14 @@
 
 #[cfg(feature = "tokio")]
 mod blocking;
+mod code;
 mod config;
 mod context;
 mod dep;
 mod error;
 mod event;
 mod graph;
+mod group;
 mod handle;
 mod info;
 mod key;
@@ -62,6 +65,7 @@ mod state;
 
 #[cfg(feature = "tokio")]
 pub use blocking::run_blocking;
+pub use code::{codes, Coded};
 pub use config::{ContextConfig, PluginSettings};
 pub use context::{Context, ContextBuilder};
 pub use dep::{Dep, Deps, Optional};
@@ -70,11 +74,14 @@ pub use error::{
 };
 pub use event::ListenerHandle;
 pub use graph::{DependencyGraph, MissingService};
+pub use group::PluginGroup;
 pub use handle::{LoadOptions, PluginHandle, Ticket};
 pub use info::{PluginInfo, PluginTransition, ServiceChanged, ServiceInfo, TransitionCause};
 pub use key::ServiceKey;
 pub use manifest::{Manifest, OptionalMode};
-pub use plugin::{plugin_fn, FnPlugin, NoConfig, Plugin};
+pub use plugin::{
+    plugin_fn, plugin_fn_with_config, FnApply, FnPlugin, NoConfig, Plugin, WithConfig,
+};
 pub use reconcile::{Action, Plan, PlanStep, ReconcileReport, StepOutcome};
 pub use registry::registered;
 pub use runtime::plugin::AnyPlugin;

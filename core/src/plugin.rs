@@ -25,7 +25,8 @@ use std::sync::Arc;
 ///   before the instance loads, and handed to `apply`; [`NoConfig`] for none.
 /// - `Deps`: what the plugin requires and optionally uses, as the handles `apply` receives
 ///   (see [`Deps`]).
-/// - `PROVIDES`: the services `apply` may provide.
+/// - `PROVIDES`: the services `apply` may provide (a closure plugin declares the same list
+///   with [`FnPlugin::provides`]; either way it is the plugin's one declaration of them).
 /// - `VERSION`, `UNIQUE` (`true`: one root instance per context), `ENABLED_BY_DEFAULT`.
 ///
 /// The plugin value carries its own state (a test's fake backend, a handle to shared
@@ -180,8 +181,8 @@ impl<P: Plugin> From<P> for AnyPlugin {
     }
 }
 
-/// A closure plugin, made by [`plugin_fn`]: the closure is its apply, and its declarations
-/// are set with the builder methods. It takes no config (see [`NoConfig`]).
+/// A closure plugin, made by [`plugin_fn`] (no config) or [`plugin_fn_with_config`] (a typed
+/// config): the closure is its apply, and its declarations are set with the builder methods.
 pub struct FnPlugin<D, F> {
     manifest: Manifest,
     apply: F,
@@ -190,7 +191,8 @@ pub struct FnPlugin<D, F> {
 
 /// A plugin named `name` whose apply is `apply`: the closure receives the scope and the
 /// dependency handles its second parameter's type declares (see [`crate::Deps`]), so a test
-/// writes an inline plugin that captures its own state.
+/// writes an inline plugin that captures its own state. It takes no config (see
+/// [`NoConfig`]); [`plugin_fn_with_config`] makes one that does.
 ///
 /// ```
 /// use dsh_core::{plugin_fn, Context, Dep};
@@ -216,17 +218,127 @@ where
     D: Deps,
     F: Fn(&Scope, D) -> Result<(), BoxError> + Send + Sync + 'static,
 {
-    let mut manifest = Manifest::new(name);
-    D::declare(&mut manifest);
-    FnPlugin {
-        manifest,
-        apply,
-        _deps: PhantomData,
+    FnPlugin::new(name, apply)
+}
+
+/// A plugin named `name` whose apply is `apply`, taking a config of type `C`: the closure
+/// receives the scope, the config and the dependency handles. The config is handled as a
+/// [`Plugin`]'s `Config` is: parsed from the instance's JSON config (null read as `{}`) before
+/// each apply, an invalid one failing the instance with `CONFIG_INVALID` naming the field
+/// before it loads, and a config update checked against `C` before it is accepted. This is
+/// the closure form of cordis's most common plugin shape, `apply(ctx, config)`, without a
+/// plugin type.
+///
+/// ```
+/// use dsh_core::{plugin_fn_with_config, Context, LoadOptions};
+/// use serde::Deserialize;
+/// use std::sync::Arc;
+///
+/// #[derive(Deserialize)]
+/// struct GreeterConfig { greeting: String }
+/// struct Greeter(String);
+///
+/// let greeter = plugin_fn_with_config("greeter", |scope, config: GreeterConfig, ()| {
+///     Ok(scope.provide(Arc::new(Greeter(config.greeting)))?)
+/// })
+/// .provides::<Greeter>();
+/// let ctx = Context::builder().build()?;
+/// let options = LoadOptions::with_config(serde_json::json!({ "greeting": "hello" }));
+/// let handle = ctx.load_with(greeter, options)?;
+/// assert_eq!(ctx.expect::<Greeter>().0, "hello");
+///
+/// // Checked against the type before anything changes.
+/// let refused = handle.update_config(serde_json::json!({ "greting": "hi" })).unwrap_err();
+/// assert_eq!(refused.code(), "CONFIG_INVALID");
+/// handle.update_config(serde_json::json!({ "greeting": "hi" }))?; // restarts with it
+/// assert_eq!(ctx.expect::<Greeter>().0, "hi");
+/// # Ok::<(), dsh_core::CoreError>(())
+/// ```
+pub fn plugin_fn_with_config<C, D, F>(name: &'static str, apply: F) -> FnPlugin<D, WithConfig<C, F>>
+where
+    C: DeserializeOwned + Send + 'static,
+    D: Deps,
+    F: Fn(&Scope, C, D) -> Result<(), BoxError> + Send + Sync + 'static,
+{
+    FnPlugin::new(
+        name,
+        WithConfig {
+            apply,
+            _config: PhantomData,
+        },
+    )
+}
+
+/// The apply of a closure plugin that takes a config of type `C` (made by
+/// [`plugin_fn_with_config`]): the closure `F`, with the config type it parses.
+pub struct WithConfig<C, F> {
+    apply: F,
+    _config: PhantomData<fn() -> C>,
+}
+
+/// What a closure plugin's apply is: a closure of the scope and the dependency handles
+/// (`Fn(&Scope, D)`, config [`NoConfig`]), or a [`WithConfig`] closure of the scope, a config
+/// and the handles. Implemented for those two only (sealed); it is what makes a [`FnPlugin`]
+/// a plugin.
+pub trait FnApply<D>: sealed::Sealed<D> + Send + Sync + 'static {
+    /// The config type, parsed before each apply.
+    type Config: DeserializeOwned + Send + 'static;
+
+    /// Runs the apply.
+    #[doc(hidden)]
+    fn call(&self, scope: &Scope, config: Self::Config, deps: D) -> Result<(), BoxError>;
+}
+
+mod sealed {
+    /// Keeps [`super::FnApply`] to the closure shapes of this module.
+    pub trait Sealed<D> {}
+}
+
+impl<D, F> sealed::Sealed<D> for F where F: Fn(&Scope, D) -> Result<(), BoxError> {}
+
+impl<D, F> FnApply<D> for F
+where
+    F: Fn(&Scope, D) -> Result<(), BoxError> + Send + Sync + 'static,
+{
+    type Config = NoConfig;
+
+    fn call(&self, scope: &Scope, NoConfig: NoConfig, deps: D) -> Result<(), BoxError> {
+        self(scope, deps)
+    }
+}
+
+impl<C, D, F> sealed::Sealed<D> for WithConfig<C, F> where
+    F: Fn(&Scope, C, D) -> Result<(), BoxError>
+{
+}
+
+impl<C, D, F> FnApply<D> for WithConfig<C, F>
+where
+    C: DeserializeOwned + Send + 'static,
+    F: Fn(&Scope, C, D) -> Result<(), BoxError> + Send + Sync + 'static,
+{
+    type Config = C;
+
+    fn call(&self, scope: &Scope, config: C, deps: D) -> Result<(), BoxError> {
+        (self.apply)(scope, config, deps)
+    }
+}
+
+impl<D: Deps, F> FnPlugin<D, F> {
+    fn new(name: &'static str, apply: F) -> FnPlugin<D, F> {
+        let mut manifest = Manifest::new(name);
+        D::declare(&mut manifest);
+        FnPlugin {
+            manifest,
+            apply,
+            _deps: PhantomData,
+        }
     }
 }
 
 impl<D, F> FnPlugin<D, F> {
-    /// Declares that the plugin provides service `T`.
+    /// Declares that the plugin provides service `T`: the closure form of a [`Plugin`]'s
+    /// `PROVIDES` (each call adds `ServiceKey::of::<T>()` to the same list).
     pub fn provides<T: ?Sized + 'static>(mut self) -> FnPlugin<D, F> {
         self.manifest.provides.push(ServiceKey::of::<T>());
         self
@@ -254,17 +366,17 @@ impl<D, F> FnPlugin<D, F> {
 impl<D, F> ErasedPlugin for FnPlugin<D, F>
 where
     D: Deps,
-    F: Fn(&Scope, D) -> Result<(), BoxError> + Send + Sync + 'static,
+    F: FnApply<D>,
 {
     fn check_config(&self, config: &Value) -> Result<(), String> {
-        parse::<NoConfig>(config).map(drop)
+        parse::<F::Config>(config).map(drop)
     }
 
     fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, String> {
-        self.check_config(config)?;
+        let config = parse::<F::Config>(config)?;
         Ok(Box::new(move |applying| {
             let deps = D::resolve(&DepsCx { applying })?;
-            (self.apply)(&Scope::new(applying), deps)
+            self.apply.call(&Scope::new(applying), config, deps)
         }))
     }
 }
@@ -272,7 +384,7 @@ where
 impl<D, F> From<FnPlugin<D, F>> for AnyPlugin
 where
     D: Deps,
-    F: Fn(&Scope, D) -> Result<(), BoxError> + Send + Sync + 'static,
+    F: FnApply<D>,
 {
     fn from(plugin: FnPlugin<D, F>) -> AnyPlugin {
         let manifest = Arc::new(plugin.manifest.clone());

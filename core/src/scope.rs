@@ -1,7 +1,8 @@
 //! [`Scope`]: what a plugin's `apply` gets: the instance's own handle for registering
 //! services, listeners, disposers, leave hooks and child instances, all owned by the instance
-//! and undone, in reverse order, when it is torn down. And [`Emitter`], the handle a service
-//! keeps to publish events.
+//! and undone, in reverse order, when it is torn down; the root scope
+//! ([`crate::Context::root`]) is the same for what the host registers. And [`Emitter`], the
+//! handle a service keeps to publish events.
 
 use crate::context::Context;
 use crate::dep::Optional;
@@ -11,14 +12,18 @@ use crate::handle::{LoadOptions, PluginHandle};
 use crate::key::ServiceKey;
 use crate::runtime::cells::ServiceValue;
 use crate::runtime::plugin::{AnyPlugin, Applying};
-use crate::runtime::state::{Command, Owner};
+use crate::runtime::state::{Command, Owner, ROOT};
 use crate::runtime::Runtime;
 use crate::state::InstanceId;
 use serde::de::DeserializeOwned;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-/// The scope of one instance at one generation, handed to `apply`.
+#[cfg(feature = "tokio")]
+mod work;
+
+/// The scope of one instance at one generation, handed to `apply`; or the root scope of a
+/// context ([`crate::Context::root`]), through which the host registers.
 ///
 /// Clonable and `Send`: a helper thread (or a task) of the apply may register through a clone,
 /// and such a registration never waits for the thread running the apply. Everything
@@ -26,11 +31,14 @@ use std::sync::{Arc, Weak};
 /// down, restarted or disposed, registering through the scope fails with
 /// [`CoreError::StaleScope`] (it never leaks into the next generation). A scope does not keep
 /// its context alive.
+///
+/// What the root scope registers is owned by the root: undone, in reverse order, by
+/// [`crate::Context::dispose`] (or when the host's last `Context` handle goes). The root scope
+/// never goes stale; it has no instance, no config and no handle (see each method).
 #[derive(Clone)]
 pub struct Scope {
     rt: Weak<Runtime>,
-    id: InstanceId,
-    generation: u64,
+    owner: Owner,
     name: Arc<str>,
 }
 
@@ -38,42 +46,96 @@ impl Scope {
     pub(crate) fn new(applying: &Applying) -> Scope {
         Scope {
             rt: Arc::downgrade(&applying.rt),
-            id: applying.id,
-            generation: applying.generation,
+            owner: Owner::Instance(applying.id, applying.generation),
             name: applying.name.clone(),
         }
     }
 
-    /// The instance name.
+    /// The root scope of the context of `rt`.
+    pub(crate) fn root(rt: &Arc<Runtime>) -> Scope {
+        Scope {
+            rt: Arc::downgrade(rt),
+            owner: Owner::Root,
+            name: Arc::from(ROOT),
+        }
+    }
+
+    /// The instance name (`<root>` for the root scope).
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// The instance.
+    /// The instance (`#0`, which names no instance, for the root scope).
     pub fn instance(&self) -> InstanceId {
-        self.id
+        match self.owner {
+            Owner::Instance(id, _) => id,
+            Owner::Root => InstanceId(0),
+        }
     }
 
-    /// The generation being applied (1 for the first apply).
+    /// The generation being applied (1 for the first apply; 0 for the root scope).
     pub fn generation(&self) -> u64 {
-        self.generation
+        match self.owner {
+            Owner::Instance(_, generation) => generation,
+            Owner::Root => 0,
+        }
     }
 
-    fn owner(&self) -> Owner {
-        Owner::Instance(self.id, self.generation)
+    /// A handle on this scope's instance: what the plugin uses to change its own lifecycle
+    /// (`scope.handle()?.disable()`, `.update_config(..)`, `.restart()`, `.dispose()`) without
+    /// looking itself up through the context. The handle is on the instance, not on this
+    /// generation: used after this generation ended, it acts on the instance as it is then.
+    /// A lifecycle call made from code the settling thread runs (the instance's own apply, a
+    /// disposer) is queued and carried out once that code returns (see [`crate::Ticket`]).
+    ///
+    /// ```
+    /// use dsh_core::{plugin_fn, Context, PluginState};
+    ///
+    /// // A plugin that switches itself off on a signal (cordis: `ctx.scope.dispose()`).
+    /// struct Stop;
+    /// let quitter = plugin_fn("quitter", |scope, ()| {
+    ///     let me = scope.handle()?;
+    ///     scope.on::<Stop>(move |_| {
+    ///         me.disable()?;
+    ///         Ok(())
+    ///     })?;
+    ///     Ok(())
+    /// });
+    /// let ctx = Context::builder().add_plugin(quitter).build()?;
+    /// ctx.emit(&Stop).unwrap();
+    /// assert_eq!(ctx.plugin_state("quitter"), Some(PluginState::Disabled));
+    /// # Ok::<(), dsh_core::CoreError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CoreError::UnknownPlugin`] (naming `<root>`) for the root scope, which has no
+    /// instance.
+    #[doc(alias = "this")]
+    pub fn handle(&self) -> Result<PluginHandle, CoreError> {
+        match self.owner {
+            Owner::Instance(id, _) => Ok(PluginHandle {
+                rt: self.rt.clone(),
+                id,
+                name: self.name.clone(),
+            }),
+            Owner::Root => Err(CoreError::UnknownPlugin {
+                plugin: ROOT.to_owned(),
+            }),
+        }
     }
 
     fn runtime(&self) -> Result<Arc<Runtime>, CoreError> {
         self.rt.upgrade().ok_or_else(|| CoreError::StaleScope {
             plugin: self.name.to_string(),
-            generation: self.generation,
+            generation: self.generation(),
         })
     }
 
     /// Registers `value` as the service of type `T` (which the plugin declares in its
     /// `PROVIDES`). It becomes readable when the instance becomes active (at once, for a
     /// service provided later by an active instance), and is withdrawn when the instance is
-    /// torn down, after the instances using it.
+    /// torn down, after the instances using it. Through the root scope it needs no declaration
+    /// and is readable at once (until the root is disposed).
     ///
     /// # Errors
     /// [`CoreError::ServiceConflict`] when `T` is already provided (naming both plugins),
@@ -85,7 +147,7 @@ impl Scope {
     ) -> Result<(), CoreError> {
         let value: ServiceValue = Box::new(value);
         self.runtime()?
-            .provide(self.owner(), ServiceKey::of::<T>(), value)
+            .provide(self.owner, ServiceKey::of::<T>(), value)
             .map(drop)
     }
 
@@ -99,7 +161,7 @@ impl Scope {
         &self,
         handler: impl Fn(&E) -> Result<(), BoxError> + Send + Sync + 'static,
     ) -> Result<ListenerHandle, CoreError> {
-        self.runtime()?.listen(self.owner(), emit_listener(handler))
+        self.runtime()?.listen(self.owner, emit_listener(handler))
     }
 
     /// Answers [`Context::ask`] for event `E` with a value of type `R` (`None` passes to the
@@ -111,7 +173,7 @@ impl Scope {
         &self,
         handler: impl Fn(&E) -> Option<R> + Send + Sync + 'static,
     ) -> Result<ListenerHandle, CoreError> {
-        self.runtime()?.listen(self.owner(), ask_listener(handler))
+        self.runtime()?.listen(self.owner, ask_listener(handler))
     }
 
     /// Registers `disposer` to run when this generation is torn down (after everything
@@ -121,7 +183,7 @@ impl Scope {
     /// # Errors
     /// [`CoreError::StaleScope`].
     pub fn on_dispose(&self, disposer: impl FnOnce() + Send + 'static) -> Result<(), CoreError> {
-        self.runtime()?.on_dispose(self.owner(), Box::new(disposer))
+        self.runtime()?.on_dispose(self.owner, Box::new(disposer))
     }
 
     /// Calls `hook` with the service `optional` follows each time its provider is about to go
@@ -141,7 +203,7 @@ impl Scope {
             }
         };
         self.runtime()?
-            .before_leave(self.owner(), optional.key(), Arc::new(hook))
+            .before_leave(self.owner, optional.key(), Arc::new(hook))
     }
 
     /// Lets this generation take a config update in place instead of restarting: when the
@@ -160,6 +222,7 @@ impl Scope {
     /// with it). The absorber belongs to this generation: a restart, teardown or disposal
     /// drops it, and the next apply registers its own. An update that arrives while the
     /// instance is pending, failed or disabled is stored for its next apply, as without one.
+    /// The root has no config: an absorber registered through the root scope is never called.
     ///
     /// # Errors
     /// [`CoreError::StaleScope`].
@@ -170,7 +233,7 @@ impl Scope {
         let hook = move |config: &serde_json::Value| -> Result<(), BoxError> {
             absorb(crate::config::parse::<C>(config)?)
         };
-        self.runtime()?.absorb_config(self.owner(), Arc::new(hook))
+        self.runtime()?.absorb_config(self.owner, Arc::new(hook))
     }
 
     /// Loads a child instance of `plugin`, owned by this generation (disposed with it): it is
@@ -192,7 +255,7 @@ impl Scope {
         plugin: impl Into<AnyPlugin>,
         options: LoadOptions,
     ) -> Result<PluginHandle, CoreError> {
-        PluginHandle::load(&self.runtime()?, self.owner(), plugin.into(), options)
+        PluginHandle::load(&self.runtime()?, self.owner, plugin.into(), options)
     }
 
     /// Fails this generation of the instance with `error`, after its apply returned (work it
@@ -200,57 +263,21 @@ impl Scope {
     /// torn down first, then the instance, which ends `Failed` with a [`crate::PluginError`]
     /// of `error` (its code kept, as for an apply's error). Does nothing once the generation
     /// is over. Never waits for the thread running an apply; on a thread where nothing else
-    /// settles the context, the teardown runs on it before this returns.
+    /// settles the context, the teardown runs on it before this returns. The root cannot
+    /// fail: through the root scope, the error is logged (a `tracing` warning) and nothing
+    /// else happens.
     ///
     /// # Errors
     /// [`CoreError::StaleScope`] once the context is gone.
     pub fn fail(&self, error: impl Into<BoxError>) -> Result<(), CoreError> {
         let error = crate::error::PluginError::from_apply(&self.name, error.into());
-        self.runtime()?
-            .submit(Some(Command::Fail(self.id, self.generation, error)));
-        Ok(())
-    }
-
-    /// Starts `work` on the tokio runtime the apply runs in (feature `tokio`), owned by this
-    /// generation: it is aborted when the instance is torn down (disabled, restarted,
-    /// disposed, failed). `work` may keep a clone of the scope and [`Scope::provide`] the
-    /// instance's service once it is ready (a connection made, a cache warmed): the instances
-    /// that require the service stay `Pending` until then. When `work` returns an error or
-    /// panics, the instance ends `Failed` with it ([`Scope::fail`]; a panic as
-    /// `APPLY_PANICKED`).
-    ///
-    /// # Errors
-    /// [`CoreError::NoRuntime`] when the calling thread is not in a tokio runtime (a task, or
-    /// `spawn_blocking`); [`CoreError::StaleScope`].
-    #[cfg(feature = "tokio")]
-    pub fn spawn(
-        &self,
-        work: impl std::future::Future<Output = Result<(), BoxError>> + Send + 'static,
-    ) -> Result<(), CoreError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| CoreError::NoRuntime {
-            plugin: self.name.to_string(),
-        })?;
-        self.runtime()?;
-        let task = runtime.spawn(work);
-        let abort = task.abort_handle();
-        if let Err(stale) = self.on_dispose(move || abort.abort()) {
-            task.abort();
-            return Err(stale);
+        let rt = self.runtime()?;
+        match self.owner {
+            Owner::Instance(id, generation) => {
+                rt.submit(Some(Command::Fail(id, generation, error)));
+            }
+            Owner::Root => tracing::warn!(%error, "work of the root scope failed"),
         }
-        let scope = self.clone();
-        runtime.spawn(async move {
-            let failure: BoxError = match task.await {
-                Ok(Ok(())) => return,
-                Ok(Err(error)) => error,
-                Err(joined) if joined.is_panic() => {
-                    let message = crate::error::panic_message(joined.into_panic().as_ref());
-                    Box::new(crate::error::PluginError::panicked(&scope.name, message))
-                }
-                // Aborted: the generation ended.
-                Err(_) => return,
-            };
-            let _ = scope.fail(failure);
-        });
         Ok(())
     }
 
@@ -273,7 +300,7 @@ impl fmt::Debug for Scope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Scope")
             .field("plugin", &self.name)
-            .field("generation", &self.generation)
+            .field("generation", &self.generation())
             .finish()
     }
 }

@@ -1,6 +1,7 @@
 //! Async work in plugins (feature `tokio`): `Scope::spawn` from apply, a service provided when
 //! the work is done (its users `Pending` until then), the work aborted with its instance, a
-//! failing or panicking start ending the instance `Failed`, and the async waits of a handle.
+//! failing or panicking start ending the instance `Failed`, the async waits of a handle, and
+//! start work (`Scope::spawn_start`) that `wait_active` waits for.
 #![cfg(feature = "tokio")]
 
 use dsh_core::{
@@ -193,4 +194,143 @@ fn spawning_outside_a_runtime_fails_the_apply_with_no_runtime() {
         .code()
     );
     assert!(error.to_string().contains("tokio runtime"), "{error}");
+}
+
+/// A plugin `starter` whose start work (`spawn_start`) waits for `start`, then provides
+/// `Conn`; with `also_spawn`, it also spawns plain work that never ends.
+fn starter<F>(start: impl Fn() -> F + Send + Sync + 'static, also_spawn: bool) -> AnyPlugin
+where
+    F: std::future::Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    plugin_fn("starter", move |scope, ()| {
+        if also_spawn {
+            scope.spawn(std::future::pending())?;
+        }
+        let ready = start();
+        let provider = scope.clone();
+        scope.spawn_start(async move {
+            ready.await?;
+            provider.provide(Arc::new(Conn(8)))?;
+            Ok(())
+        })?;
+        Ok(())
+    })
+    .provides::<Conn>()
+    .into()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_active_waits_until_the_start_work_has_provided() {
+    let (open, start) = gate();
+    let ctx = Context::builder().build().unwrap();
+    let handle = ctx.load(starter(start, true)).unwrap();
+    assert_eq!(
+        handle.state(),
+        PluginState::Active,
+        "active once apply returns"
+    );
+    let waited = handle.wait_active_async(Duration::from_millis(50)).await;
+    assert!(
+        matches!(waited, Err(dsh_core::WaitError::TimedOut { .. })),
+        "the start work is still running: {waited:?}"
+    );
+    let waiting = tokio::spawn({
+        let handle = handle.clone();
+        async move { handle.wait_active_async(WAIT).await }
+    });
+    open.send(()).unwrap();
+    waiting
+        .await
+        .unwrap()
+        .expect("active once the start work is done");
+    assert_eq!(
+        ctx.get::<Conn>().map(|c| c.0),
+        Some(8),
+        "provided before the wait returned"
+    );
+    // Plain `spawn` work (still running) is not start work.
+    handle.wait_active_async(WAIT).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_active_reports_a_start_work_that_fails() {
+    let (open, start) = gate();
+    let ctx = Context::builder().build().unwrap();
+    let handle = ctx.load(starter(start, false)).unwrap();
+    let waiting = tokio::spawn({
+        let handle = handle.clone();
+        async move { handle.wait_active_async(WAIT).await }
+    });
+    drop(open);
+    match waiting.await.unwrap() {
+        Err(dsh_core::WaitError::Failed(error)) => {
+            assert!(
+                error.to_string().contains("the gate was dropped"),
+                "{error}"
+            )
+        }
+        other => panic!("the wait reports the failure: {other:?}"),
+    }
+    assert_eq!(handle.state(), PluginState::Failed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_waits_for_the_start_work_of_the_new_generation() {
+    let (open, start) = gate();
+    let ctx = Context::builder().build().unwrap();
+    let handle = ctx.load(starter(start, false)).unwrap();
+    open.send(()).unwrap();
+    handle.wait_active_async(WAIT).await.unwrap();
+    // The gate is spent: the second generation's start returns at once.
+    handle.restart().unwrap();
+    handle.wait_active_async(WAIT).await.unwrap();
+    assert_eq!(handle.generation(), Some(2));
+    assert!(ctx.get::<Conn>().is_some());
+    // Disposing while nothing starts leaves nothing counted.
+    handle.dispose().unwrap();
+    assert_eq!(handle.state(), PluginState::Disposed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_work_aborted_by_a_teardown_no_longer_holds_the_next_generation() {
+    let starts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // The first generation's start never ends; the next ones end at once.
+    let start = move || -> Start {
+        if starts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            Box::pin(std::future::pending())
+        } else {
+            Box::pin(async { Ok(()) })
+        }
+    };
+    let ctx = Context::builder().build().unwrap();
+    let handle = ctx.load(starter(start, false)).unwrap();
+    let waited = handle.wait_active_async(Duration::from_millis(50)).await;
+    assert!(
+        matches!(waited, Err(dsh_core::WaitError::TimedOut { .. })),
+        "the first start never ends: {waited:?}"
+    );
+    handle.disable().unwrap();
+    assert_eq!(
+        handle.wait_active_async(WAIT).await.unwrap_err().code(),
+        "PLUGIN_STOPPED"
+    );
+    handle.enable().unwrap();
+    handle.wait_active_async(WAIT).await.unwrap();
+    assert_eq!(handle.generation(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_work_of_the_root_scope_runs_as_plain_work() {
+    let ctx = Context::builder().build().unwrap();
+    let (done_tx, done_rx) = oneshot::channel();
+    let root = ctx.root();
+    let provider = root.clone();
+    root.spawn_start(async move {
+        provider.provide(Arc::new(Conn(9)))?;
+        let _ = done_tx.send(());
+        Ok(())
+    })
+    .unwrap();
+    tokio::time::timeout(WAIT, done_rx).await.unwrap().unwrap();
+    assert_eq!(ctx.get::<Conn>().map(|c| c.0), Some(9));
 }

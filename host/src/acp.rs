@@ -37,7 +37,12 @@ pub fn serve_stdio(ctx: &Context, sources: &Sources) -> Result<(), HostError> {
         .enable_all()
         .thread_name("dsh-acp")
         .build()
-        .map_err(|e| HostError::new("IO_ERROR", format!("cannot start the runtime: {e}")))?;
+        .map_err(|e| {
+            HostError::new(
+                dsh::session::codes::IO_ERROR,
+                format!("cannot start the runtime: {e}"),
+            )
+        })?;
     let stdin = blocking::Unblock::new(std::io::stdin());
     let stdout = blocking::Unblock::new(std::io::stdout());
     runtime.block_on(server.serve(stdin, stdout))?;

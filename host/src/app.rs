@@ -2,26 +2,17 @@
 
 use crate::error::HostError;
 use dsh::session::{SessionPersistence, SessionStore};
-use dsh::{Context, Plugin};
+use dsh::Context;
 use dsh_host::HostConfig;
 use std::sync::Arc;
 
-/// The plugins this build of dsh ships (those its Cargo features include), asserted at
-/// start-up: a plugin crate the linker dropped is an error (`MISSING_PLUGINS`), not a
-/// capability that is silently absent. `main.rs` references each of these crates.
-pub const SHIPPED_PLUGINS: &[&str] = &[
-    dsh::session::SessionPlugin::NAME,
-    dsh::session_jsonl::SessionJsonlPlugin::NAME,
-    dsh::session_sqlite::SessionSqlitePlugin::NAME,
-    #[cfg(feature = "session-postgres")]
-    dsh::session_postgres::SessionPostgresPlugin::NAME,
-    #[cfg(feature = "session-fork")]
-    dsh::session_fork::SessionForkPlugin::NAME,
-    #[cfg(feature = "subagent-fork")]
-    dsh::subagent_fork::SubagentForkPlugin::NAME,
-    #[cfg(feature = "acp")]
-    dsh::acp::AcpPlugin::NAME,
-];
+/// The plugins this build of dsh ships: those of the facade's group
+/// ([`dsh::default_plugins`], which its Cargo features fill), asserted at start-up, so a
+/// context built without one is an error (`MISSING_PLUGINS`), not a capability that is
+/// silently absent.
+pub fn shipped_plugins() -> Vec<&'static str> {
+    dsh::default_plugins().names()
+}
 
 /// The fork plugin's name, for the message of a build without it (which has no
 /// `SessionForkPlugin` to read `NAME` from). A build with it checks that the two agree.
@@ -30,7 +21,7 @@ pub const SESSION_FORK_PLUGIN: &str = "dsh-session-fork";
 #[cfg(feature = "session-fork")]
 const _: () = assert!(dsh_host::store::same_name(
     SESSION_FORK_PLUGIN,
-    dsh::session_fork::SessionForkPlugin::NAME
+    <dsh::session_fork::SessionForkPlugin as dsh::Plugin>::NAME
 ));
 
 /// The root context of a run.
@@ -40,8 +31,8 @@ pub struct App {
 }
 
 impl App {
-    /// Builds the root context of `config` ([`HostConfig::build`]) and checks that it holds
-    /// every plugin of [`SHIPPED_PLUGINS`].
+    /// Builds the root context of `config` ([`HostConfig::build`], from the facade's group and
+    /// the link-time registry) and checks that it holds every plugin of [`shipped_plugins`].
     ///
     /// Errors: the context's build errors, and `MISSING_PLUGINS` naming each shipped plugin
     /// that is not linked.
@@ -49,11 +40,11 @@ impl App {
         App::with_context(config.build()?)
     }
 
-    /// The app over `ctx`, once it holds every plugin of [`SHIPPED_PLUGINS`].
+    /// The app over `ctx`, once it holds every plugin of [`shipped_plugins`].
     ///
     /// Errors: `MISSING_PLUGINS` naming each shipped plugin the context lacks.
     fn with_context(ctx: Context) -> Result<App, HostError> {
-        ctx.expect_plugins(SHIPPED_PLUGINS)?;
+        ctx.expect_plugins(&shipped_plugins())?;
         Ok(App { ctx })
     }
 
@@ -83,7 +74,7 @@ pub const ACP_PLUGIN: &str = "dsh-acp";
 #[cfg(any(not(feature = "session-fork"), not(feature = "acp")))]
 pub fn not_built(service: &str, plugin: &str) -> HostError {
     HostError::new(
-        "CAPABILITY_UNAVAILABLE",
+        dsh::codes::CAPABILITY_UNAVAILABLE,
         format!("{service} is not available: this build of dsh does not contain plugin {plugin}"),
     )
 }
@@ -93,9 +84,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_context_holding_every_builtin_plugin_has_every_shipped_plugin() {
+    fn a_context_holding_the_default_plugins_has_every_shipped_plugin() {
         let ctx = Context::builder()
-            .add_plugins(dsh::builtin_plugins())
+            .add_plugins(dsh::default_plugins())
             .build()
             .expect("the builtin plugins build");
         assert!(App::with_context(ctx).is_ok());
@@ -111,7 +102,7 @@ mod tests {
             panic!("a context without the backends is refused");
         };
         assert_eq!(error.code, "MISSING_PLUGINS");
-        for missing in &SHIPPED_PLUGINS[1..] {
+        for missing in &shipped_plugins()[1..] {
             assert!(
                 error.message.contains(missing),
                 "{missing}: {}",

@@ -153,7 +153,7 @@ impl HostConfig {
             None if configured_root => None,
             None => Some(file.store.or_else(default_store).ok_or_else(|| {
                 HostError::new(
-                    "CONFIG_INVALID",
+                    dsh::codes::CONFIG_INVALID,
                     "no store directory: pass --store DIR or set DSH_STORE",
                 )
             })?),
@@ -163,7 +163,7 @@ impl HostConfig {
             if !linked_backends().contains(&store.backend.plugin) {
                 let feature = store.backend.plugin.trim_start_matches("dsh-");
                 return Err(HostError::new(
-                    "CONFIG_INVALID",
+                    dsh::codes::CONFIG_INVALID,
                     format!(
                         "this build of dsh does not contain the plugin {} that the store \"{store}\" \
                          needs: build it with the Cargo feature {feature}",
@@ -214,7 +214,8 @@ impl HostConfig {
         context
     }
 
-    /// A context holding every plugin linked into the program, configured by
+    /// A context holding every plugin linked into the program ([`linked_plugins`]: the
+    /// facade's group and the link-time registry), configured by
     /// [`HostConfig::context_config`]. Each warning of [`HostConfig::warnings`] is logged as a
     /// `tracing` warning.
     ///
@@ -224,7 +225,10 @@ impl HostConfig {
         for warning in &self.warnings {
             tracing::warn!("{warning}");
         }
-        Ok(Context::from_registry(&self.context_config())?)
+        Ok(Context::builder()
+            .add_plugins(linked_plugins())
+            .with_config(self.context_config())
+            .build()?)
     }
 }
 
@@ -235,7 +239,7 @@ fn drop_unknown(
     plugins: &mut BTreeMap<String, PluginSettings>,
     policy: UnknownPlugins,
 ) -> Result<Vec<String>, HostError> {
-    let linked: Vec<&str> = dsh::registered().iter().map(|p| p.name()).collect();
+    let linked = linked_plugins().names();
     let unknown: Vec<String> = plugins
         .keys()
         .filter(|name| {
@@ -251,7 +255,7 @@ fn drop_unknown(
         let message = format!("this build of dsh has no plugin \"{name}\"");
         if policy == UnknownPlugins::Refuse {
             return Err(HostError::new(
-                "CONFIG_INVALID",
+                dsh::codes::CONFIG_INVALID,
                 format!("{message}: remove it from the config or --disable"),
             ));
         }
@@ -278,10 +282,18 @@ fn require_persistence(context: &mut ContextConfig) {
     }
 }
 
+/// The plugins a host builds its context from: the facade's group
+/// ([`dsh::default_plugins`], the plugins this build ships, linked because the group names
+/// them) and every other plugin of the link-time registry (plugins a host links that the
+/// facade does not know), sorted by name as the registry is.
+pub fn linked_plugins() -> dsh::PluginGroup {
+    dsh::default_plugins().with_registered()
+}
+
 /// The names of the linked plugins that provide `SessionPersistence`.
 fn linked_backends() -> Vec<&'static str> {
     let key = dsh::ServiceKey::of::<dyn SessionPersistence>();
-    dsh::registered()
+    linked_plugins()
         .into_iter()
         .filter(|p| p.manifest().provides().contains(&key))
         .map(|p| p.name())
@@ -313,13 +325,13 @@ fn read_config_file(path: &Path) -> Result<ConfigFile, HostError> {
             other => other.to_string(),
         };
         HostError::new(
-            "CONFIG_INVALID",
+            dsh::codes::CONFIG_INVALID,
             format!("cannot read the config file {}: {why}", path.display()),
         )
     })?;
     let invalid = |e: String| {
         HostError::new(
-            "CONFIG_INVALID",
+            dsh::codes::CONFIG_INVALID,
             format!("invalid config file {}: {e}", path.display()),
         )
     };

@@ -11,20 +11,6 @@ mod log;
 mod output;
 mod session_file;
 
-// Each plugin crate is referenced so that it is linked and its plugin registered (the list
-// of `app::SHIPPED_PLUGINS`, which `App::new` asserts with `expect_plugins`).
-#[cfg(feature = "acp")]
-use dsh::acp as _;
-use dsh::session as _;
-#[cfg(feature = "session-fork")]
-use dsh::session_fork as _;
-use dsh::session_jsonl as _;
-#[cfg(feature = "session-postgres")]
-use dsh::session_postgres as _;
-use dsh::session_sqlite as _;
-#[cfg(feature = "subagent-fork")]
-use dsh::subagent_fork as _;
-
 use clap::Parser;
 use cli::{Cli, Command};
 use dsh_host::{error, HostConfig};

@@ -107,7 +107,7 @@ impl Store {
     pub fn parse(store: &Path) -> Result<Store, HostError> {
         let Some(text) = store.to_str() else {
             return Err(HostError::new(
-                "CONFIG_INVALID",
+                dsh::codes::CONFIG_INVALID,
                 format!("the store {} is not valid UTF-8", store.display()),
             ));
         };
@@ -117,7 +117,7 @@ impl Store {
             {
                 let backend = Backend::of_kind(kind).ok_or_else(|| {
                     HostError::new(
-                        "CONFIG_INVALID",
+                        dsh::codes::CONFIG_INVALID,
                         format!(
                             "unknown store kind \"{kind}\" in \"{text}\": use jsonl:DIR, \
                              sqlite:FILE, postgres:URL or a plain DIR"
@@ -136,7 +136,7 @@ impl Store {
         };
         if location.is_empty() {
             return Err(HostError::new(
-                "CONFIG_INVALID",
+                dsh::codes::CONFIG_INVALID,
                 format!(
                     "the store \"{text}\" names no location: pass --store DIR or KIND:LOCATION"
                 ),

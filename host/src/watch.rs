@@ -70,7 +70,7 @@ impl ConfigWatcher {
     ) -> Result<ConfigWatcher, HostError> {
         let Some(file) = sources.config_file.clone() else {
             return Err(HostError::new(
-                "CONFIG_INVALID",
+                dsh::codes::CONFIG_INVALID,
                 "there is no config file to watch: pass --config FILE",
             ));
         };
@@ -115,7 +115,12 @@ impl ConfigWatcher {
         let worker = std::thread::Builder::new()
             .name("dsh-config-watcher".into())
             .spawn(move || worker.run())
-            .map_err(|e| HostError::new("IO_ERROR", format!("cannot start the watcher: {e}")))?;
+            .map_err(|e| {
+                HostError::new(
+                    dsh::session::codes::IO_ERROR,
+                    format!("cannot start the watcher: {e}"),
+                )
+            })?;
         Ok(ConfigWatcher {
             watcher: Some(watcher),
             worker: Some(worker),
@@ -269,7 +274,7 @@ fn is_change(kind: &EventKind) -> bool {
 
 fn watch_error(folder: &Path, error: &notify::Error) -> HostError {
     HostError::new(
-        "IO_ERROR",
+        dsh::session::codes::IO_ERROR,
         format!("cannot watch {} for changes: {error}", folder.display()),
     )
 }

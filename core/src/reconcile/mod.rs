@@ -130,6 +130,11 @@ use diff::{Planned, Wanted, Work};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// # Reconciling a whole config
+///
+/// The lifecycle calls for a whole [`ContextConfig`]: [`Context::plan`] (the dry run),
+/// [`Context::reconfigure`] (carry it out), and [`Context::config`] (the config the context
+/// has now).
 impl Context {
     /// How long [`Context::reconfigure`] waits, at most, for another thread's settle to end
     /// before it computes its plan: 30 seconds.
@@ -222,6 +227,15 @@ impl Context {
     /// The effective settings of the root instances the config manages (see the
     /// [`crate::reconcile`] module docs), one entry per instance with its switch (on unless
     /// disabled) and its config now. Reconfiguring to it plans only `keep`s.
+    ///
+    /// ```
+    /// # use dsh_core::{plugin_fn, Context};
+    /// let ctx = Context::builder().add_plugin(plugin_fn("tick", |_, ()| Ok(()))).build()?;
+    /// ctx.disable("tick")?;
+    /// assert_eq!(ctx.config().plugins["tick"].enabled, Some(false));
+    /// assert!(ctx.plan(&ctx.config())?.changes_nothing());
+    /// # Ok::<(), dsh_core::CoreError>(())
+    /// ```
     pub fn config(&self) -> ContextConfig {
         let state = self.rt.lock();
         let plugins = state

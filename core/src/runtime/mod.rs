@@ -41,6 +41,9 @@ pub(crate) struct Runtime {
     changed: Condvar,
     services: Index<ServiceCell>,
     listeners: Index<ListenerCell>,
+    /// Start work still running (`Scope::spawn_start`), counted by instance and generation.
+    /// Locked after `state` when both are held.
+    starting: Mutex<rustc_hash::FxHashMap<(InstanceId, u64), usize>>,
 }
 
 /// A service as a dependency handle takes it: the value, its cell and the epoch it was
@@ -60,7 +63,38 @@ impl Runtime {
             changed: Condvar::new(),
             services: Index::new(),
             listeners: Index::new(),
+            starting: Mutex::default(),
         })
+    }
+
+    /// Counts one more start work of `id` at `generation`.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn start_begun(&self, id: InstanceId, generation: u64) {
+        *self.starting.lock().entry((id, generation)).or_default() += 1;
+    }
+
+    /// Counts one start work of `id` at `generation` as ended and wakes the waiters (under the
+    /// state lock, so that a waiter that has just seen it running is already waiting).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn start_ended(&self, id: InstanceId, generation: u64) {
+        let _state = self.state.lock();
+        let mut starting = self.starting.lock();
+        if let Some(count) = starting.get_mut(&(id, generation)) {
+            *count -= 1;
+            if *count == 0 {
+                starting.remove(&(id, generation));
+            }
+        }
+        drop(starting);
+        self.changed.notify_all();
+    }
+
+    /// Whether start work of `id`'s current generation is running (`state` is the locked
+    /// tables).
+    pub(crate) fn starting(&self, state: &State, id: InstanceId) -> bool {
+        state
+            .instance(id)
+            .is_some_and(|inst| self.starting.lock().contains_key(&(id, inst.generation)))
     }
 
     /// The tables. Hold the guard briefly and call no user code while holding it.

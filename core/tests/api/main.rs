@@ -1,12 +1,14 @@
 //! Integration tests of the second design of dsh-core: the three bugs of the first design
 //! (each failed there), plugin handles and tickets, typed dependency handles, several
-//! instances of one plugin, record collection, and link safety.
+//! instances of one plugin, record collection, link safety, and the shapes a port of
+//! cordis's tests needs (`porting`).
 
 mod bugs;
 mod deps;
 mod handles;
 mod instances;
 mod links;
+mod porting;
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -1,5 +1,5 @@
 //! Integration tests of dsh-core's composition and dispatch: `ask` listeners, declared config
-//! types and config updates, typed events, the static dependency graph, optional services,
+//! types and config updates, typed events, the static dependency graph, plugin groups, optional services,
 //! the link-time registry and the builder, and the compile-time checks of the registration
 //! macro and of typed dependencies (`ui`).
 
@@ -10,6 +10,7 @@ mod ask;
 mod config;
 mod events;
 mod graph;
+mod group;
 mod optional;
 mod registry;
 mod ui;

@@ -133,7 +133,7 @@ fn collect(dir: &Path, out: &mut Vec<Target>) {
             Ok(entries) => entries,
             Err(e) => {
                 let error = HostError::new(
-                    "IO_ERROR",
+                    dsh::session::codes::IO_ERROR,
                     format!("cannot read folder {}: {e}", dir.display()),
                 );
                 out.push(Err((dir, error)));

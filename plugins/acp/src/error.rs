@@ -1,9 +1,11 @@
 //! [`AcpError`]: why an ACP request failed, with a stable code, and the JSON-RPC error a client
 //! receives for it (its `data` carries the code).
 
+use crate::codes;
 use crate::runner::TurnError;
 use agent_client_protocol::{Error as RpcError, ErrorCode};
 use dsh_core::Unavailable;
+use dsh_session::codes as session_codes;
 use dsh_session::{SessionId, StoreError};
 use serde_json::json;
 
@@ -112,16 +114,16 @@ impl AcpError {
             #[cfg(feature = "session-fork")]
             AcpError::Fork(error) => error.code(),
             AcpError::Unavailable(error) => error.code(),
-            AcpError::NoRunner => "CAPABILITY_UNAVAILABLE",
-            AcpError::NotOpen { .. } => "SESSION_NOT_FOUND",
-            AcpError::TurnInProgress { .. } => "TURN_IN_PROGRESS",
+            AcpError::NoRunner => dsh_core::codes::CAPABILITY_UNAVAILABLE,
+            AcpError::NotOpen { .. } => session_codes::SESSION_NOT_FOUND,
+            AcpError::TurnInProgress { .. } => codes::TURN_IN_PROGRESS,
             AcpError::Turn { source, .. } => source.code(),
-            AcpError::TurnNotClosed { .. } => "TURN_NOT_CLOSED",
-            AcpError::TurnStopTimeout { .. } => "TURN_STOP_TIMEOUT",
-            AcpError::TurnFailed { .. } => "TURN_FAILED",
+            AcpError::TurnNotClosed { .. } => codes::TURN_NOT_CLOSED,
+            AcpError::TurnStopTimeout { .. } => codes::TURN_STOP_TIMEOUT,
+            AcpError::TurnFailed { .. } => codes::TURN_FAILED,
             AcpError::Persistence(error) => error.code(),
-            AcpError::Connection { .. } => "CONNECTION_FAILED",
-            AcpError::InvalidCursor { .. } => "INVALID_CURSOR",
+            AcpError::Connection { .. } => codes::CONNECTION_FAILED,
+            AcpError::InvalidCursor { .. } => codes::INVALID_CURSOR,
         }
     }
 
@@ -133,18 +135,26 @@ impl AcpError {
     pub fn to_rpc(&self) -> RpcError {
         let code = self.code();
         let rpc = match code {
-            "SESSION_NOT_FOUND" => ErrorCode::RESOURCE_NOT_FOUND,
-            "OPEN_TURN"
-            | "INVALID_BOUNDARY"
-            | "HEADER_INVALID"
-            | "SESSION_ALREADY_EXISTS"
-            | "SESSION_NOT_LIVE"
-            | "TURN_IN_PROGRESS"
-            | "INVALID_CURSOR" => ErrorCode::INVALID_PARAMS,
+            session_codes::SESSION_NOT_FOUND => ErrorCode::RESOURCE_NOT_FOUND,
+            #[cfg(feature = "session-fork")]
+            dsh_session_fork::codes::OPEN_TURN | dsh_session_fork::codes::INVALID_BOUNDARY => {
+                ErrorCode::INVALID_PARAMS
+            }
+            session_codes::HEADER_INVALID
+            | session_codes::SESSION_ALREADY_EXISTS
+            | session_codes::SESSION_NOT_LIVE
+            | codes::TURN_IN_PROGRESS
+            | codes::INVALID_CURSOR => ErrorCode::INVALID_PARAMS,
             _ => ErrorCode::INTERNAL_ERROR,
         };
         let message = self.to_string();
         RpcError::new(rpc, message.clone()).data(json!({ "code": code, "message": message }))
+    }
+}
+
+impl dsh_core::Coded for AcpError {
+    fn code(&self) -> &'static str {
+        AcpError::code(self)
     }
 }
 

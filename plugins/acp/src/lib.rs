@@ -38,6 +38,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod codes;
 pub mod connection;
 mod echo;
 pub mod error;

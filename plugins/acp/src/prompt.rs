@@ -179,7 +179,7 @@ impl Shared {
                     }
                 }
                 outcome = &mut run => break Ran::Returned(outcome.unwrap_or_else(|panic| {
-                    Err(TurnError::new("RUNNER_PANICKED", panic_message(panic.as_ref())))
+                    Err(TurnError::new(crate::codes::RUNNER_PANICKED, panic_message(panic.as_ref())))
                 })),
                 () = turns.ending().cancelled(), if !stopping => {
                     registered.cancel.cancel();

@@ -176,6 +176,12 @@ impl TurnError {
     }
 }
 
+impl dsh_core::Coded for TurnError {
+    fn code(&self) -> &'static str {
+        TurnError::code(self)
+    }
+}
+
 impl From<AppendError> for TurnError {
     /// An append the session refused, with its code (`INVARIANT_VIOLATED`, `EVENT_INVALID`,
     /// `SESSION_NOT_LIVE`, ...).

@@ -1,7 +1,9 @@
 //! `SessionForkError`: the RFC's error taxonomy, plus `INVALID_BOUNDARY` (dsh's store fork,
 //! reference section 7.3) and the failures of forking a stored session.
 
+use crate::codes;
 use dsh_core::Unavailable;
+use dsh_session::codes as session_codes;
 use dsh_session::{PersistenceError, SessionId, SessionIdError, StoreError, StoredLogError};
 use std::fmt;
 
@@ -149,16 +151,24 @@ impl SessionForkError {
     /// creation.
     pub fn code(&self) -> &'static str {
         match self {
-            SessionForkError::SessionNotFound { .. } => "SESSION_NOT_FOUND",
-            SessionForkError::SessionNotLive { .. } => "SESSION_NOT_LIVE",
+            SessionForkError::SessionNotFound { .. } => session_codes::SESSION_NOT_FOUND,
+            SessionForkError::SessionNotLive { .. } => session_codes::SESSION_NOT_LIVE,
             SessionForkError::InvalidChildId(error) => error.code(),
-            SessionForkError::SessionAlreadyExists { .. } => "SESSION_ALREADY_EXISTS",
-            SessionForkError::OpenTurn { .. } | SessionForkError::OpenTurnAt { .. } => "OPEN_TURN",
-            SessionForkError::InvalidBoundary { .. } => "INVALID_BOUNDARY",
+            SessionForkError::SessionAlreadyExists { .. } => session_codes::SESSION_ALREADY_EXISTS,
+            SessionForkError::OpenTurn { .. } | SessionForkError::OpenTurnAt { .. } => {
+                codes::OPEN_TURN
+            }
+            SessionForkError::InvalidBoundary { .. } => codes::INVALID_BOUNDARY,
             SessionForkError::Persistence { source, .. } => source.code(),
             SessionForkError::StoredLog { source, .. } => source.code(),
             SessionForkError::Unavailable { source, .. } => source.code(),
             SessionForkError::Create { source, .. } => source.code(),
         }
+    }
+}
+
+impl dsh_core::Coded for SessionForkError {
+    fn code(&self) -> &'static str {
+        SessionForkError::code(self)
     }
 }

@@ -25,6 +25,7 @@
 
 #[cfg(feature = "tokio")]
 pub mod async_fork;
+pub mod codes;
 pub mod error;
 pub mod fork;
 pub mod lineage;

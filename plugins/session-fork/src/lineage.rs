@@ -224,7 +224,9 @@ impl SessionFork {
                     source,
                 },
                 Ok(backend) => match backend.read_prefix(id, 0) {
-                    Err(source) if source.code() != "SESSION_NOT_FOUND" => persistence(id, source),
+                    Err(source) if source.code() != dsh_session::codes::SESSION_NOT_FOUND => {
+                        persistence(id, source)
+                    }
                     _ => SessionForkError::SessionNotFound { id: id.clone() },
                 },
             });

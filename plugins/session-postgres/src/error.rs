@@ -80,7 +80,9 @@ impl OpenError {
     /// The stable code of this error.
     pub fn code(&self) -> &'static str {
         match self {
-            OpenError::InvalidUrl { .. } | OpenError::InvalidSchema { .. } => "CONFIG_INVALID",
+            OpenError::InvalidUrl { .. } | OpenError::InvalidSchema { .. } => {
+                dsh_core::codes::CONFIG_INVALID
+            }
             OpenError::Store(error) => error.code(),
         }
     }
@@ -117,4 +119,10 @@ pub(crate) fn write_error(
 /// Whether `error` is a duplicate key: another writer stored a row this one tried to insert.
 pub(crate) fn is_duplicate_key(error: &tokio_postgres::Error) -> bool {
     error.code() == Some(&SqlState::UNIQUE_VIOLATION)
+}
+
+impl dsh_core::Coded for OpenError {
+    fn code(&self) -> &'static str {
+        OpenError::code(self)
+    }
 }

@@ -15,6 +15,7 @@
 //! `JSON.stringify` can, thousands of levels): reading and writing them grows the stack as it
 //! recurses (`stacker`), up to [`MAX_DEPTH`] levels.
 
+use crate::codes;
 use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -71,8 +72,8 @@ impl DataError {
     /// The stable code: `DATA_INVALID` or `DATA_TOO_DEEP`.
     pub fn code(&self) -> &'static str {
         match self {
-            DataError::Invalid(_) => "DATA_INVALID",
-            DataError::TooDeep { .. } => "DATA_TOO_DEEP",
+            DataError::Invalid(_) => codes::DATA_INVALID,
+            DataError::TooDeep { .. } => codes::DATA_TOO_DEEP,
         }
     }
 }
@@ -602,6 +603,12 @@ impl<'de> Deserialize<'de> for EventData {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<EventData, D::Error> {
         let raw = Box::<RawValue>::deserialize(deserializer)?;
         EventData::from_raw(raw).map_err(de::Error::custom)
+    }
+}
+
+impl dsh_core::Coded for DataError {
+    fn code(&self) -> &'static str {
+        DataError::code(self)
     }
 }
 

@@ -2,6 +2,7 @@
 //! ([`SessionId::check`], refused as [`SessionIdError`], code `SESSION_ID_INVALID`), and the
 //! shortened form in which messages show an id.
 
+use crate::codes;
 use serde::{Deserialize, Serialize};
 use std::fmt::{self, Write as _};
 
@@ -165,7 +166,13 @@ pub struct SessionIdError {
 impl SessionIdError {
     /// The stable code: `SESSION_ID_INVALID`.
     pub fn code(&self) -> &'static str {
-        "SESSION_ID_INVALID"
+        codes::SESSION_ID_INVALID
+    }
+}
+
+impl dsh_core::Coded for SessionIdError {
+    fn code(&self) -> &'static str {
+        SessionIdError::code(self)
     }
 }
 

@@ -23,6 +23,7 @@
 #[cfg(feature = "tokio")]
 pub mod async_store;
 mod chain;
+pub mod codes;
 pub mod columns;
 pub mod data;
 pub mod event;

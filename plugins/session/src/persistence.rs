@@ -9,6 +9,7 @@
 //! synchronous calls the store makes itself: no listener and no event stand between a store
 //! operation and its write.
 
+use crate::codes;
 use crate::event::SessionEvent;
 use crate::header::SessionHeader;
 use crate::id::{SessionId, SessionIdError};
@@ -219,21 +220,21 @@ impl PersistenceError {
     /// The stable code of this error.
     pub fn code(&self) -> &'static str {
         match self {
-            PersistenceError::NotFound { .. } => "SESSION_NOT_FOUND",
+            PersistenceError::NotFound { .. } => codes::SESSION_NOT_FOUND,
             PersistenceError::InvalidId(error) => error.code(),
-            PersistenceError::Conflict { .. } => "SESSION_ID_CONFLICT",
-            PersistenceError::HeaderInvalid { .. } => "HEADER_INVALID",
-            PersistenceError::VersionUnsupported { .. } => "VERSION_UNSUPPORTED",
-            PersistenceError::Corrupt { .. } => "LOG_CORRUPT",
-            PersistenceError::SeqMismatch { .. } => "SEQ_MISMATCH",
-            PersistenceError::Locked { .. } => "SESSION_LOCKED",
-            PersistenceError::LockFailed { .. } => "IO_ERROR",
-            PersistenceError::Unstorable { .. } => "EVENT_UNSTORABLE",
-            PersistenceError::OutsideStore { .. } => "PATH_OUTSIDE_STORE",
-            PersistenceError::LayoutUnsupported { .. } => "LAYOUT_UNSUPPORTED",
-            PersistenceError::TooLarge { .. } => "LIMIT_EXCEEDED",
-            PersistenceError::Panicked { .. } => "BACKEND_PANICKED",
-            PersistenceError::Io { .. } => "IO_ERROR",
+            PersistenceError::Conflict { .. } => codes::SESSION_ID_CONFLICT,
+            PersistenceError::HeaderInvalid { .. } => codes::HEADER_INVALID,
+            PersistenceError::VersionUnsupported { .. } => codes::VERSION_UNSUPPORTED,
+            PersistenceError::Corrupt { .. } => codes::LOG_CORRUPT,
+            PersistenceError::SeqMismatch { .. } => codes::SEQ_MISMATCH,
+            PersistenceError::Locked { .. } => codes::SESSION_LOCKED,
+            PersistenceError::LockFailed { .. } => codes::IO_ERROR,
+            PersistenceError::Unstorable { .. } => codes::EVENT_UNSTORABLE,
+            PersistenceError::OutsideStore { .. } => codes::PATH_OUTSIDE_STORE,
+            PersistenceError::LayoutUnsupported { .. } => codes::LAYOUT_UNSUPPORTED,
+            PersistenceError::TooLarge { .. } => codes::LIMIT_EXCEEDED,
+            PersistenceError::Panicked { .. } => codes::BACKEND_PANICKED,
+            PersistenceError::Io { .. } => codes::IO_ERROR,
         }
     }
 }
@@ -632,4 +633,10 @@ fn append_from(
         }
     }
     Ok(events.len())
+}
+
+impl dsh_core::Coded for PersistenceError {
+    fn code(&self) -> &'static str {
+        PersistenceError::code(self)
+    }
 }

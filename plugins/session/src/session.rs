@@ -8,6 +8,7 @@
 //! fold too: creating it reads no event of the seed, whatever the seed's length.
 
 use crate::chain::Chain;
+use crate::codes;
 use crate::data::EventData;
 use crate::event::{EventDraft, SessionEvent};
 use crate::fold::{project, Surface, SurfacePlan};
@@ -209,10 +210,10 @@ impl AppendError {
     /// `REENTRANT_APPEND`.
     pub fn code(&self) -> &'static str {
         match self {
-            AppendError::Invalid { .. } => "EVENT_INVALID",
-            AppendError::Invariant { .. } => "INVARIANT_VIOLATED",
-            AppendError::NotLive { .. } => "SESSION_NOT_LIVE",
-            AppendError::Reentrant { .. } => "REENTRANT_APPEND",
+            AppendError::Invalid { .. } => codes::EVENT_INVALID,
+            AppendError::Invariant { .. } => codes::INVARIANT_VIOLATED,
+            AppendError::NotLive { .. } => codes::SESSION_NOT_LIVE,
+            AppendError::Reentrant { .. } => codes::REENTRANT_APPEND,
         }
     }
 }
@@ -656,6 +657,12 @@ pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl dsh_core::Coded for AppendError {
+    fn code(&self) -> &'static str {
+        AppendError::code(self)
+    }
 }
 
 #[cfg(test)]

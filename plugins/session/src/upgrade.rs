@@ -24,6 +24,7 @@
 //!
 //! Minted ids are `legacy-message:<session id>:<seq>`, as dsh mints them.
 
+use crate::codes;
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 
@@ -105,10 +106,10 @@ impl StoredLogError {
     /// `SEED_INVALID` for the others (the log fails validation).
     pub fn code(&self) -> &'static str {
         match self {
-            StoredLogError::UnknownType { .. } => "EVENT_TYPE_UNSUPPORTED",
+            StoredLogError::UnknownType { .. } => codes::EVENT_TYPE_UNSUPPORTED,
             StoredLogError::Retired { .. }
             | StoredLogError::Malformed { .. }
-            | StoredLogError::MessageShape { .. } => "SEED_INVALID",
+            | StoredLogError::MessageShape { .. } => codes::SEED_INVALID,
         }
     }
 
@@ -610,4 +611,10 @@ pub(crate) fn message_id(event: &SessionEvent) -> Option<String> {
         .get("id")?
         .as_str()
         .map(str::to_owned)
+}
+
+impl dsh_core::Coded for StoredLogError {
+    fn code(&self) -> &'static str {
+        StoredLogError::code(self)
+    }
 }

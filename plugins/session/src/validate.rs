@@ -7,6 +7,7 @@
 //! `seq == index`, and finally the surface transition ([`crate::fold`]). Turn balance, tool-call pairing and known event types are deliberately
 //! **not** checked here: an open-turn seed is valid.
 
+use crate::codes;
 use std::borrow::Borrow;
 
 use serde_json::{Map, Value};
@@ -100,7 +101,7 @@ pub enum ValidationError {
 impl ValidationError {
     /// The stable error code: `SEED_INVALID` for every variant.
     pub fn code(&self) -> &'static str {
-        "SEED_INVALID"
+        codes::SEED_INVALID
     }
 
     /// The index of the offending event in the seed (for a live append, its seq).
@@ -654,6 +655,12 @@ pub(crate) fn message_shape_problem(kind: &str, data: Json<'_>) -> Option<String
     }
     (block.get("toolCallId") != Some(call_id))
         .then(|| "message has mismatched tool call ids".into())
+}
+
+impl dsh_core::Coded for ValidationError {
+    fn code(&self) -> &'static str {
+        ValidationError::code(self)
+    }
 }
 
 #[cfg(test)]

@@ -40,9 +40,15 @@ impl SubagentForkError {
     /// The stable code: `SESSION_NOT_LIVE`, `CAPABILITY_UNAVAILABLE`, or the store's code.
     pub fn code(&self) -> &'static str {
         match self {
-            SubagentForkError::ParentNotLive { .. } => "SESSION_NOT_LIVE",
+            SubagentForkError::ParentNotLive { .. } => dsh_session::codes::SESSION_NOT_LIVE,
             SubagentForkError::Unavailable { source, .. } => source.code(),
             SubagentForkError::Create { source, .. } => source.code(),
         }
+    }
+}
+
+impl dsh_core::Coded for SubagentForkError {
+    fn code(&self) -> &'static str {
+        SubagentForkError::code(self)
     }
 }

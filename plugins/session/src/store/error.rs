@@ -1,5 +1,6 @@
 //! [`StoreError`]: why a store operation failed, naming the session.
 
+use crate::codes;
 use crate::id::{SessionId, SessionIdError};
 use crate::persistence::PersistenceError;
 use crate::upgrade::StoredLogError;
@@ -121,18 +122,24 @@ impl StoreError {
     /// `SESSION_ID_CONFLICT`), `LISTENER_FAILED` for a vetoing or failing observer.
     pub fn code(&self) -> &'static str {
         match self {
-            StoreError::AlreadyExists { .. } => "SESSION_ALREADY_EXISTS",
+            StoreError::AlreadyExists { .. } => codes::SESSION_ALREADY_EXISTS,
             StoreError::InvalidId(error) => error.code(),
-            StoreError::InvalidHeader { .. } => "HEADER_INVALID",
+            StoreError::InvalidHeader { .. } => codes::HEADER_INVALID,
             StoreError::InvalidSeed { source, .. } => source.code(),
             StoreError::StoredLog { source, .. } => source.code(),
-            StoreError::NotLive { .. } => "SESSION_NOT_LIVE",
-            StoreError::Disposed { .. } => "STORE_DISPOSED",
-            StoreError::NotFound { .. } => "SESSION_NOT_FOUND",
+            StoreError::NotLive { .. } => codes::SESSION_NOT_LIVE,
+            StoreError::Disposed { .. } => codes::STORE_DISPOSED,
+            StoreError::NotFound { .. } => codes::SESSION_NOT_FOUND,
             StoreError::Listener { source, .. } => source.code(),
             StoreError::Persistence { source, .. } => source.code(),
             StoreError::Unavailable { source, .. } => source.code(),
             StoreError::Append { source, .. } => source.code(),
         }
+    }
+}
+
+impl dsh_core::Coded for StoreError {
+    fn code(&self) -> &'static str {
+        StoreError::code(self)
     }
 }

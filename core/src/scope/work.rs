@@ -1,0 +1,167 @@
+//! Async work of a scope (feature `tokio`): [`Scope::spawn`] (work the generation owns) and
+//! [`Scope::spawn_start`] (its start work, which [`crate::PluginHandle::wait_active`] waits
+//! for).
+
+use super::Scope;
+use crate::error::{BoxError, CoreError};
+use crate::runtime::state::Owner;
+use crate::runtime::Runtime;
+use crate::state::InstanceId;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+impl Scope {
+    /// Starts `work` on the tokio runtime the apply runs in (feature `tokio`), owned by this
+    /// generation: it is aborted when the instance is torn down (disabled, restarted,
+    /// disposed, failed). `work` may keep a clone of the scope and [`Scope::provide`] the
+    /// instance's service once it is ready (a connection made, a cache warmed): the instances
+    /// that require the service stay `Pending` until then. When `work` returns an error or
+    /// panics, the instance ends `Failed` with it ([`Scope::fail`]; a panic as
+    /// `APPLY_PANICKED`). Work that brings the instance up (and that a host waiting for the
+    /// instance should wait for) is [`Scope::spawn_start`]; `spawn` is for work that runs
+    /// for the instance's life (a server loop, a watcher).
+    ///
+    /// # Errors
+    /// [`CoreError::NoRuntime`] when the calling thread is not in a tokio runtime (a task, or
+    /// `spawn_blocking`); [`CoreError::StaleScope`].
+    pub fn spawn(
+        &self,
+        work: impl Future<Output = Result<(), BoxError>> + Send + 'static,
+    ) -> Result<(), CoreError> {
+        self.spawn_owned(work, false)
+    }
+
+    /// [`Scope::spawn`] for the instance's start work (feature `tokio`): the async part of
+    /// bringing it up (connect, then provide the service). The instance is `Active` once its
+    /// apply returns, as with `spawn`, but [`crate::PluginHandle::wait_active`] (and
+    /// `wait_active_async`) waits until every start work of the instance's current generation
+    /// has returned `Ok`, and reports the instance's failure when one returns an error or
+    /// panics (the instance then ends `Failed`, as with `spawn`). This follows cordis, where
+    /// awaiting a loaded plugin waits for its async apply and a service's async `init`. Start
+    /// work of the root scope is plain `spawn` work (the root has no handle to wait on).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "multi_thread", worker_threads = 1)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use dsh_core::{plugin_fn, Context};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// struct Conn;
+    /// let connector = plugin_fn("connector", |scope, ()| {
+    ///     let provider = scope.clone();
+    ///     scope.spawn_start(async move {
+    ///         tokio::time::sleep(Duration::from_millis(20)).await; // connecting
+    ///         provider.provide(Arc::new(Conn))?;
+    ///         Ok(())
+    ///     })?;
+    ///     Ok(())
+    /// })
+    /// .provides::<Conn>();
+    /// let ctx = Context::builder().build()?;
+    /// let handle = ctx.load(connector)?; // active at once, still connecting
+    /// handle.wait_active_async(Duration::from_secs(10)).await?;
+    /// assert!(ctx.get::<Conn>().is_some(), "the start work is done");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Scope::spawn`].
+    pub fn spawn_start(
+        &self,
+        work: impl Future<Output = Result<(), BoxError>> + Send + 'static,
+    ) -> Result<(), CoreError> {
+        self.spawn_owned(work, true)
+    }
+
+    /// Spawns `work` owned by this generation; counted as start work of the instance when
+    /// `start` is set.
+    fn spawn_owned(
+        &self,
+        work: impl Future<Output = Result<(), BoxError>> + Send + 'static,
+        start: bool,
+    ) -> Result<(), CoreError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| CoreError::NoRuntime {
+            plugin: self.name.to_string(),
+        })?;
+        let rt = self.runtime()?;
+        let start = match self.owner {
+            Owner::Instance(id, generation) if start => Some(StartWork::begin(&rt, id, generation)),
+            _ => None,
+        };
+        drop(rt);
+        let task = runtime.spawn(work);
+        let abort = task.abort_handle();
+        let teardown = {
+            let start = start.clone();
+            move || {
+                abort.abort();
+                if let Some(start) = start {
+                    start.end();
+                }
+            }
+        };
+        if let Err(stale) = self.on_dispose(teardown) {
+            task.abort();
+            if let Some(start) = start {
+                start.end();
+            }
+            return Err(stale);
+        }
+        let scope = self.clone();
+        runtime.spawn(async move {
+            let failure: BoxError = match task.await {
+                Ok(Ok(())) => {
+                    if let Some(start) = start {
+                        start.end();
+                    }
+                    return;
+                }
+                Ok(Err(error)) => error,
+                Err(joined) if joined.is_panic() => {
+                    let message = crate::error::panic_message(joined.into_panic().as_ref());
+                    Box::new(crate::error::PluginError::panicked(&scope.name, message))
+                }
+                // Aborted: the generation ended.
+                Err(_) => return,
+            };
+            // A failed start stays counted: the instance fails with it, and its teardown
+            // (which runs the disposer above) ends the count, so a waiter sees `Failed`,
+            // never an `Active` instance whose start did not finish.
+            let _ = scope.fail(failure);
+        });
+        Ok(())
+    }
+}
+
+/// One start work of an instance's generation, counted by the runtime until it ends (it
+/// returned `Ok`, or its generation was torn down), once.
+#[derive(Clone)]
+struct StartWork {
+    rt: Weak<Runtime>,
+    id: InstanceId,
+    generation: u64,
+    running: Arc<AtomicBool>,
+}
+
+impl StartWork {
+    fn begin(rt: &Arc<Runtime>, id: InstanceId, generation: u64) -> StartWork {
+        rt.start_begun(id, generation);
+        StartWork {
+            rt: Arc::downgrade(rt),
+            id,
+            generation,
+            running: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    /// Ends the count (the first call only).
+    fn end(&self) {
+        if self.running.swap(false, Ordering::AcqRel) {
+            if let Some(rt) = self.rt.upgrade() {
+                rt.start_ended(self.id, self.generation);
+            }
+        }
+    }
+}

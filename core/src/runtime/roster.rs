@@ -3,11 +3,8 @@
 //! (`crate::reconcile`) reads it under the state lock, with the instances it describes.
 
 use super::plugin::AnyPlugin;
-use super::state::{ConfigFn, Owned, State};
-use crate::error::CoreError;
 use crate::state::InstanceId;
 use serde_json::Value;
-use std::sync::Arc;
 
 /// Where a managed instance came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,80 +75,6 @@ impl Roster {
     /// How the config manages instance `id`, if it does.
     pub(crate) fn managed(&self, id: InstanceId) -> Option<&Managed> {
         self.managed.get(&id)
-    }
-}
-
-/// What a config entry's name stands for.
-#[derive(Clone, Debug)]
-pub(crate) enum EntryTarget {
-    /// A live managed instance.
-    Managed(InstanceId),
-    /// An instance to create: a catalog plugin and the instance name it gets.
-    New { plugin: AnyPlugin, name: Arc<str> },
-}
-
-impl EntryTarget {
-    /// The plugin whose config type the entry's config is checked against.
-    pub(crate) fn plugin<'a>(&'a self, state: &'a State) -> Option<&'a AnyPlugin> {
-        match self {
-            EntryTarget::Managed(id) => state.instance(*id).map(|inst| &inst.plugin),
-            EntryTarget::New { plugin, .. } => Some(plugin),
-        }
-    }
-}
-
-impl State {
-    /// What the config entry `name` stands for: the managed root instance of that name, else
-    /// a new instance of a catalog plugin when `name` is the plugin's name or, for a plugin
-    /// that may be loaded several times, `plugin:label`.
-    ///
-    /// Errors: [`CoreError::UnknownPlugin`] for any other name (no such catalog plugin, a
-    /// label on a plugin that may be loaded once, an invalid label, a child's name);
-    /// [`CoreError::DuplicatePlugin`] when the name (or, for a plugin that may be loaded once,
-    /// the plugin) is taken by a root instance the config does not manage.
-    pub(crate) fn entry_target(&self, name: &str) -> Result<EntryTarget, CoreError> {
-        let unknown = || CoreError::UnknownPlugin {
-            plugin: name.to_owned(),
-        };
-        if let Ok(id) = self.find(name) {
-            if self.roster.managed(id).is_some() {
-                return Ok(EntryTarget::Managed(id));
-            }
-        }
-        let (plugin_name, label) = match name.split_once(':') {
-            Some((plugin, label)) => (plugin, Some(label)),
-            None => (name, None),
-        };
-        let plugin = self.roster.plugin(plugin_name).ok_or_else(unknown)?;
-        if label.is_some() && plugin.manifest().is_unique() {
-            return Err(unknown());
-        }
-        match self.instance_name(plugin, label, None) {
-            Ok(given) if &*given == name => Ok(EntryTarget::New {
-                plugin: plugin.clone(),
-                name: given,
-            }),
-            // The bare name is taken, so the context would number a new instance instead.
-            Ok(_) => Err(CoreError::DuplicatePlugin {
-                plugin: name.to_owned(),
-            }),
-            Err(CoreError::InvalidName { .. }) => Err(unknown()),
-            Err(other) => Err(other),
-        }
-    }
-
-    /// The config absorbers (`Scope::on_config`) instance `id`'s current generation
-    /// registered, in registration order: with any, an active instance takes a config update
-    /// in place if they all accept it.
-    pub(crate) fn absorbers(&self, id: InstanceId) -> Vec<Arc<ConfigFn>> {
-        let owned = self.instance(id).map_or(&[][..], |inst| &inst.owned);
-        owned
-            .iter()
-            .filter_map(|item| match item {
-                Owned::Absorber(absorber) => Some(absorber.clone()),
-                _ => None,
-            })
-            .collect()
     }
 }
 

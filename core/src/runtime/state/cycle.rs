@@ -1,0 +1,131 @@
+//! The requirement cycle a load would close: a search forward and backward from the new
+//! instance, a step at a time each, over the instances that are not disabled.
+
+use super::State;
+use crate::key::ServiceKey;
+use crate::state::{InstanceId, PluginState};
+
+impl State {
+    /// The requirement cycle that an enabled instance of `plugin` named `name` would close
+    /// among the instances that are not disabled, as the path of instance names that starts
+    /// and ends with `name`.
+    ///
+    /// Searches forward (the providers of what it requires, transitively) and backward (the
+    /// instances requiring what it provides) a step at a time each, and stops with the first
+    /// search that completes: loading a chain root first or leaf first costs O(1) per load.
+    pub(crate) fn cycle_through(
+        &self,
+        name: &str,
+        manifest: &crate::manifest::Manifest,
+    ) -> Option<Vec<String>> {
+        let live = |id: &InstanceId| {
+            self.state_of(*id)
+                .is_some_and(|s| s != PluginState::Disabled)
+        };
+        let providers = |keys: &[ServiceKey]| -> Vec<InstanceId> {
+            keys.iter()
+                .flat_map(|key| self.declarers.get(&key.id()).into_iter().flatten())
+                .copied()
+                .filter(live)
+                .collect()
+        };
+        let users = |keys: &[ServiceKey]| -> Vec<InstanceId> {
+            keys.iter()
+                .flat_map(|key| self.requirers.get(&key.id()).into_iter().flatten())
+                .copied()
+                .filter(live)
+                .collect()
+        };
+        if manifest
+            .requires()
+            .iter()
+            .any(|key| manifest.provides().contains(key))
+        {
+            return Some(vec![name.to_owned(), name.to_owned()]);
+        }
+        let manifest_of = |id: InstanceId| self.instances[&id].plugin.manifest();
+        // Each search: the parent of every node seen, and the frontier still to expand.
+        let mut forward = Search::new(providers(manifest.requires()));
+        let mut backward = Search::new(users(manifest.provides()));
+        let (found, search, forward_found) = loop {
+            if forward.frontier.is_empty() {
+                let closing = users(manifest.provides());
+                break (
+                    closing.into_iter().find(|id| forward.seen(*id)),
+                    forward,
+                    true,
+                );
+            }
+            if backward.frontier.is_empty() {
+                let closing = providers(manifest.requires());
+                break (
+                    closing.into_iter().find(|id| backward.seen(*id)),
+                    backward,
+                    false,
+                );
+            }
+            forward.step(|id| providers(manifest_of(id).requires()));
+            backward.step(|id| users(manifest_of(id).provides()));
+        };
+        let mut path: Vec<String> = search
+            .path_to(found?)
+            .into_iter()
+            .map(|id| self.instances[&id].name.to_string())
+            .collect();
+        if !forward_found {
+            path.reverse();
+        }
+        path.insert(0, name.to_owned());
+        path.push(name.to_owned());
+        Some(path)
+    }
+}
+
+/// One direction of [`State::cycle_through`]: a breadth-first search from the new instance's
+/// neighbours.
+struct Search {
+    /// Every node reached, with the node it was reached from (`None` for a start node).
+    parent: rustc_hash::FxHashMap<InstanceId, Option<InstanceId>>,
+    frontier: Vec<InstanceId>,
+}
+
+impl Search {
+    fn new(start: Vec<InstanceId>) -> Search {
+        let mut parent = rustc_hash::FxHashMap::default();
+        let frontier = start
+            .into_iter()
+            .filter(|&id| parent.insert(id, None).is_none())
+            .collect();
+        Search { parent, frontier }
+    }
+
+    fn seen(&self, id: InstanceId) -> bool {
+        self.parent.contains_key(&id)
+    }
+
+    /// Expands the frontier by one level.
+    fn step(&mut self, next: impl Fn(InstanceId) -> Vec<InstanceId>) {
+        let frontier = std::mem::take(&mut self.frontier);
+        for id in frontier {
+            for reached in next(id) {
+                if let std::collections::hash_map::Entry::Vacant(entry) = self.parent.entry(reached)
+                {
+                    entry.insert(Some(id));
+                    self.frontier.push(reached);
+                }
+            }
+        }
+    }
+
+    /// The nodes from a start node to `id`, in search order.
+    fn path_to(&self, id: InstanceId) -> Vec<InstanceId> {
+        let mut path = vec![id];
+        let mut at = id;
+        while let Some(Some(up)) = self.parent.get(&at) {
+            path.push(*up);
+            at = *up;
+        }
+        path.reverse();
+        path
+    }
+}

@@ -1,0 +1,126 @@
+//! Who depends on whom: the services an instance still misses, the next instance ready to
+//! apply, the consumers that go before a provider, the failed requirers tried again when it
+//! comes back, and whether one instance lives off another.
+
+use super::State;
+use crate::key::ServiceKey;
+use crate::manifest::OptionalMode;
+use crate::state::{InstanceId, PluginState};
+
+impl State {
+    /// Required services of `id` that are not readable now.
+    pub(crate) fn missing(&self, id: InstanceId) -> Vec<&'static str> {
+        self.instances.get(&id).map_or_else(Vec::new, |inst| {
+            inst.plugin
+                .manifest()
+                .requires()
+                .iter()
+                .filter(|key| !self.service_visible(key.id()))
+                .map(ServiceKey::name)
+                .collect()
+        })
+    }
+
+    /// Takes the next instance to apply: the lowest-numbered candidate that is pending with
+    /// nothing missing. Stale candidates are dropped on the way.
+    pub(crate) fn take_ready(&mut self) -> Option<InstanceId> {
+        while let Some(id) = self.ready.pop_first() {
+            let Some(inst) = self.instances.get(&id) else {
+                continue;
+            };
+            let met = inst
+                .plugin
+                .manifest()
+                .requires()
+                .iter()
+                .all(|key| self.service_visible(key.id()));
+            if inst.state == PluginState::Pending && met {
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// Instances that must go before `id` when it is torn down: loading or active instances
+    /// requiring a service it registered, and active restart-mode instances using one as
+    /// optional.
+    pub(crate) fn consumers(&self, id: InstanceId) -> Vec<InstanceId> {
+        let mut out = Vec::new();
+        for type_id in self.services_of(id) {
+            for &other in self.requirers.get(&type_id).into_iter().flatten() {
+                if matches!(
+                    self.state_of(other),
+                    Some(PluginState::Active | PluginState::Loading)
+                ) {
+                    out.push(other);
+                }
+            }
+            let Some(key) = self.services.get(&type_id).map(|slot| slot.key) else {
+                continue;
+            };
+            for &other in self.optional_users.get(&type_id).into_iter().flatten() {
+                if other != id
+                    && self.restart_mode_user(other, &key, PluginState::Active)
+                    && !self.depends_on(id, other)
+                {
+                    out.push(other);
+                }
+            }
+        }
+        out
+    }
+
+    /// Failed instances requiring one of the services `id` registered: they are tried again
+    /// once the service is back (cordis retries a failed fiber when a dependency changes; here
+    /// the retry is a visible transition).
+    pub(crate) fn failed_requirers(&self, id: InstanceId) -> Vec<InstanceId> {
+        self.services_of(id)
+            .iter()
+            .flat_map(|type_id| self.requirers.get(type_id).into_iter().flatten().copied())
+            .filter(|&other| self.state_of(other) == Some(PluginState::Failed))
+            .collect()
+    }
+
+    /// Whether `user` is in `state` and follows `key` by restarting.
+    pub(super) fn restart_mode_user(
+        &self,
+        user: InstanceId,
+        key: &ServiceKey,
+        state: PluginState,
+    ) -> bool {
+        self.instances.get(&user).is_some_and(|inst| {
+            inst.state == state
+                && inst.plugin.manifest().optional_mode(key) == Some(OptionalMode::Restart)
+        })
+    }
+
+    /// Whether `id` lives off `on`: it is a child of `on` (at any depth), or requires a service
+    /// registered by `on` or by something that lives off `on`. A restart-mode optional user
+    /// that its optional provider lives off is neither restarted when that service appears
+    /// (restarting it would take the provider down with it, forever) nor torn down before that
+    /// provider (it must outlive it).
+    pub(super) fn depends_on(&self, id: InstanceId, on: InstanceId) -> bool {
+        let mut seen = std::collections::HashSet::from([id]);
+        let mut stack = vec![id];
+        while let Some(next) = stack.pop() {
+            let Some(inst) = self.instances.get(&next) else {
+                continue;
+            };
+            let providers = inst
+                .plugin
+                .manifest()
+                .requires()
+                .iter()
+                .filter_map(|key| self.services.get(&key.id()).and_then(|slot| slot.provider));
+            for up in inst.parent.into_iter().chain(providers) {
+                if up == on {
+                    return true;
+                }
+                if seen.insert(up) {
+                    stack.push(up);
+                }
+            }
+        }
+        false
+    }
+}

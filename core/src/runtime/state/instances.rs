@@ -1,0 +1,153 @@
+//! The life of an instance's record: added (and indexed by what it requires, uses and
+//! provides), moved from state to state by the one transition function, and collected once
+//! disposed.
+
+use super::{Instance, Notice, State, TypeMap};
+use crate::error::PluginError;
+use crate::info::{PluginTransition, TransitionCause};
+use crate::key::ServiceKey;
+use crate::runtime::plugin::AnyPlugin;
+use crate::state::{InstanceId, PluginState};
+use serde_json::Value;
+use std::any::TypeId;
+use std::sync::Arc;
+
+impl State {
+    /// Adds an instance and indexes its requirements; a pending one becomes a candidate for
+    /// applying. Queues its `Added` transition.
+    pub(crate) fn add_instance(
+        &mut self,
+        plugin: AnyPlugin,
+        name: Arc<str>,
+        parent: Option<InstanceId>,
+        config: Value,
+        state: PluginState,
+    ) -> InstanceId {
+        self.next_instance += 1;
+        let id = InstanceId(self.next_instance);
+        let manifest = plugin.manifest();
+        let required: Vec<TypeId> = manifest.requires().iter().map(ServiceKey::id).collect();
+        let optional: Vec<TypeId> = manifest.optional().iter().map(|(k, _)| k.id()).collect();
+        let provided: Vec<TypeId> = manifest.provides().iter().map(ServiceKey::id).collect();
+        let plugin_name = manifest.name();
+        self.notices.push(Notice::Transition(PluginTransition {
+            plugin: plugin_name,
+            instance: id,
+            generation: 0,
+            from: None,
+            to: state,
+            cause: TransitionCause::Added,
+        }));
+        self.names.insert(name.clone(), id);
+        if parent.is_none() {
+            *self.root_plugins.entry(plugin_name).or_default() += 1;
+        }
+        self.instances.insert(
+            id,
+            Instance {
+                plugin,
+                name,
+                parent,
+                config,
+                state,
+                generation: 0,
+                error: None,
+                owned: Vec::new(),
+            },
+        );
+        for type_id in required {
+            self.requirers.entry(type_id).or_default().push(id);
+        }
+        for type_id in optional {
+            self.optional_users.entry(type_id).or_default().push(id);
+        }
+        for type_id in provided {
+            self.declarers.entry(type_id).or_default().push(id);
+        }
+        if state == PluginState::Pending {
+            self.ready.insert(id);
+        }
+        id
+    }
+
+    /// Removes the record of a disposed instance and its entries in the wake-up indexes. The
+    /// record is returned so that its plugin value is dropped after the lock.
+    pub(crate) fn collect(&mut self, id: InstanceId) -> Option<Instance> {
+        let inst = self.instances.remove(&id)?;
+        let manifest = inst.plugin.manifest();
+        if self.names.get(&inst.name) == Some(&id) {
+            self.names.remove(&inst.name);
+        }
+        if inst.parent.is_none() {
+            if let Some(n) = self.root_plugins.get_mut(manifest.name()) {
+                *n -= 1;
+            }
+        }
+        for key in manifest.requires() {
+            unindex(&mut self.requirers, key.id(), id);
+        }
+        for (key, _) in manifest.optional() {
+            unindex(&mut self.optional_users, key.id(), id);
+        }
+        for key in manifest.provides() {
+            unindex(&mut self.declarers, key.id(), id);
+        }
+        self.ready.remove(&id);
+        self.restarts.remove(&id);
+        self.roster.forget(id);
+        Some(inst)
+    }
+
+    /// The one transition function: moves `id` to `to` for `cause`, bumps the generation on
+    /// entering `Loading`, keeps the wake-up indexes and queues the typed notices.
+    pub(crate) fn transition(&mut self, id: InstanceId, to: PluginState, cause: TransitionCause) {
+        let Some(inst) = self.instances.get_mut(&id) else {
+            return;
+        };
+        let from = inst.state;
+        if from == to {
+            return;
+        }
+        inst.state = to;
+        if to == PluginState::Loading {
+            inst.generation += 1;
+            inst.error = None;
+        }
+        self.notices.push(Notice::Transition(PluginTransition {
+            plugin: inst.plugin.manifest().name(),
+            instance: id,
+            generation: inst.generation,
+            from: Some(from),
+            to,
+            cause,
+        }));
+        match to {
+            PluginState::Pending => {
+                self.ready.insert(id);
+            }
+            PluginState::Active => {
+                for type_id in self.services_of(id) {
+                    self.publish(type_id);
+                    self.service_appeared(type_id, Some(id));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Records `error` as the last error of `id` (its `Failed` transition follows).
+    pub(crate) fn set_error(&mut self, id: InstanceId, error: PluginError) {
+        if let Some(inst) = self.instances.get_mut(&id) {
+            inst.error = Some(error);
+        }
+    }
+}
+
+fn unindex(index: &mut TypeMap<Vec<InstanceId>>, key: TypeId, id: InstanceId) {
+    if let Some(list) = index.get_mut(&key) {
+        list.retain(|&x| x != id);
+        if list.is_empty() {
+            index.remove(&key);
+        }
+    }
+}

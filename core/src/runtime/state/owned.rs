@@ -1,0 +1,69 @@
+//! Registrations and their owners: whose scope may register now, recording what an instance
+//! (or the root) owns, and reading it back (its services, its config absorbers).
+
+use super::{ConfigFn, Owned, Owner, State};
+use crate::error::CoreError;
+use crate::state::{InstanceId, PluginState};
+use std::any::TypeId;
+use std::sync::Arc;
+
+impl State {
+    /// The instance owning registrations made by `owner`, or `StaleScope` when that instance
+    /// has moved on (torn down, restarted, disposed). Registrations are accepted while the
+    /// instance is loading or active.
+    pub(crate) fn owner(&self, owner: Owner) -> Result<Option<InstanceId>, CoreError> {
+        match owner {
+            Owner::Root => Ok(None),
+            Owner::Instance(id, generation) => match self.instances.get(&id) {
+                Some(inst)
+                    if inst.generation == generation
+                        && matches!(inst.state, PluginState::Loading | PluginState::Active) =>
+                {
+                    Ok(Some(id))
+                }
+                other => Err(CoreError::StaleScope {
+                    plugin: other.map_or_else(|| id.to_string(), |inst| inst.name.to_string()),
+                    generation,
+                }),
+            },
+        }
+    }
+
+    pub(crate) fn own(&mut self, owner: Option<InstanceId>, item: Owned) {
+        match owner.and_then(|id| self.instances.get_mut(&id)) {
+            Some(inst) => inst.owned.push(item),
+            None => self.root_owned.push(item),
+        }
+    }
+
+    pub(crate) fn next_registration(&mut self) -> u64 {
+        self.next_registration += 1;
+        self.next_registration
+    }
+
+    /// Services registered by `id` (in registration order).
+    pub(crate) fn services_of(&self, id: InstanceId) -> Vec<TypeId> {
+        let owned = self.instances.get(&id).map_or(&[][..], |inst| &inst.owned);
+        owned
+            .iter()
+            .filter_map(|item| match item {
+                Owned::Service(type_id) => Some(*type_id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The config absorbers (`Scope::on_config`) instance `id`'s current generation
+    /// registered, in registration order: with any, an active instance takes a config update
+    /// in place if they all accept it.
+    pub(crate) fn absorbers(&self, id: InstanceId) -> Vec<Arc<ConfigFn>> {
+        let owned = self.instance(id).map_or(&[][..], |inst| &inst.owned);
+        owned
+            .iter()
+            .filter_map(|item| match item {
+                Owned::Absorber(absorber) => Some(absorber.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}

@@ -1,10 +1,11 @@
 //! [`Context`]: the host's handle on a context, and [`ContextBuilder`]. One module per role
 //! of its methods: building and loading (here), looking up (`lookup.rs`), changing the
-//! lifecycle (`lifecycle.rs`, and `crate::reconcile` for whole configs), the root scope and
-//! events (`root.rs`).
+//! lifecycle (`lifecycle.rs`, and `reconfigure.rs` for whole configs, over
+//! [`crate::reconcile`]), the root scope and events (`root.rs`).
 
 mod lifecycle;
 mod lookup;
+mod reconfigure;
 mod root;
 
 use crate::config::ContextConfig;

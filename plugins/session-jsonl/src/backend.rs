@@ -1,18 +1,18 @@
 //! [`JsonlPersistence`]: the [`SessionPersistence`] backend over a folder of dsh rc.8 files.
 
 use crate::compressed::{compress_frame, decoding_reader};
-use crate::decode::Decoded;
 use crate::durable::{append_after, publish_new_with, replace_atomically, IoAt, PublishError};
 use crate::earlier_layout;
+use crate::error::{event_at, header_error, io_error, read_error};
 use crate::file_end::FileEnd;
 use crate::folder::{not_regular, open_regular_at, Folder, Opened};
-use crate::header_line::{encode_header_line, parse_header_line, HeaderError};
+use crate::header_line::{encode_header_line, parse_header_line};
 use crate::layout::{
     check_placement, cwd_folder, id_segment, is_compressed, session_files, single_file,
     stored_twice, COMPRESSED_FILE_NAME, SESSION_FILE_NAME,
 };
 use crate::record::{is_row_tag, write_event_line};
-use crate::scan::{read_header, scan_bytes, scan_prefix, ReadError, Scanned};
+use crate::scan::{read_header, scan_bytes, scan_prefix, Scanned};
 use crate::store_dir::{dangling, StoreDir};
 use crate::tail::read_clean_tail;
 use dsh_session::{
@@ -870,21 +870,6 @@ fn into_stored(
     })
 }
 
-/// The event at `seq` of the file at `path`. Errors: [`PersistenceError::Corrupt`] naming the
-/// seq when the record is not a valid event envelope.
-pub(crate) fn event_at(
-    path: &Path,
-    decoded: Decoded,
-    seq: u64,
-) -> Result<SessionEvent, PersistenceError> {
-    decoded
-        .into_event(seq)
-        .map_err(|why| PersistenceError::Corrupt {
-            file: path.display().to_string(),
-            reason: format!("event at seq {seq}: invalid event envelope ({why})"),
-        })
-}
-
 /// Refuses events whose seqs are not `first, first + 1, …`, and events whose type is a
 /// packed row tag (they would read back as rows).
 fn check_storable(
@@ -952,41 +937,6 @@ fn lines_len(events: &[Arc<SessionEvent>]) -> usize {
         .iter()
         .map(|event| event.data.as_json().len() + event.kind.len() + ENVELOPE)
         .sum()
-}
-
-pub(crate) fn io_error(path: &Path, source: io::Error) -> PersistenceError {
-    PersistenceError::Io {
-        path: path.display().to_string(),
-        source,
-    }
-}
-
-fn header_error(path: &Path, error: HeaderError) -> PersistenceError {
-    let file = path.display().to_string();
-    match error {
-        HeaderError::Damaged(reason) => PersistenceError::Corrupt { file, reason },
-        HeaderError::Invalid(reason) => PersistenceError::HeaderInvalid { file, reason },
-        HeaderError::Version { version, message } => PersistenceError::VersionUnsupported {
-            file,
-            version,
-            message,
-        },
-    }
-}
-
-pub(crate) fn read_error(path: &Path, error: ReadError) -> PersistenceError {
-    match error {
-        ReadError::Header(e) => header_error(path, e),
-        ReadError::Corrupt(reason) => PersistenceError::Corrupt {
-            file: path.display().to_string(),
-            reason,
-        },
-        ReadError::TooLarge(reason) => PersistenceError::TooLarge {
-            file: path.display().to_string(),
-            reason,
-        },
-        ReadError::Io(e) => io_error(path, e),
-    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! regular file named `*.jsonl` directly in a folder directly under the root that is not a
 //! cwd folder of the current layout.
 
-use crate::backend::io_error;
+use crate::error::io_error;
 use crate::layout::{id_segment, is_cwd_folder};
 use dsh_session::{PersistenceError, SessionId};
 use std::fs;

@@ -22,6 +22,7 @@ mod compressed;
 mod decode;
 mod durable;
 mod earlier_layout;
+mod error;
 mod file_end;
 mod folder;
 mod folders;

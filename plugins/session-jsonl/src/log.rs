@@ -4,9 +4,10 @@
 //! that an earlier event can be read again (from the checkpoint before it) while the stream
 //! goes on.
 
-use crate::backend::{event_at, io_error, open_regular, read_error};
+use crate::backend::open_regular;
 use crate::body::Checkpoint;
 use crate::compressed::frame_text_prefix;
+use crate::error::{event_at, io_error, read_error};
 use crate::file_end::FileEnd;
 use crate::layout::is_compressed;
 use crate::scan::{FileScan, ScanEnd, Scanned};
@@ -77,7 +78,7 @@ fn compressed(path: &Path, file: &File) -> io::Result<bool> {
 /// `.zstd` extension, selects the compressed form, as its first bytes do), the carry of a
 /// compressed file's frame kept in part included; returns the scan and the file's end.
 ///
-/// Errors: the read's refusal ([`crate::backend::read_error`]), [`PersistenceError::Io`].
+/// Errors: the read's refusal ([`crate::error::read_error`]), [`PersistenceError::Io`].
 pub(crate) fn scan_file(path: &Path, file: &File) -> Result<(Scanned, FileEnd), PersistenceError> {
     let compressed = compressed(path, file).map_err(|e| io_error(path, e))?;
     let scan = FileScan::open(ReadAt::new(file, 0), compressed).map_err(|e| read_error(path, e))?;

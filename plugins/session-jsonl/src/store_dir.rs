@@ -9,7 +9,7 @@
 //! folder swapped for a link between the finding and the use (a race) makes the use fail,
 //! never reach outside the root.
 
-use crate::backend::io_error;
+use crate::error::io_error;
 use crate::folder::{EntryKind, Folder};
 use crate::folders::MadeFolders;
 use crate::layout::{id_segment, is_cwd_folder, session_files, single_file, stored_twice};

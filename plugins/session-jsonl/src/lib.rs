@@ -32,13 +32,13 @@ pub mod layout;
 pub mod limits;
 mod log;
 pub mod plugin;
+mod read;
 mod record;
 mod scan;
 mod store_dir;
 mod tail;
 
-pub use backend::{
-    read_session_bytes, read_session_file, Compression, JsonlPersistence, DEFAULT_LOCK_TIMEOUT,
-};
-pub use log::{read_session_log, JsonlLog};
+pub use backend::{Compression, JsonlPersistence, DEFAULT_LOCK_TIMEOUT};
+pub use log::JsonlLog;
 pub use plugin::{JsonlConfig, SessionJsonlPlugin};
+pub use read::{read_session_bytes, read_session_file, read_session_log};

@@ -4,7 +4,6 @@
 //! that an earlier event can be read again (from the checkpoint before it) while the stream
 //! goes on.
 
-use crate::backend::open_regular;
 use crate::body::Checkpoint;
 use crate::compressed::frame_text_prefix;
 use crate::error::{event_at, io_error, read_error};
@@ -241,15 +240,4 @@ impl StoredLog for JsonlLog {
     fn revision(&self) -> u64 {
         self.revision
     }
-}
-
-/// Opens a dsh session file at any path, outside a store layout, as a stream of events
-/// ([`JsonlLog`]): what `dsh check` reads, in memory bounded by the longest line (a
-/// compressed file: and the compressed bytes of its largest frame) whatever the file's length.
-/// The events and refusals are those of [`crate::read_session_file`]. Never writes.
-///
-/// Errors: as [`crate::read_session_file`] for the header; [`PersistenceError::Io`] for a
-/// path that is not a regular file (a FIFO, a device, a folder), refused before it is opened.
-pub fn read_session_log(path: &Path) -> Result<JsonlLog, PersistenceError> {
-    JsonlLog::open(path, open_regular(path)?)
 }

@@ -1,0 +1,154 @@
+//! Reading a dsh session file from any path or from memory, outside a store's layout (what
+//! `dsh import` and `dsh check` read): whole ([`read_session_file`], [`read_session_bytes`])
+//! or as a stream ([`read_session_log`]); and what the backend's reads share: a whole scan
+//! as a [`StoredSession`], a file's header as a listing entry.
+
+use crate::compressed::decoding_reader;
+use crate::error::{event_at, io_error, read_error};
+use crate::file_end::FileEnd;
+use crate::folder::{not_regular, open_regular_at, Opened};
+use crate::layout::{check_placement, is_compressed};
+use crate::log::JsonlLog;
+use crate::scan::{read_header, scan_bytes, Scanned};
+use dsh_session::{ListedSession, PersistenceError, StoredSession};
+use std::fs::{self, File};
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Reads a dsh session file at any path, outside a store layout (what `dsh import` and
+/// `dsh check` read), plain or compressed (a `.zstd` name or zstd magic bytes): the header
+/// checks, packed rows expanded, a torn final record dropped and reported in
+/// [`StoredSession::dropped_tail`]. Never writes.
+///
+/// Errors: as [`SessionPersistence::load`], except that the file's location is not checked;
+/// [`PersistenceError::Io`] for a path that is not a regular file (a FIFO, a device, a
+/// folder), refused before it is opened.
+pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError> {
+    let (scanned, end) = scan_path(path)?;
+    into_stored(path, scanned, u64::MAX, end.len())
+}
+
+/// Decodes the bytes of a dsh session file held in memory, exactly as [`read_session_file`]
+/// reads the file at `path` (plain or compressed, torn final record dropped and reported);
+/// `path` only names the file in errors and, by a `.zstd` extension, selects the compressed
+/// form (zstd magic bytes at the start select it too). Touches no file system.
+///
+/// ```
+/// use dsh_session_jsonl::read_session_bytes;
+/// use std::path::Path;
+///
+/// let text = concat!(
+///     r#"{"type":"session","version":0,"id":"s1","createdAt":1,"delegationDepth":0}"#, "\n",
+///     r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}"#, "\n",
+///     r#"{"type":"turn/end","seq":1,"ti"#, // a torn final line
+/// );
+/// let stored = read_session_bytes(Path::new("session.jsonl"), text.as_bytes())?;
+/// assert_eq!(stored.events.len(), 1);
+/// assert!(stored.dropped_tail.is_some());
+/// # Ok::<(), dsh_session::PersistenceError>(())
+/// ```
+///
+/// Errors: as [`read_session_file`], never [`PersistenceError::Io`].
+pub fn read_session_bytes(path: &Path, bytes: &[u8]) -> Result<StoredSession, PersistenceError> {
+    into_stored(
+        path,
+        scan_in_memory(path, bytes)?,
+        u64::MAX,
+        bytes.len() as u64,
+    )
+}
+
+/// Opens a dsh session file at any path, outside a store layout, as a stream of events
+/// ([`JsonlLog`]): what `dsh check` reads, in memory bounded by the longest line (a
+/// compressed file: and the compressed bytes of its largest frame) whatever the file's length.
+/// The events and refusals are those of [`crate::read_session_file`]. Never writes.
+///
+/// Errors: as [`crate::read_session_file`] for the header; [`PersistenceError::Io`] for a
+/// path that is not a regular file (a FIFO, a device, a folder), refused before it is opened.
+pub fn read_session_log(path: &Path) -> Result<JsonlLog, PersistenceError> {
+    JsonlLog::open(path, open_regular(path)?)
+}
+
+/// Reads and scans the whole file at `path` in its form; returns the scan and the file's end.
+/// Errors as [`open_regular`] and [`crate::log::scan_file`].
+fn scan_path(path: &Path) -> Result<(Scanned, FileEnd), PersistenceError> {
+    crate::log::scan_file(path, &open_regular(path)?)
+}
+
+/// Opens the file at `path` (symbolic links followed) for reading when it is a regular file:
+/// a FIFO without a writer would block a read for ever and a device such as `/dev/zero` never
+/// ends, so anything else is refused ([`PersistenceError::Io`], "not a regular file") before it
+/// is opened. The open does not wait on a FIFO and what it opened is checked again through the
+/// handle, so a path swapped for a FIFO or a device meanwhile is refused too.
+fn open_regular(path: &Path) -> Result<File, PersistenceError> {
+    // A device is never opened (opening one may act on it): refused on its look first.
+    if !fs::metadata(path).map_err(|e| io_error(path, e))?.is_file() {
+        return Err(io_error(path, not_regular()));
+    }
+    open_regular_at(
+        rustix::fs::CWD,
+        path.as_os_str(),
+        rustix::fs::OFlags::RDONLY,
+    )
+    .map_err(|e| match e {
+        Opened::Refused(e) => io_error(path, e.into()),
+        Opened::Io(e) => io_error(path, e),
+    })
+}
+
+/// Scans the bytes of the file at `path`, in the form its name or first bytes say.
+fn scan_in_memory(path: &Path, bytes: &[u8]) -> Result<Scanned, PersistenceError> {
+    scan_bytes(bytes, is_compressed(path, bytes)).map_err(|e| read_error(path, e))
+}
+
+/// The header of the session file at `path` (`file`, opened, `revision` bytes long) and its
+/// revision, the header checked against its folders in the store at `root`.
+pub(crate) fn list_entry(
+    root: &Path,
+    path: &Path,
+    mut file: File,
+    revision: u64,
+) -> Result<ListedSession, PersistenceError> {
+    let mut start = [0u8; 4];
+    let read = file.read(&mut start).map_err(|e| io_error(path, e))?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| io_error(path, e))?;
+    let header = if is_compressed(path, &start[..read]) {
+        let mut reader = decoding_reader(file).map_err(|e| io_error(path, e))?;
+        read_header(&mut reader)
+    } else {
+        read_header(&mut BufReader::new(file))
+    };
+    let header = header.map_err(|e| read_error(path, e))?;
+    check_placement(root, &header.id, &header, path)?;
+    Ok(ListedSession { header, revision })
+}
+
+/// Converts the first `len` scanned events of a file read at `revision` into a
+/// [`StoredSession`].
+pub(crate) fn into_stored(
+    path: &Path,
+    scanned: Scanned,
+    len: u64,
+    revision: u64,
+) -> Result<StoredSession, PersistenceError> {
+    let keep = usize::try_from(len).unwrap_or(usize::MAX);
+    // One pass that reuses the scan's buffer where the two types allow it (the decoded and
+    // the converted events are alike in size), so a large log is not held twice.
+    let events = scanned
+        .events
+        .into_iter()
+        .take(keep)
+        .enumerate()
+        .map(|(seq, decoded)| event_at(path, decoded, seq as u64))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(tail) = &scanned.dropped_tail {
+        tracing::info!(path = %path.display(), tail, "dropped a torn tail in memory");
+    }
+    Ok(StoredSession {
+        header: scanned.header,
+        events,
+        dropped_tail: scanned.dropped_tail,
+        revision,
+    })
+}

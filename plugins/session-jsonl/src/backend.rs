@@ -1,24 +1,25 @@
 //! [`JsonlPersistence`]: the [`SessionPersistence`] backend over a folder of dsh rc.8 files.
 
 use crate::compressed::compress_frame;
-use crate::durable::{append_after, publish_new_with, replace_atomically, IoAt, PublishError};
+use crate::durable::{publish_new_with, PublishError};
 use crate::earlier_layout;
 use crate::error::{event_at, header_error, io_error, read_error};
 use crate::file_end::FileEnd;
-use crate::folder::Folder;
 use crate::header_line::{encode_header_line, parse_header_line};
 use crate::layout::{
     check_placement, cwd_folder, id_segment, is_compressed, session_files, single_file,
     stored_twice, COMPRESSED_FILE_NAME, SESSION_FILE_NAME,
 };
+use crate::lock::{lock_exclusive, DEFAULT_LOCK_TIMEOUT};
 use crate::read::{into_stored, list_entry};
-use crate::record::{is_row_tag, write_event_line};
+use crate::record::write_event_line;
 use crate::scan::{scan_prefix, Scanned};
 use crate::store_dir::{dangling, StoreDir};
 use crate::tail::read_clean_tail;
+use crate::write::{check_storable, write_records, Cursor, Step, CREATE_CHUNK_BYTES};
 use dsh_session::{
-    check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
-    SessionPersistence, StoredLog, StoredSession, StoredTail,
+    ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence,
+    StoredLog, StoredSession, StoredTail,
 };
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -27,49 +28,7 @@ use std::fs::{self, File};
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// How long an append waits for another writer's lock on the session file before failing
-/// with [`PersistenceError::Locked`]: 5 seconds.
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Where the next append of a session goes, as this backend last saw the file.
-#[derive(Clone, Debug)]
-struct Cursor {
-    /// The session file.
-    path: PathBuf,
-    /// Byte length of the header plus the committed records (a compressed file: up to the
-    /// last frame committed in full): what an append keeps.
-    committed: u64,
-    /// Committed text an append writes again first (see [`Scanned::carry`]).
-    carry: Vec<u8>,
-    /// The file's length and last bytes when it was last read or written: another length or
-    /// other last bytes mean someone else changed it.
-    end: FileEnd,
-    /// The seq the next appended event must carry (the stored event count).
-    next_seq: u64,
-}
-
-impl Cursor {
-    fn of(path: PathBuf, scanned: &Scanned, end: FileEnd, next_seq: u64) -> Cursor {
-        Cursor {
-            path,
-            committed: scanned.committed,
-            carry: scanned.carry.clone(),
-            end,
-            next_seq,
-        }
-    }
-}
-
-/// How an append writes its bytes.
-#[derive(Clone, Copy, Debug)]
-enum Step {
-    /// After the committed records of the file itself (a crash can leave a part).
-    InPlace,
-    /// Into a copy renamed over the file (a crash leaves none or all).
-    Replace,
-}
+use std::time::Duration;
 
 /// The physical form new session files are written in (`{"compression": ...}` in the
 /// plugin's config). Appends always keep the form of the file they extend.
@@ -203,62 +162,6 @@ impl JsonlPersistence {
         }
     }
 
-    /// Opens the file `name` of `folder` (the file of session `id` at `path`) for reading and
-    /// writing, without following a link, and takes an exclusive advisory lock on it
-    /// (released when the file drops), retrying for up to the lock timeout while another
-    /// writer holds it. The append writes through this same handle. Returns the handle and
-    /// the file's length under the lock.
-    ///
-    /// Errors: [`PersistenceError::Locked`] when the lock stayed held;
-    /// [`PersistenceError::LockFailed`] when the file cannot be opened for writing (a
-    /// read-only store, a symbolic link put in its place) or locked; [`PersistenceError::Io`].
-    fn lock_exclusive(
-        &self,
-        id: &SessionId,
-        folder: &Folder,
-        name: &OsStr,
-        path: &Path,
-    ) -> Result<(File, u64), PersistenceError> {
-        let lock_failed = |step| {
-            move |source| PersistenceError::LockFailed {
-                path: path.display().to_string(),
-                step,
-                source,
-            }
-        };
-        let open = || {
-            folder
-                .open_file(name, true)
-                .map_err(lock_failed("opening it for writing"))
-        };
-        let deadline = Instant::now() + self.lock_timeout;
-        let mut file = open()?;
-        loop {
-            match file.try_lock() {
-                // An atomic append (`append_atomic`) may have put a new file in its place
-                // while we waited: lock that one.
-                Ok(()) => match named_len(folder, name, &file).map_err(|e| io_error(path, e))? {
-                    Some(len) => return Ok((file, len)),
-                    None => file = open()?,
-                },
-                Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err(fs::TryLockError::WouldBlock) => {
-                    return Err(PersistenceError::Locked {
-                        id: id.clone(),
-                        reason: format!(
-                            "another writer holds the lock of {}; waited {} ms",
-                            path.display(),
-                            self.lock_timeout.as_millis()
-                        ),
-                    })
-                }
-                Err(fs::TryLockError::Error(e)) => return Err(lock_failed("locking it")(e)),
-            }
-        }
-    }
-
     /// The append of [`SessionPersistence::append`] (`Step::InPlace`) and
     /// [`SessionPersistence::append_atomic`] (`Step::Replace`).
     ///
@@ -277,7 +180,7 @@ impl JsonlPersistence {
         let mut cached = slot.lock();
         let path = match cached.as_ref() {
             Some(cursor) => cursor.path.clone(),
-            None => self.require(id)?,
+            None => self.dir.require(id)?,
         };
         // Another process may append to the same file: hold an exclusive advisory lock from
         // the length check to the sync, so neither cuts off what the other wrote.
@@ -285,7 +188,7 @@ impl JsonlPersistence {
             .dir
             .open_folder_of(id, &path)
             .and_then(|(folder, name)| {
-                let (locked, len) = self.lock_exclusive(id, &folder, &name, &path)?;
+                let (locked, len) = lock_exclusive(id, &folder, &name, &path, self.lock_timeout)?;
                 Ok((folder, name, locked, len))
             });
         let (folder, name, mut locked, len) = opened.inspect_err(|_| {
@@ -323,21 +226,6 @@ impl JsonlPersistence {
         Ok(())
     }
 
-    /// The file of a stored session. Errors: [`PersistenceError::NotFound`], or as
-    /// [`JsonlPersistence::locate`].
-    ///
-    /// An id the store does not hold in its layout but in dsh's earlier flat one is
-    /// [`PersistenceError::LayoutUnsupported`] instead of not found.
-    fn require(&self, id: &SessionId) -> Result<PathBuf, PersistenceError> {
-        if let Some(path) = self.locate(id)? {
-            return Ok(path);
-        }
-        match earlier_layout::file_of(self.root(), id) {
-            Some(file) => Err(earlier_layout::refusal(&[file])),
-            None => Err(PersistenceError::NotFound { id: id.clone() }),
-        }
-    }
-
     /// The cached cursor of session `id`, whose file at `path` is `locked` (held under its
     /// lock, `len` bytes long), rescanning the locked file first when the cached cursor is
     /// missing or the file's length or last bytes no longer match it (another writer changed
@@ -360,7 +248,7 @@ impl JsonlPersistence {
         if !holds {
             *cached = None;
             // Looked up again, as a load would, so that appends and reads agree on the file.
-            if self.require(id)? != path {
+            if self.dir.require(id)? != path {
                 return Err(io_error(
                     path,
                     io::Error::other(
@@ -545,7 +433,7 @@ impl SessionPersistence for JsonlPersistence {
         let mut cached = slot.lock();
         // A read that fails leaves no view behind: the next append reads the file again.
         *cached = None;
-        let path = self.require(id)?;
+        let path = self.dir.require(id)?;
         let (scanned, end) = self.scan_file(id, &path)?;
         let revision = end.len();
         let cursor = Cursor::of(path, &scanned, end, 0);
@@ -568,7 +456,7 @@ impl SessionPersistence for JsonlPersistence {
     ///
     /// Errors as [`SessionPersistence::load`].
     fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
-        let path = self.require(id)?;
+        let path = self.dir.require(id)?;
         let (file, _) = self.dir.open_file(id, &path)?;
         let log = crate::log::JsonlLog::open(&path, file)?;
         check_placement(self.root(), id, log.header(), &path)?;
@@ -585,7 +473,7 @@ impl SessionPersistence for JsonlPersistence {
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
         let slot = self.slot(id);
         let _serialized = slot.lock();
-        let path = self.require(id)?;
+        let path = self.dir.require(id)?;
         if is_compressed(&path, &[]) {
             let (scanned, end) = self.scan_file(id, &path)?;
             return into_stored(&path, scanned, len, end.len());
@@ -619,7 +507,7 @@ impl SessionPersistence for JsonlPersistence {
     fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
         let slot = self.slot(id);
         let _serialized = slot.lock();
-        let path = self.require(id)?;
+        let path = self.dir.require(id)?;
         if !is_compressed(&path, &[]) {
             let (mut file, revision) = self.dir.open_file(id, &path)?;
             let tail =
@@ -728,89 +616,6 @@ impl SessionPersistence for JsonlPersistence {
     fn release(&self, id: &SessionId) {
         self.slots.lock().remove(id);
     }
-}
-
-/// How much of a new plain session file is written at a time: 64 KiB.
-const CREATE_CHUNK_BYTES: usize = 1 << 16;
-
-/// The length of `file` when the entry `name` of `folder` still is that file (the same
-/// device and inode), else `None`.
-fn named_len(folder: &Folder, name: &OsStr, file: &File) -> io::Result<Option<u64>> {
-    use std::os::unix::fs::MetadataExt;
-    let held = file.metadata()?;
-    if folder.entry_id(name)? != (held.dev(), held.ino()) {
-        return Ok(None);
-    }
-    Ok(Some(held.len()))
-}
-
-/// Refuses events whose seqs are not `first, first + 1, …`, and events whose type is a
-/// packed row tag (they would read back as rows).
-fn check_storable(
-    id: &SessionId,
-    first: u64,
-    events: &[Arc<SessionEvent>],
-) -> Result<(), PersistenceError> {
-    check_seqs(id, first, events)?;
-    for event in events {
-        crate::record::check_reads_back(id, event)?;
-        if is_row_tag(&event.kind) {
-            return Err(PersistenceError::Unstorable {
-                id: id.clone(),
-                seq: event.seq,
-                reason: format!(
-                    "its type \"{}\" is a packed chunk row tag, which a reader unpacks",
-                    event.kind
-                ),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Writes the text the cursor carries, then `events`' lines, to `file`, the cursor's session
-/// file held under its lock: appended after the committed bytes ([`Step::InPlace`]) or as a
-/// new file put in its place ([`Step::Replace`]); one zstd frame in a compressed file.
-/// Returns the number of bytes written after the committed ones; the cursor's view of the
-/// file's end is updated.
-fn write_records(
-    file: &mut File,
-    folder: &Folder,
-    name: &OsStr,
-    cursor: &mut Cursor,
-    events: &[Arc<SessionEvent>],
-    step: Step,
-) -> Result<u64, PersistenceError> {
-    let mut text = Vec::with_capacity(cursor.carry.len() + lines_len(events));
-    text.extend_from_slice(&cursor.carry);
-    for event in events {
-        write_event_line(event, &mut text).map_err(|e| io_error(&cursor.path, e.into()))?;
-    }
-    let frame;
-    let bytes: &[u8] = if is_compressed(&cursor.path, &[]) && !text.is_empty() {
-        frame = compress_frame(&text).map_err(|e| io_error(&cursor.path, e))?;
-        &frame
-    } else {
-        &text
-    };
-    match step {
-        Step::InPlace => append_after(file, cursor.end.len(), cursor.committed, bytes)
-            .map_err(|e| io_error(&cursor.path, e)),
-        Step::Replace => replace_atomically(folder, name, file, cursor.committed, bytes)
-            .map_err(|IoAt(path, source)| io_error(&path, source)),
-    }?;
-    cursor.end.append(cursor.committed, bytes);
-    Ok(bytes.len() as u64)
-}
-
-/// About the length of `events`' lines: their data and type, and room for the rest of the
-/// envelope (so that writing them rarely grows the buffer).
-fn lines_len(events: &[Arc<SessionEvent>]) -> usize {
-    const ENVELOPE: usize = 64;
-    events
-        .iter()
-        .map(|event| event.data.as_json().len() + event.kind.len() + ENVELOPE)
-        .sum()
 }
 
 #[cfg(test)]

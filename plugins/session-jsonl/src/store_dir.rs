@@ -9,6 +9,7 @@
 //! folder swapped for a link between the finding and the use (a race) makes the use fail,
 //! never reach outside the root.
 
+use crate::earlier_layout;
 use crate::error::io_error;
 use crate::folder::{EntryKind, Folder};
 use crate::folders::MadeFolders;
@@ -62,6 +63,21 @@ impl StoreDir {
             reason: stored_twice(&paths),
         })?;
         found.map(|path| self.inside(id, &path)).transpose()
+    }
+
+    /// The file of a stored session. Errors: [`PersistenceError::NotFound`], or as
+    /// [`StoreDir::locate`].
+    ///
+    /// An id the store does not hold in its layout but in dsh's earlier flat one is
+    /// [`PersistenceError::LayoutUnsupported`] instead of not found.
+    pub(crate) fn require(&self, id: &SessionId) -> Result<PathBuf, PersistenceError> {
+        if let Some(path) = self.locate(id)? {
+            return Ok(path);
+        }
+        match earlier_layout::file_of(self.root(), id) {
+            Some(file) => Err(earlier_layout::refusal(&[file])),
+            None => Err(PersistenceError::NotFound { id: id.clone() }),
+        }
     }
 
     /// The physical path of the existing `path` (every symbolic link resolved) when it lies

@@ -1,0 +1,83 @@
+//! The write lock of a session file: an exclusive advisory lock other writers (other
+//! processes, other backends on the same root) honour, held from an append's length check to
+//! its sync, waited for at most a timeout.
+
+use crate::error::io_error;
+use crate::folder::Folder;
+use dsh_session::{PersistenceError, SessionId};
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::io;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How long an append waits for another writer's lock on the session file before failing
+/// with [`PersistenceError::Locked`]: 5 seconds.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Opens the file `name` of `folder` (the file of session `id` at `path`) for reading and
+/// writing, without following a link, and takes an exclusive advisory lock on it
+/// (released when the file drops), retrying for up to `timeout` while another writer holds
+/// it. The append writes through this same handle. Returns the handle and the file's length
+/// under the lock.
+///
+/// Errors: [`PersistenceError::Locked`] when the lock stayed held;
+/// [`PersistenceError::LockFailed`] when the file cannot be opened for writing (a
+/// read-only store, a symbolic link put in its place) or locked; [`PersistenceError::Io`].
+pub(crate) fn lock_exclusive(
+    id: &SessionId,
+    folder: &Folder,
+    name: &OsStr,
+    path: &Path,
+    timeout: Duration,
+) -> Result<(File, u64), PersistenceError> {
+    let lock_failed = |step| {
+        move |source| PersistenceError::LockFailed {
+            path: path.display().to_string(),
+            step,
+            source,
+        }
+    };
+    let open = || {
+        folder
+            .open_file(name, true)
+            .map_err(lock_failed("opening it for writing"))
+    };
+    let deadline = Instant::now() + timeout;
+    let mut file = open()?;
+    loop {
+        match file.try_lock() {
+            // An atomic append (`append_atomic`) may have put a new file in its place
+            // while we waited: lock that one.
+            Ok(()) => match named_len(folder, name, &file).map_err(|e| io_error(path, e))? {
+                Some(len) => return Ok((file, len)),
+                None => file = open()?,
+            },
+            Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(PersistenceError::Locked {
+                    id: id.clone(),
+                    reason: format!(
+                        "another writer holds the lock of {}; waited {} ms",
+                        path.display(),
+                        timeout.as_millis()
+                    ),
+                })
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(lock_failed("locking it")(e)),
+        }
+    }
+}
+
+/// The length of `file` when the entry `name` of `folder` still is that file (the same
+/// device and inode), else `None`.
+fn named_len(folder: &Folder, name: &OsStr, file: &File) -> io::Result<Option<u64>> {
+    use std::os::unix::fs::MetadataExt;
+    let held = file.metadata()?;
+    if folder.entry_id(name)? != (held.dev(), held.ino()) {
+        return Ok(None);
+    }
+    Ok(Some(held.len()))
+}

@@ -1,0 +1,128 @@
+//! Writing a session file's records: what the backend remembers of a file between writes
+//! ([`Cursor`]: where the next append goes), the checks of events before they are stored,
+//! and the bytes of an append, after the committed records or as a file put in its place.
+
+use crate::compressed::compress_frame;
+use crate::durable::{append_after, replace_atomically, IoAt};
+use crate::error::io_error;
+use crate::file_end::FileEnd;
+use crate::folder::Folder;
+use crate::layout::is_compressed;
+use crate::record::{is_row_tag, write_event_line};
+use crate::scan::Scanned;
+use dsh_session::{check_seqs, PersistenceError, SessionEvent, SessionId};
+use std::ffi::OsStr;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where the next append of a session goes, as this backend last saw the file.
+#[derive(Clone, Debug)]
+pub(crate) struct Cursor {
+    /// The session file.
+    pub(crate) path: PathBuf,
+    /// Byte length of the header plus the committed records (a compressed file: up to the
+    /// last frame committed in full): what an append keeps.
+    pub(crate) committed: u64,
+    /// Committed text an append writes again first (see [`Scanned::carry`]).
+    pub(crate) carry: Vec<u8>,
+    /// The file's length and last bytes when it was last read or written: another length or
+    /// other last bytes mean someone else changed it.
+    pub(crate) end: FileEnd,
+    /// The seq the next appended event must carry (the stored event count).
+    pub(crate) next_seq: u64,
+}
+
+impl Cursor {
+    /// The cursor of the file at `path` as `scanned` read it, ending as `end` says.
+    pub(crate) fn of(path: PathBuf, scanned: &Scanned, end: FileEnd, next_seq: u64) -> Cursor {
+        Cursor {
+            path,
+            committed: scanned.committed,
+            carry: scanned.carry.clone(),
+            end,
+            next_seq,
+        }
+    }
+}
+
+/// How an append writes its bytes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Step {
+    /// After the committed records of the file itself (a crash can leave a part).
+    InPlace,
+    /// Into a copy renamed over the file (a crash leaves none or all).
+    Replace,
+}
+
+/// How much of a new plain session file is written at a time: 64 KiB.
+pub(crate) const CREATE_CHUNK_BYTES: usize = 1 << 16;
+
+/// Refuses events whose seqs are not `first, first + 1, …`, and events whose type is a
+/// packed row tag (they would read back as rows).
+pub(crate) fn check_storable(
+    id: &SessionId,
+    first: u64,
+    events: &[Arc<SessionEvent>],
+) -> Result<(), PersistenceError> {
+    check_seqs(id, first, events)?;
+    for event in events {
+        crate::record::check_reads_back(id, event)?;
+        if is_row_tag(&event.kind) {
+            return Err(PersistenceError::Unstorable {
+                id: id.clone(),
+                seq: event.seq,
+                reason: format!(
+                    "its type \"{}\" is a packed chunk row tag, which a reader unpacks",
+                    event.kind
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Writes the text the cursor carries, then `events`' lines, to `file`, the cursor's session
+/// file held under its lock: appended after the committed bytes ([`Step::InPlace`]) or as a
+/// new file put in its place ([`Step::Replace`]); one zstd frame in a compressed file.
+/// Returns the number of bytes written after the committed ones; the cursor's view of the
+/// file's end is updated.
+pub(crate) fn write_records(
+    file: &mut File,
+    folder: &Folder,
+    name: &OsStr,
+    cursor: &mut Cursor,
+    events: &[Arc<SessionEvent>],
+    step: Step,
+) -> Result<u64, PersistenceError> {
+    let mut text = Vec::with_capacity(cursor.carry.len() + lines_len(events));
+    text.extend_from_slice(&cursor.carry);
+    for event in events {
+        write_event_line(event, &mut text).map_err(|e| io_error(&cursor.path, e.into()))?;
+    }
+    let frame;
+    let bytes: &[u8] = if is_compressed(&cursor.path, &[]) && !text.is_empty() {
+        frame = compress_frame(&text).map_err(|e| io_error(&cursor.path, e))?;
+        &frame
+    } else {
+        &text
+    };
+    match step {
+        Step::InPlace => append_after(file, cursor.end.len(), cursor.committed, bytes)
+            .map_err(|e| io_error(&cursor.path, e)),
+        Step::Replace => replace_atomically(folder, name, file, cursor.committed, bytes)
+            .map_err(|IoAt(path, source)| io_error(&path, source)),
+    }?;
+    cursor.end.append(cursor.committed, bytes);
+    Ok(bytes.len() as u64)
+}
+
+/// About the length of `events`' lines: their data and type, and room for the rest of the
+/// envelope (so that writing them rarely grows the buffer).
+fn lines_len(events: &[Arc<SessionEvent>]) -> usize {
+    const ENVELOPE: usize = 64;
+    events
+        .iter()
+        .map(|event| event.data.as_json().len() + event.kind.len() + ENVELOPE)
+        .sum()
+}

@@ -1,4 +1,5 @@
-//! dsh-host: the host layer of dsh-rs as a library, and the `dsh` binary built on it.
+//! dsh-host: the host layer of dsh-rs as a library, and the `dsh` binary built on it (in a
+//! folder of its own, `src/bin/dsh/`, which uses the library as any host does).
 //!
 //! A host (a command-line tool, an editor adapter, a server) decides where sessions are stored
 //! and which plugins run. This crate owns that decision for every host alike: the config file

@@ -111,6 +111,13 @@
 //! (changes other threads ask for meanwhile are queued after the plan's), two reconciles never
 //! interleave, and the plan applies to the states it was computed from. See
 //! [`Context::reconfigure`] for the wait.
+//!
+//! [`Context::plan`]: crate::Context::plan
+//! [`Context::reconfigure`]: crate::Context::reconfigure
+//! [`Context::from_registry`]: crate::Context::from_registry
+//! [`Context::load`]: crate::Context::load
+//! [`Context::load_with`]: crate::Context::load_with
+//! [`Context::dispose`]: crate::Context::dispose
 
 pub(crate) mod diff;
 mod plan;

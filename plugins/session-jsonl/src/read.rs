@@ -23,6 +23,8 @@ use std::path::Path;
 /// Errors: as [`SessionPersistence::load`], except that the file's location is not checked;
 /// [`PersistenceError::Io`] for a path that is not a regular file (a FIFO, a device, a
 /// folder), refused before it is opened.
+///
+/// [`SessionPersistence::load`]: dsh_session::SessionPersistence::load
 pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError> {
     let (scanned, end) = scan_path(path)?;
     into_stored(path, scanned, u64::MAX, end.len())

@@ -15,48 +15,17 @@
 //!    read, write or protocol failure.
 
 use crate::error::AcpError;
-use crate::runner::Cancellation;
-use crate::server::{builder, Shared};
+use crate::handlers::builder;
+use crate::shared::Shared;
 use crate::transport::{frame, LineReader, LineWriter};
+use crate::turns::ConnectionTurns;
 use agent_client_protocol::{Channel, TransportFrame};
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use futures::io::{AsyncRead, AsyncWrite};
 use futures::StreamExt;
-use std::future::Future;
 use std::io;
 use std::pin::pin;
 use std::sync::Arc;
-use tokio_util::task::TaskTracker;
-
-/// The turns a connection runs: each `session/prompt` runs as a task of its own, so that it
-/// outlives the protocol handling when the connection ends, and is wound down by [`serve`].
-#[derive(Debug, Default)]
-pub(crate) struct ConnectionTurns {
-    /// Given when the connection ends: its turns are cancelled, no new one starts.
-    ending: Cancellation,
-    tasks: TaskTracker,
-}
-
-impl ConnectionTurns {
-    /// The signal given when the connection ends.
-    pub(crate) fn ending(&self) -> &Cancellation {
-        &self.ending
-    }
-
-    /// Runs `turn` (a `session/prompt` and its answer) as a task of the connection, on the
-    /// current tokio runtime.
-    pub(crate) fn spawn(&self, turn: impl Future<Output = ()> + Send + 'static) {
-        self.tasks.spawn(turn);
-    }
-
-    /// Ends the connection's turns: cancels them and returns once every one has finished and
-    /// handed its answer to the SDK.
-    async fn stop(&self) {
-        self.ending.cancel();
-        self.tasks.close();
-        self.tasks.wait().await;
-    }
-}
 
 /// Why a connection ended.
 #[derive(Debug)]

@@ -20,11 +20,6 @@
 //!
 //! [`SessionFork::fork_stored`]: dsh_session_fork::SessionFork::fork_stored
 
-use crate::server::Shared;
-use agent_client_protocol::v1::Builder;
-use agent_client_protocol::{Agent, Client, HandleDispatchFrom};
-use std::sync::Arc;
-
 /// The `_meta` member under which dsh's fork options are read: `{"dsh": {"atSeq": SEQ}}`.
 pub const META_KEY: &str = "dsh";
 /// The member of `_meta.dsh` naming the `turn/end` to fork at (in a request), or the one a
@@ -38,7 +33,7 @@ mod served {
     use super::{AT_SEQ, META_KEY, RUNNING_TURN};
     use crate::error::AcpError;
     use crate::runner::{last_turn_boundary, newest_first};
-    use crate::server::Shared;
+    use crate::shared::Shared;
     use agent_client_protocol::v1::schema::{
         ForkSessionRequest, ForkSessionResponse, Meta, SessionId as AcpSessionId,
     };
@@ -140,36 +135,4 @@ mod served {
             }
         }
     }
-}
-
-/// Adds the `session/fork` handler to `builder`: the fork while the fork service is live,
-/// "method not found" while it is not.
-#[cfg(feature = "session-fork")]
-pub(crate) fn add_handler(
-    builder: Builder<Agent, impl HandleDispatchFrom<Client>>,
-    shared: Arc<Shared>,
-) -> Builder<Agent, impl HandleDispatchFrom<Client>> {
-    use crate::server::reply;
-    use agent_client_protocol::v1::schema::ForkSessionRequest;
-    use agent_client_protocol::v1::ConnectionTo;
-    builder.on_receive_request(
-        async move |request: ForkSessionRequest, responder, _cx: ConnectionTo<Client>| match shared
-            .fork
-            .get()
-        {
-            Some(fork) => reply(responder, shared.fork_session(fork, request).await),
-            None => responder.respond_with_error(agent_client_protocol::Error::method_not_found()),
-        },
-        agent_client_protocol::on_receive_request!(),
-    )
-}
-
-/// A build without the fork plugin has no `session/fork`: the SDK answers it "method not
-/// found".
-#[cfg(not(feature = "session-fork"))]
-pub(crate) fn add_handler(
-    builder: Builder<Agent, impl HandleDispatchFrom<Client>>,
-    _shared: Arc<Shared>,
-) -> Builder<Agent, impl HandleDispatchFrom<Client>> {
-    builder
 }

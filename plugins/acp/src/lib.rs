@@ -39,21 +39,26 @@
 //! ```
 
 pub mod codes;
+pub mod config;
 pub mod connection;
 mod echo;
 pub mod error;
 pub mod fork;
+mod handlers;
 mod list;
 pub mod plugin;
 mod prompt;
 pub mod runner;
 pub mod server;
 mod session;
+mod shared;
 pub mod transport;
+mod turns;
 mod updates;
 
+pub use config::AcpConfig;
 pub use error::AcpError;
-pub use plugin::{AcpConfig, AcpPlugin};
+pub use plugin::AcpPlugin;
 pub use runner::{Cancellation, Turn, TurnError, TurnFuture, TurnRunner};
 pub use server::AcpServer;
 

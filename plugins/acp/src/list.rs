@@ -10,7 +10,7 @@
 
 use crate::error::AcpError;
 use crate::runner::newest_first;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::updates::SESSION_TITLE;
 use agent_client_protocol::v1::schema::{
     ListSessionsRequest, ListSessionsResponse, SessionId as AcpSessionId, SessionInfo,

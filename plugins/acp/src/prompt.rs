@@ -3,10 +3,10 @@
 //! at each step's end and at the turn's end, and the stop reason read from the `turn/end` the
 //! runner wrote.
 
-use crate::connection::ConnectionTurns;
 use crate::error::AcpError;
-use crate::runner::{last_turn_boundary, Cancellation, Turn, TurnError};
-use crate::server::Shared;
+use crate::runner::{last_turn_boundary, Turn, TurnError};
+use crate::shared::Shared;
+use crate::turns::ConnectionTurns;
 use crate::updates::Updates;
 use agent_client_protocol::v1::schema::{
     PromptRequest, PromptResponse, SessionNotification, SessionUpdate, StopReason,
@@ -15,96 +15,13 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
 use dsh_session::event::{STEP_END, TURN_END, TURN_START, USER_MESSAGE};
 use dsh_session::{
-    interrupted_turn_closers, AsyncSessionStore, EventDraft, Session, SessionEvent,
-    SessionEventAppended, SessionId, TurnEndReason,
+    interrupted_turn_closers, AsyncSessionStore, EventDraft, Session, SessionEvent, SessionId,
+    TurnEndReason,
 };
 use futures::FutureExt;
-use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
-
-/// The turns running in the server's connections, by session: where each one's appended events
-/// go, and its cancellation.
-#[derive(Debug, Default)]
-pub(crate) struct Turns {
-    running: Mutex<HashMap<SessionId, Running>>,
-}
-
-#[derive(Debug)]
-struct Running {
-    events: mpsc::UnboundedSender<Arc<SessionEvent>>,
-    cancel: Cancellation,
-}
-
-impl Turns {
-    /// Hands an appended event to the turn running in its session, if any (the plugin's
-    /// listener of [`SessionEventAppended`]).
-    pub(crate) fn forward(&self, appended: &SessionEventAppended) {
-        if let Some(running) = self.running.lock().get(appended.session.id()) {
-            let _ = running.events.send(appended.event.clone());
-        }
-    }
-
-    /// Whether a turn of session `id` is running.
-    #[cfg(feature = "session-fork")]
-    pub(crate) fn is_running(&self, id: &SessionId) -> bool {
-        self.running.lock().contains_key(id)
-    }
-
-    /// Cancels the turn running in session `id`, if any; returns whether there was one.
-    pub(crate) fn cancel(&self, id: &SessionId) -> bool {
-        match self.running.lock().get(id) {
-            Some(running) => {
-                running.cancel.cancel();
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Registers a turn of session `id`: its events and its cancellation, until the guard is
-    /// dropped. `TURN_IN_PROGRESS` when one is running already.
-    fn begin(
-        self: &Arc<Turns>,
-        id: &SessionId,
-    ) -> Result<(Registered, mpsc::UnboundedReceiver<Arc<SessionEvent>>), AcpError> {
-        let mut running = self.running.lock();
-        if running.contains_key(id) {
-            return Err(AcpError::TurnInProgress { id: id.clone() });
-        }
-        let (events, received) = mpsc::unbounded_channel();
-        let cancel = Cancellation::new();
-        running.insert(
-            id.clone(),
-            Running {
-                events,
-                cancel: cancel.clone(),
-            },
-        );
-        let registered = Registered {
-            turns: self.clone(),
-            id: id.clone(),
-            cancel,
-        };
-        Ok((registered, received))
-    }
-}
-
-/// A registered turn; unregistered when dropped (also when its prompt's future is dropped).
-struct Registered {
-    turns: Arc<Turns>,
-    id: SessionId,
-    cancel: Cancellation,
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        self.turns.running.lock().remove(&self.id);
-    }
-}
 
 /// How a runner's turn came to an end.
 enum Ran {

@@ -9,7 +9,7 @@
 
 use crate::error::AcpError;
 use crate::prompt::send_updates;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::updates::Updates;
 use agent_client_protocol::v1::schema::{
     CloseSessionRequest, CloseSessionResponse, LoadSessionRequest, LoadSessionResponse,

@@ -1,0 +1,170 @@
+//! The agent's handlers of one connection, one per ACP method: each answers with a method of
+//! [`Shared`] (`initialize` here), its error as a JSON-RPC error with the code in `data`; a
+//! `session/prompt` runs as a task of the connection's turns.
+
+use crate::error::AcpError;
+use crate::shared::Shared;
+use crate::turns::ConnectionTurns;
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, CloseSessionRequest, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    ResumeSessionRequest, SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
+    SessionResumeCapabilities,
+};
+use agent_client_protocol::v1::{Builder, ConnectionTo, Responder};
+use agent_client_protocol::{
+    on_receive_notification, on_receive_request, Agent, Client, Error as RpcError,
+    HandleDispatchFrom,
+};
+use std::sync::Arc;
+
+impl Shared {
+    /// The answer to `initialize` (ACP v1): `loadSession`, and the session capabilities `list`,
+    /// `resume`, `close`, and `fork` exactly while the fork plugin is live.
+    fn initialize(&self, _request: &InitializeRequest) -> InitializeResponse {
+        let sessions = SessionCapabilities::new()
+            .list(SessionListCapabilities::new())
+            .resume(SessionResumeCapabilities::new())
+            .close(SessionCloseCapabilities::new());
+        #[cfg(feature = "session-fork")]
+        let sessions = match self.fork.get() {
+            Some(_) => {
+                sessions.fork(agent_client_protocol::v1::schema::SessionForkCapabilities::new())
+            }
+            None => sessions,
+        };
+        InitializeResponse::new(ProtocolVersion::V1)
+            .agent_capabilities(
+                AgentCapabilities::new()
+                    .load_session(true)
+                    .session_capabilities(sessions),
+            )
+            .agent_info(Implementation::new("dsh", env!("CARGO_PKG_VERSION")))
+    }
+}
+
+/// Sends `result` as the answer to a request, its error as a JSON-RPC error with the code in
+/// `data` ([`AcpError::to_rpc`]).
+pub(crate) fn reply<T: agent_client_protocol::JsonRpcResponse>(
+    responder: Responder<T>,
+    result: Result<T, AcpError>,
+) -> Result<(), RpcError> {
+    responder.respond_with_result(result.map_err(|error| error.to_rpc()))
+}
+
+/// Registers the handler of requests of type `$request`: `Shared::$method(request)` (with the
+/// connection, for a method that sends notifications), answered with [`reply`].
+macro_rules! method {
+    ($builder:expr, $shared:expr, $request:ty => $method:ident) => {
+        $builder.on_receive_request(
+            {
+                let s = $shared.clone();
+                async move |request: $request, responder, _cx: ConnectionTo<Client>| {
+                    reply(responder, s.$method(request).await)
+                }
+            },
+            on_receive_request!(),
+        )
+    };
+    ($builder:expr, $shared:expr, $request:ty => $method:ident with connection) => {
+        $builder.on_receive_request(
+            {
+                let s = $shared.clone();
+                async move |request: $request, responder, cx: ConnectionTo<Client>| {
+                    reply(responder, s.$method(request, &cx).await)
+                }
+            },
+            on_receive_request!(),
+        )
+    };
+}
+
+/// The agent's handlers of one connection, one per method; its turns run in `turns`.
+pub(crate) fn builder(
+    shared: Arc<Shared>,
+    turns: Arc<ConnectionTurns>,
+) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
+{
+    let builder = Agent.v1().name("dsh-acp").on_receive_request(
+        {
+            let s = shared.clone();
+            async move |request: InitializeRequest,
+                        responder: Responder<InitializeResponse>,
+                        _cx: ConnectionTo<Client>| {
+                responder.respond(s.initialize(&request))
+            }
+        },
+        on_receive_request!(),
+    );
+    let builder = method!(builder, shared, NewSessionRequest => new_session);
+    let builder = method!(builder, shared, LoadSessionRequest => load_session with connection);
+    let builder = method!(builder, shared, ResumeSessionRequest => resume_session);
+    let builder = method!(builder, shared, ListSessionsRequest => list_sessions);
+    let builder = method!(builder, shared, CloseSessionRequest => close_session);
+    let builder = builder
+        .on_receive_request(
+            {
+                let s = shared.clone();
+                async move |request: PromptRequest, responder, cx: ConnectionTo<Client>| {
+                    // The turn runs beside the dispatch loop, so that session/cancel reaches
+                    // it, and as a task of the connection, so that it is wound down (not
+                    // dropped) when the connection ends, its answer handed to the SDK before
+                    // the connection's input is closed.
+                    let task = {
+                        let (s, turns) = (s.clone(), turns.clone());
+                        async move {
+                            let result = s.prompt(request, cx, turns).await;
+                            if let Err(error) = reply(responder, result) {
+                                tracing::debug!(%error, "the prompt's answer was not sent");
+                            }
+                        }
+                    };
+                    turns.spawn(task);
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_notification(
+            {
+                let s = shared.clone();
+                async move |notification: CancelNotification, _cx: ConnectionTo<Client>| {
+                    s.turns.cancel(&notification.session_id.0.as_ref().into());
+                    Ok(())
+                }
+            },
+            on_receive_notification!(),
+        );
+    add_fork_handler(builder, shared)
+}
+
+/// Adds the `session/fork` handler to `builder`: the fork while the fork service is live,
+/// "method not found" while it is not.
+#[cfg(feature = "session-fork")]
+fn add_fork_handler(
+    builder: Builder<Agent, impl HandleDispatchFrom<Client>>,
+    shared: Arc<Shared>,
+) -> Builder<Agent, impl HandleDispatchFrom<Client>> {
+    use agent_client_protocol::v1::schema::ForkSessionRequest;
+    builder.on_receive_request(
+        async move |request: ForkSessionRequest, responder, _cx: ConnectionTo<Client>| match shared
+            .fork
+            .get()
+        {
+            Some(fork) => reply(responder, shared.fork_session(fork, request).await),
+            None => responder.respond_with_error(agent_client_protocol::Error::method_not_found()),
+        },
+        agent_client_protocol::on_receive_request!(),
+    )
+}
+
+/// A build without the fork plugin has no `session/fork`: the SDK answers it "method not
+/// found".
+#[cfg(not(feature = "session-fork"))]
+fn add_fork_handler(
+    builder: Builder<Agent, impl HandleDispatchFrom<Client>>,
+    _shared: Arc<Shared>,
+) -> Builder<Agent, impl HandleDispatchFrom<Client>> {
+    builder
+}

@@ -1,5 +1,5 @@
 //! One connection's life: its wire ([`crate::transport`]) between the client and the SDK's
-//! protocol handling ([`crate::server`]), the turns it runs, and how it ends.
+//! protocol handling (with the handlers of `handlers.rs`), the turns it runs, and how it ends.
 //!
 //! A connection ends at the end of the client's input, at a read or a write error, at a
 //! failure of the protocol handling, or when the `dsh-acp` plugin goes. Whichever way it

@@ -70,8 +70,8 @@ fn turn_with(index: usize, draft: EventDraft) -> Vec<SessionEvent> {
 
 #[test]
 fn every_broken_seed_rule_of_case_16_is_refused_by_create_at_its_index() {
-    // Each rule is unit-tested with its message in `validate.rs`; here the constructor must
-    // refuse the seed, name the index, and leave nothing live.
+    // Each rule is unit-tested with its message in `validate/tests.rs`; here the constructor
+    // must refuse the seed, name the index, and leave nothing live.
     let mut gap = seed(turn());
     gap[4].seq = 5;
     let mut shifted = seed(turn());

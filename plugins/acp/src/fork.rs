@@ -42,7 +42,7 @@ mod served {
     use agent_client_protocol::v1::schema::{
         ForkSessionRequest, ForkSessionResponse, Meta, SessionId as AcpSessionId,
     };
-    use dsh_session::event::{TURN_END, TURN_START};
+    use dsh_session::event_type::{TURN_END, TURN_START};
     use dsh_session::SessionId;
     use dsh_session_fork::{
         AsyncSessionFork, BoundaryProblem, ForkSessionOptions, SessionFork, SessionForkError,

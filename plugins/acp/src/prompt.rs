@@ -13,7 +13,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
-use dsh_session::event::{STEP_END, TURN_END, TURN_START, USER_MESSAGE};
+use dsh_session::event_type::{STEP_END, TURN_END, TURN_START, USER_MESSAGE};
 use dsh_session::{
     interrupted_turn_closers, AsyncSessionStore, EventDraft, Session, SessionEvent,
     SessionEventAppended, SessionId, TurnEndReason,

@@ -24,7 +24,7 @@
 //! own text).
 
 use agent_client_protocol::v1::schema::ContentBlock;
-use dsh_session::event::{TURN_END, TURN_START};
+use dsh_session::event_type::{TURN_END, TURN_START};
 use dsh_session::{AppendError, Events, Session, SessionEvent};
 use std::future::Future;
 use std::pin::Pin;

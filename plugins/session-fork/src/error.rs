@@ -3,8 +3,8 @@
 
 use crate::codes;
 use dsh_core::Unavailable;
-use dsh_session::codes as session_codes;
-use dsh_session::{PersistenceError, SessionId, SessionIdError, StoreError, StoredLogError};
+use dsh_session::backend::PersistenceError;
+use dsh_session::{codes as session_codes, SessionId, SessionIdError, StoreError, StoredLogError};
 use std::fmt;
 
 /// Why a fork boundary is `INVALID_BOUNDARY`.

@@ -4,7 +4,7 @@
 
 use crate::error::{BoundaryProblem, SessionForkError};
 use dsh_core::Dep;
-use dsh_session::event::TURN_END;
+use dsh_session::event_type::TURN_END;
 use dsh_session::{
     CreateOptions, Events, Seed, Session, SessionEvent, SessionHeader, SessionId, SessionMeta,
     SessionStore, StoreError,

@@ -6,10 +6,9 @@
 
 use crate::error::SessionForkError;
 use crate::fork::SessionFork;
-use dsh_session::event::TURN_END;
-use dsh_session::{
-    PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence, SessionStore,
-};
+use dsh_session::backend::{PersistenceError, SessionPersistence};
+use dsh_session::event_type::TURN_END;
+use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionStore};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

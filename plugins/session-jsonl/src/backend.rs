@@ -15,10 +15,11 @@ use crate::record::{is_row_tag, write_event_line};
 use crate::scan::{read_header, scan_bytes, scan_prefix, ReadError, Scanned};
 use crate::store_dir::{dangling, StoreDir};
 use crate::tail::read_clean_tail;
-use dsh_session::{
-    check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
-    SessionPersistence, StoredLog, StoredSession, StoredTail,
+use dsh_session::backend::{
+    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredSession,
+    StoredTail,
 };
+use dsh_session::{SessionEvent, SessionHeader, SessionId};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
@@ -773,7 +774,7 @@ pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError>
 /// let stored = read_session_bytes(Path::new("session.jsonl"), text.as_bytes())?;
 /// assert_eq!(stored.events.len(), 1);
 /// assert!(stored.dropped_tail.is_some());
-/// # Ok::<(), dsh_session::PersistenceError>(())
+/// # Ok::<(), dsh_session::backend::PersistenceError>(())
 /// ```
 ///
 /// Errors: as [`read_session_file`], never [`PersistenceError::Io`].

@@ -11,7 +11,7 @@
 
 use crate::json::{is_integer, js_display, ParseError, MAX_SAFE_INTEGER};
 use crate::record::{expand_record, into_event, is_row_tag, parse_line, Record};
-use dsh_session::event::TURN_END;
+use dsh_session::event_type::TURN_END;
 use dsh_session::{EventData, SessionEvent, SurfaceOp};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;

@@ -39,15 +39,13 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::event::{
-    SessionEvent, SurfaceOp, ASSISTANT_CHUNK, ASSISTANT_MESSAGE, REQUEST_CONTEXT, REQUEST_HEADER,
-    STEP_END, STEP_START, TODO_WRITE, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START,
+use crate::codes::TOOL_NOT_STARTED;
+use crate::event::{SessionEvent, SurfaceOp};
+use crate::event_type::{
+    ASSISTANT_CHUNK, ASSISTANT_MESSAGE, REQUEST_CONTEXT, REQUEST_HEADER, STEP_END, STEP_START,
+    TODO_WRITE, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START,
 };
 use crate::view::Json;
-
-/// The error code of dsh's synthetic tool result for a call that never started; such a result
-/// needs no pending `tool/call`.
-const TOOL_NOT_STARTED: &str = "TOOL_NOT_STARTED";
 
 /// Which invariant an event broke (module documentation). Serialized, and displayed, as its
 /// stable kebab-case name, e.g. `turn-number`.

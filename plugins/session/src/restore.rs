@@ -11,9 +11,11 @@
 //! rewrites) read it again through [`StoredLog::event_at`], as does the trace of the crash
 //! closers of a log whose last turn is open (its events from that turn's start on).
 
-use crate::event::{SessionEvent, SurfaceOp, TOOL_RESULT, TURN_END, TURN_START};
+use crate::event::{SessionEvent, SurfaceOp};
+use crate::event_type::{TOOL_RESULT, TURN_END, TURN_START};
 use crate::fold::Surface;
-use crate::header::{SessionHeader, SessionId};
+use crate::header::SessionHeader;
+use crate::id::SessionId;
 use crate::persistence::PersistenceError;
 use crate::repair::TurnTrace;
 use crate::stored_log::StoredLog;

@@ -16,7 +16,8 @@ use thiserror::Error;
 use crate::data::{
     is_lossy_number, is_negative_zero, is_unsafe_integer, EventData, MAX_SAFE_INTEGER,
 };
-use crate::event::{is_surface_type, SessionEvent, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT};
+use crate::event::SessionEvent;
+use crate::event_type::{is_surface_type, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT};
 use crate::fold::{Surface, SurfaceError, SurfacePlan};
 use crate::view::Json;
 
@@ -131,7 +132,7 @@ impl ValidationError {
 /// [`ValidationError::Envelope`], [`ValidationError::RequestHeader`],
 /// [`ValidationError::MessageShape`], and last [`ValidationError::LegacyFormat`] for a
 /// `request/header` with reason `fallback`.
-pub fn check_event(event: &SessionEvent, index: u64) -> Result<(), ValidationError> {
+pub(crate) fn check_event(event: &SessionEvent, index: u64) -> Result<(), ValidationError> {
     if let Some(reason) = lossy_data(&event.data) {
         return Err(ValidationError::NotLossless { index, reason });
     }
@@ -389,31 +390,20 @@ pub(crate) fn surface_after(
     Ok(resumed)
 }
 
-/// Validates an event about to be appended to a live log whose surface is `surface`, and
-/// returns the surface plan to apply once the append is committed ([`Surface::apply`]).
+/// Validates an event about to be appended to a live log whose surface is `surface`, without
+/// the lossless-data step, reading the event's data from `data`, and returns the surface plan
+/// to apply once the append is committed ([`Surface::apply`]): for an event read back from
+/// persistence after the log (a follower's tail, `data` its stored text), as
+/// [`validate_restored`] checks a stored log; and for a live append whose caller checked the
+/// draft's tree for lossy numbers already (`data` that tree).
 ///
 /// The event must already carry its final `seq` (the log length); it is used as the index in
 /// errors. `lookup` returns the log's earlier event with a given seq. Nothing is mutated.
 ///
 /// # Errors
 ///
-/// As [`check_event`], then [`ValidationError::Surface`] when the transition is refused.
-pub fn validate_append<'a>(
-    surface: &Surface,
-    event: &SessionEvent,
-    lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
-) -> Result<SurfacePlan, ValidationError> {
-    plan_after(surface, event, lookup, check_event)
-}
-
-/// [`validate_append`] without the lossless-data step, reading the event's data from `data`:
-/// for an event read back from persistence after the log (a follower's tail, `data` its
-/// stored text), as [`validate_restored`] checks a stored log; and for a live append whose
-/// caller checked the draft's tree for lossy numbers already (`data` that tree).
-///
-/// # Errors
-///
-/// As [`validate_append`], never [`ValidationError::NotLossless`].
+/// As [`check_event`] (never [`ValidationError::NotLossless`]), then
+/// [`ValidationError::Surface`] when the transition is refused.
 pub(crate) fn validate_restored_append<'a>(
     surface: &Surface,
     event: &SessionEvent,
@@ -668,7 +658,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::event::{EventDraft, SurfaceOp, TurnEndReason, USER_MESSAGE};
+    use crate::event::{EventDraft, SurfaceOp, TurnEndReason};
+    use crate::event_type::USER_MESSAGE;
     use serde_json::json;
 
     /// Stamps drafts into a seed with seq == index.
@@ -1145,6 +1136,16 @@ mod tests {
             validate_restored(&events),
             Err(ValidationError::NotContiguous { index: 3, seq: 9 })
         );
+    }
+
+    /// The checks of an event appended to a seed-like log: [`check_event`] (the lossless step
+    /// included), then the surface plan.
+    fn validate_append<'a>(
+        surface: &Surface,
+        event: &SessionEvent,
+        lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
+    ) -> Result<SurfacePlan, ValidationError> {
+        plan_after(surface, event, lookup, check_event)
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::error::SubagentForkError;
 use dsh_core::Dep;
-use dsh_session::event::TURN_END;
+use dsh_session::event_type::TURN_END;
 use dsh_session::{CreateOptions, Events, Seed, Session, SessionMeta, SessionStore};
 use std::sync::Arc;
 

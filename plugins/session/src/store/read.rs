@@ -6,7 +6,8 @@
 use super::{CreateOptions, Resumed, SessionStore, StoreError};
 use crate::chain::Chain;
 use crate::event::SessionEvent;
-use crate::header::{SessionId, SessionMeta};
+use crate::header::SessionMeta;
+use crate::id::SessionId;
 use crate::persistence::{OnMismatch, PersistenceError, StoredSession};
 use crate::restore::{restore_each, RestoreError, Restored};
 use crate::session::{Events, Session};

@@ -5,7 +5,7 @@
 
 use crate::connection::ConnectionTurns;
 use crate::error::AcpError;
-use crate::runner::{last_turn_boundary, Cancellation, Turn, TurnError};
+use crate::runner::{Cancellation, Turn, TurnError};
 use crate::server::Shared;
 use crate::updates::Updates;
 use agent_client_protocol::v1::schema::{
@@ -13,9 +13,9 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
-use dsh_session::event_type::{STEP_END, TURN_END, TURN_START, USER_MESSAGE};
+use dsh_session::event_type::{STEP_END, USER_MESSAGE};
 use dsh_session::{
-    interrupted_turn_closers, AsyncSessionStore, EventDraft, Session, SessionEvent,
+    interrupted_turn_closers, open_turn, AsyncSessionStore, EventDraft, Session, SessionEvent,
     SessionEventAppended, SessionId, TurnEndReason,
 };
 use futures::FutureExt;
@@ -295,8 +295,7 @@ pub(crate) fn send_updates(
 /// events appended (none when the last turn is closed).
 fn close_open_turn(session: &Arc<Session>) -> Result<Vec<Arc<SessionEvent>>, AcpError> {
     let events = session.events();
-    let open = last_turn_boundary(&events).is_some_and(|event| event.kind == TURN_START);
-    if !open {
+    if open_turn(&events).is_none() {
         return Ok(Vec::new());
     }
     let closers = interrupted_turn_closers(events.iter().map(|event| &**event));
@@ -325,10 +324,9 @@ fn close_open_turn(session: &Arc<Session>) -> Result<Vec<Arc<SessionEvent>>, Acp
 fn stop_reason(session: &Session, start: usize) -> Result<StopReason, String> {
     let events = session.events();
     let reason = events
-        .iter_from(start)
-        .filter(|event| event.kind == TURN_END)
-        .last()
-        .and_then(|event| event.turn_end_reason());
+        .last_turn_end()
+        .filter(|end| end.seq >= start as u64)
+        .and_then(|end| end.turn_end_reason());
     Ok(match reason {
         Some(TurnEndReason::Aborted(_) | TurnEndReason::Disposed) => StopReason::Cancelled,
         Some(TurnEndReason::MaxTokens) => StopReason::MaxTokens,

@@ -20,8 +20,8 @@ use dsh_session::backend::{deserialize_deep, nesting_depth};
 use serde_json::{Number, Value};
 use std::borrow::Cow;
 
-/// The largest integer a double holds exactly (`Number.MAX_SAFE_INTEGER`).
-pub(crate) const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+/// [`dsh_session::MAX_SAFE_INTEGER`] as the signed integer the JSON reader compares with.
+pub(crate) const MAX_SAFE_INTEGER: i64 = dsh_session::MAX_SAFE_INTEGER as i64;
 
 /// The deepest nesting of arrays and objects [`parse`] reads: one level (the record) above
 /// the deepest `data` an event holds ([`dsh_session::backend::MAX_DEPTH`], which says why), so

@@ -40,10 +40,8 @@ const TEXT_NOT_STARTED: &str =
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn open_turn(events: &Events) -> Option<&Arc<SessionEvent>> {
-    (0..events.len())
-        .rev()
-        .filter_map(|index| events.get(index))
-        .find(|event| event.kind == TURN_START || event.kind == TURN_END)
+    events
+        .last_turn_boundary()
         .filter(|event| event.kind == TURN_START)
 }
 

@@ -38,14 +38,14 @@ pub const REQUEST_CONTEXT: &str = "request/context";
 /// (DESIGN.md) and reads it as an ordinary log-only event.
 pub const SESSION_END_SEED: &str = "session/end-seed";
 
-/// The three surface-eligible types: they carry a [`SurfaceOp`] and project to model messages.
+/// The three surface-eligible types: they carry a [`crate::SurfaceOp`] and project to model messages.
 pub const SURFACE_TYPES: [&str; 3] = [USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT];
 
 /// Every event type dsh rc.8 knows: the core types plus the log-only types of its own plugins
 /// (the generated catalog of reference section 1.2, as the oracle lists it; 48 entries).
 ///
 /// A stored log holding any other type is refused on read unless that event carries
-/// `ignorable: true` ([`crate::upgrade::prepare_stored_events`]).
+/// `ignorable: true` ([`crate::prepare_stored_events`]).
 pub const KNOWN_EVENT_TYPES: [&str; 48] = [
     "agent-preset/selected",
     "agent/inbox/spliced",

@@ -130,7 +130,7 @@ impl fmt::Display for InvariantViolation {
 /// Checks a whole log and returns every violation, in log order (empty for a clean log).
 ///
 /// `events` may be plain or shared (`Arc<SessionEvent>`) events, e.g. a stored log after
-/// [`crate::upgrade::prepare_stored_events`] or a snapshot of a live session.
+/// [`crate::prepare_stored_events`] or a snapshot of a live session.
 pub fn check_invariants<E: Borrow<SessionEvent>>(events: &[E]) -> Vec<InvariantViolation> {
     let mut checker = InvariantChecker::default();
     events

@@ -83,7 +83,7 @@ pub use invariants::{check_invariants, InvariantChecker, InvariantRule, Invarian
 pub use repair::{interrupted_turn_closers, open_turn};
 pub use restore::{restore_each, RestoreError, Restored};
 pub use upgrade::{prepare_stored_events, StoredLogError};
-pub use validate::{validate_restored, validate_seed, ValidationError};
+pub use validate::{check_event, validate_restored, validate_seed, ValidationError};
 
 // Compatibility: the persistence authors' items the root exported before `backend` existed.
 #[doc(hidden)]

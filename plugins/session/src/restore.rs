@@ -1,6 +1,6 @@
 //! A stored log checked as dsh restores it, read as a stream ([`restore_each`]): the upgrade
-//! step ([`crate::upgrade::prepare_stored_events`]), then the rules of a restored log
-//! ([`crate::validate::validate_restored`], the crash closers included), one event at a time,
+//! step ([`crate::prepare_stored_events`]), then the rules of a restored log
+//! ([`crate::validate_restored`], the crash closers included), one event at a time,
 //! with the refusal a whole read gives.
 //!
 //! What the check holds is the surface fold (a seq per message the model sees) and a few
@@ -86,7 +86,7 @@ pub struct Restored {
 /// The refusal [`crate::SessionStore::load`] gives for the same log, in its order:
 /// [`RestoreError::Persistence`] (the log's read, or the read of an earlier event again),
 /// [`RestoreError::StoredLog`] as [`crate::prepare_stored_events`],
-/// [`RestoreError::Invalid`] as [`crate::validate::validate_restored`].
+/// [`RestoreError::Invalid`] as [`crate::validate_restored`].
 pub fn restore_each(
     log: &mut dyn StoredLog,
     mut visit: impl FnMut(SessionEvent),

@@ -217,7 +217,7 @@ pub enum AppendError {
         source: ValidationError,
     },
     /// The event breaks a turn or step invariant of the log (the rules `check --invariants`
-    /// reports, [`crate::invariants`]); nothing was appended. Only when the store checks
+    /// reports, [`crate::InvariantChecker`]); nothing was appended. Only when the store checks
     /// invariants (the `dsh-session` plugin's `check_invariants`, on by default).
     #[error("cannot append to session \"{id}\": {violation}")]
     Invariant {
@@ -673,8 +673,8 @@ pub(crate) fn fold_trusted(events: &Events) -> Surface {
 }
 
 /// Validates a raw seed (a log `restored` from persistence with
-/// [`crate::validate::validate_restored`], any other with
-/// [`crate::validate::validate_seed`]) and turns it into a view, returning the folded surface
+/// [`crate::validate_restored`], any other with
+/// [`crate::validate_seed`]) and turns it into a view, returning the folded surface
 /// too.
 pub(crate) fn admit_seed(
     events: Vec<SessionEvent>,

@@ -131,7 +131,7 @@ impl StoredLogError {
 /// unknown type that is not `ignorable: true`. An ignorable unknown event stays as stored.
 ///
 /// The result has the same length and seqs; validate it with
-/// [`crate::validate::validate_restored`] before building a session from it.
+/// [`crate::validate_restored`] before building a session from it.
 ///
 /// # Errors
 ///

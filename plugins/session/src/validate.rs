@@ -132,7 +132,7 @@ impl ValidationError {
 /// [`ValidationError::Envelope`], [`ValidationError::RequestHeader`],
 /// [`ValidationError::MessageShape`], and last [`ValidationError::LegacyFormat`] for a
 /// `request/header` with reason `fallback`.
-pub(crate) fn check_event(event: &SessionEvent, index: u64) -> Result<(), ValidationError> {
+pub fn check_event(event: &SessionEvent, index: u64) -> Result<(), ValidationError> {
     if let Some(reason) = lossy_data(&event.data) {
         return Err(ValidationError::NotLossless { index, reason });
     }
@@ -232,10 +232,10 @@ pub fn validate_seed<E: Borrow<SessionEvent>>(events: &[E]) -> Result<Surface, V
 /// Validates a log read back from persistence, as dsh validates a restored session: like
 /// [`validate_seed`] but without the lossless-data step (dsh adopts the parsed events in place
 /// instead of copying them, so whatever its JSON reader produced is accepted), and together
-/// with the closers [`crate::repair::interrupted_turn_closers`] would append (dsh validates
+/// with the closers [`crate::interrupted_turn_closers`] would append (dsh validates
 /// the log it would resume, so a log whose closers break a rule is refused even by a read
 /// that does not append them). Run it on the events
-/// [`crate::upgrade::prepare_stored_events`] returns. Returns the surface of `events` alone.
+/// [`crate::prepare_stored_events`] returns. Returns the surface of `events` alone.
 ///
 /// # Errors
 ///
@@ -349,7 +349,7 @@ impl LogCheck {
     }
 
     /// The verdict on the restored log admitted, whose crash closers are `closers`
-    /// ([`crate::repair::interrupted_turn_closers`] of it): the first rule an event broke,
+    /// ([`crate::interrupted_turn_closers`] of it): the first rule an event broke,
     /// else the first a closer would break after the log. Returns the log's surface.
     ///
     /// # Errors

@@ -172,7 +172,7 @@ impl SessionStore {
 
     /// Catches a live session up with its stored log when another writer (another process)
     /// appends to it: reads only the events stored after the live log
-    /// ([`crate::SessionPersistence::read_from`]), upgrades and checks them as a stored log
+    /// ([`crate::backend::SessionPersistence::read_from`]), upgrades and checks them as a stored log
     /// is, and appends them to the live log, continuing its history fold and invariant trace
     /// from where they are (nothing is re-read or refolded), publishing
     /// [`crate::SessionEventAppended`] for each. Nothing is written. Returns the events

@@ -66,10 +66,6 @@ impl SessionPersistence for Memory {
         Ok(())
     }
 
-    fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
-        self.read(id, usize::MAX)
-    }
-
     fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
         let sessions = self.sessions.lock().unwrap();
         let (header, events) = sessions

@@ -3,7 +3,7 @@
 //! ([`StoredRows`]) and a `sessions` row into a listing entry ([`list_entry`]), and count a
 //! session's revision in SQL ([`revision_sql`]).
 
-use crate::columns::{check_stored_version, EventColumns, HeaderColumns};
+use crate::columns::{check_stored_version, sql_count, EventColumns, HeaderColumns};
 use dsh_session::backend::{
     check_seqs, ListedSession, PersistenceError, StoredSession, StoredTail,
 };
@@ -54,7 +54,7 @@ pub fn list_entry(
     let read = row.and_then(|(columns, revision)| {
         Ok(ListedSession {
             header: columns.read_header(store)?,
-            revision: crate::columns::sql_count(revision),
+            revision: sql_count(revision),
         })
     });
     read.inspect_err(|error| tracing::warn!(%error, "skipping an unreadable session header"))
@@ -182,4 +182,73 @@ fn tail_from_rows(
     rows.into_iter()
         .map(|row| row.into_event().map_err(|bad| bad.corrupt(store, id)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_session::SessionMeta;
+    use serde_json::json;
+
+    fn rows(seqs: impl IntoIterator<Item = u64>) -> Vec<EventColumns> {
+        seqs.into_iter()
+            .map(|seq| EventColumns::of(&SessionEvent::new("x/y", seq, 0, json!({"n": seq}))))
+            .collect()
+    }
+
+    fn header() -> SessionHeader {
+        SessionHeader::new("s".into(), 1, SessionMeta::default())
+    }
+
+    #[test]
+    fn a_prefix_must_hold_every_seq_from_zero_and_a_tail_every_seq_to_the_revision() {
+        let id = SessionId::from("s");
+        let read = StoredRows::from_rows("db", &id, header(), 0, 3, rows(0..3)).unwrap();
+        assert_eq!(read.events.len(), 3);
+        assert_eq!(read.into_tail().len, 3);
+        let gap = StoredRows::from_rows("db", &id, header(), 0, 3, rows([0, 2])).unwrap_err();
+        assert!(
+            gap.to_string()
+                .contains("seq 2 is stored where seq 1 belongs"),
+            "{gap}"
+        );
+        let tail = StoredRows::from_rows("db", &id, header(), 1, 3, rows(1..3)).unwrap();
+        assert_eq!(tail.events.first().map(|e| e.seq), Some(1));
+        let short = StoredRows::from_rows("db", &id, header(), 1, 4, rows(1..3)).unwrap_err();
+        assert_eq!(short.code(), "LOG_CORRUPT");
+    }
+
+    #[test]
+    fn a_listing_skips_a_row_it_cannot_read() {
+        let columns = HeaderColumns::of(&header());
+        let listed = list_entry("db", Ok((columns.clone(), 4))).unwrap();
+        assert_eq!((listed.header, listed.revision), (header(), 4));
+        let mut foreign = columns;
+        foreign.version = 9;
+        assert!(list_entry("db", Ok((foreign, 4))).is_none());
+        let unread = PersistenceError::NotFound { id: "s".into() };
+        assert!(list_entry("db", Err(unread)).is_none());
+    }
+
+    #[test]
+    fn a_new_session_is_checked_id_first_then_seqs_then_version() {
+        let mut bad = header();
+        bad.id = SessionId::from("");
+        bad.version = 9;
+        let seed = [Arc::new(SessionEvent::new("x/y", 1, 0, json!({})))];
+        assert_eq!(
+            check_new_session("db", &bad, &seed).unwrap_err().code(),
+            "SESSION_ID_INVALID"
+        );
+        bad.id = SessionId::from("s");
+        assert_eq!(
+            check_new_session("db", &bad, &seed).unwrap_err().code(),
+            "SEQ_MISMATCH"
+        );
+        assert_eq!(
+            check_new_session("db", &bad, &[]).unwrap_err().code(),
+            "VERSION_UNSUPPORTED"
+        );
+        assert!(check_new_session("db", &header(), &[]).is_ok());
+    }
 }

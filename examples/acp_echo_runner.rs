@@ -62,7 +62,7 @@ async fn echo(turn: Turn) -> Result<(), TurnError> {
         "source": { "kind": "user" },
     });
     session.append(
-        EventDraft::new(dsh::session::event::USER_MESSAGE, user)
+        EventDraft::new(dsh::session::event_type::USER_MESSAGE, user)
             .surface(dsh::session::SurfaceOp::Append),
     )?;
     session.append(EventDraft::step_start(number, 1))?;
@@ -97,7 +97,10 @@ async fn echo(turn: Turn) -> Result<(), TurnError> {
             "step": 2,
             "chunk": { "type": "text-delta", "index": 0, "text": "waiting" },
         });
-        session.append(EventDraft::new(dsh::session::event::ASSISTANT_CHUNK, chunk))?;
+        session.append(EventDraft::new(
+            dsh::session::event_type::ASSISTANT_CHUNK,
+            chunk,
+        ))?;
         match heed {
             Heed::Cancel => turn.cancel.cancelled().await,
             Heed::Nothing => std::future::pending().await,

@@ -1,8 +1,8 @@
 //! Sessions persisted through the ordinary write path and read back in a new context.
 
+use dsh::session::backend::SessionPersistence;
 use dsh::session::{
-    CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionPersistence, SessionStore,
-    TurnEndReason,
+    CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionStore, TurnEndReason,
 };
 use dsh::{Context, ContextConfig};
 use std::path::Path;

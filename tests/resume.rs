@@ -2,7 +2,7 @@
 //! the crash-repair closers are appended durably, a torn final record is cut, damage before
 //! the last `turn/end` refuses the load, and reading for inspection writes nothing.
 
-use dsh::session::event::TURN_END;
+use dsh::session::event_type::TURN_END;
 use dsh::session::{
     CreateOptions, EventDraft, SessionId, SessionMeta, SessionStore, TurnEndReason,
 };

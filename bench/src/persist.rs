@@ -16,9 +16,9 @@
 
 use crate::generate;
 use crate::measure::{median, median_ratio, time, Plan};
+use dsh::session::backend::SessionPersistence;
 use dsh::session::{
-    CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionPersistence, SessionPlugin,
-    SessionStore,
+    CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionPlugin, SessionStore,
 };
 use dsh::session_jsonl::SessionJsonlPlugin;
 use dsh::session_sqlite::SessionSqlitePlugin;

@@ -6,9 +6,7 @@
 
 use crate::alloc;
 use crate::session::jsonl_context;
-use dsh::session::fold::project;
-use dsh::session::invariants::InvariantChecker;
-use dsh::session::{restore_each, SessionId, SessionStore};
+use dsh::session::{project, restore_each, InvariantChecker, SessionId, SessionStore};
 use dsh::session_jsonl::read_session_log;
 use std::path::Path;
 
@@ -48,7 +46,7 @@ pub fn show_peak(root: &Path, id: &SessionId) -> (u64, usize) {
     let mut silent = Vec::new();
     let inspected = store
         .inspect(id, |event| {
-            if event.kind == dsh::session::event::TURN_END {
+            if event.kind == dsh::session::event_type::TURN_END {
                 turn_ends.push(event.seq);
             }
             if event.surface_op.is_some() && project(event).is_none() {

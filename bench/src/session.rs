@@ -165,7 +165,7 @@ pub fn appends_per_s(store: &SessionStore, drafts: Vec<EventDraft>, flush: bool)
     let elapsed = time(|| {
         for draft in drafts {
             let event = session.append(draft).expect("append a generated event");
-            if flush && event.kind == dsh::session::event::TURN_END {
+            if flush && event.kind == dsh::session::event_type::TURN_END {
                 store.flush(&session).expect("flush at turn end");
             }
         }

@@ -3,7 +3,7 @@
 //! concatenated zstd frames. Also records where each record ends, so that a truncated file's
 //! expected reading is known.
 
-use dsh_session::event::ASSISTANT_CHUNK;
+use dsh_session::event_type::ASSISTANT_CHUNK;
 use dsh_session::{SessionEvent, SessionHeader};
 use fastrand::Rng;
 use serde_json::{json, Map, Value};

@@ -4,7 +4,7 @@
 //! Every generated log passes seed validation and the invariant checker; it may end inside a
 //! turn (a crash) when asked.
 
-use dsh_session::event::{ASSISTANT_CHUNK, REQUEST_HEADER, SESSION_END_SEED, TODO_WRITE};
+use dsh_session::event_type::{ASSISTANT_CHUNK, REQUEST_HEADER, SESSION_END_SEED, TODO_WRITE};
 use dsh_session::{EventDraft, SessionEvent, SessionHeader, SessionId, SurfaceOp, TurnEndReason};
 use fastrand::Rng;
 use serde_json::{json, Value};

@@ -15,7 +15,8 @@
 //! - no panic (checked by the runner).
 
 use crate::generate;
-use dsh_session::{PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence};
+use dsh_session::backend::{PersistenceError, SessionPersistence};
+use dsh_session::{SessionEvent, SessionHeader, SessionId};
 use dsh_session_jsonl::layout::session_file;
 use dsh_session_jsonl::JsonlPersistence;
 use fastrand::Rng;

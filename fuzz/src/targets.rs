@@ -9,11 +9,9 @@
 
 use crate::file::{encode, zstd_frame, Encoded};
 use crate::{generate, mutate};
-use dsh_session::upgrade::StoredLogError;
-use dsh_session::validate::{validate_restored, validate_seed};
 use dsh_session::{
-    check_invariants, interrupted_turn_closers, prepare_stored_events, restore_each, SessionEvent,
-    SessionHeader,
+    check_invariants, interrupted_turn_closers, prepare_stored_events, restore_each,
+    validate_restored, validate_seed, SessionEvent, SessionHeader, StoredLogError,
 };
 use dsh_session_jsonl::{read_session_bytes, read_session_log};
 use fastrand::Rng;

@@ -22,7 +22,7 @@
 use crate::error::HostError;
 use crate::regular_file::{read_regular, ReadRefused};
 use crate::store::{Backend, Store};
-use dsh::session::SessionPersistence;
+use dsh::session::backend::SessionPersistence;
 use dsh::{Context, ContextConfig, Plugin, PluginSettings};
 use serde::Deserialize;
 use serde_json::Value;

@@ -8,7 +8,8 @@
 //! ([`crate::HostError::described`]). Ids show as `SessionId` displays them: cut after 64
 //! characters, control characters escaped.
 
-use dsh::session::{PersistenceError, SessionId, StoreError};
+use dsh::session::backend::PersistenceError;
+use dsh::session::{SessionId, StoreError};
 use dsh::{CoreError, Unavailable};
 use std::error::Error;
 

@@ -8,7 +8,8 @@
 
 use crate::error::HostError;
 use crate::store::Backend;
-use dsh::session::{open_turn, Session, SessionId, SessionPersistence, SessionStore};
+use dsh::session::backend::SessionPersistence;
+use dsh::session::{open_turn, Session, SessionId, SessionStore};
 use dsh::{Action, Context, ContextConfig, PlanStep, PluginState, ServiceKey};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -133,7 +134,7 @@ impl TurnsSeen {
                 session
                     .events()
                     .iter_from(from)
-                    .any(|event| event.kind == dsh::session::event::TURN_START)
+                    .any(|event| event.kind == dsh::session::event_type::TURN_START)
             })
             .collect();
         if started.is_empty() {

@@ -5,8 +5,7 @@ use crate::codes;
 use crate::runner::TurnError;
 use agent_client_protocol::{Error as RpcError, ErrorCode};
 use dsh_core::Unavailable;
-use dsh_session::codes as session_codes;
-use dsh_session::{SessionId, StoreError};
+use dsh_session::{codes as session_codes, SessionId, StoreError};
 use serde_json::json;
 
 /// Errors of the ACP server's methods. Each names the session (or the capability) involved.
@@ -90,7 +89,7 @@ pub enum AcpError {
     },
     /// The stored sessions could not be listed: the backend's error, with its code.
     #[error("cannot list the stored sessions: {0}")]
-    Persistence(#[from] dsh_session::PersistenceError),
+    Persistence(#[from] dsh_session::backend::PersistenceError),
     /// The connection to the client failed: a read or write of its transport
     /// (`CONNECTION_FAILED`).
     #[error("the connection to the client failed: {message}")]

@@ -32,13 +32,11 @@ pub const RUNNING_TURN: &str = "runningTurn";
 mod served {
     use super::{AT_SEQ, META_KEY, RUNNING_TURN};
     use crate::error::AcpError;
-    use crate::runner::{last_turn_boundary, newest_first};
     use crate::shared::Shared;
     use agent_client_protocol::v1::schema::{
         ForkSessionRequest, ForkSessionResponse, Meta, SessionId as AcpSessionId,
     };
-    use dsh_session::event::{TURN_END, TURN_START};
-    use dsh_session::SessionId;
+    use dsh_session::{open_turn, SessionId};
     use dsh_session_fork::{
         AsyncSessionFork, BoundaryProblem, ForkSessionOptions, SessionFork, SessionForkError,
     };
@@ -85,9 +83,8 @@ mod served {
             }
             let session = self.store.arc().ok()?.get(source)?;
             let events = session.events();
-            let start = last_turn_boundary(&events).filter(|event| event.kind == TURN_START)?;
-            let turn = start.turn()?;
-            let end = newest_first(&events).find(|event| event.kind == TURN_END)?;
+            let turn = open_turn(&events)?.turn()?;
+            let end = events.last_turn_end()?;
             Some((end.seq, turn))
         }
     }

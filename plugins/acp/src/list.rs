@@ -9,7 +9,6 @@
 //! a cwd are not listed (ACP requires one).
 
 use crate::error::AcpError;
-use crate::runner::newest_first;
 use crate::shared::Shared;
 use crate::updates::SESSION_TITLE;
 use agent_client_protocol::v1::schema::{
@@ -44,7 +43,8 @@ impl Entry {
         let events = session.events();
         let mut entry = Entry::stored(session.header())?;
         entry.updated_ms = events.last().map(|event| event.time);
-        entry.title = newest_first(&events)
+        entry.title = events
+            .newest_first()
             .find(|event| event.kind == SESSION_TITLE)
             .and_then(|event| event.data.get_str("title"));
         Some(entry)

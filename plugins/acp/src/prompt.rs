@@ -4,7 +4,7 @@
 //! runner wrote.
 
 use crate::error::AcpError;
-use crate::runner::{last_turn_boundary, Turn, TurnError};
+use crate::runner::{Turn, TurnError};
 use crate::shared::Shared;
 use crate::turns::ConnectionTurns;
 use crate::updates::Updates;
@@ -13,10 +13,10 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
-use dsh_session::event::{STEP_END, TURN_END, TURN_START, USER_MESSAGE};
+use dsh_session::event_type::{STEP_END, USER_MESSAGE};
 use dsh_session::{
-    interrupted_turn_closers, AsyncSessionStore, EventDraft, Session, SessionEvent, SessionId,
-    TurnEndReason,
+    interrupted_turn_closers, open_turn, AsyncSessionStore, EventDraft, Session, SessionEvent,
+    SessionId, TurnEndReason,
 };
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -212,8 +212,7 @@ pub(crate) fn send_updates(
 /// events appended (none when the last turn is closed).
 fn close_open_turn(session: &Arc<Session>) -> Result<Vec<Arc<SessionEvent>>, AcpError> {
     let events = session.events();
-    let open = last_turn_boundary(&events).is_some_and(|event| event.kind == TURN_START);
-    if !open {
+    if open_turn(&events).is_none() {
         return Ok(Vec::new());
     }
     let closers = interrupted_turn_closers(events.iter().map(|event| &**event));
@@ -242,10 +241,9 @@ fn close_open_turn(session: &Arc<Session>) -> Result<Vec<Arc<SessionEvent>>, Acp
 fn stop_reason(session: &Session, start: usize) -> Result<StopReason, String> {
     let events = session.events();
     let reason = events
-        .iter_from(start)
-        .filter(|event| event.kind == TURN_END)
-        .last()
-        .and_then(|event| event.turn_end_reason());
+        .last_turn_end()
+        .filter(|end| end.seq >= start as u64)
+        .and_then(|end| end.turn_end_reason());
     Ok(match reason {
         Some(TurnEndReason::Aborted(_) | TurnEndReason::Disposed) => StopReason::Cancelled,
         Some(TurnEndReason::MaxTokens) => StopReason::MaxTokens,

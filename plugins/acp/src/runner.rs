@@ -24,8 +24,7 @@
 //! own text).
 
 use agent_client_protocol::v1::schema::ContentBlock;
-use dsh_session::event::{TURN_END, TURN_START};
-use dsh_session::{AppendError, Events, Session, SessionEvent};
+use dsh_session::{AppendError, Session};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -81,7 +80,7 @@ impl Turn {
     /// (turns count from 1, and a fork child continues its parent's numbering).
     pub fn number(&self) -> u64 {
         let events = self.session.events();
-        let last = last_turn_boundary(&events).and_then(|event| event.turn());
+        let last = events.last_turn_boundary().and_then(|event| event.turn());
         last.map_or(1, |turn| turn + 1)
     }
 
@@ -97,18 +96,6 @@ impl Turn {
             .collect::<Vec<_>>()
             .join("\n\n")
     }
-}
-
-/// The events of `events`, the last first.
-pub(crate) fn newest_first(events: &Events) -> impl Iterator<Item = &Arc<SessionEvent>> {
-    (0..events.len())
-        .rev()
-        .filter_map(|index| events.get(index))
-}
-
-/// The last `turn/start` or `turn/end` of `events`: a `turn/start` means a turn is open.
-pub(crate) fn last_turn_boundary(events: &Events) -> Option<&Arc<SessionEvent>> {
-    newest_first(events).find(|event| event.kind == TURN_START || event.kind == TURN_END)
 }
 
 /// A cancellation signal shared by `dsh-acp` and a running turn. Cheap to clone.

@@ -17,7 +17,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallId,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
-use dsh_session::event::{
+use dsh_session::event_type::{
     ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE,
 };
 use dsh_session::SessionEvent;

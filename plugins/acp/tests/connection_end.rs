@@ -5,7 +5,7 @@
 
 use dsh_acp::{AcpPlugin, AcpServer, Turn, TurnError, TurnFuture, TurnRunner};
 use dsh_core::{BoxError, Context, ContextConfig, NoConfig, Plugin, Scope, ServiceKey};
-use dsh_session::event::ASSISTANT_CHUNK;
+use dsh_session::event_type::ASSISTANT_CHUNK;
 use dsh_session::{EventDraft, SessionId, SessionPlugin, SessionStore, TurnEndReason};
 use dsh_session_jsonl::SessionJsonlPlugin;
 use futures::channel::mpsc;

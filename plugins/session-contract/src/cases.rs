@@ -11,10 +11,8 @@ use crate::support::{
     meta, store, stored_with_turns, tricky_event, turn_drafts, turns, CWD,
 };
 use crate::Fixture;
-use dsh_session::{
-    CreateOptions, EventDraft, PersistenceError, SessionEvent, SessionId, SessionPersistence,
-    SurfaceOp, TurnEndReason,
-};
+use dsh_session::backend::{PersistenceError, SessionPersistence};
+use dsh_session::{CreateOptions, EventDraft, SessionEvent, SessionId, SurfaceOp, TurnEndReason};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -7,9 +7,8 @@
 use crate::support::{json_texts, meta, turn_drafts};
 use crate::Fixture;
 use dsh_core::{AnyPlugin, Context, LoadOptions};
-use dsh_session::{
-    CreateOptions, EventDraft, Session, SessionId, SessionPersistence, SessionPlugin, SessionStore,
-};
+use dsh_session::backend::SessionPersistence;
+use dsh_session::{CreateOptions, EventDraft, Session, SessionId, SessionPlugin, SessionStore};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;

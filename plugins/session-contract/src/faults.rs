@@ -19,11 +19,13 @@
 use crate::support::{json_texts, meta, plugin_context, store, turn_drafts};
 use crate::Fixture;
 use dsh_core::{AnyPlugin, Context};
-use dsh_session::event::TURN_START;
+use dsh_session::backend::{
+    ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
+};
+use dsh_session::event_type::TURN_START;
 use dsh_session::{
-    check_invariants, CreateOptions, EventDraft, ListedSession, PersistenceError, Resumed, Session,
-    SessionEvent, SessionHeader, SessionId, SessionPersistence, SessionPlugin, StoredSession,
-    StoredTail,
+    check_invariants, CreateOptions, EventDraft, Resumed, Session, SessionEvent, SessionHeader,
+    SessionId, SessionPlugin,
 };
 use parking_lot::Mutex;
 use std::fs;

@@ -33,7 +33,8 @@ pub use server::postgres_url;
 pub use support::turn_drafts;
 
 use dsh_core::AnyPlugin;
-use dsh_session::{SessionId, SessionPersistence};
+use dsh_session::backend::SessionPersistence;
+use dsh_session::SessionId;
 use std::any::Any;
 use std::sync::Arc;
 

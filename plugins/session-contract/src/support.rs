@@ -2,9 +2,10 @@
 
 use crate::Fixture;
 use dsh_core::{AnyPlugin, Context, LoadOptions};
+use dsh_session::backend::{PersistenceError, SessionPersistence, StoredSession};
 use dsh_session::{
-    EventDraft, PersistenceError, SessionEvent, SessionHeader, SessionId, SessionMeta,
-    SessionPersistence, SessionPlugin, SessionStore, StoredSession, TurnEndReason,
+    EventDraft, SessionEvent, SessionHeader, SessionId, SessionMeta, SessionPlugin, SessionStore,
+    TurnEndReason,
 };
 use serde_json::json;
 use std::sync::Arc;

@@ -3,8 +3,8 @@
 
 use crate::codes;
 use dsh_core::Unavailable;
-use dsh_session::codes as session_codes;
-use dsh_session::{PersistenceError, SessionId, SessionIdError, StoreError, StoredLogError};
+use dsh_session::backend::PersistenceError;
+use dsh_session::{codes as session_codes, SessionId, SessionIdError, StoreError, StoredLogError};
 use std::fmt;
 
 /// Why a fork boundary is `INVALID_BOUNDARY`.
@@ -163,6 +163,50 @@ impl SessionForkError {
             SessionForkError::StoredLog { source, .. } => source.code(),
             SessionForkError::Unavailable { source, .. } => source.code(),
             SessionForkError::Create { source, .. } => source.code(),
+        }
+    }
+}
+
+/// What the store was doing for a fork when it failed ([`SessionForkError::from_store`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StoreStep {
+    /// Reading a stored source ([`dsh_session::SessionStore::read_stored`]).
+    ReadSource,
+    /// Creating the child ([`dsh_session::SessionStore::create`]).
+    CreateChild,
+}
+
+impl SessionForkError {
+    /// The fork error of the store's failure `error` while it was doing `step` for a fork of
+    /// session `source`: a source the read did not find, could not read or could not restore
+    /// keeps its own variant (`SESSION_NOT_FOUND`, `CAPABILITY_UNAVAILABLE`, the backend's or
+    /// the upgrade step's code), a child id that lost a race is `SESSION_ALREADY_EXISTS`, and
+    /// any other failure is [`SessionForkError::Create`] naming the source, with the store's
+    /// code.
+    pub(crate) fn from_store(
+        source: &SessionId,
+        step: StoreStep,
+        error: StoreError,
+    ) -> SessionForkError {
+        use StoreStep::{CreateChild, ReadSource};
+        match (step, error) {
+            (ReadSource, StoreError::NotFound { id }) => SessionForkError::SessionNotFound { id },
+            (ReadSource, StoreError::Unavailable { id, source }) => {
+                SessionForkError::Unavailable { id, source }
+            }
+            (ReadSource, StoreError::Persistence { id, source }) => {
+                SessionForkError::Persistence { id, source }
+            }
+            (ReadSource, StoreError::StoredLog { id, source }) => {
+                SessionForkError::StoredLog { id, source }
+            }
+            (CreateChild, StoreError::AlreadyExists { id }) => {
+                SessionForkError::SessionAlreadyExists { id }
+            }
+            (_, other) => SessionForkError::Create {
+                id: source.clone(),
+                source: Box::new(other),
+            },
         }
     }
 }

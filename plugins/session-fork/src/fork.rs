@@ -2,17 +2,14 @@
 //! extensions of reference sections 7 and 8: an earlier boundary, forks of stored sessions that
 //! are not live (`fork_stored`), and lineage queries (in [`crate::lineage`]).
 
-use crate::error::{BoundaryProblem, SessionForkError};
+use crate::error::{BoundaryProblem, SessionForkError, StoreStep};
 use dsh_core::Dep;
-use dsh_session::event::TURN_END;
+use dsh_session::event_type::TURN_END;
 use dsh_session::{
     CreateOptions, Events, Seed, Session, SessionEvent, SessionHeader, SessionId, SessionMeta,
-    SessionStore, StoreError,
+    SessionStore, MAX_SAFE_INTEGER,
 };
 use std::sync::Arc;
-
-/// The largest seq dsh accepts (`Number.MAX_SAFE_INTEGER`, 2^53 - 1).
-const MAX_SAFE_SEQ: u64 = (1 << 53) - 1;
 
 /// What to fork: a live [`Session`] object or the id of a session (live only for
 /// [`SessionFork::snapshot`] and [`SessionFork::fork`], live or stored for
@@ -302,7 +299,7 @@ fn seed_len<'a>(
         boundary: boundary.to_string(),
         reason,
     };
-    if boundary > MAX_SAFE_SEQ {
+    if boundary > MAX_SAFE_INTEGER {
         return Err(invalid(BoundaryProblem::NotSafeInteger));
     }
     let index = usize::try_from(boundary).ok().filter(|&index| index < len);
@@ -330,17 +327,7 @@ fn read_stored(
 ) -> Result<(SessionHeader, Vec<SessionEvent>), SessionForkError> {
     let stored = store
         .read_stored(id, boundary.map(|boundary| boundary.saturating_add(1)))
-        .map_err(|error| match error {
-            StoreError::NotFound { id } => SessionForkError::SessionNotFound { id },
-            StoreError::Unavailable { id, source } => SessionForkError::Unavailable { id, source },
-            StoreError::Persistence { id, source } => SessionForkError::Persistence { id, source },
-            StoreError::StoredLog { id, source } => SessionForkError::StoredLog { id, source },
-            // The store's read fails in none of its other ways.
-            other => SessionForkError::Create {
-                id: id.clone(),
-                source: Box::new(other),
-            },
-        })?;
+        .map_err(|error| SessionForkError::from_store(id, StoreStep::ReadSource, error))?;
     Ok((stored.header, stored.events))
 }
 
@@ -362,13 +349,7 @@ fn create_child(
 ) -> Result<Arc<Session>, SessionForkError> {
     store
         .create(session_id, CreateOptions::new(seed, meta))
-        .map_err(|error| match error {
-            StoreError::AlreadyExists { id } => SessionForkError::SessionAlreadyExists { id },
-            source_error => SessionForkError::Create {
-                id: source.clone(),
-                source: Box::new(source_error),
-            },
-        })
+        .map_err(|error| SessionForkError::from_store(source, StoreStep::CreateChild, error))
 }
 
 fn snapshot_in(

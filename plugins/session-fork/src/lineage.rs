@@ -6,10 +6,9 @@
 
 use crate::error::SessionForkError;
 use crate::fork::SessionFork;
-use dsh_session::event::TURN_END;
-use dsh_session::{
-    PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence, SessionStore,
-};
+use dsh_session::backend::{PersistenceError, SessionPersistence};
+use dsh_session::event_type::TURN_END;
+use dsh_session::{Events, SessionEvent, SessionHeader, SessionId, SessionStore};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -127,8 +126,7 @@ impl Known {
         if let Some(live) = self.store.get(&header.id) {
             let events = live.events();
             let seed_len = usize::try_from(seed_len).map_or(events.len(), |n| n.min(events.len()));
-            let newest_first = (0..seed_len).rev().filter_map(|i| events.get(i));
-            return Ok(last_turn(newest_first.map(|e| &**e)));
+            return Ok(turn_of(events.prefix(seed_len).last_turn_end()));
         }
         let Some(backend) = &self.backend else {
             return Ok(0);
@@ -147,16 +145,13 @@ impl Known {
         let stored = backend
             .read_prefix(&header.id, seed_len)
             .map_err(read_error)?;
-        Ok(last_turn(stored.events.iter().rev()))
+        Ok(turn_of(Events::from_vec(stored.events).last_turn_end()))
     }
 }
 
-/// The turn number of the first `turn/end` in `newest_first` (a log read backwards), 0 when
-/// there is none.
-fn last_turn<'a>(mut newest_first: impl Iterator<Item = &'a SessionEvent>) -> u64 {
-    newest_first
-        .find(|event| event.kind == TURN_END)
-        .map_or(0, |event| event.turn().unwrap_or(0))
+/// The turn number of `end`, a `turn/end`; 0 when there is none (or it has no number).
+fn turn_of(end: Option<&Arc<SessionEvent>>) -> u64 {
+    end.and_then(|end| end.turn()).unwrap_or(0)
 }
 
 fn persistence(id: &SessionId, source: PersistenceError) -> SessionForkError {

@@ -7,10 +7,12 @@ mod common;
 
 use common::turn;
 use dsh_core::{BoxError, Context, NoConfig, Plugin, Scope, ServiceKey};
+use dsh_session::backend::{
+    ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
+};
 use dsh_session::{
-    CreateOptions, EventDraft, ListedSession, PersistenceError, Session, SessionEvent,
-    SessionHeader, SessionId, SessionMeta, SessionPersistence, SessionPlugin, SessionStore,
-    StoredSession, StoredTail,
+    CreateOptions, EventDraft, Session, SessionEvent, SessionHeader, SessionId, SessionMeta,
+    SessionPlugin, SessionStore,
 };
 use dsh_session_fork::{ForkSessionOptions, SessionFork, SessionForkPlugin};
 use serde_json::json;
@@ -62,10 +64,6 @@ impl SessionPersistence for Memory {
             .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
         stored.extend(events.iter().map(|e| SessionEvent::clone(e)));
         Ok(())
-    }
-
-    fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
-        self.read(id, usize::MAX)
     }
 
     fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {

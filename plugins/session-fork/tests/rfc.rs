@@ -5,7 +5,7 @@ mod common;
 
 use common::{context, live};
 use dsh_core::{Context, PluginState};
-use dsh_session::event::{ASSISTANT_MESSAGE, STEP_START, TOOL_CALL, TURN_START, USER_MESSAGE};
+use dsh_session::event_type::{ASSISTANT_MESSAGE, STEP_START, TOOL_CALL, TURN_START, USER_MESSAGE};
 use dsh_session::{EventDraft, Session, SessionId, SessionPlugin, SessionStore, TurnEndReason};
 use dsh_session_fork::{ForkSessionOptions, SessionFork, SessionForkError, SessionForkPlugin};
 use serde_json::json;

@@ -17,10 +17,10 @@ use crate::scan::{scan_prefix, Scanned};
 use crate::store_dir::{dangling, StoreDir};
 use crate::tail::read_clean_tail;
 use crate::write::{check_storable, write_records, Cursor, Step, CREATE_CHUNK_BYTES};
-use dsh_session::{
-    ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId, SessionPersistence,
-    StoredLog, StoredSession, StoredTail,
+use dsh_session::backend::{
+    ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredSession, StoredTail,
 };
+use dsh_session::{SessionEvent, SessionHeader, SessionId};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};

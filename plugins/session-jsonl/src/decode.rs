@@ -9,9 +9,9 @@
 //! [`crate::record`], whose rules and messages are the reference: the fast path accepts
 //! exactly a subset of what the general path accepts, with the same result.
 
-use crate::json::{is_integer, js_display, ParseError, MAX_SAFE_INTEGER};
+use crate::json::{is_integer, js_display, ParseError};
 use crate::record::{expand_record, into_event, is_row_tag, parse_line, Record};
-use dsh_session::event::TURN_END;
+use dsh_session::event_type::TURN_END;
 use dsh_session::{EventData, SessionEvent, SurfaceOp};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -113,7 +113,7 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
 /// The event of a line the fast path accepts in full, else `None` (the general path decides).
 fn fast_event(line: &[u8]) -> Option<SessionEvent> {
     let wire: WireEvent = serde_json::from_slice(line).ok()?;
-    if is_row_tag(&wire.kind) || wire.time.unsigned_abs() > MAX_SAFE_INTEGER as u64 {
+    if is_row_tag(&wire.kind) || wire.time.unsigned_abs() > dsh_session::MAX_SAFE_INTEGER {
         return None;
     }
     let ignorable = match wire.ignorable {

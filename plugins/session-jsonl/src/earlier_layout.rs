@@ -10,7 +10,8 @@
 
 use crate::error::io_error;
 use crate::layout::{id_segment, is_cwd_folder};
-use dsh_session::{PersistenceError, SessionId};
+use dsh_session::backend::PersistenceError;
+use dsh_session::SessionId;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};

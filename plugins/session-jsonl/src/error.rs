@@ -5,7 +5,8 @@
 use crate::decode::Decoded;
 use crate::header_line::HeaderError;
 use crate::scan::ReadError;
-use dsh_session::{PersistenceError, SessionEvent};
+use dsh_session::backend::PersistenceError;
+use dsh_session::SessionEvent;
 use std::io;
 use std::path::Path;
 

@@ -16,23 +16,23 @@
 //! them as [`javascript_reading`] says: a lone surrogate as U+FFFD, an infinite number as
 //! `null` (what `JSON.stringify` writes for Infinity, so what dsh writes back).
 
-use dsh_session::data::{deserialize_deep, nesting_depth};
+use dsh_session::backend::{deserialize_deep, nesting_depth};
 use serde_json::{Number, Value};
 use std::borrow::Cow;
 
-/// The largest integer a double holds exactly (`Number.MAX_SAFE_INTEGER`).
-pub(crate) const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+/// [`dsh_session::MAX_SAFE_INTEGER`] as the signed integer the JSON reader compares with.
+pub(crate) const MAX_SAFE_INTEGER: i64 = dsh_session::MAX_SAFE_INTEGER as i64;
 
 /// The deepest nesting of arrays and objects [`parse`] reads: one level (the record) above
-/// the deepest `data` an event holds ([`dsh_session::data::MAX_DEPTH`], which says why), so
+/// the deepest `data` an event holds ([`dsh_session::backend::MAX_DEPTH`], which says why), so
 /// that a line is refused exactly when its data would be.
-pub(crate) const MAX_DEPTH: usize = dsh_session::data::MAX_DEPTH + 1;
+pub(crate) const MAX_DEPTH: usize = dsh_session::backend::MAX_DEPTH + 1;
 
 /// Why a line did not parse: as JSON, or (a packed row) into the events it stores
 /// ([`ParseError::Invalid`], which dsh calls unparsable), or nesting beyond [`MAX_DEPTH`]
 /// ([`ParseError::TooDeep`]: dsh reads it, so it is no damage, and a reader refuses the file
 /// rather than drop the line). The errors of event data itself.
-pub(crate) use dsh_session::data::DataError as ParseError;
+pub(crate) use dsh_session::DataError as ParseError;
 
 /// Parses `text` as one JSON value as `JSON.parse` reads it, nested at most [`MAX_DEPTH`]
 /// levels deep.

@@ -8,7 +8,8 @@
 //! Finding the file of a stored session follows symbolic links: a cwd folder may be a link,
 //! and two paths that lead to the same physical file are one file.
 
-use dsh_session::{PersistenceError, SessionHeader, SessionId};
+use dsh_session::backend::PersistenceError;
+use dsh_session::{SessionHeader, SessionId};
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! line, the storage records (verbatim events and the packed chunk rows dsh writes), the
 //! scanner that finds a file's committed prefix and torn tail, the backward read of a plain
 //! file's end that serves a follower's `read_from`, and [`JsonlPersistence`], which
-//! implements [`dsh_session::SessionPersistence`] over them. It knows the session crate's
+//! implements [`dsh_session::backend::SessionPersistence`] over them. It knows the session crate's
 //! events, header and persistence seam, and nothing else: not fork (a fork child is persisted
 //! like any session, header with lineage plus its seed), not the store's internals, not which
 //! plugin calls it.

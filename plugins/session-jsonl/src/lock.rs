@@ -4,7 +4,8 @@
 
 use crate::error::io_error;
 use crate::folder::Folder;
-use dsh_session::{PersistenceError, SessionId};
+use dsh_session::backend::PersistenceError;
+use dsh_session::SessionId;
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io;

@@ -1,6 +1,6 @@
 //! A session file read as a stream of events ([`JsonlLog`], the [`StoredLog`] of this crate):
 //! what `dsh check` reads any file through, and [`crate::JsonlPersistence`]'s
-//! [`dsh_session::SessionPersistence::open_log`]. The file is read with positional reads, so
+//! [`dsh_session::backend::SessionPersistence::open_log`]. The file is read with positional reads, so
 //! that an earlier event can be read again (from the checkpoint before it) while the stream
 //! goes on.
 
@@ -10,7 +10,8 @@ use crate::error::{event_at, io_error, read_error};
 use crate::file_end::FileEnd;
 use crate::layout::is_compressed;
 use crate::scan::{FileScan, ScanEnd, Scanned};
-use dsh_session::{PersistenceError, SessionEvent, SessionHeader, StoredLog};
+use dsh_session::backend::{PersistenceError, StoredLog};
+use dsh_session::{SessionEvent, SessionHeader};
 use std::borrow::Borrow;
 use std::fs::File;
 use std::io::{self, Read};
@@ -98,7 +99,7 @@ pub(crate) fn scan_file(path: &Path, file: &File) -> Result<(Scanned, FileEnd), 
 /// It holds the piece of the file being read, the longest line, the events of the piece not
 /// handed out yet and a checkpoint per mebibyte of the file's text (a few bytes each), never
 /// the file. Its refusals are those of [`crate::read_session_file`] (and of
-/// [`dsh_session::SessionPersistence::load`]): damage the read finds comes before an event
+/// [`dsh_session::backend::SessionPersistence::load`]): damage the read finds comes before an event
 /// that is not a valid envelope, which is reported once the whole file was read.
 pub struct JsonlLog {
     path: PathBuf,

@@ -2,7 +2,7 @@
 
 use crate::backend::{Compression, JsonlPersistence};
 use dsh_core::{BoxError, Plugin, PluginError, Scope, ServiceKey};
-use dsh_session::SessionPersistence;
+use dsh_session::backend::{non_empty_path, SessionPersistence};
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,21 +15,15 @@ use std::sync::Arc;
 #[serde(deny_unknown_fields)]
 pub struct JsonlConfig {
     /// The store folder.
-    #[serde(deserialize_with = "non_empty_path")]
+    #[serde(deserialize_with = "store_folder")]
     pub root: PathBuf,
     /// The form of new session files.
     #[serde(default)]
     pub compression: Compression,
 }
 
-fn non_empty_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
-    let path = PathBuf::deserialize(d)?;
-    if path.as_os_str().is_empty() {
-        return Err(serde::de::Error::custom(
-            "the store folder must not be empty",
-        ));
-    }
-    Ok(path)
+fn store_folder<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+    non_empty_path(d, "the store folder")
 }
 
 /// The `dsh-session-jsonl` plugin: provides `dyn SessionPersistence` over

@@ -10,7 +10,7 @@ use crate::folder::{not_regular, open_regular_at, Opened};
 use crate::layout::{check_placement, is_compressed};
 use crate::log::JsonlLog;
 use crate::scan::{read_header, scan_bytes, Scanned};
-use dsh_session::{ListedSession, PersistenceError, StoredSession};
+use dsh_session::backend::{ListedSession, PersistenceError, StoredSession};
 use std::fs::{self, File};
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -24,7 +24,7 @@ use std::path::Path;
 /// [`PersistenceError::Io`] for a path that is not a regular file (a FIFO, a device, a
 /// folder), refused before it is opened.
 ///
-/// [`SessionPersistence::load`]: dsh_session::SessionPersistence::load
+/// [`SessionPersistence::load`]: dsh_session::backend::SessionPersistence::load
 pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError> {
     let (scanned, end) = scan_path(path)?;
     into_stored(path, scanned, u64::MAX, end.len())
@@ -47,7 +47,7 @@ pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError>
 /// let stored = read_session_bytes(Path::new("session.jsonl"), text.as_bytes())?;
 /// assert_eq!(stored.events.len(), 1);
 /// assert!(stored.dropped_tail.is_some());
-/// # Ok::<(), dsh_session::PersistenceError>(())
+/// # Ok::<(), dsh_session::backend::PersistenceError>(())
 /// ```
 ///
 /// Errors: as [`read_session_file`], never [`PersistenceError::Io`].

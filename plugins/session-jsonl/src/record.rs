@@ -14,9 +14,9 @@
 //! ms). This crate reads rows and writes every event verbatim.
 
 use crate::json::{self, is_integer, safe_integer, ParseError, MAX_SAFE_INTEGER};
-use dsh_session::event::ASSISTANT_CHUNK;
-use dsh_session::validate::{check_storable, ValidationError};
-use dsh_session::{EventData, PersistenceError, SessionEvent, SessionId};
+use dsh_session::backend::{check_storable, PersistenceError};
+use dsh_session::event_type::ASSISTANT_CHUNK;
+use dsh_session::{EventData, SessionEvent, SessionId, ValidationError};
 use serde_json::{json, Map, Value};
 
 /// Parses one line (without its newline) as JSON, nested up to [`json::MAX_DEPTH`] levels

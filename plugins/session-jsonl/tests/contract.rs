@@ -3,7 +3,8 @@
 //! `session.jsonl.zstd`.
 
 use dsh_core::AnyPlugin;
-use dsh_session::{SessionId, SessionPersistence};
+use dsh_session::backend::SessionPersistence;
+use dsh_session::SessionId;
 use dsh_session_contract::Fixture;
 use dsh_session_jsonl::{Compression, JsonlPersistence, SessionJsonlPlugin};
 use serde_json::{json, Value};

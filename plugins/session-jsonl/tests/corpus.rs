@@ -2,11 +2,9 @@
 //! restores as dsh restores it (per the oracle's verdicts in `corpus/dsh-rc8.expected.jsonl`).
 //! Skips with a printed reason when the shared folder is absent.
 
-use dsh_session::fold::project;
-use dsh_session::validate::validate_restored;
+use dsh_session::backend::{PersistenceError, SessionPersistence};
 use dsh_session::{
-    check_invariants, prepare_stored_events, PersistenceError, SessionEvent, SessionId,
-    SessionPersistence,
+    check_invariants, prepare_stored_events, project, validate_restored, SessionEvent, SessionId,
 };
 use dsh_session_jsonl::layout::session_file;
 use dsh_session_jsonl::{read_session_file, JsonlPersistence};

@@ -11,9 +11,10 @@
 mod support;
 
 use dsh_core::{Context, LoadOptions};
+use dsh_session::backend::{PersistenceError, SessionPersistence, StoredSession};
 use dsh_session::{
-    check_invariants, CreateOptions, EventDraft, PersistenceError, SessionEvent, SessionId,
-    SessionMeta, SessionPersistence, SessionPlugin, SessionStore, StoredSession, TurnEndReason,
+    check_invariants, CreateOptions, EventDraft, SessionEvent, SessionId, SessionMeta,
+    SessionPlugin, SessionStore, TurnEndReason,
 };
 use dsh_session_jsonl::layout::compressed_session_file;
 use dsh_session_jsonl::{read_session_bytes, Compression, JsonlPersistence, SessionJsonlPlugin};

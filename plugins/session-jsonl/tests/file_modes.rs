@@ -8,7 +8,8 @@
 
 mod support;
 
-use dsh_session::{SessionId, SessionPersistence};
+use dsh_session::backend::SessionPersistence;
+use dsh_session::SessionId;
 use dsh_session_jsonl::layout::{compressed_session_file, session_file};
 use dsh_session_jsonl::{Compression, JsonlPersistence};
 use std::os::unix::fs::PermissionsExt;

@@ -4,7 +4,8 @@
 
 mod support;
 
-use dsh_session::{SessionId, SessionPersistence, StoredSession};
+use dsh_session::backend::{SessionPersistence, StoredSession};
+use dsh_session::SessionId;
 use dsh_session_jsonl::layout::{compressed_session_file, session_file};
 use dsh_session_jsonl::{Compression, JsonlPersistence};
 use std::fs::{self, OpenOptions};

@@ -6,7 +6,8 @@
 mod support;
 
 use dsh_core::{Context, LoadOptions, PluginState};
-use dsh_session::{PersistenceError, SessionId, SessionPersistence};
+use dsh_session::backend::{PersistenceError, SessionPersistence};
+use dsh_session::SessionId;
 use dsh_session_jsonl::layout::{session_dir, session_file};
 use dsh_session_jsonl::{Compression, JsonlPersistence, SessionJsonlPlugin};
 use serde_json::json;

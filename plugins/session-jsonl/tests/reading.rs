@@ -2,7 +2,8 @@
 
 mod support;
 
-use dsh_session::{PersistenceError, SessionEvent, SessionId, SessionPersistence};
+use dsh_session::backend::{PersistenceError, SessionPersistence};
+use dsh_session::{SessionEvent, SessionId};
 use dsh_session_jsonl::JsonlPersistence;
 use serde_json::json;
 use std::fs;
@@ -25,7 +26,7 @@ fn turn_lines(first: u64, len: u64) -> Vec<String> {
 fn load(
     store: &JsonlPersistence,
     id: &str,
-) -> Result<dsh_session::StoredSession, PersistenceError> {
+) -> Result<dsh_session::backend::StoredSession, PersistenceError> {
     store.load(&SessionId::new(id))
 }
 

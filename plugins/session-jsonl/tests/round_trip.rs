@@ -3,7 +3,8 @@
 
 mod support;
 
-use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionPersistence};
+use dsh_session::backend::SessionPersistence;
+use dsh_session::{SessionEvent, SessionHeader, SessionId};
 use dsh_session_jsonl::{read_session_file, Compression, JsonlPersistence};
 use proptest::prelude::*;
 use serde_json::{json, Value};

@@ -2,8 +2,8 @@
 //! verdict of a whole read, plain and compressed, when a rule reads an earlier event again
 //! from far back in the file.
 
-use dsh_session::validate::validate_restored;
-use dsh_session::{prepare_stored_events, restore_each, SessionEvent, StoredLog};
+use dsh_session::backend::StoredLog;
+use dsh_session::{prepare_stored_events, restore_each, validate_restored, SessionEvent};
 use dsh_session_jsonl::{read_session_file, read_session_log};
 use serde_json::json;
 use std::path::Path;

@@ -10,7 +10,8 @@
 
 mod support;
 
-use dsh_session::{PersistenceError, SessionId, SessionPersistence};
+use dsh_session::backend::{PersistenceError, SessionPersistence};
+use dsh_session::SessionId;
 use dsh_session_jsonl::layout::{session_dir, session_file};
 use dsh_session_jsonl::JsonlPersistence;
 use rustix::fs::{renameat_with, RenameFlags, CWD};

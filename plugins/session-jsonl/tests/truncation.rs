@@ -6,7 +6,7 @@
 //! cut inside the header line is `LOG_CORRUPT` and leaves the file as it is.
 
 use dsh_core::{Context, LoadOptions};
-use dsh_session::SessionPersistence;
+use dsh_session::backend::SessionPersistence;
 use dsh_session::{
     check_invariants, CreateOptions, EventDraft, SessionEvent, SessionId, SessionMeta,
     SessionPlugin, SessionStore, TurnEndReason,

@@ -2,7 +2,8 @@
 
 mod support;
 
-use dsh_session::{PersistenceError, SessionId, SessionPersistence};
+use dsh_session::backend::{PersistenceError, SessionPersistence};
+use dsh_session::SessionId;
 use dsh_session_jsonl::layout::session_file;
 use dsh_session_jsonl::{Compression, JsonlPersistence};
 use serde_json::json;

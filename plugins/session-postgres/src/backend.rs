@@ -3,19 +3,20 @@
 use crate::driver::{block, Driver};
 use crate::error::{is_duplicate_key, sql_error, write_error, OpenError, Place};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
-use dsh_session::columns::{
-    events_from_rows, sql_int, tail_from_rows, EventColumns, HeaderColumns, StoredRows,
+use dsh_session::backend::{
+    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
 };
-use dsh_session::{
-    check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
-    SessionPersistence, StoredSession, StoredTail,
+use dsh_session::{SessionEvent, SessionHeader, SessionId};
+use dsh_session_sql::{
+    check_new_session, list_entry, revision_sql, sql_count, sql_int, EventColumns, HeaderColumns,
+    StoredRows,
 };
 use parking_lot::Mutex;
 use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_postgres::{Client, IsolationLevel, Row, Statement, Transaction};
+use tokio_postgres::{Client, IsolationLevel, Statement, Transaction};
 
 /// How long a write waits for another connection (another process) that holds the session's
 /// row lock before failing with [`PersistenceError::Locked`]: 5 seconds.
@@ -175,12 +176,10 @@ struct Statements {
     list: String,
 }
 
-/// The revision of the session whose id `id` names (an SQL expression) in namespace `s`: one
-/// past its greatest stored seq, 0 for an empty log (the number of stored events, for a log
-/// without a gap), which is also the seq its next event must carry. One backward step in the
-/// `(session_id, seq)` primary key, not a scan of the log.
+/// The revision of the session whose id `id` names (an SQL expression) in namespace `s`
+/// ([`revision_sql`]).
 fn revision(s: &str, id: &str) -> String {
-    format!("(SELECT COALESCE(MAX(seq) + 1, 0) FROM {s}.events WHERE session_id = {id})")
+    revision_sql(&format!("{s}.events"), id)
 }
 
 impl Statements {
@@ -322,8 +321,7 @@ impl PostgresPersistence {
 
     /// Reads session `id` in one read-only repeatable read transaction, so that header,
     /// revision and events are of one committed state: the events with seq `from` and later,
-    /// at most `limit` of them. Rows read from seq 0 are checked by [`events_from_rows`], a
-    /// tail by [`tail_events`].
+    /// at most `limit` of them, checked as [`StoredRows::from_rows`] checks them.
     fn read(&self, id: &SessionId, from: u64, limit: u64) -> Result<StoredRows, PersistenceError> {
         let not_found = || PersistenceError::NotFound { id: id.clone() };
         if id.as_str().contains('\0') {
@@ -353,25 +351,18 @@ impl PostgresPersistence {
         // The first statement's error first: the second fails only because the first did.
         let row = row.map_err(self.failed())?.ok_or_else(not_found)?;
         let rows = rows.map_err(self.failed())?;
-        let header = header_columns(&row)
+        let header = HeaderColumns::read(&PgRow(&row))
             .map_err(self.failed())?
             .read_header(&store)?;
-        let revision = unsigned(row.try_get(10).map_err(self.failed())?);
+        let revision = sql_count(row.try_get(10).map_err(self.failed())?);
         let rows = rows
             .iter()
-            .map(event_columns)
+            .map(|row| EventColumns::read(&PgRow(row)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(self.failed())?;
-        let events = match from {
-            0 => events_from_rows(&store, id, rows)?,
-            _ => tail_from_rows(&store, id, from, revision, rows)?,
-        };
+        let read = StoredRows::from_rows(&store, id, header, from, revision, rows)?;
         block(tx.commit()).map_err(self.failed())?;
-        Ok(StoredRows {
-            header,
-            events,
-            revision,
-        })
+        Ok(read)
     }
 
     /// Refuses, before anything is sent, an event type PostgreSQL text cannot hold (a NUL
@@ -408,10 +399,8 @@ impl SessionPersistence for PostgresPersistence {
         seed: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError> {
         let id = &header.id;
-        id.check()?;
         let store = self.place.to_string();
-        check_seqs(id, 0, seed)?;
-        dsh_session::columns::check_stored_version(&store, header)?;
+        check_new_session(&store, header, seed)?;
         let row = HeaderColumns::of(header);
         // The id rule refuses a NUL in the id already.
         let texts = [
@@ -499,7 +488,7 @@ impl SessionPersistence for PostgresPersistence {
                 return Ok(());
             }
             let next: i64 = next?.get(0);
-            match check_seqs(id, u64::try_from(next).unwrap_or(0), events) {
+            match check_seqs(id, sql_count(next), events) {
                 Ok(()) => insert_events(tx, &st.insert_events, id, events),
                 Err(mismatch) => {
                     refused = Some(mismatch);
@@ -522,7 +511,7 @@ impl SessionPersistence for PostgresPersistence {
                 .get(0);
                 Err(PersistenceError::SeqMismatch {
                     id: id.clone(),
-                    expected: u64::try_from(next).unwrap_or(0),
+                    expected: sql_count(next),
                     got: events.first().map_or(0, |e| e.seq),
                 })
             }
@@ -530,19 +519,14 @@ impl SessionPersistence for PostgresPersistence {
         }
     }
 
-    /// Reads the header and every event. Never writes; `dropped_tail` is always `None` (a
-    /// transaction is never stored in part).
-    ///
-    /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::VersionUnsupported`];
-    /// [`PersistenceError::HeaderInvalid`] (a column the header cannot take);
-    /// [`PersistenceError::Corrupt`] (a gap in the seqs, or a column that is not the JSON it
-    /// should be); [`PersistenceError::Io`].
-    fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
-        self.read_prefix(id, u64::MAX)
-    }
-
     /// Reads the header and the first `len` events (fewer when the log is shorter), reading
-    /// no row past them (`LIMIT`). Never writes. Errors as [`SessionPersistence::load`].
+    /// no row past them (`LIMIT`); `load` is this read of every event. Never writes;
+    /// `dropped_tail` is always `None` (a transaction is never stored in part).
+    ///
+    /// Errors, for the rows read: [`PersistenceError::NotFound`];
+    /// [`PersistenceError::VersionUnsupported`]; [`PersistenceError::HeaderInvalid`] (a column
+    /// the header cannot take); [`PersistenceError::Corrupt`] (a gap in the seqs, or a column
+    /// that is not the JSON it should be); [`PersistenceError::Io`].
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
         Ok(self.read(id, 0, len)?.into_stored())
     }
@@ -566,22 +550,13 @@ impl SessionPersistence for PostgresPersistence {
         let rows = block(client.client.query(&client.st.list, &[])).map_err(self.failed())?;
         let mut listed = Vec::with_capacity(rows.len());
         for row in &rows {
-            let read = header_columns(row)
-                .and_then(|columns| Ok((columns, unsigned(row.try_get(10)?))))
-                .map_err(self.failed())
-                .and_then(|(columns, revision)| Ok((columns.read_header(&store)?, revision)));
-            match read {
-                Ok((header, revision)) => listed.push(ListedSession { header, revision }),
-                Err(error) => tracing::warn!(%error, "skipping an unreadable session header"),
-            }
+            let read = HeaderColumns::read(&PgRow(row))
+                .and_then(|columns| Ok((columns, row.try_get(10)?)))
+                .map_err(self.failed());
+            listed.extend(list_entry(&store, read));
         }
         Ok(listed)
     }
-}
-
-/// A count read from PostgreSQL (never negative) as `u64`.
-fn unsigned(count: i64) -> u64 {
-    u64::try_from(count).unwrap_or(0)
 }
 
 /// Refuses a schema name PostgreSQL would refuse or silently cut.
@@ -638,31 +613,30 @@ fn insert_events(
     Ok(())
 }
 
-/// A `sessions` row selected with [`HEADER_SELECT`].
-fn header_columns(row: &Row) -> Result<HeaderColumns, tokio_postgres::Error> {
-    Ok(HeaderColumns {
-        id: row.try_get(0)?,
-        version: row.try_get(1)?,
-        created_at: row.try_get(2)?,
-        cwd: row.try_get(3)?,
-        parent_session: row.try_get(4)?,
-        seed_length: row.try_get(5)?,
-        origin: row.try_get(6)?,
-        delegation_depth: row.try_get(7)?,
-        agent_preset: row.try_get(8)?,
-        extra: row.try_get(9)?,
-    })
-}
+/// A PostgreSQL row, read by the shared row mapping ([`HeaderColumns::read`] for a row selected
+/// with [`HEADER_SELECT`], [`EventColumns::read`] for one selected with [`EVENT_SELECT`]).
+struct PgRow<'a>(&'a tokio_postgres::Row);
 
-/// An `events` row selected with [`EVENT_SELECT`].
-fn event_columns(row: &Row) -> Result<EventColumns, tokio_postgres::Error> {
-    Ok(EventColumns {
-        seq: row.try_get(0)?,
-        kind: row.try_get(1)?,
-        time: row.try_get(2)?,
-        data: row.try_get(3)?,
-        surface_op: row.try_get(4)?,
-        source_event_seqs: row.try_get(5)?,
-        ignorable: row.try_get(6)?,
-    })
+impl dsh_session_sql::Row for PgRow<'_> {
+    type Error = tokio_postgres::Error;
+
+    fn int(&self, index: usize) -> Result<i64, tokio_postgres::Error> {
+        self.0.try_get(index)
+    }
+
+    fn opt_int(&self, index: usize) -> Result<Option<i64>, tokio_postgres::Error> {
+        self.0.try_get(index)
+    }
+
+    fn text(&self, index: usize) -> Result<String, tokio_postgres::Error> {
+        self.0.try_get(index)
+    }
+
+    fn opt_text(&self, index: usize) -> Result<Option<String>, tokio_postgres::Error> {
+        self.0.try_get(index)
+    }
+
+    fn opt_bool(&self, index: usize) -> Result<Option<bool>, tokio_postgres::Error> {
+        self.0.try_get(index)
+    }
 }

@@ -4,7 +4,7 @@
 //! sync host, a `current_thread` runtime. A host runtime needs its I/O and time drivers
 //! (`enable_all`, as `#[tokio::main]` sets).
 //!
-//! The backend's calls are sync ([`dsh_session::SessionPersistence`]): each waits for its
+//! The backend's calls are sync ([`dsh_session::backend::SessionPersistence`]): each waits for its
 //! client futures on the calling thread with [`block`], a plain executor that starts no tokio
 //! runtime, so a call is never "a runtime started inside a runtime" (the sync `postgres`
 //! client's panic on a tokio worker). On a worker of a multi-thread runtime the wait is
@@ -14,7 +14,7 @@
 //! run on the backend's own thread for the same reason. Dropping the backend never blocks and
 //! never panics, on any thread: its own runtime is shut down in the background.
 
-use dsh_session::PersistenceError;
+use dsh_session::backend::PersistenceError;
 use std::future::Future;
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio_postgres::{Client, Config, NoTls};

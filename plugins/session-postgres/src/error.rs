@@ -2,7 +2,8 @@
 //! [`PersistenceError`]s; [`OpenError`] for a store that cannot be opened.
 
 use crate::schema::quote;
-use dsh_session::{PersistenceError, SessionId};
+use dsh_session::backend::PersistenceError;
+use dsh_session::SessionId;
 use std::fmt;
 use tokio_postgres::config::Host;
 use tokio_postgres::error::SqlState;

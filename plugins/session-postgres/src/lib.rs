@@ -4,11 +4,11 @@
 //! `(session_id, seq)`, in a schema (namespace) of the config's choosing.
 //!
 //! Owns the tables ([`schema`]), [`PostgresPersistence`], which implements
-//! [`dsh_session::SessionPersistence`] over them with the async `tokio-postgres` client driven
-//! by a runtime of its own (usable and droppable on any thread, tokio workers included), and
-//! the `dsh-session-postgres` plugin ([`SessionPostgresPlugin`]). The row encoding is the
-//! session crate's [`dsh_session::columns`], shared with the SQLite backend. It knows the
-//! session crate's events, header and persistence seam, and nothing else: not fork (a fork
+//! [`dsh_session::backend::SessionPersistence`] over them with the async `tokio-postgres`
+//! client driven by a runtime of its own (usable and droppable on any thread, tokio workers
+//! included), and the `dsh-session-postgres` plugin ([`SessionPostgresPlugin`]). The row
+//! mapping is [`dsh_session_sql`]'s, shared with the SQLite backend. It knows the session
+//! crate's events, header and persistence seam, and nothing else: not fork (a fork
 //! child is persisted like any session, header with lineage plus its seed), not the other
 //! backends, not the store's internals.
 //!
@@ -17,7 +17,8 @@
 //! twice; the loser gets `SEQ_MISMATCH` (or `SESSION_LOCKED` after the lock timeout).
 //!
 //! ```no_run
-//! use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta, SessionPersistence};
+//! use dsh_session::backend::SessionPersistence;
+//! use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta};
 //! use dsh_session_postgres::PostgresPersistence;
 //! use std::sync::Arc;
 //!

@@ -2,7 +2,7 @@
 
 use crate::backend::PostgresPersistence;
 use dsh_core::{BoxError, Plugin, PluginError, Scope, ServiceKey};
-use dsh_session::SessionPersistence;
+use dsh_session::backend::SessionPersistence;
 use serde::Deserialize;
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! [`crate::PostgresPersistence`] runs when it opens.
 //!
 //! The shape is the one the SQLite backend uses (dsh's SQLite schema shape, reference section
-//! 6.4; columns from [`dsh_session::columns`]): `sessions` with the header's fields as columns
+//! 6.4; columns from [`dsh_session_sql`]): `sessions` with the header's fields as columns
 //! plus `extra` (a JSON object of unmodelled header fields), `events` keyed by
 //! `(session_id, seq)`. JSON columns have the type `json`, which keeps the text as written
 //! (key order included) and checks that it parses. The tables live in one PostgreSQL schema
@@ -11,7 +11,7 @@
 
 use crate::driver::block;
 use crate::error::{sql_error, Place};
-use dsh_session::PersistenceError;
+use dsh_session::backend::PersistenceError;
 use tokio_postgres::Client;
 
 /// The schema version this build reads and writes, kept in the table `dsh_schema`. A store

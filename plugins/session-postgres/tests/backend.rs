@@ -7,9 +7,8 @@
 
 mod support;
 
-use dsh_session::{
-    ListedSession, SessionEvent, SessionHeader, SessionId, SessionMeta, SessionPersistence,
-};
+use dsh_session::backend::{ListedSession, SessionPersistence};
+use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta};
 use dsh_session_postgres::PostgresPersistence;
 use serde_json::json;
 use std::sync::Arc;

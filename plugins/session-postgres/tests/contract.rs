@@ -5,7 +5,8 @@
 mod support;
 
 use dsh_core::AnyPlugin;
-use dsh_session::{SessionId, SessionPersistence};
+use dsh_session::backend::SessionPersistence;
+use dsh_session::SessionId;
 use dsh_session_contract::Fixture;
 use dsh_session_postgres::SessionPostgresPlugin;
 use postgres::Client;

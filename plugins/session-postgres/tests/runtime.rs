@@ -10,9 +10,10 @@
 mod support;
 
 use dsh_core::{Context, LoadOptions};
+use dsh_session::backend::SessionPersistence;
 use dsh_session::{
-    CreateOptions, EventDraft, SessionEvent, SessionHeader, SessionId, SessionMeta,
-    SessionPersistence, SessionPlugin, SessionStore, TurnEndReason,
+    CreateOptions, EventDraft, SessionEvent, SessionHeader, SessionId, SessionMeta, SessionPlugin,
+    SessionStore, TurnEndReason,
 };
 use dsh_session_postgres::{PostgresPersistence, SessionPostgresPlugin};
 use serde_json::json;

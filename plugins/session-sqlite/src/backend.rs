@@ -1,15 +1,14 @@
 //! [`SqlitePersistence`]: the [`SessionPersistence`] backend over one SQLite database.
 
-use crate::rows::{
-    event_from_row, header_from_row, insert_events, insert_header, EVENT_COLUMNS, HEADER_COLUMNS,
-};
+use crate::rows::{insert_events, insert_header, SqliteRow, EVENT_COLUMNS, HEADER_COLUMNS};
 use crate::schema::{connect, open_prepared, storage_error};
-use dsh_session::columns::{
-    check_stored_version, events_from_rows, sql_int, tail_from_rows, EventColumns, StoredRows,
+use dsh_session::backend::{
+    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
 };
-use dsh_session::{
-    check_seqs, ListedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
-    SessionPersistence, StoredSession, StoredTail,
+use dsh_session::{SessionEvent, SessionHeader, SessionId};
+use dsh_session_sql::{
+    check_new_session, list_entry, revision_sql, sql_count, sql_int, EventColumns, HeaderColumns,
+    StoredRows,
 };
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -25,10 +24,11 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 /// at once, and closed again when they are done).
 const IDLE_READERS: usize = 4;
 
-/// The revision of the session row `s`: one past its greatest stored seq, 0 for an empty log
-/// (the number of stored events, for a log without a gap). One seek in the `(session_id, seq)`
-/// primary key, not a scan of the log.
-const REVISION: &str = "(SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = s.id)";
+/// The revision of the session row `s` ([`revision_sql`]): one past its greatest stored seq,
+/// 0 for an empty log.
+fn revision() -> String {
+    revision_sql("events", "s.id")
+}
 
 /// Session persistence in one SQLite database file (schema in [`crate::schema`]).
 ///
@@ -262,7 +262,7 @@ impl SqlitePersistence {
             Write::Append { id, rows } => {
                 let next = revision_of(conn, id)?
                     .ok_or_else(|| Refusal::Write(PersistenceError::NotFound { id: id.clone() }))?;
-                match rows.first().map(|row| unsigned(row.seq)) {
+                match rows.first().map(|row| sql_count(row.seq)) {
                     Some(got) if got != next => {
                         return Err(Refusal::Write(PersistenceError::SeqMismatch {
                             id: id.clone(),
@@ -308,7 +308,7 @@ impl SqlitePersistence {
 
     /// Reads session `id` in one read transaction, so that header, revision and events are of
     /// one committed state: the events with seq `from` and later, at most `limit` of them.
-    /// Rows read from seq 0 are checked by [`events_from_rows`], a tail by [`tail_events`].
+    /// The rows are checked as [`StoredRows::from_rows`] checks them.
     fn read(&self, id: &SessionId, from: u64, limit: u64) -> Result<StoredRows, PersistenceError> {
         self.with_reader(|conn| {
             let failed = |e| self.error(id, &e);
@@ -321,19 +321,13 @@ impl SqlitePersistence {
                 ))
                 .map_err(failed)?;
             let rows = select
-                .query_map((id.as_str(), sql_int(from), sql_int(limit)), event_from_row)
+                .query_map((id.as_str(), sql_int(from), sql_int(limit)), |row| {
+                    EventColumns::read(&SqliteRow(row))
+                })
                 .map_err(failed)?
                 .collect::<rusqlite::Result<Vec<_>>>()
                 .map_err(failed)?;
-            let events = match from {
-                0 => events_from_rows(&self.store(), id, rows)?,
-                _ => tail_from_rows(&self.store(), id, from, revision, rows)?,
-            };
-            Ok(StoredRows {
-                header,
-                events,
-                revision,
-            })
+            StoredRows::from_rows(&self.store(), id, header, from, revision, rows)
         })
     }
 
@@ -348,16 +342,20 @@ impl SqlitePersistence {
         let failed = |e| self.error(id, &e);
         let (row, revision) = conn
             .prepare_cached(&format!(
-                "SELECT {HEADER_COLUMNS}, {REVISION} FROM sessions s WHERE s.id = ?1"
+                "SELECT {HEADER_COLUMNS}, {} FROM sessions s WHERE s.id = ?1",
+                revision()
             ))
             .map_err(failed)?
             .query_row([id.as_str()], |row| {
-                Ok((header_from_row(row)?, row.get::<_, i64>(10)?))
+                Ok((
+                    HeaderColumns::read(&SqliteRow(row))?,
+                    row.get::<_, i64>(10)?,
+                ))
             })
             .optional()
             .map_err(failed)?
             .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
-        Ok((row.read_header(&self.store())?, unsigned(revision)))
+        Ok((row.read_header(&self.store())?, sql_count(revision)))
     }
 
     /// The database as errors name it: its path.
@@ -383,21 +381,17 @@ impl SqlitePersistence {
     }
 }
 
-/// The revision of stored session `id` ([`REVISION`]), which is also the seq its next event
+/// The revision of stored session `id` ([`revision`]), which is also the seq its next event
 /// must carry; `None` when no session `id` is stored.
 fn revision_of(conn: &Connection, id: &SessionId) -> rusqlite::Result<Option<u64>> {
     let revision: Option<i64> = conn
         .prepare_cached(&format!(
-            "SELECT {REVISION} FROM sessions s WHERE s.id = ?1"
+            "SELECT {} FROM sessions s WHERE s.id = ?1",
+            revision()
         ))?
         .query_row([id.as_str()], |row| row.get(0))
         .optional()?;
-    Ok(revision.map(unsigned))
-}
-
-/// A count read from SQLite (never negative) as `u64`.
-fn unsigned(count: i64) -> u64 {
-    u64::try_from(count).unwrap_or(0)
+    Ok(revision.map(sql_count))
 }
 
 impl SessionPersistence for SqlitePersistence {
@@ -414,9 +408,7 @@ impl SessionPersistence for SqlitePersistence {
         header: &SessionHeader,
         seed: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError> {
-        header.id.check()?;
-        check_seqs(&header.id, 0, seed)?;
-        check_stored_version(&self.store(), header)?;
+        check_new_session(&self.store(), header, seed)?;
         self.commit(Write::Create {
             header: Box::new(header.clone()),
             rows: seed.iter().map(|event| EventColumns::of(event)).collect(),
@@ -439,20 +431,14 @@ impl SessionPersistence for SqlitePersistence {
         })
     }
 
-    /// Reads the header and every event. Never writes; `dropped_tail` is always `None` (a
-    /// transaction is never stored in part).
-    ///
-    /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::VersionUnsupported`];
-    /// [`PersistenceError::HeaderInvalid`] (a column SQLite holds but the header cannot take);
-    /// [`PersistenceError::Corrupt`] (a gap in the seqs, or a column that is not the JSON it
-    /// should be); [`PersistenceError::Io`].
-    fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
-        self.read_prefix(id, u64::MAX)
-    }
-
     /// Reads the header and the first `len` events (fewer when the log is shorter), reading
-    /// no row past them. Never writes. Errors as [`SessionPersistence::load`], for the rows
-    /// read.
+    /// no row past them; `load` is this read of every event. Never writes; `dropped_tail` is
+    /// always `None` (a transaction is never stored in part).
+    ///
+    /// Errors, for the rows read: [`PersistenceError::NotFound`];
+    /// [`PersistenceError::VersionUnsupported`]; [`PersistenceError::HeaderInvalid`] (a column
+    /// SQLite holds but the header cannot take); [`PersistenceError::Corrupt`] (a gap in the
+    /// seqs, or a column that is not the JSON it should be); [`PersistenceError::Io`].
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
         Ok(self.read(id, 0, len)?.into_stored())
     }
@@ -475,24 +461,22 @@ impl SessionPersistence for SqlitePersistence {
             let failed = |e| storage_error(&self.path, &e);
             let mut select = conn
                 .prepare_cached(&format!(
-                    "SELECT {HEADER_COLUMNS}, {REVISION} FROM sessions s ORDER BY created_at, id"
+                    "SELECT {HEADER_COLUMNS}, {} FROM sessions s ORDER BY created_at, id",
+                    revision()
                 ))
                 .map_err(failed)?;
             let rows = select
                 .query_map([], |row| {
-                    Ok((header_from_row(row)?, row.get::<_, i64>(10)?))
+                    Ok((
+                        HeaderColumns::read(&SqliteRow(row))?,
+                        row.get::<_, i64>(10)?,
+                    ))
                 })
                 .map_err(failed)?;
             let mut listed = Vec::new();
             for row in rows {
-                let (columns, revision) = row.map_err(failed)?;
-                match columns.read_header(&self.store()) {
-                    Ok(header) => listed.push(ListedSession {
-                        header,
-                        revision: unsigned(revision),
-                    }),
-                    Err(error) => tracing::warn!(%error, "skipping an unreadable session header"),
-                }
+                let row = row.map_err(failed)?;
+                listed.extend(list_entry(&self.store(), Ok(row)));
             }
             Ok(listed)
         })

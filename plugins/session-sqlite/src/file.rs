@@ -10,7 +10,7 @@
 //! with `SQLITE_OPEN_NOFOLLOW`, so a folder on the way swapped for a link after the open is
 //! refused rather than followed ([`crate::schema::connect`]).
 
-use dsh_session::PersistenceError;
+use dsh_session::backend::PersistenceError;
 use std::io;
 use std::path::{Path, PathBuf};
 

@@ -2,15 +2,16 @@
 //! SQLite backend (reference section 6.4): a `sessions` table with the header's columns and
 //! an `events` table keyed by `(session_id, seq)`.
 //!
-//! Owns the schema ([`schema`]), the row encoding of headers and events, and
-//! [`SqlitePersistence`], which implements [`dsh_session::SessionPersistence`] over them, plus
-//! the `dsh-session-sqlite` plugin ([`SessionSqlitePlugin`]). It knows the session crate's
-//! events, header and persistence seam, and nothing else: not fork (a fork child is persisted
-//! like any session, header with lineage plus its seed), not the JSONL backend, not the store's
-//! internals.
+//! Owns the schema ([`schema`]), the SQLite side of the row mapping the SQL backends share
+//! ([`dsh_session_sql`]), and [`SqlitePersistence`], which implements
+//! [`dsh_session::backend::SessionPersistence`] over them, plus the `dsh-session-sqlite` plugin
+//! ([`SessionSqlitePlugin`]). It knows the session crate's events, header and persistence seam,
+//! and nothing else: not fork (a fork child is persisted like any session, header with lineage
+//! plus its seed), not the JSONL backend, not the store's internals.
 //!
 //! ```
-//! use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta, SessionPersistence};
+//! use dsh_session::backend::SessionPersistence;
+//! use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta};
 //! use dsh_session_sqlite::SqlitePersistence;
 //! use std::sync::Arc;
 //!

@@ -2,7 +2,7 @@
 
 use crate::backend::SqlitePersistence;
 use dsh_core::{BoxError, Plugin, PluginError, Scope, ServiceKey};
-use dsh_session::SessionPersistence;
+use dsh_session::backend::{non_empty_path, SessionPersistence};
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,18 +13,12 @@ use std::sync::Arc;
 #[serde(deny_unknown_fields)]
 pub struct SqliteConfig {
     /// The database file.
-    #[serde(deserialize_with = "non_empty_path")]
+    #[serde(deserialize_with = "database_path")]
     pub path: PathBuf,
 }
 
-fn non_empty_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
-    let path = PathBuf::deserialize(d)?;
-    if path.as_os_str().is_empty() {
-        return Err(serde::de::Error::custom(
-            "the database path must not be empty",
-        ));
-    }
-    Ok(path)
+fn database_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+    non_empty_path(d, "the database path")
 }
 
 /// The `dsh-session-sqlite` plugin: provides `dyn SessionPersistence` over a

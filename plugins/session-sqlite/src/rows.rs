@@ -1,15 +1,15 @@
 //! Rows of the `sessions` and `events` tables ([`crate::schema`]) to and from the session
-//! crate's [`SessionHeader`] and [`SessionEvent`], through the row encoding the table backends
-//! share ([`dsh_session::columns`]): this module only moves those columns in and out of SQLite.
+//! crate's [`SessionHeader`] and events, through the row mapping the SQL backends share
+//! ([`dsh_session_sql`]): this module only moves those columns in and out of SQLite.
 
-use dsh_session::columns::{EventColumns, HeaderColumns};
 use dsh_session::{SessionHeader, SessionId};
-use rusqlite::{params, Connection, Row};
+use dsh_session_sql::{EventColumns, HeaderColumns, Row};
+use rusqlite::{params, Connection};
 
-/// The header columns, in the order [`header_from_row`] reads them.
+/// The header columns, in the order [`HeaderColumns::read`] reads them.
 pub(crate) const HEADER_COLUMNS: &str = HeaderColumns::NAMES;
 
-/// The event columns, in the order [`event_from_row`] reads them.
+/// The event columns, in the order [`EventColumns::read`] reads them.
 pub(crate) const EVENT_COLUMNS: &str = EventColumns::NAMES;
 
 /// Inserts the `sessions` row of `header`.
@@ -57,31 +57,30 @@ pub(crate) fn insert_events(
     Ok(())
 }
 
-/// Reads a `sessions` row selected with [`HEADER_COLUMNS`].
-pub(crate) fn header_from_row(row: &Row) -> rusqlite::Result<HeaderColumns> {
-    Ok(HeaderColumns {
-        id: row.get(0)?,
-        version: row.get(1)?,
-        created_at: row.get(2)?,
-        cwd: row.get(3)?,
-        parent_session: row.get(4)?,
-        seed_length: row.get(5)?,
-        origin: row.get(6)?,
-        delegation_depth: row.get(7)?,
-        agent_preset: row.get(8)?,
-        extra: row.get(9)?,
-    })
-}
+/// A SQLite row, read by the shared row mapping ([`HeaderColumns::read`],
+/// [`EventColumns::read`]).
+pub(crate) struct SqliteRow<'a, 'stmt>(pub(crate) &'a rusqlite::Row<'stmt>);
 
-/// Reads an `events` row selected with [`EVENT_COLUMNS`].
-pub(crate) fn event_from_row(row: &Row) -> rusqlite::Result<EventColumns> {
-    Ok(EventColumns {
-        seq: row.get(0)?,
-        kind: row.get(1)?,
-        time: row.get(2)?,
-        data: row.get(3)?,
-        surface_op: row.get(4)?,
-        source_event_seqs: row.get(5)?,
-        ignorable: row.get(6)?,
-    })
+impl Row for SqliteRow<'_, '_> {
+    type Error = rusqlite::Error;
+
+    fn int(&self, index: usize) -> rusqlite::Result<i64> {
+        self.0.get(index)
+    }
+
+    fn opt_int(&self, index: usize) -> rusqlite::Result<Option<i64>> {
+        self.0.get(index)
+    }
+
+    fn text(&self, index: usize) -> rusqlite::Result<String> {
+        self.0.get(index)
+    }
+
+    fn opt_text(&self, index: usize) -> rusqlite::Result<Option<String>> {
+        self.0.get(index)
+    }
+
+    fn opt_bool(&self, index: usize) -> rusqlite::Result<Option<bool>> {
+        self.0.get(index)
+    }
 }

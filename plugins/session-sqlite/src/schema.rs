@@ -4,7 +4,7 @@
 //! number: dsh's databases (schema 17) are not read here, and this crate's schema is
 //! [`SCHEMA_VERSION`], kept in SQLite's `user_version`.
 
-use dsh_session::PersistenceError;
+use dsh_session::backend::PersistenceError;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::Path;
 use std::time::Duration;

@@ -2,7 +2,8 @@
 //! their start, reads that do not wait for a write, and group commits of many sessions'
 //! writes.
 
-use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta, SessionPersistence};
+use dsh_session::backend::SessionPersistence;
+use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta};
 use dsh_session_sqlite::SqlitePersistence;
 use rusqlite::Connection;
 use serde_json::json;

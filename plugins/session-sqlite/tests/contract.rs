@@ -2,7 +2,8 @@
 //! the SQLite backend.
 
 use dsh_core::AnyPlugin;
-use dsh_session::{SessionId, SessionPersistence};
+use dsh_session::backend::SessionPersistence;
+use dsh_session::SessionId;
 use dsh_session_contract::Fixture;
 use dsh_session_sqlite::{SessionSqlitePlugin, SqlitePersistence};
 use rusqlite::Connection;

@@ -4,7 +4,8 @@
 //! read nor written through.
 #![cfg(unix)]
 
-use dsh_session::{SessionHeader, SessionId, SessionMeta, SessionPersistence};
+use dsh_session::backend::SessionPersistence;
+use dsh_session::{SessionHeader, SessionId, SessionMeta};
 use dsh_session_sqlite::SqlitePersistence;
 use std::collections::BTreeMap;
 use std::fs;

@@ -6,7 +6,8 @@
 //! while the umask is changed.
 #![cfg(unix)]
 
-use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta, SessionPersistence};
+use dsh_session::backend::SessionPersistence;
+use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta};
 use dsh_session_sqlite::SqlitePersistence;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;

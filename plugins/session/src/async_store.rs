@@ -1,46 +1,49 @@
-//! The async face of the store for tokio hosts (Cargo feature `tokio`).
-//!
-//! Every [`SessionStore`] call that does I/O blocks its thread for the backend (an fsync, a
-//! database transaction). On a runtime worker that stalls every task scheduled there, so an
-//! async host calls them through [`AsyncSessionStore`] (and [`AsyncPersistence`] for the
-//! backend itself): each call runs the same sync call on tokio's blocking pool
-//! ([`dsh_core::run_blocking`]) and awaits it, so no worker ever waits on I/O. Errors and
-//! codes are the sync API's, unchanged. Calls that do no I/O (`Session::append`,
-//! `SessionStore::get`, `list`) are cheap and stay sync.
-//!
-//! A call whose future is dropped before it completes still runs to the end on the blocking
-//! pool (a flush that began is finished, never cut): dropping the future only drops the
-//! answer.
-//!
-//! ```
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use dsh_core::Context;
-//! use dsh_session::{AsyncSessionStore, EventDraft, SessionPlugin, SessionStore, TurnEndReason};
-//!
-//! let ctx = Context::builder().add_plugin(SessionPlugin).build()?;
-//! let store = AsyncSessionStore::new(ctx.expect::<SessionStore>());
-//! let session = store.create(None, Default::default()).await?;
-//! session.append(EventDraft::turn_start(1))?;
-//! session.append(EventDraft::turn_end(1, TurnEndReason::Completed))?;
-//! store.flush(&session).await?;
-//! assert!(store.dispose(session.id()).await?);
-//! # Ok(())
-//! # }
-//! ```
+//! The async face of the store for tokio hosts (Cargo feature `tokio`): [`AsyncSessionStore`]
+//! and [`AsyncPersistence`].
 
 use std::sync::Arc;
 
+use crate::event::SessionEvent;
 use crate::header::SessionHeader;
-use crate::persistence::{ListedSession, PersistenceError, StoredTail};
-use crate::{
-    CreateOptions, Imported, Resumed, Session, SessionEvent, SessionId, SessionPersistence,
-    SessionStore, StoreError, StoredSession,
+use crate::id::SessionId;
+use crate::persistence::{
+    ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
 };
+use crate::session::Session;
+use crate::store::{CreateOptions, Imported, Resumed, SessionStore, StoreError};
 use dsh_core::{run_blocking, Unavailable};
 
-/// The async face of a [`SessionStore`]: the same calls, run off the runtime's workers (see
-/// the [module docs](self)). Cheap to clone; every clone faces the same store.
+/// The async face of a [`SessionStore`]: the same calls, run off the runtime's workers. Cheap
+/// to clone; every clone faces the same store.
+///
+/// Every [`SessionStore`] call that does I/O blocks its thread for the backend (an fsync, a
+/// database transaction). On a runtime worker that stalls every task scheduled there, so an
+/// async host calls them through this face (and [`AsyncPersistence`] for the backend
+/// itself): each call runs the same sync call on tokio's blocking pool
+/// ([`dsh_core::run_blocking`]) and awaits it, so no worker ever waits on I/O. Errors and
+/// codes are the sync API's, unchanged. Calls that do no I/O (`Session::append`,
+/// `SessionStore::get`, `list`) are cheap and stay sync.
+///
+/// A call whose future is dropped before it completes still runs to the end on the blocking
+/// pool (a flush that began is finished, never cut): dropping the future only drops the
+/// answer.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use dsh_core::Context;
+/// use dsh_session::{AsyncSessionStore, EventDraft, SessionPlugin, SessionStore, TurnEndReason};
+///
+/// let ctx = Context::builder().add_plugin(SessionPlugin).build()?;
+/// let store = AsyncSessionStore::new(ctx.expect::<SessionStore>());
+/// let session = store.create(None, Default::default()).await?;
+/// session.append(EventDraft::turn_start(1))?;
+/// session.append(EventDraft::turn_end(1, TurnEndReason::Completed))?;
+/// store.flush(&session).await?;
+/// assert!(store.dispose(session.id()).await?);
+/// # Ok(())
+/// # }
+/// ```
 ///
 /// # Panics
 /// Every method panics as [`run_blocking`] does: outside a tokio runtime, or when the runtime
@@ -133,7 +136,7 @@ impl AsyncSessionStore {
 }
 
 /// The async face of a [`SessionPersistence`] backend: each call run on tokio's blocking pool
-/// (see the [module docs](self)), with the backend's errors.
+/// (as [`AsyncSessionStore`]'s), with the backend's errors.
 ///
 /// # Panics
 /// Every method panics as [`run_blocking`] does.

@@ -1,7 +1,8 @@
 //! The stable codes of the session crate's errors, each defined once: the error types return
 //! these constants, and the crates above (fork, backends, the ACP server, hosts) use them for
 //! the same conditions instead of spelling the strings again. (The core's own codes, such as
-//! `CAPABILITY_UNAVAILABLE` and `CONFIG_INVALID`, are in `dsh_core::codes`.)
+//! `CAPABILITY_UNAVAILABLE` and `CONFIG_INVALID`, are in `dsh_core::codes`.) The last two are
+//! not codes of this crate's errors but of the tool results its crash closers write.
 
 /// No session is stored (or live) under the id.
 pub const SESSION_NOT_FOUND: &str = "SESSION_NOT_FOUND";
@@ -51,3 +52,12 @@ pub const LAYOUT_UNSUPPORTED: &str = "LAYOUT_UNSUPPORTED";
 pub const PATH_OUTSIDE_STORE: &str = "PATH_OUTSIDE_STORE";
 /// A backend call panicked (contained).
 pub const BACKEND_PANICKED: &str = "BACKEND_PANICKED";
+
+// The codes of the synthetic tool results that close a turn a crash left open
+// ([`crate::interrupted_turn_closers`]): written into the closers' `error`, as dsh writes them.
+
+/// Error code of the synthetic result of a call whose `tool/call` was logged: it may have run.
+pub const TOOL_OUTCOME_UNKNOWN: &str = "TOOL_OUTCOME_UNKNOWN";
+/// Error code of the synthetic result of a call the model asked for but that was never
+/// logged as started.
+pub const TOOL_NOT_STARTED: &str = "TOOL_NOT_STARTED";

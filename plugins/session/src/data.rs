@@ -33,9 +33,10 @@ use std::fmt;
 /// stack of a spawned thread in an optimized build.
 pub const MAX_DEPTH: usize = 16_384;
 
-/// The largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`); dsh
-/// requires seqs and times to stay within it, and data to hold no integer beyond it.
-pub(crate) const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+/// The largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`,
+/// 2^53 - 1): dsh requires seqs, times and the header's counts to stay within it, and data to
+/// hold no integer beyond it.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Nesting up to which text is read with serde_json's own recursion (its limit is 128).
 const SHALLOW: usize = 100;
@@ -143,7 +144,7 @@ impl EventData {
         self.0.get()
     }
 
-    /// The JSON text as a [`RawValue`] (for [`members_of`]).
+    /// The JSON text as a [`RawValue`].
     pub fn as_raw(&self) -> &RawValue {
         &self.0
     }
@@ -286,7 +287,7 @@ pub(crate) fn is_negative_zero(n: &Number) -> bool {
 }
 
 /// [`EventData::members`] of any JSON text `raw` (e.g. a member read before).
-pub fn members_of<'a, const N: usize>(
+pub(crate) fn members_of<'a, const N: usize>(
     raw: &'a RawValue,
     keys: [&str; N],
 ) -> [Option<&'a RawValue>; N] {
@@ -305,7 +306,7 @@ pub fn members_of<'a, const N: usize>(
 ///
 /// # Panics
 /// When `raw` is not JSON serde_json reads, which a member of an `EventData` always is.
-pub fn value_of(raw: &RawValue) -> Value {
+pub(crate) fn value_of(raw: &RawValue) -> Value {
     parse(raw.get()).expect("a member of an EventData holds JSON that serde_json reads")
 }
 

@@ -1,109 +1,16 @@
-//! The session event envelope, the core vocabulary and turn-end reasons.
+//! The session event envelope and turn-end reasons (the vocabulary is [`crate::event_type`]).
 //!
 //! The serde names are those of the DeepSeek Harness rc.8 JSONL format
 //! (`reference/dsh-session.md` section 1): `type`, `seq`, `time`, `data`, `surfaceOp`,
 //! `sourceEventSeqs`, `ignorable`.
 
 use crate::data::EventData;
+use crate::event_type::{
+    ASSISTANT_MESSAGE, STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START,
+    USER_MESSAGE,
+};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Map, Value};
-
-/// `turn/start`: `{turn}`.
-pub const TURN_START: &str = "turn/start";
-/// `turn/end`: `{turn, reason: TurnEndReason}`.
-pub const TURN_END: &str = "turn/end";
-/// `step/start`: `{turn, step}`.
-pub const STEP_START: &str = "step/start";
-/// `step/end`: `{turn, step}`.
-pub const STEP_END: &str = "step/end";
-/// `user/message`: a complete `UserMessage` stored as `data` (surface event).
-pub const USER_MESSAGE: &str = "user/message";
-/// `assistant/chunk`: `{turn, step, chunk}`, one streamed delta.
-pub const ASSISTANT_CHUNK: &str = "assistant/chunk";
-/// `assistant/message`: `{turn, step, message, usage?, interrupted?}` (surface event).
-pub const ASSISTANT_MESSAGE: &str = "assistant/message";
-/// `tool/call`: `{turn, step, callId, name, arguments}`.
-pub const TOOL_CALL: &str = "tool/call";
-/// `tool/result`: `{turn, step, message, error?, meta?}` (surface event).
-pub const TOOL_RESULT: &str = "tool/result";
-/// `todo/write`: `{todos}`.
-pub const TODO_WRITE: &str = "todo/write";
-/// `request/header`: `{header, reason}`.
-pub const REQUEST_HEADER: &str = "request/header";
-/// `request/context`: `{provider, model, contextWindow?}`.
-pub const REQUEST_CONTEXT: &str = "request/context";
-/// `session/end-seed`: `{}`. dsh writes it after a constructor seed; this store never writes it
-/// (DESIGN.md) and reads it as an ordinary log-only event.
-pub const SESSION_END_SEED: &str = "session/end-seed";
-
-/// The three surface-eligible types: they carry a [`SurfaceOp`] and project to model messages.
-pub const SURFACE_TYPES: [&str; 3] = [USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT];
-
-/// Every event type dsh rc.8 knows: the core types plus the log-only types of its own plugins
-/// (the generated catalog of reference section 1.2, as the oracle lists it; 48 entries).
-///
-/// A stored log holding any other type is refused on read unless that event carries
-/// `ignorable: true` ([`crate::upgrade::prepare_stored_events`]).
-pub const KNOWN_EVENT_TYPES: [&str; 48] = [
-    "agent-preset/selected",
-    "agent/inbox/spliced",
-    "approval/asked",
-    "approval/decided",
-    "approval/policy",
-    ASSISTANT_CHUNK,
-    ASSISTANT_MESSAGE,
-    "command/done",
-    "command/run",
-    "compaction/end",
-    "compaction/prune",
-    "compaction/start",
-    "compaction/summary",
-    "feedback/record",
-    "goal/change",
-    "hook/invoked",
-    "hook/result",
-    "llm/retry",
-    "llm/retry-started",
-    "permission/preset",
-    "plan/mode",
-    REQUEST_CONTEXT,
-    REQUEST_HEADER,
-    "sandbox/mode",
-    "schedule/change",
-    SESSION_END_SEED,
-    "session/title",
-    "session/title-llm-request",
-    STEP_END,
-    STEP_START,
-    "subagent/descriptor",
-    "team/member",
-    "team/message/delivered",
-    "team/message/queued",
-    "team/task",
-    TODO_WRITE,
-    "tool-workflow/agent-end",
-    "tool-workflow/agent-start",
-    "tool-workflow/run-end",
-    "tool-workflow/run-start",
-    TOOL_CALL,
-    "tool/code-dispatch",
-    "tool/code-dispatch-start",
-    TOOL_RESULT,
-    TURN_END,
-    TURN_START,
-    USER_MESSAGE,
-    "web/deepseek-search-llm-request",
-];
-
-/// Whether dsh rc.8 knows events of type `kind` ([`KNOWN_EVENT_TYPES`]).
-pub fn is_known_type(kind: &str) -> bool {
-    KNOWN_EVENT_TYPES.contains(&kind)
-}
-
-/// Whether events of type `kind` are surface events (they must carry `surfaceOp`).
-pub fn is_surface_type(kind: &str) -> bool {
-    SURFACE_TYPES.contains(&kind)
-}
 
 /// How a surface event changes the model-visible surface (reference section 5.1).
 ///

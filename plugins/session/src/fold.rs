@@ -15,9 +15,8 @@ use thiserror::Error;
 
 use crate::chain::Chain;
 use crate::data::MAX_SAFE_INTEGER;
-use crate::event::{
-    is_surface_type, SessionEvent, SurfaceOp, ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE,
-};
+use crate::event::{SessionEvent, SurfaceOp};
+use crate::event_type::{is_surface_type, ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE};
 
 /// Why a surface transition was refused (reference section 5.1).
 ///
@@ -38,7 +37,7 @@ impl SurfaceError {
 
 /// What admitting one event does to a [`Surface`], as decided by [`Surface::plan`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SurfacePlan {
+pub(crate) enum SurfacePlan {
     /// The event is log-only; the surface does not change.
     None,
     /// Push the event's seq onto the surface.
@@ -130,7 +129,7 @@ impl Surface {
     /// # Errors
     ///
     /// A [`SurfaceError`] naming the first rule broken.
-    pub fn plan<'a>(
+    pub(crate) fn plan<'a>(
         &self,
         event: &SessionEvent,
         lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
@@ -202,7 +201,7 @@ impl Surface {
     ///
     /// If a `Replace` plan's range is not within this surface, i.e. the plan was not made by
     /// [`Surface::plan`] on this surface in its current state.
-    pub fn apply(&mut self, plan: SurfacePlan, seq: u64) {
+    pub(crate) fn apply(&mut self, plan: SurfacePlan, seq: u64) {
         match plan {
             SurfacePlan::None => {}
             SurfacePlan::Append => self.nodes.push(seq),
@@ -361,7 +360,8 @@ fn json_equal(a: &Value, b: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{EventDraft, TURN_START};
+    use crate::event::EventDraft;
+    use crate::event_type::TURN_START;
     use serde_json::json;
 
     /// Stamps drafts into a log with seq == index.

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use crate::id::SessionId;
+use crate::data::MAX_SAFE_INTEGER;
+use crate::id::SessionId;
 
 /// The log format version this crate reads and writes (dsh rc.8 `SESSION_FORMAT_VERSION`).
 pub const SESSION_FORMAT_VERSION: u64 = 0;
@@ -86,7 +87,6 @@ impl SessionHeader {
     /// among the unmodelled ones (they would shadow the header's own). The id has a rule of
     /// its own, [`SessionId::check`].
     pub fn broken_rule(&self) -> Option<String> {
-        const MAX_SAFE: u64 = (1 << 53) - 1;
         if let Some(cwd) = self.cwd.as_deref().filter(|cwd| !cwd.starts_with('/')) {
             return Some(format!("header \"cwd\" is not an absolute path: \"{cwd}\""));
         }
@@ -102,7 +102,7 @@ impl SessionHeader {
         ];
         if let Some((field, value)) = counts
             .iter()
-            .find_map(|(field, value)| value.filter(|v| *v > MAX_SAFE).map(|v| (field, v)))
+            .find_map(|(field, value)| value.filter(|v| *v > MAX_SAFE_INTEGER).map(|v| (field, v)))
         {
             return Some(format!(
                 "header \"{field}\" is {value}, beyond the safe integers (2^53-1)"

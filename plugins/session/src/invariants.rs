@@ -39,15 +39,13 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::event::{
-    SessionEvent, SurfaceOp, ASSISTANT_CHUNK, ASSISTANT_MESSAGE, REQUEST_CONTEXT, REQUEST_HEADER,
-    STEP_END, STEP_START, TODO_WRITE, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START,
+use crate::codes::TOOL_NOT_STARTED;
+use crate::event::{SessionEvent, SurfaceOp};
+use crate::event_type::{
+    ASSISTANT_CHUNK, ASSISTANT_MESSAGE, REQUEST_CONTEXT, REQUEST_HEADER, STEP_END, STEP_START,
+    TODO_WRITE, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START,
 };
 use crate::view::Json;
-
-/// The error code of dsh's synthetic tool result for a call that never started; such a result
-/// needs no pending `tool/call`.
-const TOOL_NOT_STARTED: &str = "TOOL_NOT_STARTED";
 
 /// Which invariant an event broke (module documentation). Serialized, and displayed, as its
 /// stable kebab-case name, e.g. `turn-number`.
@@ -132,7 +130,7 @@ impl fmt::Display for InvariantViolation {
 /// Checks a whole log and returns every violation, in log order (empty for a clean log).
 ///
 /// `events` may be plain or shared (`Arc<SessionEvent>`) events, e.g. a stored log after
-/// [`crate::upgrade::prepare_stored_events`] or a snapshot of a live session.
+/// [`crate::prepare_stored_events`] or a snapshot of a live session.
 pub fn check_invariants<E: Borrow<SessionEvent>>(events: &[E]) -> Vec<InvariantViolation> {
     let mut checker = InvariantChecker::default();
     events

@@ -3,7 +3,20 @@
 //! Owns the event vocabulary, the [`Session`] log, the [`SessionStore`] service, seed
 //! validation, the upgrade of stored logs, the invariant checker, the derived model history and
 //! the persistence seam. It knows nothing of fork
-//! (a separate plugin) nor of files (backends implement [`SessionPersistence`]).
+//! (a separate plugin) nor of files (backends implement [`backend::SessionPersistence`]).
+//!
+//! Two doors, and every item has one path through them:
+//! - **the crate root**, for hosts and plugin authors: the plugin and its config, the
+//!   [`SessionStore`] service and its events, [`Session`] and its [`Events`], the event
+//!   envelope ([`SessionEvent`], [`EventDraft`], [`EventData`], [`TurnEndReason`]), ids,
+//!   the header, the errors, the folds and checks of a log (history, invariants, the crash
+//!   closers, the restore of a stored log), and two namespaces of constants: [`event_type`]
+//!   (the vocabulary) and [`codes`] (stable error codes);
+//! - **[`backend`]**, for persistence authors: the [`backend::SessionPersistence`] trait, the
+//!   stored shapes, their errors and the rules a backend shares with the others.
+//!
+//! (The backend items that were at the root before the two doors are still reachable there,
+//! undocumented, so that code written against the root keeps compiling.)
 //!
 //! ```
 //! use dsh_core::Context;
@@ -21,46 +34,60 @@
 //! ```
 
 #[cfg(feature = "tokio")]
-pub mod async_store;
+mod async_store;
+pub mod backend;
 mod chain;
 pub mod codes;
-pub mod columns;
-pub mod data;
-pub mod event;
-pub mod fold;
-pub mod header;
-pub mod id;
-pub mod invariants;
-pub mod persistence;
-pub mod plugin;
-pub mod repair;
-pub mod restore;
-pub mod session;
-pub mod store;
-pub mod stored_log;
-pub mod upgrade;
-pub mod validate;
+mod config_path;
+mod data;
+mod event;
+pub mod event_type;
+mod fold;
+mod header;
+mod id;
+mod invariants;
+mod persistence;
+mod plugin;
+mod repair;
+mod restore;
+mod session;
+mod store;
+mod stored_log;
+mod upgrade;
+mod validate;
 mod view;
 
+// The plugin and its config.
+pub use persistence::PersistenceMode;
+pub use plugin::{SessionConfig, SessionPlugin};
+
+// The store, its calls' options and results, its errors and its events.
 #[cfg(feature = "tokio")]
 pub use async_store::{AsyncPersistence, AsyncSessionStore};
-pub use data::EventData;
-pub use event::{EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
-pub use header::{SessionHeader, SessionMeta, SESSION_FORMAT_VERSION};
-pub use id::{IdProblem, SessionId, SessionIdError};
-pub use invariants::{check_invariants, InvariantViolation};
-pub use persistence::{
-    check_seqs, ListedSession, PersistenceError, PersistenceMode, SessionPersistence,
-    StoredSession, StoredTail,
-};
-pub use plugin::{SessionConfig, SessionPlugin};
-pub use repair::{interrupted_turn_closers, open_turn};
-pub use restore::{restore_each, RestoreError, Restored};
-pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
 pub use store::{
     CreateOptions, Imported, Inspected, Resumed, Seed, SessionCreated, SessionDisposed,
     SessionFlush, SessionStore, StoreError,
 };
-pub use stored_log::{LoadedLog, StoredLog};
+
+// A session, its events and their envelope, ids and the header.
+pub use data::{DataError, EventData, MAX_SAFE_INTEGER};
+pub use event::{EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
+pub use header::{SessionHeader, SessionMeta, SESSION_FORMAT_VERSION};
+pub use id::{IdProblem, SessionId, SessionIdError};
+pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
+
+// What a log folds to and the checks of a log: the model's surface and messages, the seed
+// and restore rules, the invariants, the crash closers, a stored log's upgrade and restore.
+pub use fold::{project, Surface, SurfaceError};
+pub use invariants::{check_invariants, InvariantChecker, InvariantRule, InvariantViolation};
+pub use repair::{interrupted_turn_closers, open_turn};
+pub use restore::{restore_each, RestoreError, Restored};
 pub use upgrade::{prepare_stored_events, StoredLogError};
-pub use validate::ValidationError;
+pub use validate::{check_event, validate_restored, validate_seed, ValidationError};
+
+// Compatibility: the persistence authors' items the root exported before `backend` existed.
+#[doc(hidden)]
+pub use backend::{
+    check_seqs, ListedSession, LoadedLog, PersistenceError, SessionPersistence, StoredLog,
+    StoredSession, StoredTail,
+};

@@ -279,7 +279,14 @@ pub trait SessionPersistence: Send + Sync + 'static {
     }
 
     /// Reads a stored session: header and every complete record. Never writes.
-    fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError>;
+    ///
+    /// The default reads the whole prefix ([`SessionPersistence::read_prefix`] with
+    /// `u64::MAX`): right for a backend that has nothing better (the SQL backends). A backend
+    /// whose whole read differs from a prefix read (the JSONL files, which keep what they learn
+    /// of the file's end) overrides it.
+    fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        self.read_prefix(id, u64::MAX)
+    }
 
     /// Opens a stored session's log to read it one event at a time ([`StoredLog`]): the
     /// events `load` returns, with its refusals, for a reader that keeps no more of them than

@@ -12,17 +12,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use crate::event::{
-    SessionEvent, SurfaceOp, ASSISTANT_MESSAGE, STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT,
-    TURN_END, TURN_START,
+use crate::codes::{TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN};
+use crate::event::{SessionEvent, SurfaceOp};
+use crate::event_type::{
+    ASSISTANT_MESSAGE, STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START,
 };
 use crate::session::Events;
-
-/// Error code of the synthetic result of a call whose `tool/call` was logged: it may have run.
-pub const TOOL_OUTCOME_UNKNOWN: &str = "TOOL_OUTCOME_UNKNOWN";
-/// Error code of the synthetic result of a call the model asked for but that was never
-/// logged as started.
-pub const TOOL_NOT_STARTED: &str = "TOOL_NOT_STARTED";
 
 /// Model-facing text of a [`TOOL_OUTCOME_UNKNOWN`] result (dsh writes it verbatim).
 const TEXT_OUTCOME_UNKNOWN: &str = "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.";
@@ -45,10 +40,8 @@ const TEXT_NOT_STARTED: &str =
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn open_turn(events: &Events) -> Option<&Arc<SessionEvent>> {
-    (0..events.len())
-        .rev()
-        .filter_map(|index| events.get(index))
-        .find(|event| event.kind == TURN_START || event.kind == TURN_END)
+    events
+        .last_turn_boundary()
         .filter(|event| event.kind == TURN_START)
 }
 
@@ -74,7 +67,7 @@ pub fn open_turn(events: &Events) -> Option<&Arc<SessionEvent>> {
 /// the `turn`, `step` and call id values exactly as the log holds them.
 ///
 /// ```
-/// use dsh_session::{repair::interrupted_turn_closers, SessionEvent};
+/// use dsh_session::{interrupted_turn_closers, SessionEvent};
 /// use serde_json::json;
 ///
 /// let log = vec![

@@ -1,6 +1,6 @@
 //! A stored log checked as dsh restores it, read as a stream ([`restore_each`]): the upgrade
-//! step ([`crate::upgrade::prepare_stored_events`]), then the rules of a restored log
-//! ([`crate::validate::validate_restored`], the crash closers included), one event at a time,
+//! step ([`crate::prepare_stored_events`]), then the rules of a restored log
+//! ([`crate::validate_restored`], the crash closers included), one event at a time,
 //! with the refusal a whole read gives.
 //!
 //! What the check holds is the surface fold (a seq per message the model sees) and a few
@@ -11,9 +11,11 @@
 //! rewrites) read it again through [`StoredLog::event_at`], as does the trace of the crash
 //! closers of a log whose last turn is open (its events from that turn's start on).
 
-use crate::event::{SessionEvent, SurfaceOp, TOOL_RESULT, TURN_END, TURN_START};
+use crate::event::{SessionEvent, SurfaceOp};
+use crate::event_type::{TOOL_RESULT, TURN_END, TURN_START};
 use crate::fold::Surface;
-use crate::header::{SessionHeader, SessionId};
+use crate::header::SessionHeader;
+use crate::id::SessionId;
 use crate::persistence::PersistenceError;
 use crate::repair::TurnTrace;
 use crate::stored_log::StoredLog;
@@ -84,7 +86,7 @@ pub struct Restored {
 /// The refusal [`crate::SessionStore::load`] gives for the same log, in its order:
 /// [`RestoreError::Persistence`] (the log's read, or the read of an earlier event again),
 /// [`RestoreError::StoredLog`] as [`crate::prepare_stored_events`],
-/// [`RestoreError::Invalid`] as [`crate::validate::validate_restored`].
+/// [`RestoreError::Invalid`] as [`crate::validate_restored`].
 pub fn restore_each(
     log: &mut dyn StoredLog,
     mut visit: impl FnMut(SessionEvent),

@@ -11,8 +11,10 @@ use crate::chain::Chain;
 use crate::codes;
 use crate::data::EventData;
 use crate::event::{EventDraft, SessionEvent};
+use crate::event_type::{TURN_END, TURN_START};
 use crate::fold::{project, Surface, SurfacePlan};
-use crate::header::{SessionHeader, SessionId};
+use crate::header::SessionHeader;
+use crate::id::SessionId;
 use crate::invariants::{InvariantChecker, InvariantViolation};
 use crate::validate::{lossy_number, validate_restored_append, ValidationError};
 use crate::view::Json;
@@ -105,6 +107,40 @@ impl Events {
         self.chain.iter()
     }
 
+    /// The events, the last first; each is found by index, so a scan that stops at an event
+    /// reads only the events after it.
+    pub fn newest_first(&self) -> impl Iterator<Item = &Arc<SessionEvent>> + '_ {
+        (0..self.len()).rev().filter_map(|index| self.get(index))
+    }
+
+    /// The last `turn/end` of the view (any reason): the end of the last completed turn.
+    /// Walks back from the end, so it reads only the events after it.
+    ///
+    /// ```
+    /// use dsh_session::{EventDraft, Events, TurnEndReason};
+    ///
+    /// let log = [
+    ///     EventDraft::turn_start(1),
+    ///     EventDraft::turn_end(1, TurnEndReason::Completed),
+    ///     EventDraft::turn_start(2),
+    /// ];
+    /// let events = Events::from_vec((0..).zip(log).map(|(seq, d)| d.into_event(seq, 0)).collect());
+    /// assert_eq!(events.last_turn_end().map(|end| end.seq), Some(1));
+    /// assert_eq!(events.last_turn_boundary().map(|start| start.seq), Some(2));
+    /// assert_eq!(events.prefix(1).last_turn_end(), None);
+    /// ```
+    pub fn last_turn_end(&self) -> Option<&Arc<SessionEvent>> {
+        self.newest_first().find(|event| event.kind == TURN_END)
+    }
+
+    /// The last turn boundary of the view: its last `turn/start` or `turn/end`. A `turn/start`
+    /// means the last turn is open ([`crate::open_turn`]). Walks back from the end, so it reads
+    /// only the events after it.
+    pub fn last_turn_boundary(&self) -> Option<&Arc<SessionEvent>> {
+        self.newest_first()
+            .find(|event| matches!(event.kind.as_str(), TURN_START | TURN_END))
+    }
+
     /// The events with seq `from` and later, in seq order; each is found by index, so the
     /// events before `from` are never walked (what a flush writes after its cursor).
     pub fn iter_from(&self, from: usize) -> impl Iterator<Item = &Arc<SessionEvent>> + '_ {
@@ -181,7 +217,7 @@ pub enum AppendError {
         source: ValidationError,
     },
     /// The event breaks a turn or step invariant of the log (the rules `check --invariants`
-    /// reports, [`crate::invariants`]); nothing was appended. Only when the store checks
+    /// reports, [`crate::InvariantChecker`]); nothing was appended. Only when the store checks
     /// invariants (the `dsh-session` plugin's `check_invariants`, on by default).
     #[error("cannot append to session \"{id}\": {violation}")]
     Invariant {
@@ -637,8 +673,8 @@ pub(crate) fn fold_trusted(events: &Events) -> Surface {
 }
 
 /// Validates a raw seed (a log `restored` from persistence with
-/// [`crate::validate::validate_restored`], any other with
-/// [`crate::validate::validate_seed`]) and turns it into a view, returning the folded surface
+/// [`crate::validate_restored`], any other with
+/// [`crate::validate_seed`]) and turns it into a view, returning the folded surface
 /// too.
 pub(crate) fn admit_seed(
     events: Vec<SessionEvent>,

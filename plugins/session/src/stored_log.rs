@@ -1,5 +1,5 @@
 //! A stored log read one event at a time ([`StoredLog`]), as
-//! [`crate::SessionPersistence::open_log`] opens it: what lets a reader check, show or load a stored
+//! [`crate::backend::SessionPersistence::open_log`] opens it: what lets a reader check, show or load a stored
 //! session while holding the events it keeps, never the whole log besides (a backend that
 //! streams its log, as the JSONL files do, holds a piece of it at a time).
 
@@ -10,7 +10,7 @@ use crate::persistence::{contain, PersistenceError, StoredSession};
 /// A stored session's log read one event at a time, in seq order from 0.
 ///
 /// The events are the complete records, packed rows expanded, as
-/// [`crate::SessionPersistence::load`] returns them; a refusal (damage, an event that is not a valid
+/// [`crate::backend::SessionPersistence::load`] returns them; a refusal (damage, an event that is not a valid
 /// envelope) is the one `load` gives, and comes when the read reaches the point where `load`
 /// would know it: a reader must read to the end ([`StoredLog::next_event`] returning `None`)
 /// before trusting what it made of the events, which belong to no verdict until then.
@@ -21,7 +21,7 @@ pub trait StoredLog: Send {
     /// The next event; `None` after the last one (then, and after an error, every later call
     /// returns `None`).
     ///
-    /// Errors: as [`crate::SessionPersistence::load`]: the log's refusal, once the read has reached
+    /// Errors: as [`crate::backend::SessionPersistence::load`]: the log's refusal, once the read has reached
     /// the point that decides it.
     fn next_event(&mut self) -> Result<Option<SessionEvent>, PersistenceError>;
 
@@ -38,13 +38,13 @@ pub trait StoredLog: Send {
     fn dropped_tail(&self) -> Option<&str>;
 
     /// The stored session's revision when it was read (see
-    /// [`crate::ListedSession::revision`]).
+    /// [`crate::backend::ListedSession::revision`]).
     fn revision(&self) -> u64;
 }
 
-/// A stored log loaded whole ([`crate::SessionPersistence::load`]) and handed out one event at a
+/// A stored log loaded whole ([`crate::backend::SessionPersistence::load`]) and handed out one event at a
 /// time: the [`StoredLog`] of a backend that reads a session whole anyway (the default
-/// [`crate::SessionPersistence::open_log`]). It keeps the events, so that one is read again at no
+/// [`crate::backend::SessionPersistence::open_log`]). It keeps the events, so that one is read again at no
 /// cost; each is handed out as a copy.
 pub struct LoadedLog {
     stored: StoredSession,

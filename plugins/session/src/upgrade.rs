@@ -30,11 +30,12 @@ use thiserror::Error;
 
 use crate::data::EventData;
 use crate::data::MAX_SAFE_INTEGER;
-use crate::event::{
-    is_known_type, is_surface_type, SessionEvent, SurfaceOp, ASSISTANT_MESSAGE, REQUEST_HEADER,
-    TOOL_RESULT, TURN_END, TURN_START, USER_MESSAGE,
+use crate::event::{SessionEvent, SurfaceOp};
+use crate::event_type::{
+    is_known_type, is_surface_type, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT, TURN_END,
+    TURN_START, USER_MESSAGE,
 };
-use crate::header::SessionId;
+use crate::id::SessionId;
 use crate::validate::message_shape_problem;
 use crate::view::Json;
 
@@ -130,7 +131,7 @@ impl StoredLogError {
 /// unknown type that is not `ignorable: true`. An ignorable unknown event stays as stored.
 ///
 /// The result has the same length and seqs; validate it with
-/// [`crate::validate::validate_restored`] before building a session from it.
+/// [`crate::validate_restored`] before building a session from it.
 ///
 /// # Errors
 ///

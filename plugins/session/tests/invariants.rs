@@ -2,10 +2,11 @@
 //! violation, and a property over generated logs of turns, steps, tool calls and log-only
 //! events.
 
-use dsh_session::event::{REQUEST_CONTEXT, REQUEST_HEADER, SESSION_END_SEED, TODO_WRITE};
-use dsh_session::invariants::{InvariantChecker, InvariantRule};
-use dsh_session::validate::validate_seed;
-use dsh_session::{check_invariants, EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
+use dsh_session::event_type::{REQUEST_CONTEXT, REQUEST_HEADER, SESSION_END_SEED, TODO_WRITE};
+use dsh_session::{
+    check_invariants, validate_seed, EventDraft, InvariantChecker, InvariantRule, SessionEvent,
+    SurfaceOp, TurnEndReason,
+};
 use proptest::prelude::*;
 use serde_json::json;
 

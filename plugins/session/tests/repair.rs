@@ -1,10 +1,11 @@
 //! Crash repair (`interrupted_turn_closers`): the "Repair" edge cases of reference section 9.2
 //! and the laws of repair over generated logs cut at any point.
 
-use dsh_session::event::{ASSISTANT_MESSAGE, TURN_END, TURN_START};
-use dsh_session::repair::{TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN};
-use dsh_session::validate::validate_seed;
-use dsh_session::{interrupted_turn_closers, EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
+use dsh_session::codes::{TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN};
+use dsh_session::event_type::{ASSISTANT_MESSAGE, TURN_END, TURN_START};
+use dsh_session::{
+    interrupted_turn_closers, validate_seed, EventDraft, SessionEvent, SurfaceOp, TurnEndReason,
+};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

@@ -3,7 +3,7 @@
 //! without it: the log is exactly the seed.
 
 use dsh_core::Context;
-use dsh_session::event::SESSION_END_SEED;
+use dsh_session::event_type::SESSION_END_SEED;
 use dsh_session::{
     CreateOptions, EventDraft, SessionEvent, SessionId, SessionMeta, SessionPlugin, SessionStore,
     StoreError, SurfaceOp, TurnEndReason, ValidationError,

@@ -2,10 +2,9 @@
 //! dsh upgrades them, retired vocabulary and unknown types refused, ignorable unknown events
 //! kept and ignored by every fold.
 
-use dsh_session::validate::validate_restored;
 use dsh_session::{
-    check_invariants, prepare_stored_events, EventDraft, SessionEvent, SessionId, StoredLogError,
-    SurfaceOp, TurnEndReason,
+    check_invariants, prepare_stored_events, validate_restored, EventDraft, SessionEvent,
+    SessionId, StoredLogError, SurfaceOp, TurnEndReason,
 };
 use serde_json::{json, Value};
 
@@ -330,8 +329,8 @@ fn an_unknown_event_type_refuses_the_log() {
 
 #[test]
 fn every_known_plugin_type_is_accepted() {
-    for kind in dsh_session::event::KNOWN_EVENT_TYPES {
-        assert!(dsh_session::event::is_known_type(kind));
+    for kind in dsh_session::event_type::KNOWN_EVENT_TYPES {
+        assert!(dsh_session::event_type::is_known_type(kind));
     }
     let log = vec![
         event("compaction/summary", 0, json!({})),

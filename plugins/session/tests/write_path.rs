@@ -2,10 +2,12 @@
 //! deferred until a publication ends, the header rules, and the invariants checked at append.
 
 use dsh_core::{plugin_fn, Context, LoadOptions};
+use dsh_session::backend::{
+    ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
+};
 use dsh_session::{
-    CreateOptions, EventDraft, ListedSession, PersistenceError, SessionCreated, SessionEvent,
-    SessionEventAppended, SessionHeader, SessionId, SessionMeta, SessionPersistence, SessionPlugin,
-    SessionStore, StoredSession, StoredTail, TurnEndReason,
+    CreateOptions, EventDraft, SessionCreated, SessionEvent, SessionEventAppended, SessionHeader,
+    SessionId, SessionMeta, SessionPlugin, SessionStore, TurnEndReason,
 };
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -65,7 +67,7 @@ impl SessionPersistence for Memory {
         let (_, stored) = sessions
             .get_mut(id)
             .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
-        dsh_session::check_seqs(id, stored.len() as u64, events)?;
+        dsh_session::backend::check_seqs(id, stored.len() as u64, events)?;
         stored.extend(events.iter().map(|e| SessionEvent::clone(e)));
         Ok(())
     }

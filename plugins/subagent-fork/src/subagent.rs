@@ -3,17 +3,13 @@
 
 use crate::error::SubagentForkError;
 use dsh_core::Dep;
-use dsh_session::event::TURN_END;
 use dsh_session::{CreateOptions, Events, Seed, Session, SessionMeta, SessionStore};
 use std::sync::Arc;
 
 /// The prefix of `events` through its last `turn/end` (any reason), shared without copying;
 /// empty when no turn has ended. Reads only the events after that `turn/end` (the open turn).
 pub fn completed_turn_prefix(events: &Events) -> Events {
-    let len = (0..events.len())
-        .rev()
-        .find(|&i| events.get(i).is_some_and(|e| e.kind == TURN_END))
-        .map_or(0, |i| i + 1);
+    let len = events.last_turn_end().map_or(0, |end| end.seq as usize + 1);
     events.prefix(len)
 }
 

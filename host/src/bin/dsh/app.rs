@@ -1,7 +1,8 @@
 //! The context a command runs in, built from the registry and the resolved configuration.
 
 use crate::error::HostError;
-use dsh::session::{SessionPersistence, SessionStore};
+use dsh::session::backend::SessionPersistence;
+use dsh::session::SessionStore;
 use dsh::Context;
 use dsh_host::HostConfig;
 use std::sync::Arc;

@@ -1,7 +1,8 @@
 //! Reading a dsh session file from any path, as `import` and `check` do.
 
 use crate::error::HostError;
-use dsh::session::{RestoreError, Restored, SessionEvent, SessionId, StoredLog, StoredSession};
+use dsh::session::backend::{StoredLog, StoredSession};
+use dsh::session::{RestoreError, Restored, SessionEvent, SessionId};
 use std::path::Path;
 
 /// Reads `path` as dsh's reader does (header checks, packed rows expanded, a torn final line
@@ -14,8 +15,7 @@ pub fn read_valid(path: &Path) -> Result<StoredSession, HostError> {
     let events = std::mem::take(&mut stored.events);
     let events = dsh::session::prepare_stored_events(&id, events)
         .map_err(|e| in_file(&id, path, e.code(), &e))?;
-    dsh::session::validate::validate_restored(&events)
-        .map_err(|e| in_file(&id, path, e.code(), &e))?;
+    dsh::session::validate_restored(&events).map_err(|e| in_file(&id, path, e.code(), &e))?;
     stored.events = events;
     Ok(stored)
 }

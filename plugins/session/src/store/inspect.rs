@@ -5,7 +5,7 @@
 use super::{SessionStore, StoreError};
 use crate::event::SessionEvent;
 use crate::fold::project;
-use crate::header::SessionId;
+use crate::id::SessionId;
 use crate::persistence::PersistenceError;
 use crate::restore::{prepared_at, Restored};
 use crate::session::Message;

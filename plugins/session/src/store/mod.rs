@@ -19,7 +19,8 @@ pub use types::{
     CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
 };
 
-use crate::header::{SessionHeader, SessionId};
+use crate::header::SessionHeader;
+use crate::id::SessionId;
 use crate::persistence::{
     catch_up, contain, first_write, Contained, Landed, OnMismatch, PersistenceMode,
     SessionPersistence,

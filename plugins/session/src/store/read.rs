@@ -6,7 +6,8 @@
 use super::{CreateOptions, Resumed, SessionStore, StoreError};
 use crate::chain::Chain;
 use crate::event::SessionEvent;
-use crate::header::{SessionId, SessionMeta};
+use crate::header::SessionMeta;
+use crate::id::SessionId;
 use crate::persistence::{OnMismatch, PersistenceError, StoredSession};
 use crate::restore::{restore_each, RestoreError, Restored};
 use crate::session::{Events, Session};
@@ -171,7 +172,7 @@ impl SessionStore {
 
     /// Catches a live session up with its stored log when another writer (another process)
     /// appends to it: reads only the events stored after the live log
-    /// ([`crate::SessionPersistence::read_from`]), upgrades and checks them as a stored log
+    /// ([`crate::backend::SessionPersistence::read_from`]), upgrades and checks them as a stored log
     /// is, and appends them to the live log, continuing its history fold and invariant trace
     /// from where they are (nothing is re-read or refolded), publishing
     /// [`crate::SessionEventAppended`] for each. Nothing is written. Returns the events

@@ -9,7 +9,7 @@
 //!
 //! One module per idea: the rules of one event (`rules.rs`), lossless data (`lossless.rs`),
 //! the error ([`ValidationError`]); here, a whole log checked event by event
-//! ([`validate_seed`], [`validate_restored`], [`validate_append`]).
+//! ([`validate_seed`], [`validate_restored`], `validate_restored_append`).
 
 mod error;
 mod lossless;
@@ -46,10 +46,10 @@ pub fn validate_seed<E: Borrow<SessionEvent>>(events: &[E]) -> Result<Surface, V
 /// Validates a log read back from persistence, as dsh validates a restored session: like
 /// [`validate_seed`] but without the lossless-data step (dsh adopts the parsed events in place
 /// instead of copying them, so whatever its JSON reader produced is accepted), and together
-/// with the closers [`crate::repair::interrupted_turn_closers`] would append (dsh validates
+/// with the closers [`crate::interrupted_turn_closers`] would append (dsh validates
 /// the log it would resume, so a log whose closers break a rule is refused even by a read
 /// that does not append them). Run it on the events
-/// [`crate::upgrade::prepare_stored_events`] returns. Returns the surface of `events` alone.
+/// [`crate::prepare_stored_events`] returns. Returns the surface of `events` alone.
 ///
 /// # Errors
 ///
@@ -163,7 +163,7 @@ impl LogCheck {
     }
 
     /// The verdict on the restored log admitted, whose crash closers are `closers`
-    /// ([`crate::repair::interrupted_turn_closers`] of it): the first rule an event broke,
+    /// ([`crate::interrupted_turn_closers`] of it): the first rule an event broke,
     /// else the first a closer would break after the log. Returns the log's surface.
     ///
     /// # Errors
@@ -204,31 +204,20 @@ pub(crate) fn surface_after(
     Ok(resumed)
 }
 
-/// Validates an event about to be appended to a live log whose surface is `surface`, and
-/// returns the surface plan to apply once the append is committed ([`Surface::apply`]).
+/// Validates an event about to be appended to a live log whose surface is `surface`, without
+/// the lossless-data step, reading the event's data from `data`, and returns the surface plan
+/// to apply once the append is committed ([`Surface::apply`]): for an event read back from
+/// persistence after the log (a follower's tail, `data` its stored text), as
+/// [`validate_restored`] checks a stored log; and for a live append whose caller checked the
+/// draft's tree for lossy numbers already (`data` that tree).
 ///
 /// The event must already carry its final `seq` (the log length); it is used as the index in
 /// errors. `lookup` returns the log's earlier event with a given seq. Nothing is mutated.
 ///
 /// # Errors
 ///
-/// As [`check_event`], then [`ValidationError::Surface`] when the transition is refused.
-pub fn validate_append<'a>(
-    surface: &Surface,
-    event: &SessionEvent,
-    lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
-) -> Result<SurfacePlan, ValidationError> {
-    plan_after(surface, event, lookup, check_event)
-}
-
-/// [`validate_append`] without the lossless-data step, reading the event's data from `data`:
-/// for an event read back from persistence after the log (a follower's tail, `data` its
-/// stored text), as [`validate_restored`] checks a stored log; and for a live append whose
-/// caller checked the draft's tree for lossy numbers already (`data` that tree).
-///
-/// # Errors
-///
-/// As [`validate_append`], never [`ValidationError::NotLossless`].
+/// As [`check_event`] (never [`ValidationError::NotLossless`]), then
+/// [`ValidationError::Surface`] when the transition is refused.
 pub(crate) fn validate_restored_append<'a>(
     surface: &Surface,
     event: &SessionEvent,

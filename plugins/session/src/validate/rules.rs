@@ -5,7 +5,8 @@
 use super::error::ValidationError;
 use super::lossless::lossy_data;
 use crate::data::MAX_SAFE_INTEGER;
-use crate::event::{is_surface_type, SessionEvent, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT};
+use crate::event::SessionEvent;
+use crate::event_type::{is_surface_type, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT};
 use crate::view::Json;
 use serde_json::{Map, Value};
 

@@ -4,10 +4,19 @@ use std::sync::Arc;
 
 use super::rules::LEGACY_REQUEST_HEADER_DELTA;
 use super::*;
-use crate::event::{
-    EventDraft, SurfaceOp, TurnEndReason, ASSISTANT_MESSAGE, REQUEST_HEADER, USER_MESSAGE,
-};
+use crate::event::{EventDraft, SurfaceOp, TurnEndReason};
+use crate::event_type::{ASSISTANT_MESSAGE, REQUEST_HEADER, USER_MESSAGE};
 use serde_json::{json, Value};
+
+/// The checks of an event appended to a seed-like log: [`check_event`] (the lossless step
+/// included), then the surface plan.
+fn validate_append<'a>(
+    surface: &Surface,
+    event: &SessionEvent,
+    lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
+) -> Result<SurfacePlan, ValidationError> {
+    plan_after(surface, event, lookup, check_event)
+}
 
 /// Stamps drafts into a seed with seq == index.
 fn seed(drafts: Vec<EventDraft>) -> Vec<SessionEvent> {

@@ -3,8 +3,7 @@
 use crate::error::HostError;
 use crate::output::{error_json, Output};
 use crate::session_file::check_file;
-use dsh::session::invariants::InvariantChecker;
-use dsh::session::{InvariantViolation, Restored};
+use dsh::session::{InvariantChecker, InvariantViolation, Restored};
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};

@@ -3,9 +3,8 @@
 use crate::app::App;
 use crate::error::HostError;
 use crate::output::Output;
-use dsh::session::event::{TURN_END, TURN_START};
-use dsh::session::fold::project;
-use dsh::session::{SessionEvent, SessionId};
+use dsh::session::event_type::{TURN_END, TURN_START};
+use dsh::session::{project, SessionEvent, SessionId};
 use serde_json::json;
 use std::collections::HashSet;
 

@@ -1,18 +1,13 @@
-//! The relational form of a stored session, shared by the backends that keep sessions in
-//! database tables (SQLite, PostgreSQL): one row per session with the header's fields as
-//! columns, one row per event keyed by `(session_id, seq)`, in the shape of dsh's SQLite
-//! schema (reference section 6.4).
-//!
-//! [`HeaderColumns`] and [`EventColumns`] hold a row as plain values (integers, text, JSON
-//! text), so a backend only moves them between its driver's rows and these structs; the
-//! encoding (which field goes where, JSON for payloads and unmodelled header fields) and the
-//! checks on the way back live here once. What is read back equals what was written: the same
-//! JSON values, keys in the same order.
+//! The row mapping: [`HeaderColumns`] and [`EventColumns`] hold a row as plain values
+//! (integers, text, JSON text), so a backend only moves them between its driver's rows and
+//! these structs; the encoding (which field goes where, JSON for payloads and unmodelled
+//! header fields) and the checks on the way back live here once. What is read back equals what
+//! was written: the same JSON values, keys in the same order.
 
-use crate::data::EventData;
-use crate::event::{SessionEvent, SurfaceOp};
-use crate::header::{SessionHeader, SessionId, SESSION_FORMAT_VERSION};
-use crate::persistence::{PersistenceError, StoredSession, StoredTail};
+use dsh_session::backend::PersistenceError;
+use dsh_session::{
+    EventData, SessionEvent, SessionHeader, SessionId, SurfaceOp, SESSION_FORMAT_VERSION,
+};
 use serde_json::Value;
 
 /// A stored row that cannot be turned back into a header or an event: a negative count, or a
@@ -51,6 +46,32 @@ pub fn sql_int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
+/// A count or seq read from the database (a revision, a next seq: never negative) as `u64`;
+/// a negative one reads as 0.
+pub fn sql_count(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+/// A row of a database driver, read column by column by index: a backend implements it over
+/// its driver's row type, so that [`HeaderColumns::read`] and [`EventColumns::read`] read a
+/// row selected in the order of their `NAMES`. Each method reads the column at `index` as the
+/// SQL type it names (an integer is a 64-bit `INTEGER` or `BIGINT`; JSON columns are read as
+/// their text).
+pub trait Row {
+    /// The driver's error for a column that is not of the type asked for.
+    type Error;
+    /// A non-NULL integer column.
+    fn int(&self, index: usize) -> Result<i64, Self::Error>;
+    /// An integer column that may be NULL.
+    fn opt_int(&self, index: usize) -> Result<Option<i64>, Self::Error>;
+    /// A non-NULL text column.
+    fn text(&self, index: usize) -> Result<String, Self::Error>;
+    /// A text column that may be NULL.
+    fn opt_text(&self, index: usize) -> Result<Option<String>, Self::Error>;
+    /// A boolean column that may be NULL.
+    fn opt_bool(&self, index: usize) -> Result<Option<bool>, Self::Error>;
+}
+
 /// The `sessions` row of a header.
 ///
 /// `version`, `created_at` (epoch ms), `seed_length` and `delegation_depth` are integers
@@ -84,6 +105,24 @@ impl HeaderColumns {
     /// The column names, in field order: what a backend selects and inserts.
     pub const NAMES: &'static str = "id, version, created_at, cwd, parent_session, \
         seed_length, origin, delegation_depth, agent_preset, extra";
+
+    /// The row `row` selected with [`HeaderColumns::NAMES`] (from column 0, in their order).
+    ///
+    /// Errors: the driver's, for a column of another type.
+    pub fn read<R: Row>(row: &R) -> Result<HeaderColumns, R::Error> {
+        Ok(HeaderColumns {
+            id: row.text(0)?,
+            version: row.int(1)?,
+            created_at: row.int(2)?,
+            cwd: row.opt_text(3)?,
+            parent_session: row.opt_text(4)?,
+            seed_length: row.opt_int(5)?,
+            origin: row.opt_text(6)?,
+            delegation_depth: row.opt_int(7)?,
+            agent_preset: row.opt_text(8)?,
+            extra: row.text(9)?,
+        })
+    }
 
     /// The row of `header`.
     pub fn of(header: &SessionHeader) -> HeaderColumns {
@@ -187,6 +226,21 @@ impl EventColumns {
     pub const NAMES: &'static str =
         "seq, type, time, data, surface_op, source_event_seqs, ignorable";
 
+    /// The row `row` selected with [`EventColumns::NAMES`] (from column 0, in their order).
+    ///
+    /// Errors: the driver's, for a column of another type.
+    pub fn read<R: Row>(row: &R) -> Result<EventColumns, R::Error> {
+        Ok(EventColumns {
+            seq: row.int(0)?,
+            kind: row.text(1)?,
+            time: row.int(2)?,
+            data: row.text(3)?,
+            surface_op: row.opt_text(4)?,
+            source_event_seqs: row.opt_text(5)?,
+            ignorable: row.opt_bool(6)?,
+        })
+    }
+
     /// The row of `event`.
     pub fn of(event: &SessionEvent) -> EventColumns {
         EventColumns {
@@ -237,101 +291,6 @@ impl EventColumns {
     }
 }
 
-/// The events of stored session `id` from its rows in seq order, checking that the log has no
-/// gap (row `i` holds seq `i`). `store` names the database in errors.
-///
-/// Errors: [`PersistenceError::Corrupt`] naming the session: a row that is not an event
-/// ([`EventColumns::into_event`]), or a seq stored where another belongs.
-pub fn events_from_rows(
-    store: &str,
-    id: &SessionId,
-    rows: impl IntoIterator<Item = EventColumns>,
-) -> Result<Vec<SessionEvent>, PersistenceError> {
-    let mut events = Vec::new();
-    for (index, row) in (0u64..).zip(rows) {
-        let event = row.into_event().map_err(|bad| bad.corrupt(store, id))?;
-        if event.seq != index {
-            return Err(PersistenceError::Corrupt {
-                file: store.to_owned(),
-                reason: format!(
-                    "session \"{id}\": event seq {} is stored where seq {index} belongs \
-                     (a gap in the log)",
-                    event.seq
-                ),
-            });
-        }
-        events.push(event);
-    }
-    Ok(events)
-}
-
-/// What one read transaction of a SQL backend returned for a stored session: the header, the
-/// events it read (from some seq on, up to some limit), and the revision (one past the highest
-/// stored seq).
-#[derive(Clone, Debug, PartialEq)]
-pub struct StoredRows {
-    /// The header as stored.
-    pub header: SessionHeader,
-    /// The events read, in seq order.
-    pub events: Vec<SessionEvent>,
-    /// One past the highest stored seq.
-    pub revision: u64,
-}
-
-impl StoredRows {
-    /// The read as a prefix (events from seq 0): what `load` and `read_prefix` return. A SQL
-    /// transaction is never stored in part, so there is no dropped tail.
-    pub fn into_stored(self) -> StoredSession {
-        StoredSession {
-            header: self.header,
-            events: self.events,
-            dropped_tail: None,
-            revision: self.revision,
-        }
-    }
-
-    /// The read as a tail (events from a seq on): what `read_from` returns; the stored length
-    /// is the revision.
-    pub fn into_tail(self) -> StoredTail {
-        StoredTail {
-            header: self.header,
-            events: self.events,
-            len: self.revision,
-            dropped_tail: None,
-            revision: self.revision,
-        }
-    }
-}
-
-/// The events of stored session `id` from its rows with seq `from` and later, read in seq
-/// order up to the last stored seq (`revision - 1`), for a backend's `read_from`. The primary key makes their seqs distinct, so the
-/// tail has no gap exactly when it holds `revision - from` rows.
-///
-/// Errors: [`PersistenceError::Corrupt`] naming the session: a row that is not an event, or
-/// fewer rows than seqs (a gap in the log).
-pub fn tail_from_rows(
-    store: &str,
-    id: &SessionId,
-    from: u64,
-    revision: u64,
-    rows: Vec<EventColumns>,
-) -> Result<Vec<SessionEvent>, PersistenceError> {
-    let stored = rows.len() as u64;
-    if stored != revision.saturating_sub(from) {
-        return Err(PersistenceError::Corrupt {
-            file: store.to_owned(),
-            reason: format!(
-                "session \"{id}\": {stored} events are stored from seq {from} to seq {} \
-                 (a gap in the log)",
-                revision.saturating_sub(1)
-            ),
-        });
-    }
-    rows.into_iter()
-        .map(|row| row.into_event().map_err(|bad| bad.corrupt(store, id)))
-        .collect()
-}
-
 fn surface_op_text(op: &SurfaceOp) -> String {
     serde_json::to_string(op).unwrap_or_else(|_| "null".to_owned())
 }
@@ -361,7 +320,7 @@ pub fn check_stored_version(store: &str, header: &SessionHeader) -> Result<(), P
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::header::SessionMeta;
+    use dsh_session::SessionMeta;
     use serde_json::json;
 
     #[test]

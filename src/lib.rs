@@ -17,6 +17,9 @@
 //! A build without a feature links no code of that plugin, so it is absent from
 //! [`builtin_plugins`] and from [`Context::from_registry`].
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub use dsh_core as core;
 pub use dsh_core::{
     plugin_fn, registered, Action, AnyPlugin, BoxError, Context, ContextBuilder, ContextConfig,

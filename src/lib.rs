@@ -17,6 +17,9 @@
 //! A build without a feature links no code of that plugin, so it is absent from
 //! [`default_plugins`] and from [`Context::from_registry`].
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub use dsh_core as core;
 pub use dsh_core::{
     codes, plugin_fn, plugin_fn_with_config, registered, Action, AnyPlugin, BoxError, Coded,

@@ -22,9 +22,12 @@
 //! cargo bench -p dsh-bench                          # the criterion benches, under a minute
 //! ```
 
+// Only the counting allocator (`alloc.rs`) may use `unsafe`.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod acp;
+#[allow(unsafe_code)]
 pub mod alloc;
 pub mod async_face;
 pub mod events;

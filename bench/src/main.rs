@@ -6,6 +6,8 @@
 //! allocations (`dsh_bench::alloc::Counting`) so that `fork` can report bytes per fork and
 //! `session` the most bytes a load holds at once.
 
+#![forbid(unsafe_code)]
+
 use clap::{Args, Parser, Subcommand};
 use dsh_bench::measure::Plan;
 use dsh_bench::report::{figures_table, json_line};

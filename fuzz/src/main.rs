@@ -25,6 +25,8 @@
 //! again with `--replay`. The exit status is 1 when any property failed, 2 on a usage error;
 //! `--help` prints the usage.
 
+#![forbid(unsafe_code)]
+
 mod file;
 mod generate;
 mod mutate;

@@ -18,6 +18,9 @@
 //! # Ok(()) }
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 #[cfg(feature = "acp")]
 pub mod acp;
 pub mod config;

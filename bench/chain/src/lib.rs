@@ -12,8 +12,8 @@
 //! instantiations are most of the compile time of this crate, which is why it is a crate of
 //! its own: it is compiled once, not each time the benchmarks change.
 
-// 10,000 generated types and statics, documented here as a group.
-#![allow(missing_docs)]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use dsh_core::{plugin_fn, AnyPlugin, Dep};
 use std::any::{Any, TypeId};

@@ -7,19 +7,20 @@
 //! cell holds changes under the state lock and is read through a [`HazardCell`].
 
 use super::hazard::HazardCell;
+use super::sync::{exclusive, AtomicPtr, AtomicU64, Ordering};
 use crate::event::PublishedList;
 use crate::key::ServiceKey;
 use std::any::{Any, TypeId};
 use std::hash::{BuildHasher, BuildHasherDefault};
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A service value: an `Arc<T>` for the service type `T` (sized or `dyn Trait`), boxed.
 pub(crate) type ServiceValue = Box<dyn Any + Send + Sync>;
 
 /// Buckets of an index: enough that a context with a few hundred service types walks chains
-/// of one or two nodes, small enough that a context costs a few kilobytes.
-const BUCKETS: usize = 256;
+/// of one or two nodes, small enough that a context costs a few kilobytes. One in the loom
+/// models, so that every key they insert shares a chain.
+const BUCKETS: usize = if cfg!(loom) { 1 } else { 256 };
 
 /// An insert-only map from `TypeId` to `Arc<C>`, read without locks: fixed buckets (held
 /// inline, so a lookup starts one load from the runtime), each a chain that grows at its head
@@ -89,7 +90,7 @@ impl<C> Index<C> {
 impl<C> Drop for Index<C> {
     fn drop(&mut self) {
         for head in &mut self.buckets {
-            let mut node = *head.get_mut();
+            let mut node = exclusive(head);
             while !node.is_null() {
                 // SAFETY: made by `Box::into_raw` in `insert` and reachable once (each node is
                 // linked from exactly one head or `next`); `&mut self` excludes readers.

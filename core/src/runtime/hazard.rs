@@ -14,17 +14,21 @@
 //! `with` inside a `with`); a read nested deeper gets `Err` back and the caller takes its locked
 //! path. A read from a thread whose thread-locals are being destroyed does the same.
 //!
-//! This module holds all of the core's `unsafe` code; each block says why it is sound.
+//! This module and the index of `cells.rs` hold all of the core's `unsafe` code; each block
+//! says why it is sound. Their atomics, locks, statics and thread-locals come from `sync.rs`,
+//! so that the loom models of `loom_models.rs` check them.
 
-use parking_lot::Mutex;
+use super::sync::{
+    exclusive, fence, global, thread_local, AtomicBool, AtomicPtr, AtomicUsize, Mutex, Ordering,
+};
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::ptr;
-use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Hazard slots per thread: how deeply reads may nest before taking the locked path.
-pub(crate) const SLOTS: usize = 8;
+/// Hazard slots per thread: how deeply reads may nest before taking the locked path. Two in
+/// the loom models, whose reads nest two deep at most (every slot is a load a scan explores).
+pub(crate) const SLOTS: usize = if cfg!(loom) { 2 } else { 8 };
 
 /// The slots of one thread. Blocks are leaked (a few hundred bytes per thread that ever read
 /// at the same time as others) and handed to the next new thread when their thread ends.
@@ -40,9 +44,6 @@ struct Block {
     wake: AtomicBool,
 }
 
-/// Every block ever made.
-static BLOCKS: Mutex<Vec<&'static Block>> = Mutex::new(Vec::new());
-
 /// A value withdrawn from a cell while a reader may still hold it.
 struct Retired {
     ptr: *const (),
@@ -53,10 +54,15 @@ struct Retired {
 // `HazardCell`), so releasing it on another thread is what dropping an `Arc<T>` there is.
 unsafe impl Send for Retired {}
 
-static RETIRED: Mutex<Vec<Retired>> = Mutex::new(Vec::new());
-/// How many values wait in [`RETIRED`]: readers look at it (a plain load) when they clear a
-/// slot, and scan only when it is not zero.
-static PENDING: AtomicUsize = AtomicUsize::new(0);
+global! {
+    /// Every block ever made.
+    static BLOCKS: Mutex<Vec<&'static Block>> = Mutex::new(Vec::new());
+    /// The values retired while a reader held them, until a scan finds them free.
+    static RETIRED: Mutex<Vec<Retired>> = Mutex::new(Vec::new());
+    /// How many values wait in [`RETIRED`]: readers look at it (a plain load) when they clear
+    /// a slot, and scan only when it is not zero.
+    static PENDING: AtomicUsize = AtomicUsize::new(0);
+}
 
 /// This thread's block, how many of its slots are in use, and how many reads it ended since
 /// it last looked at the retired list.
@@ -103,6 +109,12 @@ impl Drop for Local {
             slot.store(ptr::null_mut(), Ordering::Release);
         }
         self.block.taken.store(false, Ordering::Release);
+        // Pairs with the fences of `retire` and `reclaim`: a writer that still saw one of these
+        // slots holding the value it retired (and so kept it) has counted it in `PENDING`
+        // before its scan, so this load sees the count and this thread scans. Without it, a
+        // thread that ends right after such a read could leave the value retired until some
+        // other thread's next scan, which may never come (found by the loom models).
+        fence(Ordering::SeqCst);
         if PENDING.load(Ordering::Relaxed) != 0 {
             reclaim();
         }
@@ -230,7 +242,7 @@ impl<T: Send + Sync + 'static> HazardCell<T> {
 
 impl<T: Send + Sync + 'static> Drop for HazardCell<T> {
     fn drop(&mut self) {
-        let p = *self.ptr.get_mut();
+        let p = exclusive(&mut self.ptr);
         if !p.is_null() {
             // SAFETY: the cell owns this reference; `&mut self` means no read of this cell is
             // in progress (reads borrow the cell), so no slot can hold it for this cell.
@@ -327,9 +339,9 @@ fn reclaim() {
 /// Serializes the tests that assert when a retired value is released: the retired list is
 /// process-wide, so another test's scan could hold a value of theirs for a moment.
 #[cfg(test)]
-pub(crate) static RELEASE_TIMING: Mutex<()> = Mutex::new(());
+pub(crate) static RELEASE_TIMING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU32;

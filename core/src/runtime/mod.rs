@@ -1,6 +1,7 @@
 //! The runtime of a context: its tables ([`state`]), the lock-free cells readers use
-//! ([`cells`], [`hazard`]), the engine that settles them ([`settle`]), and what the config
-//! manages ([`roster`]). It imports nothing
+//! ([`cells`], [`hazard`]: the only `unsafe` code of the crate, model-checked by the loom
+//! models of `loom_models.rs` through the primitives of [`sync`]), the engine that settles
+//! them ([`settle`]), and what the config manages ([`roster`]). It imports nothing
 //! above it: `Context`, `Scope`, the `Plugin` trait and the dependency handles are built on
 //! the operations here.
 //!
@@ -12,12 +13,18 @@
 //! instances) take effect at once under the state lock, whoever makes them, so a helper thread
 //! of a running apply never waits for the settler.
 
+#[allow(unsafe_code)]
 pub(crate) mod cells;
+#[allow(unsafe_code)]
 pub(crate) mod hazard;
+#[cfg(all(test, loom))]
+#[allow(unsafe_code)]
+mod loom_models;
 pub(crate) mod plugin;
 pub(crate) mod roster;
 mod settle;
 pub(crate) mod state;
+mod sync;
 
 use crate::error::{CoreError, EmitError, Unavailable, WaitError};
 use crate::event::{

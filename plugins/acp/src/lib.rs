@@ -38,6 +38,9 @@
 //! # Ok(()) }
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod codes;
 pub mod config;
 pub mod connection;

@@ -23,6 +23,9 @@
 //!
 //! Not a published crate (`publish = false`): a dev-dependency of the backend crates.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod cases;
 pub mod drain;
 pub mod faults;

@@ -23,6 +23,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 #[cfg(feature = "tokio")]
 pub mod async_fork;
 pub mod codes;

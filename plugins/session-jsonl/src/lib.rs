@@ -10,6 +10,9 @@
 //! like any session, header with lineage plus its seed), not the store's internals, not which
 //! plugin calls it.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 #[cfg(not(unix))]
 compile_error!(
     "dsh-session-jsonl opens its store through folder handles (the openat family), which needs a \

@@ -33,6 +33,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 #[cfg(feature = "tokio")]
 mod async_store;
 pub mod backend;

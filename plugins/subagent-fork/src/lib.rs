@@ -25,6 +25,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod error;
 pub mod plugin;
 pub mod subagent;

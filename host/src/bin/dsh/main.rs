@@ -2,7 +2,11 @@
 //! registry. It owns configuration (store directory, plugin switches) and presentation;
 //! session semantics live in the plugins.
 
+// Only the allocator (`alloc.rs`) may use `unsafe`.
+#![deny(unsafe_code)]
+
 #[cfg(unix)]
+#[allow(unsafe_code)]
 mod alloc;
 mod app;
 mod cli;

@@ -1,5 +1,9 @@
-// The intended use, from another crate: a `Plugin + Default` type submitted by its path is
-// registered, and a context built from the registry applies it.
+//! The intended use of `submit_plugin!`, from another crate (this test binary, which registers
+//! nothing else): a `Plugin + Default` type submitted by its path is registered, and a context
+//! built from the registry applies it. Its misuse does not compile: the cases of `tests/ui`,
+//! checked by `tests/registry/ui.rs`. (This case was a trybuild pass case; as an ordinary test
+//! it is built with the other tests, and trybuild only checks its compile-fail cases.)
+
 use dsh_core::{BoxError, Context, NoConfig, Plugin, Scope, ServiceKey};
 use std::sync::Arc;
 
@@ -39,7 +43,8 @@ mod nested {
 
 dsh_core::submit_plugin!(nested::Other);
 
-fn main() {
+#[test]
+fn a_default_plugin_submitted_by_its_path_is_registered_and_applied() {
     let names: Vec<&str> = dsh_core::registered().iter().map(|p| p.name()).collect();
     assert_eq!(names, ["ui-clock", "ui-other"]);
     let ctx = Context::from_registry(&Default::default()).unwrap();

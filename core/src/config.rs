@@ -48,7 +48,9 @@ impl ContextConfig {
 /// Deserializes a plugin's config value into `T`, reading an absent (null) config as `{}` so
 /// `#[serde(default)]` fields take their defaults.
 ///
-/// Errors: serde's message prefixed with the path of the offending field (e.g.
+/// # Errors
+///
+/// Serde's message prefixed with the path of the offending field (e.g.
 /// `limits.max: invalid type: string "x", expected u32`).
 pub(crate) fn parse<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
     let empty;

@@ -131,7 +131,9 @@ impl PluginHandle {
     /// Loads an instance of `plugin` owned by `owner` (a root instance, or a child of the
     /// instance) with `options` (enabled as they say, else as the plugin's default).
     ///
-    /// Errors: as [`Runtime::load`].
+    /// # Errors
+    ///
+    /// As [`Runtime::load`].
     pub(crate) fn load(
         rt: &Arc<Runtime>,
         owner: Owner,

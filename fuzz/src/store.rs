@@ -95,7 +95,11 @@ fn texts<'a>(events: impl IntoIterator<Item = &'a SessionEvent>) -> Vec<String> 
     events.into_iter().map(|e| json!(e).to_string()).collect()
 }
 
-/// Checks the properties of the plan `bytes`. Errors: the property broken, described.
+/// Checks the properties of the plan `bytes`.
+///
+/// # Errors
+///
+/// The property broken, described.
 pub fn check_store(bytes: &[u8]) -> Result<(), String> {
     let plan: Value = serde_json::from_slice(bytes).map_err(|e| format!("not a plan: {e}"))?;
     let links = plan["links"].as_object().cloned().unwrap_or_default();

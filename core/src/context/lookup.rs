@@ -124,7 +124,9 @@ impl Context {
 
     /// The instance `name`, for the lifecycle calls by name.
     ///
-    /// Errors: [`CoreError::UnknownPlugin`].
+    /// # Errors
+    ///
+    /// [`CoreError::UnknownPlugin`].
     pub(super) fn instance_named(&self, name: &str) -> Result<PluginHandle, CoreError> {
         self.plugin(name).ok_or_else(|| CoreError::UnknownPlugin {
             plugin: name.to_owned(),

@@ -80,7 +80,9 @@ impl Context {
     /// returns `None` when an entry stands for another plugin by the time it plans (the
     /// context changed between the checks and the plan), and the entries are checked again.
     ///
-    /// Errors: those of the checks and of `attempt`; [`WaitError::TimedOut`] once
+    /// # Errors
+    ///
+    /// Those of the checks and of `attempt`; [`WaitError::TimedOut`] once
     /// [`Context::RECONFIGURE_WAIT`] has passed.
     fn validated<R>(
         &self,
@@ -136,7 +138,9 @@ impl Context {
     /// config checked against that plugin's config type outside the lock (the type's
     /// `Deserialize` is user code).
     ///
-    /// Errors: as [`State::entry_target`](crate::runtime::state::State::entry_target);
+    /// # Errors
+    ///
+    /// As [`State::entry_target`](crate::runtime::state::State::entry_target);
     /// [`CoreError::InvalidConfig`].
     fn check_entries(&self, config: &ContextConfig) -> Result<Vec<AnyPlugin>, CoreError> {
         let plugins = {

@@ -76,7 +76,9 @@ pub(crate) struct Planned {
 /// Returns `Ok(None)` when an entry now stands for another plugin than the one it was
 /// checked against (the context changed meanwhile: check again).
 ///
-/// Errors: as [`State::entry_target`]; [`CoreError::DuplicateProvider`] and
+/// # Errors
+///
+/// As [`State::entry_target`]; [`CoreError::DuplicateProvider`] and
 /// [`CoreError::DependencyCycle`] among the root instances the plan leaves enabled.
 pub(crate) fn plan(
     state: &State,

@@ -196,7 +196,9 @@ fn add_managed(
 /// each entry of `config` that names none and may create one, then checks the dependency
 /// graph of the enabled ones.
 ///
-/// Errors: [`CoreError::InvalidName`] and [`CoreError::DuplicatePlugin`] for a builder's
+/// # Errors
+///
+/// [`CoreError::InvalidName`] and [`CoreError::DuplicatePlugin`] for a builder's
 /// plugin, as [`State::entry_target`] for an entry, [`CoreError::DuplicateProvider`] and
 /// [`CoreError::DependencyCycle`].
 pub(crate) fn add_roots(

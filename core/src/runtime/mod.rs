@@ -133,7 +133,9 @@ impl Runtime {
     /// `Ok`, this thread takes the settler role in that same lock and settles (so nothing else
     /// can run between the change and its settle); on `Err` nothing more happens.
     ///
-    /// Errors: `Err(WaitError::Reentrant)` when the calling thread is the settler (the context
+    /// # Errors
+    ///
+    /// `Err(WaitError::Reentrant)` when the calling thread is the settler (the context
     /// cannot be idle before it returns), `Err(WaitError::TimedOut)` when the deadline passed.
     pub(crate) fn when_idle<R, E>(
         self: &Arc<Self>,
@@ -177,7 +179,9 @@ impl Runtime {
     /// Adds an instance of `plugin` owned by `owner` (a root instance for the root, a child of
     /// the instance otherwise) and settles. Returns the instance, its name and the ticket.
     ///
-    /// Errors: [`CoreError::InvalidName`], [`CoreError::DuplicatePlugin`] for a name that is
+    /// # Errors
+    ///
+    /// [`CoreError::InvalidName`], [`CoreError::DuplicatePlugin`] for a name that is
     /// taken,
     /// [`CoreError::DependencyCycle`] when an enabled instance would close a requirement
     /// cycle, [`CoreError::StaleScope`] when `owner` has moved on.
@@ -214,7 +218,9 @@ impl Runtime {
 
     /// Registers `value` as service `key` of `owner` and settles (its dependants wake).
     ///
-    /// Errors: [`CoreError::ServiceConflict`], [`CoreError::UndeclaredService`],
+    /// # Errors
+    ///
+    /// [`CoreError::ServiceConflict`], [`CoreError::UndeclaredService`],
     /// [`CoreError::StaleScope`].
     pub(crate) fn provide(
         self: &Arc<Self>,
@@ -236,7 +242,9 @@ impl Runtime {
 
     /// Registers a listener of `key` owned by `owner`.
     ///
-    /// Errors: [`CoreError::StaleScope`].
+    /// # Errors
+    ///
+    /// [`CoreError::StaleScope`].
     pub(crate) fn listen(
         self: &Arc<Self>,
         owner: Owner,
@@ -270,7 +278,9 @@ impl Runtime {
 
     /// Registers `disposer` to run when `owner` is torn down.
     ///
-    /// Errors: [`CoreError::StaleScope`].
+    /// # Errors
+    ///
+    /// [`CoreError::StaleScope`].
     pub(crate) fn on_dispose(
         &self,
         owner: Owner,
@@ -284,7 +294,9 @@ impl Runtime {
 
     /// Registers config absorber `hook` for as long as `owner`'s generation lives.
     ///
-    /// Errors: [`CoreError::StaleScope`].
+    /// # Errors
+    ///
+    /// [`CoreError::StaleScope`].
     pub(crate) fn absorb_config(&self, owner: Owner, hook: Arc<ConfigFn>) -> Result<(), CoreError> {
         let mut state = self.state.lock();
         let owner = state.owner(owner)?;
@@ -295,7 +307,9 @@ impl Runtime {
     /// Registers `hook` to be called with the value of service `key` before it goes, while it
     /// is still readable, for as long as `owner` lives.
     ///
-    /// Errors: [`CoreError::StaleScope`].
+    /// # Errors
+    ///
+    /// [`CoreError::StaleScope`].
     pub(crate) fn before_leave(
         &self,
         owner: Owner,
@@ -372,7 +386,9 @@ impl Runtime {
 
     /// Calls every listener of `E` in registration order, outside every lock.
     ///
-    /// Errors: an [`EmitError`] listing each listener that failed (all listeners ran).
+    /// # Errors
+    ///
+    /// An [`EmitError`] listing each listener that failed (all listeners ran).
     pub(crate) fn emit<E: 'static>(&self, event: &E) -> Result<(), EmitError> {
         self.with_listeners(TypeId::of::<E>(), |list| {
             match list.and_then(|list| list.downcast_ref::<EmitList<E>>()) {
@@ -406,7 +422,9 @@ impl Runtime {
     /// Waits until `check` (called under the lock after every change) gives an answer, or
     /// until `deadline`.
     ///
-    /// Errors: `Err(None)` when the deadline passed first; `Err(Some(WaitError::Reentrant))`
+    /// # Errors
+    ///
+    /// `Err(None)` when the deadline passed first; `Err(Some(WaitError::Reentrant))`
     /// when the calling thread is the settler and `check` does not hold yet (it could not
     /// change before the caller returns).
     pub(crate) fn wait_for<R>(

@@ -18,12 +18,16 @@ pub(crate) type ReadyApply<'a> = Box<dyn FnOnce(&Applying) -> Result<(), BoxErro
 pub(crate) trait ErasedPlugin: Send + Sync + 'static {
     /// Parses `config` (null read as `{}`) into the plugin's config type.
     ///
-    /// Errors: serde's message, naming the field path.
+    /// # Errors
+    ///
+    /// Serde's message, naming the field path.
     fn check_config(&self, config: &Value) -> Result<(), String>;
 
     /// Parses `config` once and returns the apply that uses it.
     ///
-    /// Errors: as [`ErasedPlugin::check_config`].
+    /// # Errors
+    ///
+    /// As [`ErasedPlugin::check_config`].
     fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, String>;
 }
 

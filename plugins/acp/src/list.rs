@@ -73,7 +73,9 @@ impl Entry {
 impl Shared {
     /// `session/list` (module documentation).
     ///
-    /// Errors: `INVALID_CURSOR`; the backend's code when the stored sessions cannot be
+    /// # Errors
+    ///
+    /// `INVALID_CURSOR`; the backend's code when the stored sessions cannot be
     /// listed; `CAPABILITY_UNAVAILABLE` without a backend.
     pub(crate) async fn list_sessions(
         &self,

@@ -41,7 +41,9 @@ impl Shared {
     /// is cancelled; a runner that has not returned within `stop_timeout_ms` is dropped. A
     /// turn the runner left open is closed as a crash-interrupted one before the last flush.
     ///
-    /// Errors: `CAPABILITY_UNAVAILABLE` without a runner (naming the capability),
+    /// # Errors
+    ///
+    /// `CAPABILITY_UNAVAILABLE` without a runner (naming the capability),
     /// `SESSION_NOT_FOUND` when the session is not open, `TURN_IN_PROGRESS`,
     /// `CONNECTION_FAILED` when the connection is ending, the runner's code (or
     /// `RUNNER_PANICKED`), `TURN_STOP_TIMEOUT`, `TURN_NOT_CLOSED`, `TURN_FAILED`, the store's

@@ -42,7 +42,9 @@ impl Shared {
     /// durably, and replays its log to the client as `session/update`s, in order, before it
     /// answers.
     ///
-    /// Errors: `SESSION_NOT_FOUND`, the backend's code for a file it refuses (`LOG_CORRUPT`,
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, the backend's code for a file it refuses (`LOG_CORRUPT`,
     /// ...), `CONNECTION_FAILED`.
     pub(crate) async fn load_session(
         &self,
@@ -58,7 +60,11 @@ impl Shared {
     }
 
     /// `session/resume`: opens the stored (or live) session as `session/load` does, without
-    /// the replay. Errors: as `session/load`.
+    /// the replay.
+    ///
+    /// # Errors
+    ///
+    /// As `session/load`.
     pub(crate) async fn resume_session(
         &self,
         request: ResumeSessionRequest,

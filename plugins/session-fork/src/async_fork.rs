@@ -30,7 +30,11 @@ impl AsyncSessionFork {
         &self.fork
     }
 
-    /// [`SessionFork::fork`], off the workers. Errors: as `fork`.
+    /// [`SessionFork::fork`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `fork`.
     pub async fn fork(
         &self,
         options: ForkSessionOptions,
@@ -39,7 +43,11 @@ impl AsyncSessionFork {
         run_blocking(move || fork.fork(options)).await
     }
 
-    /// [`SessionFork::fork_stored`], off the workers. Errors: as `fork_stored`.
+    /// [`SessionFork::fork_stored`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `fork_stored`.
     pub async fn fork_stored(
         &self,
         options: ForkSessionOptions,
@@ -48,19 +56,31 @@ impl AsyncSessionFork {
         run_blocking(move || fork.fork_stored(options)).await
     }
 
-    /// [`SessionFork::ancestors`], off the workers. Errors: as `ancestors`.
+    /// [`SessionFork::ancestors`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `ancestors`.
     pub async fn ancestors(&self, id: &SessionId) -> Result<Vec<SessionHeader>, SessionForkError> {
         let (fork, id) = (self.fork.clone(), id.clone());
         run_blocking(move || fork.ancestors(&id)).await
     }
 
-    /// [`SessionFork::children`], off the workers. Errors: as `children`.
+    /// [`SessionFork::children`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `children`.
     pub async fn children(&self, id: &SessionId) -> Result<Vec<SessionHeader>, SessionForkError> {
         let (fork, id) = (self.fork.clone(), id.clone());
         run_blocking(move || fork.children(&id)).await
     }
 
-    /// [`SessionFork::lineage`], off the workers. Errors: as `lineage`.
+    /// [`SessionFork::lineage`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `lineage`.
     pub async fn lineage(&self, id: &SessionId) -> Result<LineageNode, SessionForkError> {
         let (fork, id) = (self.fork.clone(), id.clone());
         run_blocking(move || fork.lineage(&id)).await

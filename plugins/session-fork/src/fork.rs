@@ -148,7 +148,9 @@ impl SessionFork {
     /// `turn/end`, whatever the reason) and returns the seed with the child meta. O(1): the
     /// seed shares the source's events.
     ///
-    /// Errors: `SESSION_NOT_FOUND` (id not live), `SESSION_NOT_LIVE` (a stale object whose id
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND` (id not live), `SESSION_NOT_LIVE` (a stale object whose id
     /// is live on another instance), `OPEN_TURN` (the message names the last event type).
     pub fn snapshot(
         &self,
@@ -166,7 +168,9 @@ impl SessionFork {
     /// path. The seed shares the source's events (and, at the source's end, its surface fold):
     /// no event is copied or validated again.
     ///
-    /// Errors, in this order: `SESSION_ID_INVALID` (a child id that breaks the id rule,
+    /// # Errors
+    ///
+    /// In this order: `SESSION_ID_INVALID` (a child id that breaks the id rule,
     /// [`SessionId::check`]), `SESSION_ALREADY_EXISTS`, then `SESSION_NOT_FOUND` /
     /// `SESSION_NOT_LIVE` as [`SessionFork::snapshot`], then `INVALID_BOUNDARY` and
     /// `OPEN_TURN`, then the store's error if creating the child fails. Nothing is created
@@ -192,7 +196,9 @@ impl SessionFork {
     /// never written; the child is created live and persisted as usual. Its seed came from a
     /// file, so the store validates it.
     ///
-    /// Errors: as [`SessionFork::fork`] (a child id equal to the source's is
+    /// # Errors
+    ///
+    /// As [`SessionFork::fork`] (a child id equal to the source's is
     /// `SESSION_ALREADY_EXISTS`), plus `CAPABILITY_UNAVAILABLE` when the id is not live
     /// and no backend is active, and the backend's code (`LOG_CORRUPT`, `HEADER_INVALID`, ...)
     /// when the stored log is refused; an id neither live nor stored is `SESSION_NOT_FOUND`.

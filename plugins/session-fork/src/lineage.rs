@@ -166,7 +166,9 @@ impl SessionFork {
     /// `parentSession` over live and stored sessions until a parent is unknown (or a link
     /// would repeat a session). Empty for a root.
     ///
-    /// Errors: `SESSION_NOT_FOUND` when `id` is neither live nor stored, the backend's code
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND` when `id` is neither live nor stored, the backend's code
     /// when the stored sessions cannot be listed, `CAPABILITY_UNAVAILABLE` without a store.
     pub fn ancestors(&self, id: &SessionId) -> Result<Vec<SessionHeader>, SessionForkError> {
         let known = self.known(id)?;
@@ -187,7 +189,9 @@ impl SessionFork {
     /// a `turn/end`); nothing is loaded into the store. The tree is built without recursion,
     /// whatever its depth (dropping or serializing a very deep tree recurses once per level).
     ///
-    /// Errors as [`SessionFork::ancestors`], plus the backend's code when a stored child's seed
+    /// # Errors
+    ///
+    /// As [`SessionFork::ancestors`], plus the backend's code when a stored child's seed
     /// cannot be read.
     pub fn lineage(&self, id: &SessionId) -> Result<LineageNode, SessionForkError> {
         let known = self.known(id)?;

@@ -91,7 +91,9 @@ impl JsonlPersistence {
     /// than at the first write. A `root` that does not exist yet is fine: the first `create`
     /// makes it.
     ///
-    /// Errors: [`PersistenceError::Io`] naming the root when the current directory cannot be
+    /// # Errors
+    ///
+    /// [`PersistenceError::Io`] naming the root when the current directory cannot be
     /// read, when the root is a file (or lies below one), a symbolic link to nothing, or when
     /// it cannot be inspected.
     pub fn open(root: impl Into<PathBuf>) -> Result<JsonlPersistence, PersistenceError> {
@@ -146,7 +148,9 @@ impl JsonlPersistence {
     /// The path returned is the physical one (symbolic links resolved), and it is inside the
     /// root.
     ///
-    /// Errors: [`PersistenceError::Conflict`] when the id is stored twice (under two cwd
+    /// # Errors
+    ///
+    /// [`PersistenceError::Conflict`] when the id is stored twice (under two cwd
     /// folders, or in both forms); [`PersistenceError::OutsideStore`] when the file is reached
     /// through a link that leads outside the root (for reads and writes alike);
     /// [`PersistenceError::Io`] when the root cannot be listed.
@@ -231,7 +235,9 @@ impl JsonlPersistence {
     /// missing or the file's length or last bytes no longer match it (another writer changed
     /// it, even at the same length).
     ///
-    /// Errors: as [`SessionPersistence::load`]; [`PersistenceError::Io`] when the session's
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::load`]; [`PersistenceError::Io`] when the session's
     /// file is no longer found at `path` (it moved since: nothing is written, and the next
     /// call looks for it again).
     fn cursor<'c>(
@@ -290,7 +296,9 @@ impl SessionPersistence for JsonlPersistence {
     /// that fails removes the folders it made (the root included), while they are empty; it
     /// never removes a folder that existed before.
     ///
-    /// Errors: [`PersistenceError::Conflict`] when the id is stored anywhere under the root
+    /// # Errors
+    ///
+    /// [`PersistenceError::Conflict`] when the id is stored anywhere under the root
     /// (the stored file is left unchanged); [`PersistenceError::SeqMismatch`] when the seed's
     /// seqs are not `0, 1, 2, …`; [`PersistenceError::Unstorable`] for an event whose type is
     /// a packed row tag; [`PersistenceError::HeaderInvalid`] or
@@ -386,7 +394,9 @@ impl SessionPersistence for JsonlPersistence {
     /// committed lines of a frame cut in part are written again at the start of the new
     /// frame). An empty `events` only cuts a torn tail, and writes nothing when there is none.
     ///
-    /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] when the seqs
+    /// # Errors
+    ///
+    /// [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] when the seqs
     /// are not `stored length, +1, +2, …` (`expected` is the seq due at the offending event),
     /// and for an empty `events` when another writer changed the file since this backend
     /// last read it and left no torn tail to cut (`got` is the event count this backend had
@@ -407,7 +417,9 @@ impl SessionPersistence for JsonlPersistence {
     /// log without any of `events` or with all of them. A writer that waited on the lock of
     /// the replaced file locks the new one. Costs a copy of the file.
     ///
-    /// Errors as [`SessionPersistence::append`]; on an error the file is unchanged.
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::append`]; on an error the file is unchanged.
     fn append_atomic(
         &self,
         id: &SessionId,
@@ -419,7 +431,9 @@ impl SessionPersistence for JsonlPersistence {
     /// Reads the header and every committed event, packed rows expanded. A torn tail is dropped
     /// in memory and described in `dropped_tail`; the file is never written.
     ///
-    /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::Conflict`] (stored under two
+    /// # Errors
+    ///
+    /// [`PersistenceError::NotFound`]; [`PersistenceError::Conflict`] (stored under two
     /// cwd folders); [`PersistenceError::HeaderInvalid`] (a header field missing or wrong, or a
     /// file whose header names another id or cwd than its folders);
     /// [`PersistenceError::VersionUnsupported`]; [`PersistenceError::Corrupt`] (no header
@@ -454,7 +468,9 @@ impl SessionPersistence for JsonlPersistence {
     /// rewrites bytes within it: a read of such a file racing such an append may see the new
     /// bytes in place of the tail, as a read by another process may.) Never writes.
     ///
-    /// Errors as [`SessionPersistence::load`].
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::load`].
     fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
         let path = self.dir.require(id)?;
         let (file, _) = self.dir.open_file(id, &path)?;
@@ -467,7 +483,9 @@ impl SessionPersistence for JsonlPersistence {
     /// (a compressed file is decoded whole). `dropped_tail` is set only when the read reached
     /// a torn tail. Never writes.
     ///
-    /// Errors as [`SessionPersistence::load`], limited to what the lines read show (damage
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::load`], limited to what the lines read show (damage
     /// after the prefix is not seen, except that damage inside it is judged against the rest
     /// of the file).
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
@@ -501,7 +519,9 @@ impl SessionPersistence for JsonlPersistence {
     /// The revision is the length in bytes of the session file the read saw (see
     /// [`SessionPersistence::list`]).
     ///
-    /// Errors as [`SessionPersistence::load`], limited to what is read: damage before the
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::load`], limited to what is read: damage before the
     /// lines a backward read needs is not seen, and only the events returned are checked as
     /// event envelopes.
     fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
@@ -548,7 +568,9 @@ impl SessionPersistence for JsonlPersistence {
     /// it, and it stays the same while nobody writes. It is the revision `load`, `read_prefix`
     /// and `read_from` report for the file as they read it.
     ///
-    /// Errors: [`PersistenceError::Io`] when a folder cannot be listed;
+    /// # Errors
+    ///
+    /// [`PersistenceError::Io`] when a folder cannot be listed;
     /// [`PersistenceError::LayoutUnsupported`] when the root holds session files of dsh's
     /// earlier flat layout (`<project>/<id>.jsonl`), naming them and what to do, rather than
     /// a listing that leaves them out.

@@ -144,7 +144,11 @@ impl BodyScanner {
     }
 
     /// Takes the next line, `decoded` ([`decode_line`] of it), starting at text position
-    /// `start` (in `frame`) and ending (newline included) at `end`. Errors: the fatal refusal.
+    /// `start` (in `frame`) and ending (newline included) at `end`.
+    ///
+    /// # Errors
+    ///
+    /// The fatal refusal.
     pub(crate) fn feed(
         &mut self,
         decoded: Result<Vec<Decoded>, ParseError>,
@@ -222,7 +226,10 @@ impl BodyScanner {
     /// Takes every newline-terminated line of `text`, the text from position `start` on, in
     /// `frame` (an unterminated rest is the caller's to keep or report). Lines are decoded in
     /// batches (on several threads for a large text, [`decode_lines`]) and scanned in order.
-    /// Errors: [`BodyError::Corrupt`], the fatal refusal; [`BodyError::TooLarge`] for a line
+    ///
+    /// # Errors
+    ///
+    /// [`BodyError::Corrupt`], the fatal refusal; [`BodyError::TooLarge`] for a line
     /// longer than the bound, before any line is decoded.
     pub(crate) fn feed_text(
         &mut self,

@@ -163,7 +163,11 @@ impl<R: Read> Frames<R> {
     }
 
     /// The next frame, measured; `None` after the last byte, or after a [`Frame::Torn`] or
-    /// [`Frame::Garbage`]. Errors: reading failed.
+    /// [`Frame::Garbage`].
+    ///
+    /// # Errors
+    ///
+    /// Reading failed.
     pub(crate) fn next_frame(&mut self) -> io::Result<Option<Frame>> {
         if self.done {
             return Ok(None);
@@ -243,7 +247,11 @@ pub(crate) struct FrameText {
 
 impl FrameText {
     /// The text of `frame` (complete or torn), at most `max` bytes of it. `None` for bytes
-    /// that begin no frame (they hold no text). Errors: [`FrameError::Broken`] for a complete
+    /// that begin no frame (they hold no text).
+    ///
+    /// # Errors
+    ///
+    /// [`FrameError::Broken`] for a complete
     /// frame the decoder refuses at once.
     pub(crate) fn of(frame: Frame, max: usize) -> Result<Option<FrameText>, FrameError> {
         let (number, start, end, bytes) = match frame {
@@ -285,7 +293,11 @@ impl FrameText {
 
     /// Appends the next piece of the text, at most `piece` bytes, to `out`; returns `false`
     /// once the text has ended (a complete frame's checksum then verified; a torn frame's
-    /// text ends where its complete blocks end). Errors: [`FrameError::Broken`] when a
+    /// text ends where its complete blocks end).
+    ///
+    /// # Errors
+    ///
+    /// [`FrameError::Broken`] when a
     /// complete frame stops decoding, [`FrameError::TooLarge`] when the text passes the bound
     /// (after at most the bound and one byte were decoded).
     pub(crate) fn read(&mut self, out: &mut Vec<u8>, piece: usize) -> Result<bool, FrameError> {
@@ -339,7 +351,11 @@ fn broken(number: usize, start: u64, end: u64, error: &io::Error) -> FrameError 
 
 /// The first `len` bytes of the text of the frame `reader` reads from its start (complete, or
 /// torn with at least `len` bytes of text in its complete blocks): the committed text a
-/// frame cut in part carries into the next append. Errors: reading or decoding failed first.
+/// frame cut in part carries into the next append.
+///
+/// # Errors
+///
+/// Reading or decoding failed first.
 pub(crate) fn frame_text_prefix(reader: impl Read, len: usize) -> io::Result<Vec<u8>> {
     let mut text = vec![0; len];
     zstd::stream::read::Decoder::new(reader)?

@@ -58,7 +58,10 @@ impl Decoded {
     }
 
     /// The event at log index `index` ([`crate::record::into_event`] for raw JSON).
-    /// Errors: the reason a raw record is refused.
+    ///
+    /// # Errors
+    ///
+    /// The reason a raw record is refused.
     pub(crate) fn into_event(self, index: u64) -> Result<SessionEvent, String> {
         match self {
             Decoded::Typed(event) => Ok(event),
@@ -72,7 +75,10 @@ pub(crate) fn holds_turn_end(events: &[Decoded]) -> bool {
     events.iter().any(Decoded::is_turn_end)
 }
 
-/// The events one body line (without its newline) stores, in order. Errors:
+/// The events one body line (without its newline) stores, in order.
+///
+/// # Errors
+///
 /// [`ParseError::Invalid`] when the line is not JSON or is a malformed packed row (the general
 /// path's message), [`ParseError::TooDeep`] when it nests deeper than the reader accepts.
 pub(crate) fn decode_line(line: &[u8]) -> Result<Vec<Decoded>, ParseError> {

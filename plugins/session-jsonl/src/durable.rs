@@ -127,7 +127,11 @@ struct LockedTemp<'d> {
 
 impl<'d> LockedTemp<'d> {
     /// A new temporary file in `dir` with an unpredictable name, created exclusively (mode
-    /// `0600`), locked, filled by `write` and synced. Errors: the step that failed, naming
+    /// `0600`), locked, filled by `write` and synced.
+    ///
+    /// # Errors
+    ///
+    /// The step that failed, naming
     /// the temporary file (which is removed).
     fn write(
         dir: &'d Folder,

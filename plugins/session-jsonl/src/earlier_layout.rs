@@ -21,7 +21,9 @@ const LAYOUT: &str = "<project>/<id>.jsonl";
 
 /// The files of the earlier layout under `root`, sorted (none when the root does not exist).
 ///
-/// Errors: [`PersistenceError::Io`] when the root cannot be listed; a project folder that
+/// # Errors
+///
+/// [`PersistenceError::Io`] when the root cannot be listed; a project folder that
 /// cannot be listed is skipped.
 pub(crate) fn files(root: &Path) -> Result<Vec<PathBuf>, PersistenceError> {
     let entries = match fs::read_dir(root) {

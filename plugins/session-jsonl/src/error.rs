@@ -50,7 +50,11 @@ pub(crate) fn read_error(path: &Path, error: ReadError) -> PersistenceError {
     }
 }
 
-/// The event at `seq` of the file at `path`. Errors: [`PersistenceError::Corrupt`] naming the
+/// The event at `seq` of the file at `path`.
+///
+/// # Errors
+///
+/// [`PersistenceError::Corrupt`] naming the
 /// seq when the record is not a valid event envelope.
 pub(crate) fn event_at(
     path: &Path,

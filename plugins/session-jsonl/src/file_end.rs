@@ -57,7 +57,9 @@ impl FileEnd {
     /// Whether `file`, whose length is `len` (from a `fstat` the caller made), still has this
     /// length and ends with these bytes.
     ///
-    /// Errors: the read failing.
+    /// # Errors
+    ///
+    /// The read failing.
     pub(crate) fn matches(&self, file: &File, len: u64) -> io::Result<bool> {
         if len != self.len {
             return Ok(false);

@@ -36,7 +36,11 @@ pub(crate) struct Folder {
 
 impl Folder {
     /// Opens the folder at `path`, following symbolic links in it (the store root as its
-    /// owner named it). Errors: the `open` failing (`NotADirectory` for a file).
+    /// owner named it).
+    ///
+    /// # Errors
+    ///
+    /// The `open` failing (`NotADirectory` for a file).
     pub(crate) fn open_path(path: &Path) -> io::Result<Folder> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let fd = rfs::openat(rfs::CWD, path, flags, Mode::empty())?;
@@ -64,7 +68,11 @@ impl Folder {
         })
     }
 
-    /// Opens the folder `name` of this folder without following a symbolic link. Errors: a
+    /// Opens the folder `name` of this folder without following a symbolic link.
+    ///
+    /// # Errors
+    ///
+    /// A
     /// link there is refused (`InvalidInput`, saying so), as is a `name` that is not one
     /// plain component; the `open` failing.
     pub(crate) fn open_folder(&self, name: &OsStr) -> io::Result<Folder> {
@@ -94,7 +102,11 @@ impl Folder {
     }
 
     /// Makes the folder `name` in this folder (mode `0700`) and opens it; `None` when an
-    /// entry of that name exists already. Errors: the `mkdir` or the open failing.
+    /// entry of that name exists already.
+    ///
+    /// # Errors
+    ///
+    /// The `mkdir` or the open failing.
     pub(crate) fn make_folder(&self, name: &OsStr) -> io::Result<Option<Folder>> {
         plain(name)?;
         match rfs::mkdirat(&self.fd, name, Mode::from_raw_mode(FOLDER_MODE.into())) {
@@ -109,7 +121,11 @@ impl Folder {
     }
 
     /// Opens the file `name` of this folder, for reading (and writing when `write`), without
-    /// following a symbolic link and without blocking on a FIFO. Errors: anything but a
+    /// following a symbolic link and without blocking on a FIFO.
+    ///
+    /// # Errors
+    ///
+    /// Anything but a
     /// regular file (`InvalidInput`, saying so); a link (as [`Folder::open_folder`]); the
     /// open failing.
     pub(crate) fn open_file(&self, name: &OsStr, write: bool) -> io::Result<File> {
@@ -122,7 +138,10 @@ impl Folder {
     }
 
     /// Creates the file `name` in this folder (mode `0600`), open for reading and writing.
-    /// Errors: an entry of that name exists (`AlreadyExists`, a link included); the open
+    ///
+    /// # Errors
+    ///
+    /// An entry of that name exists (`AlreadyExists`, a link included); the open
     /// failing.
     pub(crate) fn create_file(&self, name: &OsStr) -> io::Result<File> {
         plain(name)?;
@@ -135,7 +154,11 @@ impl Folder {
     }
 
     /// Creates a file of a new, unpredictable name `<prefix><16 hex digits><suffix>` in this
-    /// folder, as [`Folder::create_file`]; returns it with its name. Errors: as
+    /// folder, as [`Folder::create_file`]; returns it with its name.
+    ///
+    /// # Errors
+    ///
+    /// As
     /// [`Folder::create_file`], after a few names that were all taken.
     pub(crate) fn create_unique_file(
         &self,
@@ -191,7 +214,11 @@ impl Folder {
     }
 
     /// Gives the file `from` of this folder the name `to` as well, never replacing an entry
-    /// `to`; `from` is gone afterwards. Errors: `AlreadyExists` when `to` exists (nothing
+    /// `to`; `from` is gone afterwards.
+    ///
+    /// # Errors
+    ///
+    /// `AlreadyExists` when `to` exists (nothing
     /// changed); the step failing.
     pub(crate) fn rename_new(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
         plain(from)?;

@@ -21,7 +21,11 @@ pub(crate) struct MadeFolders {
 impl MadeFolders {
     /// Makes the folder `name` in `parent` (mode `0700`) and records it; `None` when an entry
     /// of that name exists (another writer may have made it meanwhile: it is not counted as
-    /// made). Errors: the `mkdir` or the open of the new folder failing.
+    /// made).
+    ///
+    /// # Errors
+    ///
+    /// The `mkdir` or the open of the new folder failing.
     pub(crate) fn make(&mut self, parent: &Folder, name: &OsStr) -> io::Result<Option<Folder>> {
         let Some(folder) = parent.make_folder(name)? else {
             return Ok(None);
@@ -34,7 +38,9 @@ impl MadeFolders {
     /// `mkdir` in the folder above it (the deepest existing one opened by its path): a folder
     /// that appears meanwhile is used and not counted as made.
     ///
-    /// Errors: the first step refused, with the folder it was for; the folders made before it
+    /// # Errors
+    ///
+    /// The first step refused, with the folder it was for; the folders made before it
     /// are removed again when this value drops.
     pub(crate) fn make_path(&mut self, path: &Path) -> Result<(), (PathBuf, io::Error)> {
         let missing: Vec<&Path> = path

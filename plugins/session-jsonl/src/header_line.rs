@@ -51,7 +51,11 @@ fn invalid(reason: impl Into<String>) -> HeaderError {
 
 /// Encodes `header` as its line, without the trailing newline.
 ///
-/// `delegationDepth` is written as 0 when the header has none. Errors: an `extra` key that is
+/// `delegationDepth` is written as 0 when the header has none.
+///
+/// # Errors
+///
+/// An `extra` key that is
 /// a modelled field (or `type`) would be written twice and is refused.
 pub(crate) fn encode_header_line(header: &SessionHeader) -> Result<String, HeaderError> {
     let mut map = Map::new();
@@ -91,7 +95,9 @@ pub(crate) fn encode_header_line(header: &SessionHeader) -> Result<String, Heade
 
 /// Reads a header line (without its newline).
 ///
-/// Errors: [`HeaderError::Damaged`] when the line is not JSON; [`HeaderError::Version`] for a
+/// # Errors
+///
+/// [`HeaderError::Damaged`] when the line is not JSON; [`HeaderError::Version`] for a
 /// numeric `version` other than 0, checked before the shape; [`HeaderError::Invalid`] naming the first field that is missing or wrong. Fields
 /// this crate does not model are kept in `extra`; `delegationDepth` is kept as stored.
 pub(crate) fn parse_header_line(text: &str) -> Result<SessionHeader, HeaderError> {

@@ -40,7 +40,11 @@ pub(crate) use dsh_session::DataError as ParseError;
 /// The common case costs one ordinary parse, held to serde_json's default limit of 128
 /// levels: only a text that fails it is read again, as [`javascript_reading`] rewrites it,
 /// measured and, within the bound, parsed without that limit (a text that is not JSON fails
-/// again, with the parser's message). Errors: [`ParseError::TooDeep`] for a text nested
+/// again, with the parser's message).
+///
+/// # Errors
+///
+/// [`ParseError::TooDeep`] for a text nested
 /// beyond the bound, else [`ParseError::Invalid`].
 pub(crate) fn parse(text: &str) -> Result<Value, ParseError> {
     serde_json::from_str(text).or_else(|_| {

@@ -151,7 +151,11 @@ pub(crate) fn session_files(dir: &Path) -> Vec<PathBuf> {
 
 /// The one file among `found` (the session files of one id), paths that lead to the same
 /// physical file counting as one (the first in path order is kept); `None` when there is
-/// none. Errors: the distinct files, in path order, when there are several.
+/// none.
+///
+/// # Errors
+///
+/// The distinct files, in path order, when there are several.
 pub(crate) fn single_file(mut found: Vec<PathBuf>) -> Result<Option<PathBuf>, Vec<PathBuf>> {
     if found.len() < 2 {
         return Ok(found.pop());

@@ -22,7 +22,9 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 /// it. The append writes through this same handle. Returns the handle and the file's length
 /// under the lock.
 ///
-/// Errors: [`PersistenceError::Locked`] when the lock stayed held;
+/// # Errors
+///
+/// [`PersistenceError::Locked`] when the lock stayed held;
 /// [`PersistenceError::LockFailed`] when the file cannot be opened for writing (a
 /// read-only store, a symbolic link put in its place) or locked; [`PersistenceError::Io`].
 pub(crate) fn lock_exclusive(

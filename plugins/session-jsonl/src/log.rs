@@ -61,7 +61,11 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 }
 
 /// Whether the file at `path`, opened as `file`, is compressed (by its name, or its first
-/// bytes). Errors: reading them failed.
+/// bytes).
+///
+/// # Errors
+///
+/// Reading them failed.
 fn compressed(path: &Path, file: &File) -> io::Result<bool> {
     let mut start = [0u8; 4];
     let mut read = 0;
@@ -78,7 +82,9 @@ fn compressed(path: &Path, file: &File) -> io::Result<bool> {
 /// `.zstd` extension, selects the compressed form, as its first bytes do), the carry of a
 /// compressed file's frame kept in part included; returns the scan and the file's end.
 ///
-/// Errors: the read's refusal ([`crate::error::read_error`]), [`PersistenceError::Io`].
+/// # Errors
+///
+/// The read's refusal ([`crate::error::read_error`]), [`PersistenceError::Io`].
 pub(crate) fn scan_file(path: &Path, file: &File) -> Result<(Scanned, FileEnd), PersistenceError> {
     let compressed = compressed(path, file).map_err(|e| io_error(path, e))?;
     let scan = FileScan::open(ReadAt::new(file, 0), compressed).map_err(|e| read_error(path, e))?;
@@ -123,7 +129,9 @@ impl JsonlLog {
     /// Opens the session file `file` (at `path`, which names it in errors and selects the
     /// form as [`scan_file`] says) and reads its header.
     ///
-    /// Errors: the header's refusal ([`PersistenceError::HeaderInvalid`],
+    /// # Errors
+    ///
+    /// The header's refusal ([`PersistenceError::HeaderInvalid`],
     /// [`PersistenceError::VersionUnsupported`], [`PersistenceError::Corrupt`],
     /// [`PersistenceError::TooLarge`]), [`PersistenceError::Io`].
     pub(crate) fn open(path: &Path, file: File) -> Result<JsonlLog, PersistenceError> {

@@ -20,7 +20,9 @@ use std::path::Path;
 /// checks, packed rows expanded, a torn final record dropped and reported in
 /// [`StoredSession::dropped_tail`]. Never writes.
 ///
-/// Errors: as [`SessionPersistence::load`], except that the file's location is not checked;
+/// # Errors
+///
+/// As [`SessionPersistence::load`], except that the file's location is not checked;
 /// [`PersistenceError::Io`] for a path that is not a regular file (a FIFO, a device, a
 /// folder), refused before it is opened.
 ///
@@ -50,7 +52,9 @@ pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError>
 /// # Ok::<(), dsh_session::backend::PersistenceError>(())
 /// ```
 ///
-/// Errors: as [`read_session_file`], never [`PersistenceError::Io`].
+/// # Errors
+///
+/// As [`read_session_file`], never [`PersistenceError::Io`].
 pub fn read_session_bytes(path: &Path, bytes: &[u8]) -> Result<StoredSession, PersistenceError> {
     into_stored(
         path,
@@ -65,14 +69,19 @@ pub fn read_session_bytes(path: &Path, bytes: &[u8]) -> Result<StoredSession, Pe
 /// compressed file: and the compressed bytes of its largest frame) whatever the file's length.
 /// The events and refusals are those of [`crate::read_session_file`]. Never writes.
 ///
-/// Errors: as [`crate::read_session_file`] for the header; [`PersistenceError::Io`] for a
+/// # Errors
+///
+/// As [`crate::read_session_file`] for the header; [`PersistenceError::Io`] for a
 /// path that is not a regular file (a FIFO, a device, a folder), refused before it is opened.
 pub fn read_session_log(path: &Path) -> Result<JsonlLog, PersistenceError> {
     JsonlLog::open(path, open_regular(path)?)
 }
 
 /// Reads and scans the whole file at `path` in its form; returns the scan and the file's end.
-/// Errors as [`open_regular`] and [`crate::log::scan_file`].
+///
+/// # Errors
+///
+/// As [`open_regular`] and [`crate::log::scan_file`].
 fn scan_path(path: &Path) -> Result<(Scanned, FileEnd), PersistenceError> {
     crate::log::scan_file(path, &open_regular(path)?)
 }

@@ -82,7 +82,11 @@ pub(crate) enum Record {
 /// The events one parsed record stores.
 ///
 /// A value that is not an object tagged as a packed row passes through as one verbatim
-/// event. Errors: a row-tagged value whose shape is not exactly a packed row
+/// event.
+///
+/// # Errors
+///
+/// A row-tagged value whose shape is not exactly a packed row
 /// (`malformed <tag> storage row: …`).
 pub(crate) fn expand_record(value: Value) -> Result<Record, String> {
     let kind = match &value {
@@ -124,7 +128,11 @@ fn expand_row(kind: RowKind, row: &Map<String, Value>) -> Result<Vec<SessionEven
 }
 
 impl<'a> PackedRow<'a> {
-    /// Checks the exact row shape dsh writes. Errors: why the row is malformed.
+    /// Checks the exact row shape dsh writes.
+    ///
+    /// # Errors
+    ///
+    /// Why the row is malformed.
     fn parse(kind: RowKind, row: &'a Map<String, Value>) -> Result<PackedRow<'a>, String> {
         if !has_exactly(row, &["type", "seq0", "time0", "data"]) {
             return Err("envelope must be exactly {type, seq0, time0, data}".into());
@@ -262,7 +270,10 @@ impl<'a> PackedRow<'a> {
 /// a string, `data` present), refuses `ignorable` other than `true`, a `null` `surfaceOp` or
 /// `sourceEventSeqs` (they would vanish when written back) and a `time` that is not a safe
 /// integer. `seq` and `time` spelled as integral floats (`3.0`) are read as integers.
-/// Errors: the reason, for the caller to wrap with the file and seq.
+///
+/// # Errors
+///
+/// The reason, for the caller to wrap with the file and seq.
 pub(crate) fn into_event(value: Value, index: u64) -> Result<SessionEvent, String> {
     let Value::Object(mut map) = value else {
         return Err("the record is not a JSON object".into());
@@ -299,7 +310,10 @@ pub(crate) fn into_event(value: Value, index: u64) -> Result<SessionEvent, Strin
 /// Appends `event` to `out` as one line: the envelope keys in the order `type`, `seq`, `time`,
 /// `data`, `surfaceOp`, `sourceEventSeqs`, `ignorable` (absent ones omitted), then `\n`. The
 /// data is copied as the text it holds, however deep it nests.
-/// Errors: serialization failures from `serde_json`.
+///
+/// # Errors
+///
+/// Serialization failures from `serde_json`.
 pub(crate) fn write_event_line(
     event: &SessionEvent,
     out: &mut Vec<u8>,
@@ -316,7 +330,9 @@ pub(crate) fn write_event_line(
 /// `ignorable: false`). Message shapes and legacy formats are not this backend's concern:
 /// such events are stored as they are.
 ///
-/// Errors: [`PersistenceError::Unstorable`] naming the session, the seq and the number (or
+/// # Errors
+///
+/// [`PersistenceError::Unstorable`] naming the session, the seq and the number (or
 /// envelope field).
 pub(crate) fn check_reads_back(
     id: &SessionId,

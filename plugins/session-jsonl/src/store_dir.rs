@@ -66,7 +66,11 @@ impl StoreDir {
         found.map(|path| self.inside(id, &path)).transpose()
     }
 
-    /// The file of a stored session. Errors: [`PersistenceError::NotFound`], or as
+    /// The file of a stored session.
+    ///
+    /// # Errors
+    ///
+    /// [`PersistenceError::NotFound`], or as
     /// [`StoreDir::locate`].
     ///
     /// An id the store does not hold in its layout but in dsh's earlier flat one is
@@ -82,7 +86,11 @@ impl StoreDir {
     }
 
     /// The physical path of the existing `path` (every symbolic link resolved) when it lies
-    /// inside the root, `None` when it leads outside. Errors: the resolution failing.
+    /// inside the root, `None` when it leads outside.
+    ///
+    /// # Errors
+    ///
+    /// The resolution failing.
     pub(crate) fn physical(&self, path: &Path) -> io::Result<Option<PathBuf>> {
         let physical = fs::canonicalize(path)?;
         let root = fs::canonicalize(&self.root)?;
@@ -130,7 +138,11 @@ impl StoreDir {
         Ok(folders)
     }
 
-    /// Opens the root, by its physical path; `None` when it does not exist. Errors: a root
+    /// Opens the root, by its physical path; `None` when it does not exist.
+    ///
+    /// # Errors
+    ///
+    /// A root
     /// that is a symbolic link to nothing (naming where it leads), or that cannot be opened.
     fn open_root(&self) -> Result<Option<Folder>, PersistenceError> {
         let real = match fs::canonicalize(&self.root) {
@@ -152,7 +164,9 @@ impl StoreDir {
     /// [`StoreDir::locate`] gives it), opened from the root folder by folder without
     /// following links, and the file's name in it.
     ///
-    /// Errors: [`PersistenceError::OutsideStore`] when a folder on the way has become a link
+    /// # Errors
+    ///
+    /// [`PersistenceError::OutsideStore`] when a folder on the way has become a link
     /// leading outside the root, [`PersistenceError::Io`] for any other folder that cannot be
     /// opened so (a link inside the root put there since `path` was found included: the store
     /// changed while in use).
@@ -185,7 +199,10 @@ impl StoreDir {
 
     /// Opens the session file of `id` at `path` (as [`StoreDir::open_folder_of`] finds its
     /// folder) for reading, without following a link; returns it and its length in bytes.
-    /// Errors: as [`StoreDir::open_folder_of`]; [`PersistenceError::Io`] for a file that
+    ///
+    /// # Errors
+    ///
+    /// As [`StoreDir::open_folder_of`]; [`PersistenceError::Io`] for a file that
     /// cannot be opened or is not a regular file.
     pub(crate) fn open_file(
         &self,
@@ -205,7 +222,9 @@ impl StoreDir {
     /// the root, checked before anything is made through it, and is then opened at its
     /// physical place.
     ///
-    /// Errors: [`PersistenceError::OutsideStore`]; [`PersistenceError::Io`] (a link to
+    /// # Errors
+    ///
+    /// [`PersistenceError::OutsideStore`]; [`PersistenceError::Io`] (a link to
     /// nothing says where it leads); either way the folders made are removed.
     pub(crate) fn open_new_file_folders(
         &self,

@@ -39,7 +39,11 @@ pub(crate) struct CleanTail {
 ///
 /// Returns `None` when the file is not clean as far as it was read (no header line, a header
 /// that does not parse, a torn final line, a line that does not decode as a record in seq
-/// order): the caller must then read the whole file. Errors: the reader's.
+/// order): the caller must then read the whole file.
+///
+/// # Errors
+///
+/// The reader's.
 pub(crate) fn read_clean_tail<R: Read + Seek>(
     reader: &mut R,
     file_len: u64,

@@ -96,7 +96,11 @@ struct Prepared {
 
 impl Conn {
     /// Sets `client` up for the store's calls: the session settings of its writes, then the
-    /// statements of `sql` prepared. Errors: the server refusing a step.
+    /// statements of `sql` prepared.
+    ///
+    /// # Errors
+    ///
+    /// The server refusing a step.
     fn ready(
         client: Client,
         sql: &Statements,
@@ -224,7 +228,9 @@ impl PostgresPersistence {
     /// namespace `schema` (`None`: [`DEFAULT_SCHEMA`]), creating the namespace and its tables
     /// when absent. Writes wait up to [`DEFAULT_LOCK_TIMEOUT`] for another writer's lock.
     ///
-    /// Errors: [`OpenError::InvalidUrl`], [`OpenError::InvalidSchema`];
+    /// # Errors
+    ///
+    /// [`OpenError::InvalidUrl`], [`OpenError::InvalidSchema`];
     /// [`OpenError::Store`] with [`PersistenceError::Io`] when the server cannot be reached or
     /// refuses the set-up, or [`PersistenceError::VersionUnsupported`] for a store of another
     /// schema version.
@@ -386,7 +392,9 @@ impl PostgresPersistence {
 impl SessionPersistence for PostgresPersistence {
     /// Inserts the header row and the seed's event rows in one transaction.
     ///
-    /// Errors: [`PersistenceError::Conflict`] when the id is stored (the stored session is
+    /// # Errors
+    ///
+    /// [`PersistenceError::Conflict`] when the id is stored (the stored session is
     /// left unchanged); [`PersistenceError::SeqMismatch`] when the seed's seqs are not
     /// `0, 1, 2, …`; [`PersistenceError::VersionUnsupported`] for a header version other than
     /// 0; [`PersistenceError::InvalidId`] for an id that breaks the id rule
@@ -459,7 +467,9 @@ impl SessionPersistence for PostgresPersistence {
     /// Takes the session's row lock, checks that the first seq is the stored next seq and
     /// inserts `events`, in one transaction. An empty `events` writes nothing.
     ///
-    /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] when the
+    /// # Errors
+    ///
+    /// [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] when the
     /// first seq is not the stored next seq, the batch is not contiguous, or another writer
     /// stored one of these seqs first (nothing is written); [`PersistenceError::Unstorable`]
     /// for an event type holding a NUL character; [`PersistenceError::Locked`];
@@ -523,7 +533,9 @@ impl SessionPersistence for PostgresPersistence {
     /// no row past them (`LIMIT`); `load` is this read of every event. Never writes;
     /// `dropped_tail` is always `None` (a transaction is never stored in part).
     ///
-    /// Errors, for the rows read: [`PersistenceError::NotFound`];
+    /// # Errors
+    ///
+    /// For the rows read: [`PersistenceError::NotFound`];
     /// [`PersistenceError::VersionUnsupported`]; [`PersistenceError::HeaderInvalid`] (a column
     /// the header cannot take); [`PersistenceError::Corrupt`] (a gap in the seqs, or a column
     /// that is not the JSON it should be); [`PersistenceError::Io`].
@@ -543,7 +555,9 @@ impl SessionPersistence for PostgresPersistence {
     /// Rows whose header is refused (a foreign version, a bad column) are skipped with a
     /// warning in the log.
     ///
-    /// Errors: [`PersistenceError::Io`] when the table cannot be read.
+    /// # Errors
+    ///
+    /// [`PersistenceError::Io`] when the table cannot be read.
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
         let store = self.place.to_string();
         let client = self.client()?;

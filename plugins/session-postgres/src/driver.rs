@@ -43,7 +43,11 @@ pub(crate) struct Driver {
 
 impl Driver {
     /// The driver of a backend opened on this thread: the host's runtime when the thread is in
-    /// a multi-thread one, else a runtime of its own started now. Errors: that runtime's thread
+    /// a multi-thread one, else a runtime of its own started now.
+    ///
+    /// # Errors
+    ///
+    /// That runtime's thread
     /// cannot be started.
     pub(crate) fn start() -> std::io::Result<Driver> {
         if let Ok(host) = Handle::try_current() {
@@ -68,7 +72,9 @@ impl Driver {
     /// Opens a connection to `config`'s server: the connection task runs on the driver's
     /// runtime until the client is dropped or the server closes it.
     ///
-    /// Errors: [`PersistenceError::Io`] naming `place` when the server cannot be reached or
+    /// # Errors
+    ///
+    /// [`PersistenceError::Io`] naming `place` when the server cannot be reached or
     /// refuses the connection.
     pub(crate) fn connect(
         &self,

@@ -33,7 +33,9 @@ pub(crate) fn quote(name: &str) -> String {
 /// Creates, in one transaction, the namespace `schema` (already quoted) and its tables when
 /// absent, and checks the schema version of an existing store.
 ///
-/// Errors: [`PersistenceError::VersionUnsupported`] for a store of another schema version;
+/// # Errors
+///
+/// [`PersistenceError::VersionUnsupported`] for a store of another schema version;
 /// [`PersistenceError::Io`] when a statement is refused (no right to create the namespace,
 /// the server went away).
 pub(crate) fn set_up(client: &mut Client, place: &Place) -> Result<(), PersistenceError> {

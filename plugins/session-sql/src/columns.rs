@@ -108,7 +108,9 @@ impl HeaderColumns {
 
     /// The row `row` selected with [`HeaderColumns::NAMES`] (from column 0, in their order).
     ///
-    /// Errors: the driver's, for a column of another type.
+    /// # Errors
+    ///
+    /// The driver's, for a column of another type.
     pub fn read<R: Row>(row: &R) -> Result<HeaderColumns, R::Error> {
         Ok(HeaderColumns {
             id: row.text(0)?,
@@ -146,7 +148,9 @@ impl HeaderColumns {
     /// The header this row holds, refused unless its version is the one this build reads.
     /// `store` names the database in errors.
     ///
-    /// Errors: [`PersistenceError::HeaderInvalid`] (as [`HeaderColumns::into_header`]);
+    /// # Errors
+    ///
+    /// [`PersistenceError::HeaderInvalid`] (as [`HeaderColumns::into_header`]);
     /// [`PersistenceError::VersionUnsupported`] (as [`check_stored_version`]).
     pub fn read_header(self, store: &str) -> Result<SessionHeader, PersistenceError> {
         let header = self
@@ -159,7 +163,9 @@ impl HeaderColumns {
     /// The header this row holds. The version is returned as stored; see
     /// [`check_stored_version`].
     ///
-    /// Errors: [`ColumnError`] naming the session when a count is negative or `extra` is not
+    /// # Errors
+    ///
+    /// [`ColumnError`] naming the session when a count is negative or `extra` is not
     /// a JSON object.
     pub fn into_header(self) -> Result<SessionHeader, ColumnError> {
         let id = self.id;
@@ -228,7 +234,9 @@ impl EventColumns {
 
     /// The row `row` selected with [`EventColumns::NAMES`] (from column 0, in their order).
     ///
-    /// Errors: the driver's, for a column of another type.
+    /// # Errors
+    ///
+    /// The driver's, for a column of another type.
     pub fn read<R: Row>(row: &R) -> Result<EventColumns, R::Error> {
         Ok(EventColumns {
             seq: row.int(0)?,
@@ -259,7 +267,9 @@ impl EventColumns {
 
     /// The event this row holds.
     ///
-    /// Errors: [`ColumnError`] naming the seq and the column when the seq is negative or a
+    /// # Errors
+    ///
+    /// [`ColumnError`] naming the seq and the column when the seq is negative or a
     /// JSON column does not parse as what it holds.
     pub fn into_event(self) -> Result<SessionEvent, ColumnError> {
         let seq = u64::try_from(self.seq).map_err(|_| ColumnError {
@@ -299,7 +309,9 @@ fn surface_op_text(op: &SurfaceOp) -> String {
 /// this build reads, naming the direction as dsh does: any other version was written by a
 /// newer harness, so the message says to upgrade.
 ///
-/// Errors: [`PersistenceError::VersionUnsupported`] with `file` = `store` (the database: a
+/// # Errors
+///
+/// [`PersistenceError::VersionUnsupported`] with `file` = `store` (the database: a
 /// path or a connection description).
 pub fn check_stored_version(store: &str, header: &SessionHeader) -> Result<(), PersistenceError> {
     if header.version == SESSION_FORMAT_VERSION {

@@ -15,7 +15,9 @@ use std::sync::Arc;
 /// seed's seqs `0, 1, 2, …` ([`check_seqs`]) and the header's version
 /// ([`check_stored_version`]), in that order.
 ///
-/// Errors: [`PersistenceError::InvalidId`], [`PersistenceError::SeqMismatch`],
+/// # Errors
+///
+/// [`PersistenceError::InvalidId`], [`PersistenceError::SeqMismatch`],
 /// [`PersistenceError::VersionUnsupported`].
 pub fn check_new_session(
     store: &str,
@@ -64,7 +66,9 @@ pub fn list_entry(
 /// The events of stored session `id` from its rows in seq order, checking that the log has no
 /// gap (row `i` holds seq `i`). `store` names the database in errors.
 ///
-/// Errors: [`PersistenceError::Corrupt`] naming the session: a row that is not an event
+/// # Errors
+///
+/// [`PersistenceError::Corrupt`] naming the session: a row that is not an event
 /// ([`EventColumns::into_event`]), or a seq stored where another belongs.
 fn events_from_rows(
     store: &str,
@@ -109,7 +113,9 @@ impl StoredRows {
     /// read up to the last stored seq, must hold `revision - from` rows. `store` names the
     /// database in errors.
     ///
-    /// Errors: [`PersistenceError::Corrupt`] naming the session: a row that is not an event
+    /// # Errors
+    ///
+    /// [`PersistenceError::Corrupt`] naming the session: a row that is not an event
     /// ([`EventColumns::into_event`]), or a gap in the log.
     pub fn from_rows(
         store: &str,
@@ -159,7 +165,9 @@ impl StoredRows {
 /// key makes their seqs distinct, so the tail has no gap exactly when it holds
 /// `revision - from` rows.
 ///
-/// Errors: [`PersistenceError::Corrupt`] naming the session: a row that is not an event, or
+/// # Errors
+///
+/// [`PersistenceError::Corrupt`] naming the session: a row that is not an event, or
 /// fewer rows than seqs (a gap in the log).
 fn tail_from_rows(
     store: &str,

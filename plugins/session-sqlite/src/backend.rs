@@ -142,7 +142,9 @@ impl SqlitePersistence {
     /// Opens (or creates, with its parent folders) the database at `path`, waiting up to
     /// [`DEFAULT_LOCK_TIMEOUT`] for another writer's lock.
     ///
-    /// Errors: as [`crate::schema::open_database`].
+    /// # Errors
+    ///
+    /// As [`crate::schema::open_database`].
     pub fn open(path: impl Into<PathBuf>) -> Result<SqlitePersistence, PersistenceError> {
         SqlitePersistence::open_with_lock_timeout(path, DEFAULT_LOCK_TIMEOUT)
     }
@@ -331,7 +333,10 @@ impl SqlitePersistence {
         })
     }
 
-    /// The stored header of session `id` and its revision. Errors:
+    /// The stored header of session `id` and its revision.
+    ///
+    /// # Errors
+    ///
     /// [`PersistenceError::NotFound`], [`PersistenceError::VersionUnsupported`],
     /// [`PersistenceError::HeaderInvalid`].
     fn header(
@@ -398,7 +403,9 @@ impl SessionPersistence for SqlitePersistence {
     /// Inserts the header row and the seed's event rows in one transaction (shared with the
     /// other writes of its group commit).
     ///
-    /// Errors: [`PersistenceError::Conflict`] when the id is stored (the stored session is
+    /// # Errors
+    ///
+    /// [`PersistenceError::Conflict`] when the id is stored (the stored session is
     /// left unchanged); [`PersistenceError::SeqMismatch`] when the seed's seqs are not
     /// `0, 1, 2, …`; [`PersistenceError::VersionUnsupported`] for a header version other than
     /// 0; [`PersistenceError::InvalidId`] for an id that breaks the id rule
@@ -419,7 +426,9 @@ impl SessionPersistence for SqlitePersistence {
     /// that inserts them, that the first is the stored next seq. An empty `events` writes
     /// nothing.
     ///
-    /// Errors: [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] (nothing is
+    /// # Errors
+    ///
+    /// [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] (nothing is
     /// written); [`PersistenceError::Locked`]; [`PersistenceError::Io`].
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
         if let Some(first) = events.first() {
@@ -435,7 +444,9 @@ impl SessionPersistence for SqlitePersistence {
     /// no row past them; `load` is this read of every event. Never writes; `dropped_tail` is
     /// always `None` (a transaction is never stored in part).
     ///
-    /// Errors, for the rows read: [`PersistenceError::NotFound`];
+    /// # Errors
+    ///
+    /// For the rows read: [`PersistenceError::NotFound`];
     /// [`PersistenceError::VersionUnsupported`]; [`PersistenceError::HeaderInvalid`] (a column
     /// SQLite holds but the header cannot take); [`PersistenceError::Corrupt`] (a gap in the
     /// seqs, or a column that is not the JSON it should be); [`PersistenceError::Io`].
@@ -455,7 +466,9 @@ impl SessionPersistence for SqlitePersistence {
     /// header is refused (a foreign version, a bad column) are skipped with a warning in the
     /// log.
     ///
-    /// Errors: [`PersistenceError::Io`] when the table cannot be read.
+    /// # Errors
+    ///
+    /// [`PersistenceError::Io`] when the table cannot be read.
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
         self.with_reader(|conn| {
             let failed = |e| storage_error(&self.path, &e);

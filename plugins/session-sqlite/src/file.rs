@@ -28,7 +28,9 @@ const FILE_MODE: u16 = 0o600;
 /// leads to, and a missing file is created empty (`0600`; SQLite takes an empty file for a
 /// new database) in its folder without following a link.
 ///
-/// Errors: [`PersistenceError::Io`] naming the folder or file refused (a link to nothing
+/// # Errors
+///
+/// [`PersistenceError::Io`] naming the folder or file refused (a link to nothing
 /// says where it leads).
 pub(crate) fn prepare(path: &Path) -> Result<PathBuf, PersistenceError> {
     let failed = |at: &Path| {
@@ -62,7 +64,11 @@ pub(crate) fn prepare(path: &Path) -> Result<PathBuf, PersistenceError> {
     }
 }
 
-/// The file a database path that is a symbolic link leads to. Errors: a link to nothing,
+/// The file a database path that is a symbolic link leads to.
+///
+/// # Errors
+///
+/// A link to nothing,
 /// naming where it leads.
 fn resolve_link(link: &Path) -> Result<PathBuf, PersistenceError> {
     std::fs::canonicalize(link).map_err(|source| {
@@ -80,7 +86,11 @@ fn resolve_link(link: &Path) -> Result<PathBuf, PersistenceError> {
     })
 }
 
-/// Makes `folder` and every missing folder above it, each `0700`. Errors: the folder that
+/// Makes `folder` and every missing folder above it, each `0700`.
+///
+/// # Errors
+///
+/// The folder that
 /// could not be made, and why.
 fn make_folders(folder: &Path) -> Result<(), (PathBuf, io::Error)> {
     let missing: Vec<&Path> = folder

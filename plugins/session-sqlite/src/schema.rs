@@ -56,7 +56,9 @@ CREATE TABLE events (
 /// (SQLite's `-wal` and `-shm` files take the file's mode); the path is resolved once (every
 /// symbolic link followed) and opened without following a link met later.
 ///
-/// Errors: [`PersistenceError::VersionUnsupported`] for a database of another schema version;
+/// # Errors
+///
+/// [`PersistenceError::VersionUnsupported`] for a database of another schema version;
 /// [`PersistenceError::Io`] when the folder, the file or a statement is refused.
 pub fn open_database(path: &Path, lock_timeout: Duration) -> Result<Connection, PersistenceError> {
     let physical = crate::file::prepare(path)?;
@@ -148,7 +150,9 @@ fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Prepare> {
 /// `path` is opened with `SQLITE_OPEN_NOFOLLOW`: a symbolic link anywhere on it is refused,
 /// not followed (the path a backend opens was resolved once, [`crate::file::prepare`]).
 ///
-/// Errors: [`PersistenceError::Io`] when the file or a setting is refused.
+/// # Errors
+///
+/// [`PersistenceError::Io`] when the file or a setting is refused.
 pub(crate) fn connect(
     path: &Path,
     flags: OpenFlags,

@@ -65,7 +65,11 @@ impl AsyncSessionStore {
         &self.store
     }
 
-    /// [`SessionStore::create`], off the workers. Errors: as `create`.
+    /// [`SessionStore::create`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `create`.
     pub async fn create(
         &self,
         id: Option<SessionId>,
@@ -75,7 +79,11 @@ impl AsyncSessionStore {
         run_blocking(move || store.create(id, options)).await
     }
 
-    /// [`SessionStore::import`], off the workers. Errors: as `import`.
+    /// [`SessionStore::import`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `import`.
     pub async fn import(
         &self,
         id: SessionId,
@@ -85,25 +93,41 @@ impl AsyncSessionStore {
         run_blocking(move || store.import(id, options)).await
     }
 
-    /// [`SessionStore::flush`], off the workers. Errors: as `flush`.
+    /// [`SessionStore::flush`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `flush`.
     pub async fn flush(&self, session: &Arc<Session>) -> Result<(), StoreError> {
         let (store, session) = (self.store.clone(), session.clone());
         run_blocking(move || store.flush(&session)).await
     }
 
-    /// [`SessionStore::load`], off the workers. Errors: as `load`.
+    /// [`SessionStore::load`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `load`.
     pub async fn load(&self, id: &SessionId) -> Result<Arc<Session>, StoreError> {
         let (store, id) = (self.store.clone(), id.clone());
         run_blocking(move || store.load(&id)).await
     }
 
-    /// [`SessionStore::resume`], off the workers. Errors: as `resume`.
+    /// [`SessionStore::resume`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `resume`.
     pub async fn resume(&self, id: &SessionId) -> Result<Resumed, StoreError> {
         let (store, id) = (self.store.clone(), id.clone());
         run_blocking(move || store.resume(&id)).await
     }
 
-    /// [`SessionStore::refresh`], off the workers. Errors: as `refresh`.
+    /// [`SessionStore::refresh`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `refresh`.
     pub async fn refresh(
         &self,
         session: &Arc<Session>,
@@ -112,13 +136,21 @@ impl AsyncSessionStore {
         run_blocking(move || store.refresh(&session)).await
     }
 
-    /// [`SessionStore::dispose`], off the workers. Errors: as `dispose`.
+    /// [`SessionStore::dispose`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `dispose`.
     pub async fn dispose(&self, id: &SessionId) -> Result<bool, StoreError> {
         let (store, id) = (self.store.clone(), id.clone());
         run_blocking(move || store.dispose(&id)).await
     }
 
-    /// [`SessionStore::read_stored`], off the workers. Errors: as `read_stored`.
+    /// [`SessionStore::read_stored`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `read_stored`.
     pub async fn read_stored(
         &self,
         id: &SessionId,
@@ -128,7 +160,11 @@ impl AsyncSessionStore {
         run_blocking(move || store.read_stored(&id, len)).await
     }
 
-    /// The async face of the active backend ([`SessionStore::persistence`]). Errors: as
+    /// The async face of the active backend ([`SessionStore::persistence`]).
+    ///
+    /// # Errors
+    ///
+    /// As
     /// `persistence`.
     pub fn persistence(&self) -> Result<AsyncPersistence, Unavailable> {
         self.store.persistence().map(AsyncPersistence::new)

@@ -53,7 +53,9 @@ impl SessionId {
 
     /// Checks the id rule (see the type's documentation) for an id about to be stored.
     ///
-    /// Errors: [`SessionIdError`] (code `SESSION_ID_INVALID`) naming the id, shortened, and
+    /// # Errors
+    ///
+    /// [`SessionIdError`] (code `SESSION_ID_INVALID`) naming the id, shortened, and
     /// the first thing wrong with it: empty, too long (with its length), or the first control
     /// character (with its byte offset).
     pub fn check(&self) -> Result<(), SessionIdError> {

@@ -246,7 +246,9 @@ impl PersistenceError {
 pub trait SessionPersistence: Send + Sync + 'static {
     /// Writes a new session: the header, then the seed, in one durable step.
     ///
-    /// Errors: [`PersistenceError::InvalidId`] when the header's id breaks the id rule
+    /// # Errors
+    ///
+    /// [`PersistenceError::InvalidId`] when the header's id breaks the id rule
     /// ([`SessionId::check`], checked before anything is written);
     /// [`PersistenceError::Conflict`] when the id is already stored.
     fn create(
@@ -296,7 +298,9 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// events out; a backend that can read its log a piece at a time overrides it, so that
     /// the reader's memory is bounded by what it keeps.
     ///
-    /// Errors as [`SessionPersistence::load`] for what is read before the first event (the
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::load`] for what is read before the first event (the
     /// session not stored, its header refused); later refusals come from the log's reads.
     fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
         Ok(Box::new(LoadedLog::new(self.load(id)?)))
@@ -310,7 +314,9 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// events before them where the format allows (a follower reading what was appended since
     /// its last read). Never writes.
     ///
-    /// Errors as [`SessionPersistence::load`], limited to what is read.
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::load`], limited to what is read.
     fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError>;
 
     /// Every stored session's header and revision, sorted by `createdAt` then id, without
@@ -419,7 +425,9 @@ impl StoredSession {
 /// Checks that `events` carry the seqs `next_seq, next_seq + 1, …`: what every backend's
 /// append (with `next_seq` the stored length) and create (with 0) requires.
 ///
-/// Errors: [`PersistenceError::SeqMismatch`] naming session `id`, with `expected` the seq
+/// # Errors
+///
+/// [`PersistenceError::SeqMismatch`] naming session `id`, with `expected` the seq
 /// due at the first offending event and `got` the seq it carries.
 pub fn check_seqs(
     id: &SessionId,
@@ -470,7 +478,9 @@ pub enum PersistenceMode {
 /// the same session at once), the create's conflict is judged again by the takeover rule
 /// against what that writer stored.
 ///
-/// Errors: [`PersistenceError::Conflict`] when a stored session of that id is at another
+/// # Errors
+///
+/// [`PersistenceError::Conflict`] when a stored session of that id is at another
 /// `cwd`, has other lineage, or holds events the live one does not; the backend's errors.
 pub(crate) fn first_write(
     backend: &dyn SessionPersistence,

@@ -161,7 +161,9 @@ pub fn restore_each(
 /// upgraded them) and traced, as [`crate::interrupted_turn_closers`] traces the events from a
 /// log's last boundary on.
 ///
-/// Errors: reading an event again failed.
+/// # Errors
+///
+/// Reading an event again failed.
 fn open_turn_closers(
     log: &mut dyn StoredLog,
     id: &SessionId,
@@ -195,7 +197,9 @@ fn rewritten_tool_result(event: &SessionEvent) -> Option<u64> {
 /// the chain of such rewrites is read back as far as it goes (without recursion). `None` for
 /// a seq the log has not handed out.
 ///
-/// Errors: the read failing.
+/// # Errors
+///
+/// The read failing.
 pub(crate) fn prepared_at(
     log: &mut dyn StoredLog,
     id: &SessionId,

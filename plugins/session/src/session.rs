@@ -512,7 +512,9 @@ impl Session {
     /// event stays committed). A listener that disposes the session has the dispose wait
     /// until every listener has heard the event. Returns the committed event.
     ///
-    /// Errors: [`AppendError::Invalid`] or [`AppendError::Invariant`] (nothing appended),
+    /// # Errors
+    ///
+    /// [`AppendError::Invalid`] or [`AppendError::Invariant`] (nothing appended),
     /// [`AppendError::Reentrant`] when called from a listener of this session's own append.
     pub fn append(self: &Arc<Self>, draft: EventDraft) -> Result<Arc<SessionEvent>, AppendError> {
         let guard = self.admit_append()?;
@@ -562,7 +564,9 @@ impl Session {
     /// enforced: the events are stored already). Publishes [`SessionEventAppended`] for each
     /// once all are committed. Returns the events appended.
     ///
-    /// Errors: the first event refused, with its seq (the events before it stay appended);
+    /// # Errors
+    ///
+    /// The first event refused, with its seq (the events before it stay appended);
     /// `AppendError::Reentrant` from a listener of this session's own append.
     pub(crate) fn extend_stored(
         self: &Arc<Self>,

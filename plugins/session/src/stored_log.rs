@@ -21,7 +21,9 @@ pub trait StoredLog: Send {
     /// The next event; `None` after the last one (then, and after an error, every later call
     /// returns `None`).
     ///
-    /// Errors: as [`crate::backend::SessionPersistence::load`]: the log's refusal, once the read has reached
+    /// # Errors
+    ///
+    /// As [`crate::backend::SessionPersistence::load`]: the log's refusal, once the read has reached
     /// the point that decides it.
     fn next_event(&mut self) -> Result<Option<SessionEvent>, PersistenceError>;
 
@@ -30,7 +32,9 @@ pub trait StoredLog: Send {
     /// log (a replacement of a message), rare enough that the backend may read it again from
     /// its storage.
     ///
-    /// Errors: the read failing.
+    /// # Errors
+    ///
+    /// The read failing.
     fn event_at(&mut self, seq: u64) -> Result<Option<SessionEvent>, PersistenceError>;
 
     /// What the read dropped after the complete records, as

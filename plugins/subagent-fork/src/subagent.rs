@@ -66,7 +66,9 @@ impl SubagentFork {
     /// [`SubagentFork::seed`]. The seed shares the parent's events (no copy, no validation);
     /// the child persists through the ordinary `created`/`flush` path of the active backend.
     ///
-    /// Errors: [`SubagentForkError::ParentNotLive`], [`SubagentForkError::Unavailable`],
+    /// # Errors
+    ///
+    /// [`SubagentForkError::ParentNotLive`], [`SubagentForkError::Unavailable`],
     /// [`SubagentForkError::Create`]; nothing is created on error.
     pub fn spawn(&self, parent: &Arc<Session>) -> Result<Arc<Session>, SubagentForkError> {
         let id = parent.id().clone();

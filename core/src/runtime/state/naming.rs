@@ -26,7 +26,9 @@ impl State {
     /// free `name:N` (N from 2); for a child, the same after its parent's name and a `/`
     /// (`parent/name`), so the children of different parents never share a name.
     ///
-    /// Errors: [`CoreError::InvalidName`] for a plugin name or label that is empty or holds a
+    /// # Errors
+    ///
+    /// [`CoreError::InvalidName`] for a plugin name or label that is empty or holds a
     /// `/`, a `:` or a control character; [`CoreError::DuplicatePlugin`] when the name is
     /// taken, or when `plugin` may be loaded only once and the context has a root instance of
     /// it.
@@ -82,7 +84,9 @@ impl State {
     /// a new instance of a catalog plugin when `name` is the plugin's name or, for a plugin
     /// that may be loaded several times, `plugin:label`.
     ///
-    /// Errors: [`CoreError::UnknownPlugin`] for any other name (no such catalog plugin, a
+    /// # Errors
+    ///
+    /// [`CoreError::UnknownPlugin`] for any other name (no such catalog plugin, a
     /// label on a plugin that may be loaded once, an invalid label, a child's name);
     /// [`CoreError::DuplicatePlugin`] when the name (or, for a plugin that may be loaded once,
     /// the plugin) is taken by a root instance the config does not manage.

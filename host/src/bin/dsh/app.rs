@@ -35,7 +35,9 @@ impl App {
     /// Builds the root context of `config` ([`HostConfig::build`], from the facade's group and
     /// the link-time registry) and checks that it holds every plugin of [`shipped_plugins`].
     ///
-    /// Errors: the context's build errors, and `MISSING_PLUGINS` naming each shipped plugin
+    /// # Errors
+    ///
+    /// The context's build errors, and `MISSING_PLUGINS` naming each shipped plugin
     /// that is not linked.
     pub fn new(config: &HostConfig) -> Result<App, HostError> {
         App::with_context(config.build()?)
@@ -43,7 +45,9 @@ impl App {
 
     /// The app over `ctx`, once it holds every plugin of [`shipped_plugins`].
     ///
-    /// Errors: `MISSING_PLUGINS` naming each shipped plugin the context lacks.
+    /// # Errors
+    ///
+    /// `MISSING_PLUGINS` naming each shipped plugin the context lacks.
     fn with_context(ctx: Context) -> Result<App, HostError> {
         ctx.expect_plugins(&shipped_plugins())?;
         Ok(App { ctx })

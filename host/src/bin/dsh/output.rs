@@ -14,7 +14,11 @@ pub enum Form {
 }
 
 /// Writes a command's output in the form asked for, as it is produced: every byte of it,
-/// the final newline included. Errors: the writer's.
+/// the final newline included.
+///
+/// # Errors
+///
+/// The writer's.
 type Producer = Box<dyn FnOnce(&mut dyn Write, Form) -> io::Result<()> + Send>;
 
 /// The result of a command.

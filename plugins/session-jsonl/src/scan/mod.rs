@@ -115,7 +115,9 @@ impl<R: Read> FileScan<R> {
     /// Reads the header of the file `reader` reads from its start, plain or (with
     /// `compressed`) in zstd frames.
     ///
-    /// Errors: [`ReadError::Header`] when there is no newline at all or the header is refused
+    /// # Errors
+    ///
+    /// [`ReadError::Header`] when there is no newline at all or the header is refused
     /// (a compressed file: a first frame that is not complete, [`HeaderError::Damaged`], or
     /// holds more than the header line, [`HeaderError::Invalid`]); [`ReadError::TooLarge`] for
     /// a header line beyond [`Limits::DEFAULT`]; [`ReadError::Io`].
@@ -203,7 +205,9 @@ impl<R: Read> FileScan<R> {
     /// The next committed event, packed rows expanded (its seq is the number of events
     /// before it); `None` once the committed records are over and the whole file was read.
     ///
-    /// Errors: [`ReadError::Corrupt`] when damage is fatal (damage before a committed
+    /// # Errors
+    ///
+    /// [`ReadError::Corrupt`] when damage is fatal (damage before a committed
     /// `turn/end`, a line nested too deep, a complete frame that does not decode or ends inside
     /// a record); [`ReadError::TooLarge`] for a line or frame beyond [`Limits::DEFAULT`];
     /// [`ReadError::Io`]. The events returned before an error belong to no verdict.
@@ -249,7 +253,9 @@ impl<R: Read> FileScan<R> {
 /// Reads a whole file held in memory, plain or (with `compressed`) in zstd frames, the carry
 /// included.
 ///
-/// Errors: as [`FileScan::open`] and [`FileScan::next_event`].
+/// # Errors
+///
+/// As [`FileScan::open`] and [`FileScan::next_event`].
 pub(crate) fn scan_bytes(bytes: &[u8], compressed: bool) -> Result<Scanned, ReadError> {
     let (mut scanned, end) = FileScan::open(bytes, compressed)?.collect()?;
     if let Some((frame, len)) = end.carry {

@@ -64,7 +64,9 @@ pub fn run(app: &App, dot: bool) -> Output {
 /// (`{"steps": [{instance, plugin, action, state, reason}]}`); text: one line per step that
 /// changes something, or `no changes`.
 ///
-/// Errors: the new configuration's (`CONFIG_INVALID` naming the file or the field,
+/// # Errors
+///
+/// The new configuration's (`CONFIG_INVALID` naming the file or the field,
 /// `UNKNOWN_PLUGIN`, `DEPENDENCY_CYCLE`, ...).
 pub fn plan(app: &App, mut sources: Sources, new_config: &Path) -> Result<Output, HostError> {
     sources.config_file = Some(new_config.to_path_buf());

@@ -3,7 +3,7 @@
 //! unfinished (a later load there closes it as interrupted) while the session goes on in the
 //! new store under the same id. [`store_moves`] says whether a new config moves or restarts
 //! the store and [`wait_for_turns`] whether turns are running, so the watcher defers such a
-//! reload until the turns end; [`TurnsSeen`] notices a turn that started in the moment
+//! reload until the turns end; `TurnsSeen` notices a turn that started in the moment
 //! between that check and the switch, so the watcher says so.
 
 use crate::error::HostError;

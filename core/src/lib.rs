@@ -40,7 +40,8 @@
 //! Only one copy of this crate may be in a build (its `links` key makes Cargo refuse a
 //! second), so every plugin registers with the registry the host reads.
 
-// Only the lock-free cells (`runtime/hazard.rs`, `runtime/cells.rs`) may use `unsafe`.
+// Only the lock-free cells (`runtime/hazard.rs`, `runtime/cells.rs`) and their loom models
+// (`runtime/loom_models.rs`, a test build with `--cfg loom` only) may use `unsafe`.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

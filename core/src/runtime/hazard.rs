@@ -14,9 +14,10 @@
 //! `with` inside a `with`); a read nested deeper gets `Err` back and the caller takes its locked
 //! path. A read from a thread whose thread-locals are being destroyed does the same.
 //!
-//! This module and the index of `cells.rs` hold all of the core's `unsafe` code; each block
-//! says why it is sound. Their atomics, locks, statics and thread-locals come from `sync.rs`,
-//! so that the loom models of `loom_models.rs` check them.
+//! This module and the index of `cells.rs` hold all of the `unsafe` code of the core's build
+//! (the loom models of `loom_models.rs`, a test build with `--cfg loom` only, have some too);
+//! each block says why it is sound. Their atomics, locks, statics and thread-locals come from
+//! `sync.rs`, so that the loom models of `loom_models.rs` check them.
 
 use super::sync::{
     exclusive, fence, global, thread_local, AtomicBool, AtomicPtr, AtomicUsize, Mutex, Ordering,
@@ -215,7 +216,13 @@ impl<T: Send + Sync + 'static> HazardCell<T> {
             let slot = &local.block.slots[depth];
             let mut p = self.ptr.load(Ordering::Acquire);
             while !p.is_null() {
-                slot.store(p.cast(), Ordering::Relaxed);
+                // `Release`, like the store that clears the slot: a writer whose scan reads
+                // this announcement (of another value) is then ordered after everything this
+                // thread did before, the uses of a value an earlier read of this slot held
+                // included. With `Relaxed`, a scan that read the next read's announcement
+                // freed the earlier value with no happens-before edge from its last use: a
+                // data race under the C11 model (found by the loom models).
+                slot.store(p.cast(), Ordering::Release);
                 // Orders the announcement before the check below; pairs with the fence in
                 // `retire` (a writer either sees the announcement or this check sees its swap).
                 fence(Ordering::SeqCst);
@@ -290,7 +297,9 @@ fn retire(retired: Retired) {
         RETIRED.lock().push(retired);
     } else {
         // SAFETY: made by `HazardCell::store` from `Arc::into_raw`, given up by the cell
-        // (owned here, released once) and announced in no slot after the fence.
+        // (owned here, released once) and announced in no slot after the fence. A reader that
+        // used it has since stored to its slot (cleared it, or announced another value) with
+        // `Release`, and the scan's `Acquire` load of that store orders its uses before this.
         unsafe { (retired.release)(retired.ptr) }
     }
     if PENDING.load(Ordering::Relaxed) != 0 {
@@ -316,7 +325,8 @@ fn reclaim() {
             // SAFETY: made by `HazardCell::store` from `Arc::into_raw`, owned by the retired
             // list (taken out of it above, so released once) and announced in no slot after
             // the fence: a reader that loads the pointer later finds the cell changed and does
-            // not use it.
+            // not use it, and one that used it has since stored to its slot with `Release`,
+            // which the scan's `Acquire` load pairs with (as in `retire`).
             unsafe { (retired.release)(retired.ptr) }
         }
         if kept.is_empty() {

@@ -1,6 +1,7 @@
 //! The runtime of a context: its tables ([`state`]), the lock-free cells readers use
-//! ([`cells`], [`hazard`]: the only `unsafe` code of the crate, model-checked by the loom
-//! models of `loom_models.rs` through the primitives of [`sync`]), the engine that settles
+//! ([`cells`], [`hazard`]: the only `unsafe` code of the crate's build, model-checked by the
+//! loom models of `loom_models.rs`, which use `unsafe` too but exist only in a test build with
+//! `--cfg loom`, through the primitives of [`sync`]), the engine that settles
 //! them ([`settle`]), and what the config manages ([`roster`]). It imports nothing
 //! above it: `Context`, `Scope`, the `Plugin` trait and the dependency handles are built on
 //! the operations here.

@@ -39,12 +39,13 @@ macro_rules! global {
 macro_rules! global {
     ($($(#[$attr:meta])* static $name:ident: $ty:ty = $init:expr;)*) => {
         /// Makes this module's statics for the execution that starts (see `sync::global!`).
+        #[cfg(test)]
         pub(super) fn make_statics() {
             $(let _: &$ty = &$name;)*
         }
         $(
         $(#[$attr])*
-        #[allow(non_camel_case_types)]
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
         struct $name {
             _made_by_deref: (),
         }
@@ -56,40 +57,48 @@ macro_rules! global {
             type Target = $ty;
 
             fn deref(&self) -> &'static $ty {
-                type Made = Option<(u64, &'static $ty)>;
-                static MADE: std::sync::Mutex<Made> = std::sync::Mutex::new(None);
+                // Per OS thread: loom runs every thread of a model as a coroutine on the
+                // thread that called `model`, and the test harness runs models on several
+                // threads at once, so each of those has its own executions and statics.
+                std::thread_local! {
+                    static MADE: std::cell::Cell<Option<(u64, &'static $ty)>> =
+                        const { std::cell::Cell::new(None) };
+                }
                 let execution = $crate::runtime::sync::execution();
-                let mut made = MADE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                match *made {
+                MADE.with(|made| match made.get() {
                     Some((at, value)) if at == execution => value,
                     _ => {
                         let value: &'static $ty = Box::leak(Box::new($init));
-                        *made = Some((execution, value));
+                        made.set(Some((execution, value)));
                         value
                     }
-                }
+                })
             }
         }
     )*
     };
 }
 
-/// Loom executions started: the statics of [`global!`] belong to the last.
 #[cfg(loom)]
-static EXECUTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Starts an execution of a loom model: the statics of [`global!`] are made anew (those of the
-/// previous execution are leaked, a few hundred bytes) at their next use. Every model calls it
-/// first.
-#[cfg(loom)]
-pub(crate) fn new_execution() {
-    EXECUTIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+std::thread_local! {
+    /// Loom executions started on this OS thread (loom runs all of a model's threads as
+    /// coroutines of the OS thread that called `model`; the test harness runs several models at
+    /// once, each on an OS thread of its own): the statics of [`global!`] belong to the last.
+    static EXECUTIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-/// The execution the statics of [`global!`] belong to now.
+/// Starts an execution of a loom model on this OS thread: the statics of [`global!`] are made
+/// anew (those of the previous execution are leaked, a few hundred bytes) at their next use.
+/// Every model calls it first.
+#[cfg(all(loom, test))]
+pub(crate) fn new_execution() {
+    EXECUTIONS.with(|executions| executions.set(executions.get() + 1));
+}
+
+/// The execution the statics of [`global!`] belong to now, on this OS thread.
 #[cfg(loom)]
 pub(crate) fn execution() -> u64 {
-    EXECUTIONS.load(std::sync::atomic::Ordering::SeqCst)
+    EXECUTIONS.with(std::cell::Cell::get)
 }
 
 pub(crate) use global;

@@ -6,7 +6,8 @@ use serde_json::{Map, Value};
 use crate::data::MAX_SAFE_INTEGER;
 use crate::id::SessionId;
 
-/// The log format version this crate reads and writes (dsh rc.8 `SESSION_FORMAT_VERSION`).
+/// The log format version this crate writes new sessions in (dsh rc.8 `SESSION_FORMAT_VERSION`);
+/// it reads [`crate::format::READABLE_VERSIONS`].
 pub const SESSION_FORMAT_VERSION: u64 = 0;
 
 /// The immutable header of a session, stored outside the log, with dsh's field names.
@@ -15,7 +16,8 @@ pub const SESSION_FORMAT_VERSION: u64 = 0;
 /// not model are kept in `extra` and written back unchanged.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionHeader {
-    /// Log format version; [`SESSION_FORMAT_VERSION`] for every session this crate creates.
+    /// Log format version ([`crate::format::FormatVersion`]); [`SESSION_FORMAT_VERSION`] for
+    /// every session this crate creates, the stored one for a session read back.
     pub version: u64,
     /// The session id.
     pub id: SessionId,
@@ -32,13 +34,19 @@ pub struct SessionHeader {
         skip_serializing_if = "Option::is_none"
     )]
     pub parent_session: Option<SessionId>,
-    /// Number of leading events inherited from the parent: the durable seed boundary.
+    /// Number of leading events inherited from the parent: the durable seed boundary (v0 and
+    /// v1; a v2 or v3 header has [`SessionHeader::is_seeded`] instead, and the boundary is the
+    /// log's inherited end-seed marker, [`crate::format::inherited_cut`]).
     #[serde(
         rename = "seedLength",
         default,
         skip_serializing_if = "Option::is_none"
     )]
     pub seed_length: Option<u64>,
+    /// Whether the session starts with inherited events (v2 and v3 headers, where it is
+    /// required; `None` in v0 and v1, where `seed_length` says it).
+    #[serde(rename = "isSeeded", default, skip_serializing_if = "Option::is_none")]
+    pub is_seeded: Option<bool>,
     /// Navigation hint; dsh writes only `"subagent"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
@@ -72,6 +80,7 @@ impl SessionHeader {
             cwd: meta.cwd,
             parent_session: meta.parent_session,
             seed_length: meta.seed_length,
+            is_seeded: None,
             origin: meta.origin,
             delegation_depth: Some(meta.delegation_depth.unwrap_or(0)),
             agent_preset: meta.agent_preset,

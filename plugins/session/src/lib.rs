@@ -46,6 +46,7 @@ mod data;
 mod event;
 pub mod event_type;
 mod fold;
+pub mod format;
 mod header;
 mod id;
 mod invariants;

@@ -103,6 +103,20 @@ pub enum PersistenceError {
         /// dsh's refusal text, naming the direction (upgrade, or no upgrade path).
         message: String,
     },
+    /// The file's name identifies one format version (`session.jsonl` v0,
+    /// `session.vN.jsonl[.zstd]` vN) and its header another: refused before the body is read.
+    #[error(
+        "session file {file}: its name identifies format v{named}, but its header identifies \
+         v{stored}"
+    )]
+    VersionMismatch {
+        /// The file read.
+        file: String,
+        /// The version its name identifies.
+        named: u64,
+        /// The version its header states.
+        stored: u64,
+    },
     /// A record before the committed end is unparsable, or seqs have a gap.
     #[error("corrupt session log {file}: {reason}")]
     Corrupt {
@@ -225,6 +239,7 @@ impl PersistenceError {
             PersistenceError::Conflict { .. } => codes::SESSION_ID_CONFLICT,
             PersistenceError::HeaderInvalid { .. } => codes::HEADER_INVALID,
             PersistenceError::VersionUnsupported { .. } => codes::VERSION_UNSUPPORTED,
+            PersistenceError::VersionMismatch { .. } => codes::VERSION_MISMATCH,
             PersistenceError::Corrupt { .. } => codes::LOG_CORRUPT,
             PersistenceError::SeqMismatch { .. } => codes::SEQ_MISMATCH,
             PersistenceError::Locked { .. } => codes::SESSION_LOCKED,

@@ -32,9 +32,10 @@ use crate::data::EventData;
 use crate::data::MAX_SAFE_INTEGER;
 use crate::event::{SessionEvent, SurfaceOp};
 use crate::event_type::{
-    is_known_type, is_surface_type, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT, TURN_END,
-    TURN_START, USER_MESSAGE,
+    is_surface_type, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT, TURN_END, TURN_START,
+    USER_MESSAGE,
 };
+use crate::format::FormatVersion;
 use crate::id::SessionId;
 use crate::validate::message_shape_problem;
 use crate::view::Json;
@@ -157,7 +158,7 @@ pub(crate) fn prepare_stored_tail(
     events: Vec<SessionEvent>,
     earlier: impl Fn(u64) -> Option<String>,
 ) -> Result<Vec<SessionEvent>, StoredLogError> {
-    let mut upgrader = Upgrader::new(id.clone());
+    let mut upgrader = Upgrader::new(id.clone(), FormatVersion::V0);
     let mut prepared: Vec<SessionEvent> = Vec::with_capacity(events.len());
     // Whether `prepared` holds consecutive seqs (so an event's position gives its seq).
     let mut contiguous = true;
@@ -186,6 +187,9 @@ pub(crate) fn prepare_stored_tail(
 #[derive(Debug)]
 pub(crate) struct Upgrader {
     id: SessionId,
+    /// The log's format: its vocabulary, and whether the rc.8 upgrades apply (v0 only: a
+    /// later format holds the current shapes, and its events are kept as stored).
+    version: FormatVersion,
     /// The seq of the first event of each retired form, in [`RETIRED`]'s order.
     retired: [Option<u64>; 3],
     /// The first event the upgrade refuses (malformed, or a message of the wrong shape):
@@ -210,10 +214,11 @@ const RETIRED: [(&str, RetiredTest); 3] = [
 ];
 
 impl Upgrader {
-    /// The upgrade of stored session `id`'s log, before its first event.
-    pub(crate) fn new(id: SessionId) -> Upgrader {
+    /// The upgrade of stored session `id`'s log of format `version`, before its first event.
+    pub(crate) fn new(id: SessionId, version: FormatVersion) -> Upgrader {
         Upgrader {
             id,
+            version,
             retired: [None; 3],
             refused: None,
             unknown: None,
@@ -237,14 +242,19 @@ impl Upgrader {
         if self.refused.is_some() {
             return None;
         }
-        let event = match upgrade_event(&self.id, event, message_id_of) {
+        let upgraded = if self.version == FormatVersion::V0 {
+            upgrade_event(&self.id, event, message_id_of)
+        } else {
+            Ok(event)
+        };
+        let event = match upgraded {
             Ok(event) => event,
             Err(refused) => {
                 self.refused = Some(refused);
                 return None;
             }
         };
-        if is_surface_type(&event.kind) {
+        if self.version.is_surface_type(&event.kind) {
             if let Some(reason) = message_shape_problem(&event.kind, Json::of(&event.data)) {
                 self.refused = Some(StoredLogError::MessageShape {
                     id: self.id.clone(),
@@ -255,7 +265,10 @@ impl Upgrader {
                 return None;
             }
         }
-        if self.unknown.is_none() && !is_known_type(&event.kind) && event.ignorable != Some(true) {
+        if self.unknown.is_none()
+            && !self.version.is_known_type(&event.kind)
+            && event.ignorable != Some(true)
+        {
             self.unknown = Some(StoredLogError::UnknownType {
                 id: self.id.clone(),
                 seq: event.seq,

@@ -199,7 +199,7 @@ fn a_fork_child_with_a_hostile_id_is_stored_inside_the_store() {
     for child in ["../../child", "..", "c\\hild", "~"] {
         assert_eq!(
             sandbox.json(&["fork", "../source", "--id", child]).ok(),
-            json!({"id": child, "parentSession": "../source", "seedLength": 6, "cwd": CWD})
+            json!({"id": child, "parentSession": "../source", "seedLength": 6, "version": 0, "cwd": CWD})
         );
         let show = sandbox.json(&["show", child]).ok();
         assert_eq!(show["header"]["id"], json!(child));

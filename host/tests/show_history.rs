@@ -64,6 +64,8 @@ fn show_of_the_example_session_has_its_exact_facts() {
                 "cwd": CWD,
                 "delegationDepth": 0,
             },
+            "version": 0,
+            "inheritedEvents": null,
             "events": 27,
             "turns": 2,
             "turnEnds": [20, 26],
@@ -105,6 +107,8 @@ fn show_of_an_open_turn_is_open_and_not_forkable() {
         sandbox.json(&["show", "open"]).ok(),
         json!({
             "header": {"version": 0, "id": "open", "createdAt": 0, "cwd": CWD, "delegationDepth": 0},
+            "version": 0,
+            "inheritedEvents": null,
             "events": 2,
             "turns": 1,
             "turnEnds": [],
@@ -125,6 +129,8 @@ fn show_of_a_log_ending_in_a_log_only_event_after_turn_end_is_neither_open_nor_f
         sandbox.json(&["show", "after"]).ok(),
         json!({
             "header": {"version": 0, "id": "after", "createdAt": 0, "cwd": CWD, "delegationDepth": 0},
+            "version": 0,
+            "inheritedEvents": null,
             "events": 7,
             "turns": 1,
             "turnEnds": [5],
@@ -145,6 +151,8 @@ fn show_of_an_empty_session_is_forkable_with_no_last_type() {
         sandbox.json(&["show", "empty"]).ok(),
         json!({
             "header": {"version": 0, "id": "empty", "createdAt": 0, "cwd": CWD, "delegationDepth": 0},
+            "version": 0,
+            "inheritedEvents": null,
             "events": 0,
             "turns": 0,
             "turnEnds": [],

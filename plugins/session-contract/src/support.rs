@@ -18,7 +18,6 @@ pub(crate) const CWD: &str = "/home/dev/project";
 pub(crate) const NEWER_VERSION: u64 = dsh_session::format::READABLE_VERSIONS[3] + 1;
 
 /// A root context of the session plugin plus the fixture's backend plugin (a host run).
-
 pub(crate) fn context(fixture: &dyn Fixture) -> Context {
     let (plugin, config) = fixture.plugin();
     plugin_context(plugin, config)

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::data::MAX_SAFE_INTEGER;
+use crate::format::FormatVersion;
 use crate::id::SessionId;
 
 /// The log format version this crate writes new sessions in (dsh rc.8 `SESSION_FORMAT_VERSION`);
@@ -72,20 +73,32 @@ pub struct SessionHeader {
 impl SessionHeader {
     /// A header for `id` at `created_at` (epoch ms) carrying `meta`. An absent delegation
     /// depth is stored as 0, as dsh writes it, so the header reads back unchanged.
+    ///
+    /// The version is `meta.version` (default [`SESSION_FORMAT_VERSION`]); a v2 or v3 header
+    /// without `meta.is_seeded` is unseeded (`isSeeded: false`).
     pub fn new(id: SessionId, created_at: u64, meta: SessionMeta) -> SessionHeader {
+        let version = meta.version.unwrap_or(SESSION_FORMAT_VERSION);
+        let marks_cut_in_body =
+            FormatVersion::from_number(version).is_some_and(|v| !v.has_seed_length());
         SessionHeader {
-            version: SESSION_FORMAT_VERSION,
+            version,
             id,
             created_at,
             cwd: meta.cwd,
             parent_session: meta.parent_session,
             seed_length: meta.seed_length,
-            is_seeded: None,
+            is_seeded: meta.is_seeded.or(marks_cut_in_body.then_some(false)),
             origin: meta.origin,
             delegation_depth: Some(meta.delegation_depth.unwrap_or(0)),
             agent_preset: meta.agent_preset,
             extra: meta.extra,
         }
+    }
+
+    /// The header's format version; v0 for a number this build does not read (a backend
+    /// refuses such headers before a session is made of them).
+    pub fn format(&self) -> FormatVersion {
+        FormatVersion::from_number(self.version).unwrap_or_default()
     }
 
     /// The first of dsh's header rules this header breaks, as a sentence naming the field;
@@ -131,14 +144,20 @@ impl SessionHeader {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct SessionMeta {
+    /// Log format version (default [`SESSION_FORMAT_VERSION`]); one of
+    /// [`crate::format::READABLE_VERSIONS`].
+    pub version: Option<u64>,
     /// Creation time, epoch ms (default: now).
     pub created_at: Option<u64>,
     /// Absolute working directory.
     pub cwd: Option<String>,
     /// Fork parent.
     pub parent_session: Option<SessionId>,
-    /// Inherited prefix length.
+    /// Inherited prefix length. In a v2 or v3 session the store records it as dsh does: an
+    /// inherited `session/end-seed` marker after the seed and `isSeeded: true`.
     pub seed_length: Option<u64>,
+    /// `isSeeded` of a v2 or v3 header (set by the store for a seeded one).
+    pub is_seeded: Option<bool>,
     /// `"subagent"` for subagent children.
     pub origin: Option<String>,
     /// Delegation depth.
@@ -153,15 +172,23 @@ impl SessionMeta {
     /// The meta that reproduces `header` exactly (used to load a stored session back).
     pub fn from_header(header: &SessionHeader) -> SessionMeta {
         SessionMeta {
+            version: Some(header.version),
             created_at: Some(header.created_at),
             cwd: header.cwd.clone(),
             parent_session: header.parent_session.clone(),
             seed_length: header.seed_length,
+            is_seeded: header.is_seeded,
             origin: header.origin.clone(),
             delegation_depth: header.delegation_depth,
             agent_preset: header.agent_preset.clone(),
             extra: header.extra.clone(),
         }
+    }
+
+    /// Sets the log format version.
+    pub fn version(mut self, version: FormatVersion) -> SessionMeta {
+        self.version = Some(version.number());
+        self
     }
 
     /// Sets `cwd`.

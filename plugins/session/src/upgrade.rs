@@ -143,11 +143,25 @@ pub fn prepare_stored_events(
     id: &SessionId,
     events: Vec<SessionEvent>,
 ) -> Result<Vec<SessionEvent>, StoredLogError> {
-    prepare_stored_tail(id, events, |_| None)
+    prepare_stored_events_in(id, FormatVersion::V0, events)
 }
 
-/// [`prepare_stored_events`] for the events of a stored log from some seq on (a follower's
-/// tail), whose earlier events are known: `earlier(seq)` is the message id of the earlier event
+/// [`prepare_stored_events`] for a log of format `version`: its vocabulary, and the rc.8
+/// upgrades for v0 only (a later format's events are kept as stored).
+///
+/// # Errors
+///
+/// As [`prepare_stored_events`].
+pub fn prepare_stored_events_in(
+    id: &SessionId,
+    version: FormatVersion,
+    events: Vec<SessionEvent>,
+) -> Result<Vec<SessionEvent>, StoredLogError> {
+    prepare_stored_tail(id, version, events, |_| None)
+}
+
+/// [`prepare_stored_events_in`] for the events of a stored log of format `version` from some
+/// seq on (a follower's tail), whose earlier events are known: `earlier(seq)` is the message id of the earlier event
 /// with that seq, for a `replace` rewrite that reuses it.
 ///
 /// # Errors
@@ -155,10 +169,11 @@ pub fn prepare_stored_events(
 /// As [`prepare_stored_events`], for the tail.
 pub(crate) fn prepare_stored_tail(
     id: &SessionId,
+    version: FormatVersion,
     events: Vec<SessionEvent>,
     earlier: impl Fn(u64) -> Option<String>,
 ) -> Result<Vec<SessionEvent>, StoredLogError> {
-    let mut upgrader = Upgrader::new(id.clone(), FormatVersion::V0);
+    let mut upgrader = Upgrader::new(id.clone(), version);
     let mut prepared: Vec<SessionEvent> = Vec::with_capacity(events.len());
     // Whether `prepared` holds consecutive seqs (so an event's position gives its seq).
     let mut contiguous = true;

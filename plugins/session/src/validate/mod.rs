@@ -17,6 +17,7 @@ mod rules;
 
 pub use error::ValidationError;
 pub(crate) use lossless::lossy_number;
+use rules::check_event_in;
 pub(crate) use rules::message_shape_problem;
 pub use rules::{check_event, check_storable};
 use rules::{check_restored, check_restored_event};
@@ -39,9 +40,21 @@ use std::borrow::Borrow;
 /// The first failure: a [`check_event`] error, [`ValidationError::NotContiguous`], or
 /// [`ValidationError::Surface`].
 pub fn validate_seed<E: Borrow<SessionEvent>>(events: &[E]) -> Result<Surface, ValidationError> {
+    validate_seed_in(FormatVersion::V0, events)
+}
+
+/// [`validate_seed`] for a seed of format `version`: its surface types.
+///
+/// # Errors
+///
+/// As [`validate_seed`].
+pub fn validate_seed_in<E: Borrow<SessionEvent>>(
+    version: FormatVersion,
+    events: &[E],
+) -> Result<Surface, ValidationError> {
     let mut check = LogCheck::new(
-        |event, index, _| check_event(event, index),
-        FormatVersion::V0,
+        |event, index, version| check_event_in(version, event, index),
+        version,
     );
     check.admit_all(events);
     check.into_surface()
@@ -62,7 +75,19 @@ pub fn validate_seed<E: Borrow<SessionEvent>>(events: &[E]) -> Result<Surface, V
 pub fn validate_restored<E: Borrow<SessionEvent>>(
     events: &[E],
 ) -> Result<Surface, ValidationError> {
-    let mut check = LogCheck::restored(FormatVersion::V0);
+    validate_restored_in(FormatVersion::V0, events)
+}
+
+/// [`validate_restored`] for a log of format `version`: its surface types.
+///
+/// # Errors
+///
+/// As [`validate_restored`].
+pub fn validate_restored_in<E: Borrow<SessionEvent>>(
+    version: FormatVersion,
+    events: &[E],
+) -> Result<Surface, ValidationError> {
+    let mut check = LogCheck::restored(version);
     check.admit_all(events);
     if check.is_refused() {
         return check.into_surface();

@@ -31,10 +31,19 @@ const ADAPTER_DEFAULT_KEYS: [&str; 2] = ["reasoningEffort", "maxTokens"];
 /// [`ValidationError::MessageShape`], and last [`ValidationError::LegacyFormat`] for a
 /// `request/header` with reason `fallback`.
 pub fn check_event(event: &SessionEvent, index: u64) -> Result<(), ValidationError> {
+    check_event_in(FormatVersion::V0, event, index)
+}
+
+/// [`check_event`] for an event of a log of format `version` (its surface types).
+pub(super) fn check_event_in(
+    version: FormatVersion,
+    event: &SessionEvent,
+    index: u64,
+) -> Result<(), ValidationError> {
     if let Some(reason) = lossy_data(&event.data) {
         return Err(ValidationError::NotLossless { index, reason });
     }
-    check_restored_event(event, index, FormatVersion::V0)
+    check_restored_event(event, index, version)
 }
 
 /// The steps of [`check_event`] that decide whether `event` reads back from a dsh file as

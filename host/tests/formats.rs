@@ -1,0 +1,152 @@
+//! Sessions of the released formats v1 to v3 through the `dsh` commands: `check`, `import`,
+//! `show`, `history`, `fork` and `lineage` keep the session's version (files built here).
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// A v3 header line value (`isSeeded`, no `seedLength`).
+fn v3_header(id: &str) -> Value {
+    json!({"type": "session", "version": 3, "id": id, "createdAt": 0, "cwd": CWD,
+           "isSeeded": false, "delegationDepth": 0})
+}
+
+/// The v3 system head after the first `step/start` (as dsh 0.1.5 writes it).
+fn system_message(seq: u64, text: &str) -> Value {
+    let content = if text.is_empty() {
+        json!([])
+    } else {
+        json!([{"type": "text", "text": text}])
+    };
+    let mut event = event(
+        "system/message",
+        seq,
+        json!({"turn": 1, "step": 1, "message": {"id": format!("sys-{seq}"), "role": "system",
+               "source": {"kind": "plugin", "plugin": "@deepseek-ai/dsh-system-prompt"},
+               "content": content}}),
+    );
+    event["surfaceOp"] = json!("append");
+    event
+}
+
+/// Two complete turns of a v3 session, its first step holding the system head (13 events).
+fn v3_session(id: &str) -> String {
+    let mut events = vec![
+        turn_start(0, 1),
+        user_message(1, "msg-user-1", "What is in this folder?"),
+        step_start(2, 1, 1),
+        system_message(3, "Be brief."),
+        assistant_message(4, 1, "msg-asst-1", "Three files."),
+        step_end(5, 1, 1),
+        turn_end(6, 1),
+    ];
+    events.extend(turn(7, 2, "And now?", "Four."));
+    jsonl(&v3_header(id), &events)
+}
+
+#[test]
+fn checking_a_v3_file_reports_its_version_events_and_turns() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.write("s.session.v3.jsonl", &v3_session("s"));
+    let doc = sandbox.json(&[Path::new("check"), &file]).ok();
+    assert_eq!(doc[0]["version"], json!(3));
+    assert_eq!(doc[0]["events"], json!(13));
+    assert_eq!(doc[0]["turns"], json!(2));
+    let human = sandbox.human(&[Path::new("check"), &file]);
+    assert!(human.stdout.contains("(v3, 13 events)"), "{}", human.stdout);
+}
+
+#[test]
+fn a_v3_file_imports_as_a_v3_session_and_shows_its_version() {
+    let sandbox = Sandbox::new();
+    let text = v3_session("s");
+    let file = sandbox.write("s.session.v3.jsonl", &text);
+    sandbox.import(&[&file]);
+    let stored = stored_file(&sandbox.store(), "s");
+    assert_eq!(
+        stored.file_name().and_then(|n| n.to_str()),
+        Some("session.v3.jsonl")
+    );
+    assert_eq!(std::fs::read_to_string(&stored).expect("read"), text);
+    let doc = sandbox.json(&["show", "s"]).ok();
+    assert_eq!(doc["version"], json!(3));
+    assert_eq!(doc["header"]["isSeeded"], json!(false));
+    assert_eq!(doc["inheritedEvents"], Value::Null);
+    assert_eq!(doc["events"], json!(13));
+    // The system head, two user and two assistant messages.
+    assert_eq!(doc["messages"], json!(5));
+    let human = sandbox.human(&["show", "s"]);
+    assert!(human.stdout.contains("format: v3"), "{}", human.stdout);
+}
+
+#[test]
+fn the_history_of_a_v3_session_starts_with_its_system_message() {
+    let sandbox = Sandbox::new();
+    sandbox.import_text("s.session.v3.jsonl", &v3_session("s"));
+    let history = sandbox.json(&["history", "s"]).ok();
+    let roles: Vec<&str> = history
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    assert_eq!(roles, ["user", "system", "assistant", "user", "assistant"]);
+}
+
+#[test]
+fn a_v3_session_forks_into_a_v3_child_whose_cut_is_an_inherited_marker() {
+    let sandbox = Sandbox::new();
+    sandbox.import_text("s.session.v3.jsonl", &v3_session("s"));
+    let doc = sandbox
+        .json(&["fork", "s", "--id", "child", "--at", "6"])
+        .ok();
+    assert_eq!(
+        doc,
+        json!({"id": "child", "parentSession": "s", "seedLength": 7, "version": 3, "cwd": CWD})
+    );
+    let file = stored_file(&sandbox.store(), "child");
+    assert_eq!(
+        file.file_name().and_then(|n| n.to_str()),
+        Some("session.v3.jsonl")
+    );
+    let text = std::fs::read_to_string(&file).expect("read");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON"))
+        .collect();
+    let header = lines[0].as_object().expect("header");
+    assert_eq!(header["isSeeded"], json!(true));
+    assert_eq!(header["parentSession"], json!("s"));
+    assert!(!header.contains_key("seedLength"), "{text}");
+    assert_eq!(lines.len(), 1 + 8);
+    let marker = &lines[8];
+    assert_eq!(marker["type"], json!("session/end-seed"));
+    assert_eq!(marker["seq"], json!(7));
+    assert_eq!(marker["data"], json!({"inherited": true}));
+
+    let show = sandbox.json(&["show", "child"]).ok();
+    assert_eq!(show["version"], json!(3));
+    assert_eq!(show["inheritedEvents"], json!(7));
+    let lineage = sandbox.json(&["lineage", "child"]).ok();
+    assert_eq!(
+        lineage["children"][0],
+        json!({"id": "child", "parentSession": "s", "seedLength": 7, "branchTurn": 1, "children": []})
+    );
+    // The source is unchanged.
+    assert_eq!(
+        std::fs::read_to_string(stored_file(&sandbox.store(), "s")).expect("read"),
+        v3_session("s")
+    );
+}
+
+#[test]
+fn a_file_whose_name_disagrees_with_its_header_is_refused_on_import() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.write("s.session.v2.jsonl", &v3_session("s"));
+    let run = sandbox.json(&[Path::new("import"), &file]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.doc()[0]["error"]["code"], json!("VERSION_MISMATCH"));
+    assert!(files_under(&sandbox.store()).is_empty());
+}

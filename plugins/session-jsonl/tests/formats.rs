@@ -222,6 +222,74 @@ fn each_version_reads_only_its_own_physical_forms() {
 }
 
 #[test]
+fn the_fork_cut_and_v3_row_admission_get_dshs_verdicts() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let marker = |seq: u64| plain(seq, "session/end-seed", r#"{"inherited":true}"#);
+    let cases: [(&str, Vec<String>, &str); 5] = [
+        (
+            "seeded.v2.jsonl",
+            {
+                let mut lines = v2_lines("a");
+                lines[0] = lines[0].replace("\"isSeeded\":false", "\"isSeeded\":true");
+                lines
+            },
+            "released v2 seeded Session lacks an inherited end-seed marker",
+        ),
+        (
+            "seeded.v3.jsonl",
+            {
+                let mut lines = v3_lines("b");
+                lines[0] = lines[0].replace("\"isSeeded\":false", "\"isSeeded\":true");
+                lines
+            },
+            "format v3 seeded Session lacks an accepted inherited end-seed marker",
+        ),
+        (
+            "unseeded.v3.jsonl",
+            {
+                let mut lines = v3_lines("c");
+                lines.push(marker(8));
+                lines
+            },
+            "released v3 unseeded Session contains an inherited end-seed marker",
+        ),
+        (
+            "system.v3.jsonl",
+            {
+                let mut lines = v3_lines("d");
+                lines.push(plain(
+                    8,
+                    "request/header",
+                    r#"{"header":{"config":{"provider":"p","model":"m"},"system":"x"},"reason":"initial"}"#,
+                ));
+                lines
+            },
+            "format v3 request/header rejects retired header.system",
+        ),
+        (
+            "shape.v3.jsonl",
+            {
+                let mut lines = v3_lines("e");
+                lines[3] = lines[3].replace("\"turn\":1,\"step\":1,", "\"turn\":1,\"step\":0,");
+                lines
+            },
+            "format v3 system/message at seq 2 is malformed",
+        ),
+    ];
+    for (name, lines, reason) in cases {
+        let refused = restored(&write(dir.path(), name, &lines)).expect_err(name);
+        assert!(refused.starts_with("SEED_INVALID"), "{name}: {refused}");
+        assert!(refused.contains(reason), "{name}: {refused}");
+    }
+    // A seeded v3 log with its marker loads, and the marker is its cut.
+    let mut lines = v3_lines("f");
+    lines[0] = lines[0].replace("\"isSeeded\":false", "\"isSeeded\":true");
+    lines.push(marker(8));
+    let (_, events, _) = restored(&write(dir.path(), "f.v3.jsonl", &lines)).expect("loads");
+    assert_eq!(inherited_cut(&events), Some(8));
+}
+
+#[test]
 fn headers_follow_their_versions_rules() {
     let dir = tempfile::tempdir().expect("temp dir");
     let cases = [

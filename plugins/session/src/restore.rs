@@ -94,7 +94,7 @@ pub fn restore_each(
 ) -> Result<Restored, RestoreError> {
     let id = log.header().id.clone();
     let version = FormatVersion::from_number(log.header().version).unwrap_or_default();
-    let mut upgrader = Upgrader::new(id.clone(), version);
+    let mut upgrader = Upgrader::new(id.clone(), version).whole_log(log.header());
     let mut check = LogCheck::restored(version);
     let mut count = 0u64;
     // The seq of the last turn boundary and whether it opens a turn: only a log whose last

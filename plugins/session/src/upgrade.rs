@@ -35,7 +35,8 @@ use crate::event_type::{
     is_surface_type, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT, TURN_END, TURN_START,
     USER_MESSAGE,
 };
-use crate::format::FormatVersion;
+use crate::format::{is_inherited_marker, FormatVersion, SYSTEM_MESSAGE};
+use crate::header::SessionHeader;
 use crate::id::SessionId;
 use crate::validate::message_shape_problem;
 use crate::view::Json;
@@ -87,6 +88,19 @@ pub enum StoredLogError {
         /// What is wrong, e.g. `lacks an identified message`.
         reason: String,
     },
+    /// A rule of the log's format version broken (`reference/dsh-formats.md` section 3): a v2
+    /// or v3 seeded log without its inherited `session/end-seed` marker or an unseeded one
+    /// with such a marker, a v3 `request/header` still carrying the retired `header.system`,
+    /// or a v3 `system/message` of another shape. The text is dsh's.
+    #[error("stored session \"{id}\": {reason}")]
+    Format {
+        /// The session.
+        id: SessionId,
+        /// The seq of the offending event; the log's length for a marker that is missing.
+        seq: u64,
+        /// dsh's refusal, e.g. `format v3 request/header rejects retired header.system`.
+        reason: String,
+    },
     /// An event type dsh rc.8 does not know, not marked `ignorable: true`: the log was
     /// probably written by a newer harness and cannot be interpreted safely.
     #[error(
@@ -105,13 +119,14 @@ pub enum StoredLogError {
 
 impl StoredLogError {
     /// The stable code: `EVENT_TYPE_UNSUPPORTED` for [`StoredLogError::UnknownType`],
-    /// `SEED_INVALID` for the others (the log fails validation).
+    /// `SEED_INVALID` for the others (the log fails validation, or its format's rules).
     pub fn code(&self) -> &'static str {
         match self {
             StoredLogError::UnknownType { .. } => codes::EVENT_TYPE_UNSUPPORTED,
             StoredLogError::Retired { .. }
             | StoredLogError::Malformed { .. }
-            | StoredLogError::MessageShape { .. } => codes::SEED_INVALID,
+            | StoredLogError::MessageShape { .. }
+            | StoredLogError::Format { .. } => codes::SEED_INVALID,
         }
     }
 
@@ -121,6 +136,7 @@ impl StoredLogError {
             StoredLogError::Retired { seq, .. }
             | StoredLogError::Malformed { seq, .. }
             | StoredLogError::MessageShape { seq, .. }
+            | StoredLogError::Format { seq, .. }
             | StoredLogError::UnknownType { seq, .. } => *seq,
         }
     }
@@ -143,21 +159,24 @@ pub fn prepare_stored_events(
     id: &SessionId,
     events: Vec<SessionEvent>,
 ) -> Result<Vec<SessionEvent>, StoredLogError> {
-    prepare_stored_events_in(id, FormatVersion::V0, events)
+    prepare_stored_tail(id, FormatVersion::V0, events, |_| None)
 }
 
-/// [`prepare_stored_events`] for a log of format `version`: its vocabulary, and the rc.8
-/// upgrades for v0 only (a later format's events are kept as stored).
+/// [`prepare_stored_events`] for the whole log of the session whose header is `header`, in
+/// its format version: that version's vocabulary, the rc.8 upgrades for v0 only (a later
+/// format's events are kept as stored), and the version's own rules (the inherited
+/// end-seed marker of a v2 or v3 log, v3's row admission: [`StoredLogError::Format`]).
 ///
 /// # Errors
 ///
-/// As [`prepare_stored_events`].
+/// As [`prepare_stored_events`], plus [`StoredLogError::Format`] (after the events' own
+/// refusals).
 pub fn prepare_stored_events_in(
-    id: &SessionId,
-    version: FormatVersion,
+    header: &SessionHeader,
     events: Vec<SessionEvent>,
 ) -> Result<Vec<SessionEvent>, StoredLogError> {
-    prepare_stored_tail(id, version, events, |_| None)
+    let upgrader = Upgrader::new(header.id.clone(), header.format()).whole_log(header);
+    prepare_with(upgrader, events, |_| None)
 }
 
 /// [`prepare_stored_events_in`] for the events of a stored log of format `version` from some
@@ -173,7 +192,15 @@ pub(crate) fn prepare_stored_tail(
     events: Vec<SessionEvent>,
     earlier: impl Fn(u64) -> Option<String>,
 ) -> Result<Vec<SessionEvent>, StoredLogError> {
-    let mut upgrader = Upgrader::new(id.clone(), version);
+    prepare_with(Upgrader::new(id.clone(), version), events, earlier)
+}
+
+/// The events `upgrader` makes of `events`; `earlier` as [`prepare_stored_tail`]'s.
+fn prepare_with(
+    mut upgrader: Upgrader,
+    events: Vec<SessionEvent>,
+    earlier: impl Fn(u64) -> Option<String>,
+) -> Result<Vec<SessionEvent>, StoredLogError> {
     let mut prepared: Vec<SessionEvent> = Vec::with_capacity(events.len());
     // Whether `prepared` holds consecutive seqs (so an event's position gives its seq).
     let mut contiguous = true;
@@ -212,6 +239,8 @@ pub(crate) struct Upgrader {
     refused: Option<StoredLogError>,
     /// The first event of an unknown type not marked ignorable.
     unknown: Option<StoredLogError>,
+    /// The rules of the log's format beyond its vocabulary.
+    format: FormatRules,
 }
 
 /// Whether an event is of one retired form.
@@ -237,7 +266,18 @@ impl Upgrader {
             retired: [None; 3],
             refused: None,
             unknown: None,
+            format: FormatRules::default(),
         }
+    }
+
+    /// Checks the rules that need the whole log and its header too (a read of a whole log,
+    /// not of a tail): the inherited end-seed marker of a v2 or v3 log, against `header`'s
+    /// `isSeeded`.
+    pub(crate) fn whole_log(mut self, header: &SessionHeader) -> Upgrader {
+        if !self.version.has_seed_length() {
+            self.format.seeded = Some(header.is_seeded == Some(true));
+        }
+        self
     }
 
     /// Takes the next stored event and returns it upgraded, or `None` once the upgrade has
@@ -257,6 +297,7 @@ impl Upgrader {
         if self.refused.is_some() {
             return None;
         }
+        self.format.admit(&self.id, self.version, &event);
         let upgraded = if self.version == FormatVersion::V0 {
             upgrade_event(&self.id, event, message_id_of)
         } else {
@@ -296,7 +337,10 @@ impl Upgrader {
     /// Whether the log is refused whatever follows (the refusal itself may still change:
     /// retired vocabulary later in the log takes precedence).
     pub(crate) fn is_refused(&self) -> bool {
-        self.retired.iter().any(Option::is_some) || self.refused.is_some() || self.unknown.is_some()
+        self.retired.iter().any(Option::is_some)
+            || self.refused.is_some()
+            || self.unknown.is_some()
+            || self.format.refused.is_some()
     }
 
     /// The verdict on the whole log admitted, in dsh's order: retired vocabulary (each form
@@ -319,10 +363,116 @@ impl Upgrader {
                 what: what.into(),
             });
         }
-        match self.refused.or(self.unknown) {
+        let format = self.format.finish(&self.id, self.version);
+        match self.refused.or(self.unknown).or(format) {
             Some(refused) => Err(refused),
             None => Ok(()),
         }
+    }
+}
+
+/// The rules of a v2 or v3 log beyond its vocabulary (`reference/dsh-formats.md` section 3),
+/// checked as the events go by.
+#[derive(Debug, Default)]
+struct FormatRules {
+    /// Whether the header says the log is seeded (`isSeeded`), when the whole log of a v2 or
+    /// v3 session is read: the marker must then be there, or must not.
+    seeded: Option<bool>,
+    /// The seq of the last inherited `session/end-seed` marker.
+    marker: Option<u64>,
+    /// How many events were admitted.
+    len: u64,
+    /// The first event that broke a rule.
+    refused: Option<StoredLogError>,
+}
+
+impl FormatRules {
+    fn admit(&mut self, id: &SessionId, version: FormatVersion, event: &SessionEvent) {
+        self.len = event.seq.saturating_add(1);
+        if version.has_seed_length() {
+            return;
+        }
+        if is_inherited_marker(event) {
+            self.marker = Some(event.seq);
+        }
+        if self.refused.is_some() || version < FormatVersion::V3 {
+            return;
+        }
+        if let Some(reason) = v3_admission_problem(event) {
+            self.refused = Some(StoredLogError::Format {
+                id: id.clone(),
+                seq: event.seq,
+                reason,
+            });
+        }
+    }
+
+    /// The first rule broken, the marker's last.
+    fn finish(self, id: &SessionId, version: FormatVersion) -> Option<StoredLogError> {
+        if self.refused.is_some() {
+            return self.refused;
+        }
+        let v = version.number();
+        let reason = match (self.seeded?, self.marker) {
+            (true, None) if version >= FormatVersion::V3 => {
+                format!("format v{v} seeded Session lacks an accepted inherited end-seed marker")
+            }
+            (true, None) => {
+                format!("released v{v} seeded Session lacks an inherited end-seed marker")
+            }
+            (false, Some(_)) => {
+                format!("released v{v} unseeded Session contains an inherited end-seed marker")
+            }
+            _ => return None,
+        };
+        Some(StoredLogError::Format {
+            id: id.clone(),
+            seq: self.marker.unwrap_or(self.len),
+            reason,
+        })
+    }
+}
+
+/// v3's row admission (E23 `validation`): a `request/header` may not carry the retired
+/// `header.system`, and a `system/message` has exactly `{turn, step, message}` with positive
+/// turn and step and a message `{id, role: "system", source: {kind: "plugin", plugin},
+/// content}`.
+fn v3_admission_problem(event: &SessionEvent) -> Option<String> {
+    match event.kind.as_str() {
+        REQUEST_HEADER => {
+            let has_system = event
+                .data
+                .get("header")
+                .is_some_and(|header| header.get("system").is_some());
+            has_system.then(|| "format v3 request/header rejects retired header.system".into())
+        }
+        SYSTEM_MESSAGE => {
+            let data = event.data.to_value();
+            let positive = |key| data.get(key).and_then(Value::as_u64).is_some_and(|n| n > 0);
+            let shaped = data
+                .as_object()
+                .is_some_and(|data| only_keys(data, &["turn", "step", "message"], &[]))
+                && positive("turn")
+                && positive("step")
+                && data
+                    .get("message")
+                    .and_then(Value::as_object)
+                    .is_some_and(|message| {
+                        only_keys(message, &["id", "role", "source", "content"], &[])
+                            && message.get("role").and_then(Value::as_str) == Some("system")
+                            && message
+                                .get("source")
+                                .and_then(Value::as_object)
+                                .is_some_and(|source| {
+                                    only_keys(source, &["kind", "plugin"], &[])
+                                        && source.get("kind").and_then(Value::as_str)
+                                            == Some("plugin")
+                                        && source.get("plugin").is_some_and(Value::is_string)
+                                })
+                    });
+            (!shaped).then(|| format!("format v3 system/message at seq {} is malformed", event.seq))
+        }
+        _ => None,
     }
 }
 

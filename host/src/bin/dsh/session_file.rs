@@ -14,7 +14,7 @@ pub fn read_valid(path: &Path) -> Result<StoredSession, HostError> {
     let id = stored.header.id.clone();
     let events = std::mem::take(&mut stored.events);
     let version = stored.header.format();
-    let events = dsh::session::prepare_stored_events_in(&id, version, events)
+    let events = dsh::session::prepare_stored_events_in(&stored.header, events)
         .map_err(|e| in_file(&id, path, e.code(), &e))?;
     dsh::session::validate_restored_in(version, &events)
         .map_err(|e| in_file(&id, path, e.code(), &e))?;

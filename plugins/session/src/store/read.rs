@@ -260,15 +260,13 @@ impl SessionStore {
                 source,
             },
         })?;
-        stored.events = prepare_stored_events_in(
-            id,
-            stored.header.format(),
-            std::mem::take(&mut stored.events),
-        )
-        .map_err(|source| StoreError::StoredLog {
-            id: id.clone(),
-            source,
-        })?;
+        stored.events =
+            prepare_stored_events_in(&stored.header, std::mem::take(&mut stored.events)).map_err(
+                |source| StoreError::StoredLog {
+                    id: id.clone(),
+                    source,
+                },
+            )?;
         Ok(stored)
     }
 }

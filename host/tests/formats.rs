@@ -95,6 +95,7 @@ fn the_history_of_a_v3_session_starts_with_its_system_message() {
     assert_eq!(roles, ["user", "system", "assistant", "user", "assistant"]);
 }
 
+#[cfg(feature = "session-fork")]
 #[test]
 fn a_v3_session_forks_into_a_v3_child_whose_cut_is_an_inherited_marker() {
     let sandbox = Sandbox::new();
@@ -149,4 +150,59 @@ fn a_file_whose_name_disagrees_with_its_header_is_refused_on_import() {
     assert_eq!(run.code, 1);
     assert_eq!(run.doc()[0]["error"]["code"], json!("VERSION_MISMATCH"));
     assert!(files_under(&sandbox.store()).is_empty());
+}
+
+#[test]
+fn a_repair_of_a_v3_session_appends_in_v3_and_it_reads_back() {
+    let sandbox = Sandbox::new();
+    let mut events = vec![
+        turn_start(0, 1),
+        user_message(1, "msg-user-1", "Still thinking?"),
+        step_start(2, 1, 1),
+        system_message(3, ""),
+    ];
+    // A rewrite of the system head, as v3 spells it (seq-keyed, sources cited).
+    let mut rewrite = system_message(4, "Be brief.");
+    rewrite["surfaceOp"] = json!({"op": "replace", "startSeq": 3, "endSeq": 3});
+    rewrite["sourceEventSeqs"] = json!([3]);
+    events.push(rewrite);
+    sandbox.import_text("open.session.v3.jsonl", &jsonl(&v3_header("open"), &events));
+    let doc = sandbox.json(&["repair", "open"]).ok();
+    assert!(
+        !doc["appended"].as_array().expect("array").is_empty(),
+        "{doc}"
+    );
+    let file = stored_file(&sandbox.store(), "open");
+    assert_eq!(
+        file.file_name().and_then(|n| n.to_str()),
+        Some("session.v3.jsonl")
+    );
+    let check = sandbox.json(&[Path::new("check"), &file]).ok();
+    assert_eq!(check[0]["version"], json!(3));
+    assert_eq!(check[0]["ok"], json!(true));
+    let show = sandbox.json(&["show", "open"]).ok();
+    assert_eq!(show["openTurn"], json!(false), "{show}");
+}
+
+#[cfg(feature = "session-fork")]
+#[test]
+fn a_v1_session_forks_into_a_v1_child_with_a_seed_length() {
+    let sandbox = Sandbox::new();
+    let mut v1 = header("one");
+    v1["version"] = json!(1);
+    sandbox.import_text("one.session.v1.jsonl", &jsonl(&v1, &complete_events()));
+    let doc = sandbox.json(&["fork", "one", "--id", "child"]).ok();
+    assert_eq!(
+        doc,
+        json!({"id": "child", "parentSession": "one", "seedLength": 6, "version": 1, "cwd": CWD})
+    );
+    let file = stored_file(&sandbox.store(), "child");
+    assert_eq!(
+        file.file_name().and_then(|n| n.to_str()),
+        Some("session.v1.jsonl")
+    );
+    let text = std::fs::read_to_string(&file).expect("read");
+    let header: Value = serde_json::from_str(text.lines().next().expect("header")).expect("JSON");
+    assert_eq!(header["seedLength"], json!(6));
+    assert_eq!(text.lines().count(), 1 + 6, "no marker in v1");
 }

@@ -292,8 +292,10 @@ impl JsonlPersistence {
 
 impl SessionPersistence for JsonlPersistence {
     /// Writes `<cwd folder>/<encoded id>/session.jsonl` (`session.jsonl.zstd` when the backend
-    /// writes zstd: a frame for the header, one for the seed): the header line, then every
-    /// seed event verbatim, published in one durable step that never overwrites. A create
+    /// writes zstd: a frame for the header, one for the seed; `session.vN.jsonl[.zstd]` for a
+    /// header of format version N >= 1): the header line, then every seed event verbatim in
+    /// the header's version ([`FormatVersion`]'s forms), published in one durable step that
+    /// never overwrites. A create
     /// that fails removes the folders it made (the root included), while they are empty; it
     /// never removes a folder that existed before.
     ///
@@ -304,8 +306,8 @@ impl SessionPersistence for JsonlPersistence {
     /// seqs are not `0, 1, 2, …`; [`PersistenceError::Unstorable`] for an event whose type is
     /// a packed row tag; [`PersistenceError::HeaderInvalid`] or
     /// [`PersistenceError::VersionUnsupported`] when the header would not read back (relative
-    /// `cwd`, `origin` other than `"subagent"`, version other than 0, retired or duplicate
-    /// extra field); [`PersistenceError::InvalidId`] for an id that breaks the id rule
+    /// `cwd`, `origin` other than `"subagent"`, a version this build does not read (above 3),
+    /// retired or duplicate extra field, a v1 to v3 header with a field its format lacks); [`PersistenceError::InvalidId`] for an id that breaks the id rule
     /// ([`SessionId::check`]: within it, the id's folder name fits
     /// [`crate::limits::MAX_ID_SEGMENT_BYTES`]); [`PersistenceError::Io`].
     fn create(

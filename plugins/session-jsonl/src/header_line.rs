@@ -58,12 +58,13 @@ fn invalid(reason: impl Into<String>) -> HeaderError {
 /// Encodes `header` as its line, without the trailing newline.
 ///
 /// `delegationDepth` is written as 0 when the header has none. A v2 or v3 header writes
-/// `isSeeded` (false when unset) in the place of `seedLength`, which it never writes.
+/// `isSeeded` (false when unset) in the place of `seedLength`, which it does not have.
 ///
 /// # Errors
 ///
 /// An `extra` key that is
-/// a modelled field (or `type`) would be written twice and is refused.
+/// a modelled field (or `type`) would be written twice and is refused; so is a v2 or v3
+/// header with a `seed_length` (its format has no place for it).
 pub(crate) fn encode_header_line(header: &SessionHeader) -> Result<String, HeaderError> {
     let mut map = Map::new();
     map.insert("type".into(), Value::from("session"));
@@ -80,6 +81,13 @@ pub(crate) fn encode_header_line(header: &SessionHeader) -> Result<String, Heade
         if let Some(seed_length) = header.seed_length {
             map.insert("seedLength".into(), Value::from(seed_length));
         }
+    } else if header.seed_length.is_some() {
+        // Dropping it would lose the cut without a word.
+        return Err(invalid(format!(
+            "a v{} header has no \"seedLength\": its fork cut is an inherited \
+             session/end-seed marker in the log",
+            header.version
+        )));
     } else {
         map.insert(
             "isSeeded".into(),
@@ -336,6 +344,21 @@ mod tests {
             ..header
         };
         assert_eq!(encode_header_line(&bare).expect("encodes"), line);
+    }
+
+    #[test]
+    fn a_v3_header_round_trips_with_is_seeded_in_the_place_of_seed_length() {
+        let line = r#"{"type":"session","version":3,"id":"c","createdAt":1,"cwd":"/p","parentSession":"s","isSeeded":true,"delegationDepth":0}"#;
+        let header = parse_header_line(line).expect("valid header");
+        assert_eq!((header.is_seeded, header.seed_length), (Some(true), None));
+        assert_eq!(encode_header_line(&header).expect("encodes"), line);
+        let cut = SessionHeader {
+            seed_length: Some(4),
+            ..header
+        };
+        assert!(
+            matches!(encode_header_line(&cut), Err(HeaderError::Invalid(r)) if r.contains("seedLength"))
+        );
     }
 
     #[test]

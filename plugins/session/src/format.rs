@@ -43,7 +43,10 @@ pub const ASSISTANT_ATTEMPT: &str = "assistant/attempt";
 /// `{turn, step, message}`.
 pub const SYSTEM_MESSAGE: &str = "system/message";
 
-/// Types v2 adds to the rc.8 vocabulary (v2 drops `assistant/chunk`).
+/// The delivery marker of dsh's session-log plugin, in the frozen inventory of v1 and later
+/// (rc.8's catalog lacks it).
+const DELIVERY_ACCEPTED: &str = "session-log-deepseek/delivery-accepted";
+/// Types v2 adds to v1's vocabulary (v2 drops `assistant/chunk`).
 const V2_ADDED: [&str; 1] = [ASSISTANT_ATTEMPT];
 /// Types v3 adds to v2's (v3 drops `tool/code-dispatch-start` and `tool/code-dispatch`).
 const V3_ADDED: [&str; 5] = [
@@ -119,9 +122,11 @@ impl FormatVersion {
     /// type must be marked `ignorable: true`).
     pub fn is_known_type(self, kind: &str) -> bool {
         match self {
-            FormatVersion::V0 | FormatVersion::V1 => is_known_type(kind),
+            FormatVersion::V0 => is_known_type(kind),
+            FormatVersion::V1 => is_known_type(kind) || kind == DELIVERY_ACCEPTED,
             FormatVersion::V2 => {
-                (is_known_type(kind) && kind != ASSISTANT_CHUNK) || V2_ADDED.contains(&kind)
+                (FormatVersion::V1.is_known_type(kind) && kind != ASSISTANT_CHUNK)
+                    || V2_ADDED.contains(&kind)
             }
             FormatVersion::V3 => {
                 (FormatVersion::V2.is_known_type(kind) && !V3_RETIRED.contains(&kind))
@@ -377,5 +382,7 @@ mod tests {
         assert!(V2.is_known_type("tool/code-dispatch") && !V3.is_known_type("tool/code-dispatch"));
         assert!(V3.is_surface_type(SYSTEM_MESSAGE) && !V2.is_surface_type(SYSTEM_MESSAGE));
         assert!(!V2.is_known_type(SYSTEM_MESSAGE) && V3.is_known_type(SYSTEM_MESSAGE));
+        assert!(!V0.is_known_type(DELIVERY_ACCEPTED) && V1.is_known_type(DELIVERY_ACCEPTED));
+        assert!(V3.is_known_type(DELIVERY_ACCEPTED));
     }
 }

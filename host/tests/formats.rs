@@ -206,3 +206,94 @@ fn a_v1_session_forks_into_a_v1_child_with_a_seed_length() {
     assert_eq!(header["seedLength"], json!(6));
     assert_eq!(text.lines().count(), 1 + 6, "no marker in v1");
 }
+
+/// `DSH_SHARED`, else the `shared` folder beside the workspace.
+fn formats_corpus() -> Option<std::path::PathBuf> {
+    let shared = match std::env::var_os("DSH_SHARED") {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"),
+    };
+    let corpus = shared.join("corpus/dsh-formats");
+    if corpus.join("expected.jsonl").is_file() {
+        Some(corpus)
+    } else {
+        eprintln!(
+            "skipped: {} is absent (set DSH_SHARED to the shared folder)",
+            corpus.display()
+        );
+        None
+    }
+}
+
+/// The lines of a session file as JSON values (key order aside).
+fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("read")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON"))
+        .collect()
+}
+
+/// Every plain v3 file of the converted corpus, forked at each of its `turn/end`s: the child
+/// is a v3 session whose log is the source's prefix then an inherited end-seed marker, and it
+/// loads; forked at its last `turn/end` (its end), its history is the source's.
+#[cfg(feature = "session-fork")]
+#[test]
+fn every_v3_corpus_session_forks_at_every_turn_end_as_dsh_marks_it() {
+    let Some(corpus) = formats_corpus() else {
+        return;
+    };
+    let expected = std::fs::read_to_string(corpus.join("expected.jsonl")).expect("read");
+    let mut forks = 0;
+    for row in expected.lines() {
+        let row: Value = serde_json::from_str(row).expect("JSON");
+        let name = row["file"].as_str().expect("file");
+        if !name.ends_with(".session.v3.jsonl") {
+            continue;
+        }
+        let source = corpus.join("files").join(name);
+        let id = row["id"].as_str().expect("id");
+        let sandbox = Sandbox::new();
+        sandbox.import(&[&source]);
+        let source_lines = json_lines(&source);
+        let ends: Vec<u64> = serde_json::from_value(row["turn_ends"].clone()).expect("seqs");
+        for &end in &ends {
+            let child = format!("child-{end}");
+            let at = end.to_string();
+            let doc = sandbox
+                .json(&["fork", id, "--id", &child, "--at", &at])
+                .ok();
+            assert_eq!(doc["seedLength"], json!(end + 1), "{name} at {end}");
+            assert_eq!(doc["version"], json!(3), "{name} at {end}");
+            let file = stored_file(&sandbox.store(), &child);
+            let lines = json_lines(&file);
+            assert_eq!(lines[0]["isSeeded"], json!(true), "{name} at {end}");
+            let inherited = usize::try_from(end + 1).expect("small");
+            assert_eq!(
+                lines[1..=inherited],
+                source_lines[1..=inherited],
+                "{name} at {end}"
+            );
+            assert_eq!(lines.len(), inherited + 2, "{name} at {end}");
+            assert_eq!(
+                lines[inherited + 1]["data"],
+                json!({"inherited": true}),
+                "{name} at {end}"
+            );
+            let show = sandbox.json(&["show", &child]).ok();
+            assert_eq!(show["inheritedEvents"], json!(end + 1), "{name} at {end}");
+            forks += 1;
+        }
+        if let Some(&last) = ends.last() {
+            if row["last_type"] == json!("turn/end") {
+                let child = format!("child-{last}");
+                assert_eq!(
+                    sandbox.json(&["history", &child]).ok(),
+                    sandbox.json(&["history", id]).ok(),
+                    "{name}"
+                );
+            }
+        }
+    }
+    assert!(forks > 0, "the corpus holds v3 sessions with turns");
+}

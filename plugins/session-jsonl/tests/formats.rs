@@ -479,6 +479,26 @@ fn every_converted_corpus_file_loads_with_its_stored_events_and_turns() {
         );
         let turns = events.iter().filter(|e| e.kind == "turn/start").count() as u64;
         assert_eq!(Some(turns), row["turns"].as_u64(), "{name}");
+        let last_type = events.last().map(|e| e.kind.as_str());
+        assert_eq!(last_type, row["stored_last_type"].as_str(), "{name}");
+        if header.version == 3 {
+            // Stored in the current format: dsh's restored view is the stored one.
+            let ends: Vec<u64> = events
+                .iter()
+                .filter(|e| e.kind == "turn/end")
+                .map(|e| e.seq)
+                .collect();
+            assert_eq!(json!(ends), row["turn_ends"], "{name}");
+            let mut types: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+            types.sort_unstable();
+            types.dedup();
+            assert_eq!(json!(types), row["types"], "{name}");
+            assert_eq!(
+                json!(header.is_seeded),
+                row["restored_header"]["isSeeded"],
+                "{name}"
+            );
+        }
         checked += 1;
     }
     assert_eq!(checked, 240);

@@ -28,6 +28,8 @@
 //! assert_eq!(v3.encode_source_seqs(&[1, 3, 4, 5]), json!([1, [3, 5]]));
 //! ```
 
+pub(crate) mod rules;
+
 use crate::event::{SessionEvent, SurfaceOp};
 use crate::event_type::{is_known_type, ASSISTANT_CHUNK, SESSION_END_SEED, SURFACE_TYPES};
 use serde_json::{json, Value};

@@ -208,6 +208,7 @@ fn a_v1_session_forks_into_a_v1_child_with_a_seed_length() {
 }
 
 /// `DSH_SHARED`, else the `shared` folder beside the workspace.
+#[cfg(feature = "session-fork")]
 fn formats_corpus() -> Option<std::path::PathBuf> {
     let shared = match std::env::var_os("DSH_SHARED") {
         Some(dir) => std::path::PathBuf::from(dir),
@@ -226,6 +227,7 @@ fn formats_corpus() -> Option<std::path::PathBuf> {
 }
 
 /// The lines of a session file as JSON values (key order aside).
+#[cfg(feature = "session-fork")]
 fn json_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .expect("read")
@@ -296,4 +298,20 @@ fn every_v3_corpus_session_forks_at_every_turn_end_as_dsh_marks_it() {
         }
     }
     assert!(forks > 0, "the corpus holds v3 sessions with turns");
+}
+
+#[test]
+fn importing_a_v3_file_over_a_v0_session_of_its_id_is_a_conflict() {
+    let sandbox = Sandbox::new();
+    sandbox.import_text("s.jsonl", &complete_session("s"));
+    let before = contents(&sandbox.store());
+    // The stored v0 log is a prefix of the file's: only the format tells them apart.
+    let mut events = complete_events();
+    events.extend(turn(6, 2, "And now?", "Four."));
+    let file = sandbox.write("s.session.v3.jsonl", &jsonl(&v3_header("s"), &events));
+    let run = sandbox.json(&[Path::new("import"), &file]);
+    assert_eq!(run.code, 1);
+    let error = &run.doc()[0]["error"];
+    assert_eq!(error["code"], json!("SESSION_ID_CONFLICT"), "{error}");
+    assert_eq!(contents(&sandbox.store()), before);
 }

@@ -387,4 +387,27 @@ mod tests {
         assert!(!V0.is_known_type(DELIVERY_ACCEPTED) && V1.is_known_type(DELIVERY_ACCEPTED));
         assert!(V3.is_known_type(DELIVERY_ACCEPTED));
     }
+
+    proptest::proptest! {
+        /// Every version reads back the sources it writes, whatever runs they hold.
+        #[test]
+        fn source_seqs_round_trip_in_every_version(
+            seqs in proptest::collection::btree_set(0u64..200, 0..40),
+            version in 0u64..4,
+        ) {
+            let version = FormatVersion::from_number(version).unwrap();
+            let seqs: Vec<u64> = seqs.into_iter().collect();
+            let stored = version.encode_source_seqs(&seqs);
+            proptest::prop_assert_eq!(version.decode_source_seqs(&stored, 200).unwrap(), seqs);
+        }
+
+        /// Every version reads back the replacements it writes.
+        #[test]
+        fn surface_ops_round_trip_in_every_version(start in 0u64..1000, len in 0u64..10, version in 0u64..4) {
+            let version = FormatVersion::from_number(version).unwrap();
+            let op = SurfaceOp::Replace { start, end: start + len };
+            proptest::prop_assert_eq!(version.decode_surface_op(&version.encode_surface_op(op)), Some(op));
+            proptest::prop_assert_eq!(version.decode_surface_op(&version.encode_surface_op(SurfaceOp::Append)), Some(SurfaceOp::Append));
+        }
+    }
 }

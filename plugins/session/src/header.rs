@@ -105,7 +105,8 @@ impl SessionHeader {
     /// `None` when it keeps them all. The rules (dsh's header reader, reference section 2.1):
     /// an absolute `cwd` (starting with `/`); `origin` absent or
     /// `"subagent"`; `createdAt`, `seedLength` and `delegationDepth` safe integers (at most
-    /// 2^53-1, what a JavaScript number holds exactly); no field named `type` or `version`
+    /// 2^53-1, what a JavaScript number holds exactly); `isSeeded` only in v2 and v3,
+    /// `seedLength` only in v0 and v1; no field named `type` or `version`
     /// among the unmodelled ones (they would shadow the header's own). The id has a rule of
     /// its own, [`SessionId::check`].
     pub fn broken_rule(&self) -> Option<String> {
@@ -128,6 +129,17 @@ impl SessionHeader {
         {
             return Some(format!(
                 "header \"{field}\" is {value}, beyond the safe integers (2^53-1)"
+            ));
+        }
+        let cut_field = if self.format().has_seed_length() {
+            self.is_seeded.map(|_| "isSeeded")
+        } else {
+            self.seed_length.map(|_| "seedLength")
+        };
+        if let Some(field) = cut_field {
+            return Some(format!(
+                "header \"{field}\" has no place in format v{}",
+                self.version
             ));
         }
         ["type", "version"]

@@ -156,3 +156,50 @@ fn a_header_read_back_keeps_its_version_through_its_meta() {
     assert_eq!(meta.version, Some(2));
     assert_eq!(meta.is_seeded, Some(false));
 }
+
+#[test]
+fn a_new_session_whose_cut_fields_disagree_with_its_format_or_log_is_refused() {
+    let (_ctx, store) = store();
+    let marker = SessionEvent::new("session/end-seed", 0, 1, json!({"inherited": true}));
+    let cases = [
+        // v3, seeded by the header but no marker in the log.
+        (
+            {
+                let mut meta = SessionMeta::default().version(FormatVersion::V3);
+                meta.is_seeded = Some(true);
+                meta
+            },
+            Vec::new(),
+            "no inherited session/end-seed marker",
+        ),
+        // v3, a marker in an unseeded log.
+        (
+            SessionMeta::default().version(FormatVersion::V3),
+            vec![marker],
+            "is not true",
+        ),
+        // v0 has no isSeeded.
+        (
+            {
+                let mut meta = SessionMeta::default();
+                meta.is_seeded = Some(false);
+                meta
+            },
+            Vec::new(),
+            "\"isSeeded\" has no place in format v0",
+        ),
+    ];
+    for (i, (meta, seed, reason)) in cases.into_iter().enumerate() {
+        let refused = store
+            .create(
+                Some(SessionId::from(format!("s{i}").as_str())),
+                CreateOptions::new(seed, meta),
+            )
+            .expect_err("refused");
+        assert!(
+            matches!(refused, StoreError::InvalidHeader { .. }),
+            "{refused}"
+        );
+        assert!(refused.to_string().contains(reason), "{i}: {refused}");
+    }
+}

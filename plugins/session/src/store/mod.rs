@@ -22,7 +22,7 @@ pub use types::{
 use crate::event::SessionEvent;
 use crate::event_type::SESSION_END_SEED;
 use crate::fold::Surface;
-use crate::format::FormatVersion;
+use crate::format::{is_inherited_marker, FormatVersion};
 use crate::header::{SessionHeader, SESSION_FORMAT_VERSION};
 use crate::id::SessionId;
 use crate::persistence::{
@@ -222,7 +222,11 @@ impl SessionStore {
             .unwrap_or_else(|| u64::try_from(now_ms()).unwrap_or(0));
         let header = SessionHeader::new(id.clone(), created_at, meta);
         if stored.is_none() {
-            if let Some(reason) = header.broken_rule() {
+            let marked = || seed.iter().any(|event| is_inherited_marker(event));
+            if let Some(reason) = header
+                .broken_rule()
+                .or_else(|| cut_problem(&header, marked))
+            {
                 return Err(StoreError::InvalidHeader { id, reason });
             }
         }
@@ -572,4 +576,25 @@ fn mark_inherited(seed: &Events) -> Events {
         json!({ "inherited": true }),
     ));
     Events::from_vec(events)
+}
+
+/// Why a new v2 or v3 session's `isSeeded` disagrees with its log (`marked`: whether the log
+/// holds an inherited end-seed marker, asked for v2 and v3 only): dsh refuses such a log when
+/// it reads it back, so it is not written. `None` when they agree, and for v0 and v1.
+fn cut_problem(header: &SessionHeader, marked: impl FnOnce() -> bool) -> Option<String> {
+    if header.format().has_seed_length() {
+        return None;
+    }
+    match (header.is_seeded == Some(true), marked()) {
+        (true, false) => Some(
+            "header \"isSeeded\" is true, but the log has no inherited session/end-seed marker"
+                .into(),
+        ),
+        (false, true) => Some(
+            "the log holds an inherited session/end-seed marker, but header \"isSeeded\" is not \
+             true"
+                .into(),
+        ),
+        _ => None,
+    }
 }

@@ -37,10 +37,10 @@ fn the_child_appears_in_sessions_with_its_lineage() {
     let entries = sessions.as_array().expect("array");
     assert_eq!(entries.len(), 2);
     assert!(entries.contains(
-        &json!({"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null})
+        &json!({"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null, "version": 0})
     ));
     assert!(entries.contains(
-        &json!({"id": child, "cwd": CWD, "parentSession": EXAMPLE_ID, "seedLength": 27})
+        &json!({"id": child, "cwd": CWD, "parentSession": EXAMPLE_ID, "seedLength": 27, "version": 0})
     ));
 }
 

@@ -130,6 +130,15 @@ fn a_v3_session_forks_into_a_v3_child_whose_cut_is_an_inherited_marker() {
     let show = sandbox.json(&["show", "child"]).ok();
     assert_eq!(show["version"], json!(3));
     assert_eq!(show["inheritedEvents"], json!(7));
+    let sessions = sandbox.json(&["sessions"]).ok();
+    assert!(
+        sessions.as_array().expect("array").contains(
+            &json!({"id": "child", "cwd": CWD, "parentSession": "s", "seedLength": null, "version": 3})
+        ),
+        "{sessions}"
+    );
+    let listed = sandbox.human(&["sessions"]).stdout;
+    assert!(listed.contains("forked from s (format v3)"), "{listed}");
     let lineage = sandbox.json(&["lineage", "child"]).ok();
     assert_eq!(
         lineage["children"][0],

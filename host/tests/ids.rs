@@ -217,7 +217,7 @@ fn a_hostile_cwd_stays_one_folder_inside_the_store() {
     sandbox.import_text("odd.jsonl", &jsonl(&odd, &complete_events()));
     assert_eq!(
         sandbox.json(&["sessions"]).ok(),
-        json!([{"id": "odd-cwd", "cwd": "/../../..\\..//x\u{1}", "parentSession": null, "seedLength": null}])
+        json!([{"id": "odd-cwd", "cwd": "/../../..\\..//x\u{1}", "parentSession": null, "seedLength": null, "version": 0}])
     );
     assert_everything_inside_the_store(&sandbox);
 }

@@ -10,8 +10,9 @@
 use crate::file::{encode, zstd_frame, Encoded};
 use crate::{generate, mutate};
 use dsh_session::{
-    check_invariants, interrupted_turn_closers, prepare_stored_events, restore_each,
-    validate_restored, validate_seed, SessionEvent, SessionHeader, StoredLogError,
+    check_invariants, interrupted_turn_closers, prepare_stored_events, prepare_stored_events_in,
+    restore_each, validate_restored, validate_restored_in, validate_seed, SessionEvent,
+    SessionHeader, StoredLogError,
 };
 use dsh_session_jsonl::{read_session_bytes, read_session_log};
 use fastrand::Rng;
@@ -285,9 +286,11 @@ fn stream_agrees(bytes: &[u8], extension: &str) -> Result<(), String> {
     let whole: Verdict = read_session_bytes(&file, bytes)
         .map_err(|e| (e.code(), e.to_string()))
         .and_then(|stored| {
-            let events = prepare_stored_events(&stored.header.id, stored.events)
+            // In the file's own format version, as the stream reads it.
+            let events = prepare_stored_events_in(&stored.header, stored.events)
                 .map_err(|e| (e.code(), e.to_string()))?;
-            validate_restored(&events).map_err(|e| (e.code(), e.to_string()))?;
+            validate_restored_in(stored.header.format(), &events)
+                .map_err(|e| (e.code(), e.to_string()))?;
             Ok((events, stored.dropped_tail))
         });
     let mut seen = Vec::new();

@@ -6,8 +6,9 @@ use common::*;
 use serde_json::{json, Value};
 use std::path::Path;
 
-fn ok_entry(file: &Path, id: &str, events: u64) -> Value {
-    json!({"file": file.display().to_string(), "id": id, "events": events, "ok": true, "error": null, "droppedTail": null})
+/// The entry of a v0 file that loads with `events` events and `turns` turns.
+fn ok_entry(file: &Path, id: &str, events: u64, turns: u64) -> Value {
+    json!({"file": file.display().to_string(), "id": id, "version": 0, "events": events, "turns": turns, "ok": true, "error": null, "droppedTail": null})
 }
 
 /// Asserts a failed check entry with `code`; returns its message.
@@ -18,7 +19,7 @@ fn failed_entry(entry: &Value, file: &Path, code: &str) -> String {
         .to_owned();
     assert_eq!(
         entry,
-        &json!({"file": file.display().to_string(), "id": null, "events": null, "ok": false, "error": {"code": code, "message": message}, "droppedTail": null})
+        &json!({"file": file.display().to_string(), "id": null, "version": null, "events": null, "turns": null, "ok": false, "error": {"code": code, "message": message}, "droppedTail": null})
     );
     message
 }
@@ -28,14 +29,17 @@ fn checking_a_good_file_reports_it_ok_and_exits_zero() {
     let sandbox = Sandbox::new();
     let file = sandbox.write("s.jsonl", &complete_session("s"));
     let doc = sandbox.json(&[Path::new("check"), &file]).ok();
-    assert_eq!(doc, json!([ok_entry(&file, "s", 6)]));
+    assert_eq!(doc, json!([ok_entry(&file, "s", 6, 1)]));
 }
 
 #[test]
 fn checking_the_example_counts_its_unpacked_events() {
     let sandbox = Sandbox::new();
     let doc = sandbox.json(&["check", EXAMPLE]).ok();
-    assert_eq!(doc, json!([ok_entry(Path::new(EXAMPLE), EXAMPLE_ID, 27)]));
+    assert_eq!(
+        doc,
+        json!([ok_entry(Path::new(EXAMPLE), EXAMPLE_ID, 27, 2)])
+    );
 }
 
 #[test]
@@ -53,9 +57,9 @@ fn checking_a_folder_searches_it_recursively_for_jsonl_files() {
     assert_eq!(
         entries,
         [
-            ok_entry(&a, "a", 6),
-            ok_entry(&b, "b", 2),
-            ok_entry(&c, "c", 13)
+            ok_entry(&a, "a", 6, 1),
+            ok_entry(&b, "b", 2, 1),
+            ok_entry(&c, "c", 13, 2)
         ]
     );
 }
@@ -77,7 +81,7 @@ fn checking_a_folder_with_one_bad_file_reports_each_file_and_exits_one() {
         .iter()
         .find(|e| e["file"] == json!(good.display().to_string()))
         .expect("good file listed");
-    assert_eq!(good_entry, &ok_entry(&good, "good", 6));
+    assert_eq!(good_entry, &ok_entry(&good, "good", 6, 1));
     let bad_entry = entries
         .iter()
         .find(|e| e["file"] == json!(bad.display().to_string()))
@@ -96,8 +100,8 @@ fn checking_files_and_folders_together_reports_every_file() {
     assert_eq!(
         doc,
         json!([
-            ok_entry(&single, "single", 6),
-            ok_entry(&inside, "inside", 6)
+            ok_entry(&single, "single", 6, 1),
+            ok_entry(&inside, "inside", 6, 1)
         ])
     );
 }
@@ -112,7 +116,9 @@ fn checking_reports_each_kind_of_bad_input_with_its_code() {
     let mut no_depth = header("no-depth");
     no_depth.as_object_mut().unwrap().remove("delegationDepth");
     let mut newer = header("newer");
-    newer["version"] = json!(1);
+    newer["version"] = json!(4);
+    let mut misnamed = header("misnamed");
+    misnamed["version"] = json!(1);
     let mut envelope = complete_events();
     envelope[3]["unexpected"] = json!(true);
     let mut malformed = jsonl(&header("malformed"), &complete_events()[..2]);
@@ -135,7 +141,13 @@ fn checking_reports_each_kind_of_bad_input_with_its_code() {
             "newer.jsonl",
             jsonl(&newer, &complete_events()),
             "VERSION_UNSUPPORTED",
-            "upgrade",
+            "reads only v0, v1, v2, v3",
+        ),
+        (
+            "misnamed.jsonl",
+            jsonl(&misnamed, &complete_events()),
+            "VERSION_MISMATCH",
+            "its name identifies format v0, but its header identifies v1",
         ),
         (
             "envelope.jsonl",
@@ -161,7 +173,7 @@ fn checking_a_torn_file_counts_only_the_complete_records_and_says_what_a_load_dr
     let file = sandbox.write("torn.jsonl", &text);
     let doc = sandbox.json(&[Path::new("check"), &file]).ok();
     let tail = "line 7 has no terminating newline (a torn write); 17 trailing bytes dropped";
-    let mut entry = ok_entry(&file, "torn", 6);
+    let mut entry = ok_entry(&file, "torn", 6, 1);
     entry["droppedTail"] = json!(tail);
     assert_eq!(doc, json!([entry]));
     // What import reports for the same file.
@@ -236,7 +248,7 @@ fn checking_a_folder_without_session_files_says_so_and_exits_one() {
     assert_eq!(run.code, 1);
     let doc = run.doc();
     failed_entry(&doc[0], &empty, "NO_SESSION_FILES");
-    assert_eq!(doc[1], ok_entry(&good, "s", 6));
+    assert_eq!(doc[1], ok_entry(&good, "s", 6, 1));
     let human = sandbox.human(&[Path::new("check"), &empty]);
     assert_eq!(human.code, 1);
     assert_eq!(
@@ -308,7 +320,7 @@ fn checking_works_with_every_plugin_disabled() {
             &file,
         ])
         .ok();
-    assert_eq!(doc, json!([ok_entry(&file, "s", 6)]));
+    assert_eq!(doc, json!([ok_entry(&file, "s", 6, 1)]));
 }
 
 #[test]
@@ -340,7 +352,7 @@ fn checking_a_folder_with_a_symlink_loop_reports_each_file_once() {
     let run = check_within(&sandbox, &folder, std::time::Duration::from_secs(20))
         .expect("check finishes");
     assert_eq!(run.code, 0);
-    assert_eq!(run.doc(), json!([ok_entry(&file, "s", 6)]));
+    assert_eq!(run.doc(), json!([ok_entry(&file, "s", 6, 1)]));
 }
 
 #[cfg(unix)]
@@ -388,5 +400,5 @@ fn running_out_of_memory_ends_a_command_with_a_code_instead_of_an_abort() {
     assert_eq!(small.code, 0, "{small:?}");
     assert_eq!(small.doc()[0]["events"], json!(27));
     let doc = sandbox.json(&[Path::new("check"), &file]).ok();
-    assert_eq!(doc, json!([ok_entry(&file, "big", 6)]));
+    assert_eq!(doc, json!([ok_entry(&file, "big", 6, 1)]));
 }

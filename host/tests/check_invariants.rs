@@ -32,7 +32,7 @@ fn checking_invariants_of_a_clean_file_adds_an_empty_list() {
     let entry = check_invariants(&sandbox, &file);
     assert_eq!(
         entry,
-        json!({"file": file.display().to_string(), "id": "s", "events": 6, "ok": true,
+        json!({"file": file.display().to_string(), "id": "s", "version": 0, "events": 6, "turns": 1, "ok": true,
                "error": null, "droppedTail": null, "invariantViolations": []})
     );
 }

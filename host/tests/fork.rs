@@ -25,7 +25,7 @@ fn forking_prints_the_child_id_and_its_lineage() {
     assert_ne!(id, EXAMPLE_ID);
     assert_eq!(
         doc,
-        json!({"id": id, "parentSession": EXAMPLE_ID, "seedLength": 27, "cwd": CWD})
+        json!({"id": id, "parentSession": EXAMPLE_ID, "seedLength": 27, "version": 0, "cwd": CWD})
     );
 }
 
@@ -37,10 +37,10 @@ fn the_child_appears_in_sessions_with_its_lineage() {
     let entries = sessions.as_array().expect("array");
     assert_eq!(entries.len(), 2);
     assert!(entries.contains(
-        &json!({"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null})
+        &json!({"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null, "version": 0})
     ));
     assert!(entries.contains(
-        &json!({"id": child, "cwd": CWD, "parentSession": EXAMPLE_ID, "seedLength": 27})
+        &json!({"id": child, "cwd": CWD, "parentSession": EXAMPLE_ID, "seedLength": 27, "version": 0})
     ));
 }
 
@@ -63,6 +63,8 @@ fn show_of_the_child_has_the_lineage_in_its_header_and_the_source_facts() {
                 "seedLength": 27,
                 "delegationDepth": 0,
             },
+            "version": 0,
+            "inheritedEvents": 27,
             "events": 27,
             "turns": 2,
             "turnEnds": [20, 26],
@@ -114,7 +116,7 @@ fn forking_with_an_id_names_the_child() {
     let sandbox = with_example();
     assert_eq!(
         sandbox.json(&["fork", EXAMPLE_ID, "--id", "my-child"]).ok(),
-        json!({"id": "my-child", "parentSession": EXAMPLE_ID, "seedLength": 27, "cwd": CWD})
+        json!({"id": "my-child", "parentSession": EXAMPLE_ID, "seedLength": 27, "version": 0, "cwd": CWD})
     );
     let mut ids = sandbox.session_ids();
     ids.sort();
@@ -136,7 +138,7 @@ fn a_child_can_be_forked_again() {
     sandbox.json(&["fork", EXAMPLE_ID, "--id", "child"]).ok();
     assert_eq!(
         sandbox.json(&["fork", "child", "--id", "grandchild"]).ok(),
-        json!({"id": "grandchild", "parentSession": "child", "seedLength": 27, "cwd": CWD})
+        json!({"id": "grandchild", "parentSession": "child", "seedLength": 27, "version": 0, "cwd": CWD})
     );
     assert_eq!(
         sandbox.json(&["history", "grandchild"]).ok(),
@@ -152,7 +154,7 @@ fn forking_a_session_without_cwd_gives_a_child_without_cwd() {
     sandbox.import_text("bare.jsonl", &jsonl(&bare, &complete_events()));
     assert_eq!(
         sandbox.json(&["fork", "bare", "--id", "bare-child"]).ok(),
-        json!({"id": "bare-child", "parentSession": "bare", "seedLength": 6, "cwd": null})
+        json!({"id": "bare-child", "parentSession": "bare", "seedLength": 6, "version": 0, "cwd": null})
     );
     let header = &sandbox.json(&["show", "bare-child"]).ok()["header"];
     assert!(header.get("cwd").is_none(), "{header}");
@@ -164,7 +166,7 @@ fn forking_an_empty_session_gives_a_seed_length_of_zero() {
     sandbox.import_text("empty.jsonl", &jsonl(&header("empty"), &[]));
     assert_eq!(
         sandbox.json(&["fork", "empty", "--id", "empty-child"]).ok(),
-        json!({"id": "empty-child", "parentSession": "empty", "seedLength": 0, "cwd": CWD})
+        json!({"id": "empty-child", "parentSession": "empty", "seedLength": 0, "version": 0, "cwd": CWD})
     );
     assert_eq!(
         sandbox.json(&["show", "empty-child"]).ok()["events"],
@@ -344,7 +346,7 @@ fn forking_a_source_whose_stored_file_ends_in_a_torn_record_leaves_that_file_alo
     std::fs::write(&stored, &bytes).unwrap();
     assert_eq!(
         sandbox.json(&["fork", "source", "--id", "child"]).ok(),
-        json!({"id": "child", "parentSession": "source", "seedLength": 6, "cwd": CWD})
+        json!({"id": "child", "parentSession": "source", "seedLength": 6, "version": 0, "cwd": CWD})
     );
     assert_eq!(std::fs::read(&stored).unwrap(), bytes);
     assert_eq!(sandbox.json(&["history", "child"]).ok(), complete_history());
@@ -359,7 +361,7 @@ fn forking_at_the_first_turn_end_stores_a_child_with_that_prefix() {
         .ok();
     assert_eq!(
         doc,
-        json!({"id": "child", "parentSession": EXAMPLE_ID, "seedLength": 21, "cwd": CWD})
+        json!({"id": "child", "parentSession": EXAMPLE_ID, "seedLength": 21, "version": 0, "cwd": CWD})
     );
     assert_eq!(stored_bytes(&sandbox.store(), EXAMPLE_ID), before);
     let show = sandbox.json(&["show", "child"]).ok();

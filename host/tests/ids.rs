@@ -199,7 +199,7 @@ fn a_fork_child_with_a_hostile_id_is_stored_inside_the_store() {
     for child in ["../../child", "..", "c\\hild", "~"] {
         assert_eq!(
             sandbox.json(&["fork", "../source", "--id", child]).ok(),
-            json!({"id": child, "parentSession": "../source", "seedLength": 6, "cwd": CWD})
+            json!({"id": child, "parentSession": "../source", "seedLength": 6, "version": 0, "cwd": CWD})
         );
         let show = sandbox.json(&["show", child]).ok();
         assert_eq!(show["header"]["id"], json!(child));
@@ -217,7 +217,7 @@ fn a_hostile_cwd_stays_one_folder_inside_the_store() {
     sandbox.import_text("odd.jsonl", &jsonl(&odd, &complete_events()));
     assert_eq!(
         sandbox.json(&["sessions"]).ok(),
-        json!([{"id": "odd-cwd", "cwd": "/../../..\\..//x\u{1}", "parentSession": null, "seedLength": null}])
+        json!([{"id": "odd-cwd", "cwd": "/../../..\\..//x\u{1}", "parentSession": null, "seedLength": null, "version": 0}])
     );
     assert_everything_inside_the_store(&sandbox);
 }

@@ -278,7 +278,7 @@ fn a_bad_file_among_several_fails_the_run_but_the_good_ones_stay_imported() {
     let sandbox = Sandbox::new();
     let good = sandbox.write("good.jsonl", &complete_session("good"));
     let mut foreign = header("bad");
-    foreign["version"] = json!(1);
+    foreign["version"] = json!(4);
     let bad = sandbox.write("bad.jsonl", &jsonl(&foreign, &complete_events()));
     let later = sandbox.write("later.jsonl", &complete_session("later"));
     let run = sandbox.json(&[Path::new("import"), &good, &bad, &later]);
@@ -401,9 +401,9 @@ fn a_malformed_line_before_a_turn_end_is_log_corrupt() {
 }
 
 #[test]
-fn a_header_with_version_1_is_unsupported_and_says_to_upgrade() {
+fn a_header_with_version_4_is_unsupported_and_says_to_upgrade() {
     let mut newer = header("newer");
-    newer["version"] = json!(1);
+    newer["version"] = json!(4);
     let message = refused(&jsonl(&newer, &complete_events()), "VERSION_UNSUPPORTED");
     assert!(message.contains("upgrade"), "{message}");
     assert!(message.contains("\"newer\""), "{message}");

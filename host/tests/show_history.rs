@@ -29,8 +29,8 @@ fn sessions_lists_each_header_with_null_lineage() {
     assert_eq!(
         sandbox.json(&["sessions"]).ok(),
         json!([
-            {"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null},
-            {"id": "no-cwd", "cwd": null, "parentSession": null, "seedLength": null},
+            {"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null, "version": 0},
+            {"id": "no-cwd", "cwd": null, "parentSession": null, "seedLength": null, "version": 0},
         ])
     );
 }
@@ -46,7 +46,7 @@ fn sessions_reports_lineage_from_imported_headers() {
     sandbox.import_text("child.jsonl", &jsonl(&child, &events));
     assert_eq!(
         sandbox.json(&["sessions"]).ok(),
-        json!([{"id": "child", "cwd": CWD, "parentSession": "parent", "seedLength": 6}])
+        json!([{"id": "child", "cwd": CWD, "parentSession": "parent", "seedLength": 6, "version": 0}])
     );
 }
 
@@ -64,6 +64,8 @@ fn show_of_the_example_session_has_its_exact_facts() {
                 "cwd": CWD,
                 "delegationDepth": 0,
             },
+            "version": 0,
+            "inheritedEvents": null,
             "events": 27,
             "turns": 2,
             "turnEnds": [20, 26],
@@ -105,6 +107,8 @@ fn show_of_an_open_turn_is_open_and_not_forkable() {
         sandbox.json(&["show", "open"]).ok(),
         json!({
             "header": {"version": 0, "id": "open", "createdAt": 0, "cwd": CWD, "delegationDepth": 0},
+            "version": 0,
+            "inheritedEvents": null,
             "events": 2,
             "turns": 1,
             "turnEnds": [],
@@ -125,6 +129,8 @@ fn show_of_a_log_ending_in_a_log_only_event_after_turn_end_is_neither_open_nor_f
         sandbox.json(&["show", "after"]).ok(),
         json!({
             "header": {"version": 0, "id": "after", "createdAt": 0, "cwd": CWD, "delegationDepth": 0},
+            "version": 0,
+            "inheritedEvents": null,
             "events": 7,
             "turns": 1,
             "turnEnds": [5],
@@ -145,6 +151,8 @@ fn show_of_an_empty_session_is_forkable_with_no_last_type() {
         sandbox.json(&["show", "empty"]).ok(),
         json!({
             "header": {"version": 0, "id": "empty", "createdAt": 0, "cwd": CWD, "delegationDepth": 0},
+            "version": 0,
+            "inheritedEvents": null,
             "events": 0,
             "turns": 0,
             "turnEnds": [],

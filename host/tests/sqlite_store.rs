@@ -103,7 +103,7 @@ fn import_sessions_show_and_history_work_on_sqlite() {
     let sessions = sqlite(&sandbox, &["sessions"]).ok();
     assert_eq!(
         sessions,
-        json!([{"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null}])
+        json!([{"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null, "version": 0}])
     );
     // The same facts as from a JSONL store.
     sandbox.import(&[Path::new(EXAMPLE)]);
@@ -127,7 +127,7 @@ fn fork_stores_the_child_with_its_lineage_in_sqlite() {
     let child = sqlite(&sandbox, &["fork", EXAMPLE_ID, "--id", "child"]).ok();
     assert_eq!(
         child,
-        json!({"id": "child", "parentSession": EXAMPLE_ID, "seedLength": 27, "cwd": CWD})
+        json!({"id": "child", "parentSession": EXAMPLE_ID, "seedLength": 27, "version": 0, "cwd": CWD})
     );
     let ids = sqlite_ids(&sandbox);
     assert_eq!(ids, [json!(EXAMPLE_ID), json!("child")]);

@@ -335,11 +335,23 @@ pub fn contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         .collect()
 }
 
-/// The stored `session.jsonl` whose header line names `id` (found by walking the store).
+/// The stored plain session file (`session.jsonl`, or `session.vN.jsonl` of a later format)
+/// whose header line names `id` (found by walking the store).
 pub fn stored_file(store: &Path, id: &str) -> PathBuf {
+    let plain_log = |name: &str| {
+        name == "session.jsonl"
+            || name
+                .strip_prefix("session.v")
+                .and_then(|rest| rest.strip_suffix(".jsonl"))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
     let found: Vec<PathBuf> = files_under(store)
         .into_iter()
-        .filter(|path| path.file_name() == Some(OsStr::new("session.jsonl")))
+        .filter(|path| {
+            path.file_name()
+                .and_then(OsStr::to_str)
+                .is_some_and(plain_log)
+        })
         .filter(|path| {
             let text = std::fs::read_to_string(path).expect("readable session file");
             let first = text.lines().next().unwrap_or_default();

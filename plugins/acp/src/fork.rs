@@ -63,7 +63,7 @@ mod served {
             let header = child.header();
             let mut dsh = json!({
                 "parentSession": header.parent_session,
-                "seedLength": header.seed_length,
+                "seedLength": child.inherited_len(),
             });
             if let Some((at, turn)) = left_out {
                 dsh[AT_SEQ] = json!(at);

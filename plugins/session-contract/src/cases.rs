@@ -8,7 +8,7 @@
 
 use crate::support::{
     assert_stored, context, expect_code, from, header, json_texts, listed_headers, load_fresh,
-    meta, store, stored_with_turns, tricky_event, turn_drafts, turns, CWD,
+    meta, store, stored_with_turns, tricky_event, turn_drafts, turns, CWD, NEWER_VERSION,
 };
 use crate::Fixture;
 use dsh_session::backend::{PersistenceError, SessionPersistence};
@@ -264,7 +264,7 @@ pub fn read_from_returns_the_events_from_a_seq_on(fixture: &dyn Fixture) {
 /// (`VERSION_UNSUPPORTED`), and a gap at or after `from` (`LOG_CORRUPT`).
 pub fn read_from_refuses_a_foreign_version_and_a_gap_it_reads(fixture: &dyn Fixture) {
     let (upgraded, _) = stored_with_turns(fixture, "upgraded", 1);
-    fixture.set_stored_version(&upgraded.id, 1);
+    fixture.set_stored_version(&upgraded.id, NEWER_VERSION);
     for from in [0, 3, 6] {
         let error = expect_code(
             fixture.open().read_from(&upgraded.id, from),
@@ -425,7 +425,7 @@ pub fn list_returns_headers_sorted_without_reading_logs(fixture: &dyn Fixture) {
 pub fn a_newer_header_version_is_refused_with_upgrade_and_not_written(fixture: &dyn Fixture) {
     let backend = fixture.open();
     let mut header = header("future", 1);
-    header.version = 1;
+    header.version = NEWER_VERSION;
     let error = expect_code(backend.create(&header, &turns(1)), "VERSION_UNSUPPORTED");
     assert!(error.to_string().contains("upgrade"), "{error}");
     expect_code(backend.load(&header.id), "SESSION_NOT_FOUND");
@@ -435,7 +435,7 @@ pub fn a_newer_header_version_is_refused_with_upgrade_and_not_written(fixture: &
 /// refused on load with a message telling to upgrade; the store reports the same code.
 pub fn a_stored_newer_version_is_refused_on_load_naming_upgrade(fixture: &dyn Fixture) {
     let (header, _) = stored_with_turns(fixture, "upgraded", 1);
-    fixture.set_stored_version(&header.id, 1);
+    fixture.set_stored_version(&header.id, NEWER_VERSION);
     let error = expect_code(fixture.open().load(&header.id), "VERSION_UNSUPPORTED");
     assert!(error.to_string().contains("upgrade"), "{error}");
     let ctx = context(fixture);

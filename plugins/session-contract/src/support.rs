@@ -13,6 +13,10 @@ use std::sync::Arc;
 /// The cwd of the sample sessions.
 pub(crate) const CWD: &str = "/home/dev/project";
 
+/// A log format version no backend of this build reads: the one after the last readable
+/// ([`dsh_session::format::READABLE_VERSIONS`]), as a newer harness would write it.
+pub(crate) const NEWER_VERSION: u64 = dsh_session::format::READABLE_VERSIONS[3] + 1;
+
 /// A root context of the session plugin plus the fixture's backend plugin (a host run).
 pub(crate) fn context(fixture: &dyn Fixture) -> Context {
     let (plugin, config) = fixture.plugin();

@@ -337,9 +337,13 @@ fn read_stored(
     Ok((stored.header, stored.events))
 }
 
-/// The child meta: `parentSession` = the source, `seedLength`, and the source's `cwd`.
+/// The child meta: `parentSession` = the source, `seedLength`, the source's `cwd` and its
+/// format version (a v2 or v3 child records the cut as dsh does: `isSeeded` and an inherited
+/// `session/end-seed` marker after the seed, which the store writes).
 fn child_meta(source: &SessionHeader, seed_len: usize) -> SessionMeta {
-    let mut meta = SessionMeta::default().lineage(source.id.clone(), seed_len as u64);
+    let mut meta = SessionMeta::default()
+        .lineage(source.id.clone(), seed_len as u64)
+        .version(source.format());
     meta.cwd = source.cwd.clone();
     meta
 }

@@ -8,6 +8,7 @@ use crate::error::SessionForkError;
 use crate::fork::SessionFork;
 use dsh_session::backend::{PersistenceError, SessionPersistence};
 use dsh_session::event_type::TURN_END;
+use dsh_session::format::inherited_cut;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId, SessionStore};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -24,7 +25,9 @@ pub struct LineageNode {
     /// The header's `parentSession` (`None` for a root). It may name a session that is no
     /// longer known; the tree then starts at this node.
     pub parent_session: Option<SessionId>,
-    /// The header's `seedLength`: how many leading events the session inherited.
+    /// How many leading events the session inherited: the header's `seedLength` (v0, v1), or
+    /// the seq of the log's inherited `session/end-seed` marker (a seeded v2 or v3 session,
+    /// [`dsh_session::format::inherited_cut`]).
     pub seed_length: Option<u64>,
     /// The number (`data.turn`) of the last turn the session inherited: the last `turn/end`
     /// among its first `seedLength` events; 0 when it inherited no completed turn.
@@ -103,11 +106,12 @@ impl Known {
                 continue;
             }
             let done = stack.pop().expect("the top");
+            let seed_length = self.seed_length(done.header)?;
             let node = LineageNode {
                 id: done.header.id.clone(),
                 parent_session: done.header.parent_session.clone(),
-                seed_length: done.header.seed_length,
-                branch_turn: self.branch_turn(done.header)?,
+                seed_length,
+                branch_turn: self.branch_turn(done.header, seed_length)?,
                 children: done.built,
             };
             match stack.last_mut() {
@@ -117,9 +121,32 @@ impl Known {
         }
     }
 
-    /// The turn number of the last `turn/end` among the session's first `seedLength` events.
-    fn branch_turn(&self, header: &SessionHeader) -> Result<u64, SessionForkError> {
-        let seed_len = match header.seed_length {
+    /// How many leading events the session of `header` inherited: its `seedLength` (v0, v1),
+    /// else for a seeded v2 or v3 session the seq of its log's last inherited marker (the log
+    /// is read: live, or through the backend).
+    fn seed_length(&self, header: &SessionHeader) -> Result<Option<u64>, SessionForkError> {
+        if header.format().has_seed_length() || header.is_seeded != Some(true) {
+            return Ok(header.seed_length);
+        }
+        if let Some(live) = self.store.get(&header.id) {
+            return Ok(inherited_cut(live.events().iter().map(|e| &**e)));
+        }
+        let Some(backend) = &self.backend else {
+            return Ok(None);
+        };
+        let stored = backend
+            .load(&header.id)
+            .map_err(|source| persistence(&header.id, source))?;
+        Ok(inherited_cut(&stored.events))
+    }
+
+    /// The turn number of the last `turn/end` among the session's first `seed_length` events.
+    fn branch_turn(
+        &self,
+        header: &SessionHeader,
+        seed_length: Option<u64>,
+    ) -> Result<u64, SessionForkError> {
+        let seed_len = match seed_length {
             Some(len) if len > 0 && header.parent_session.is_some() => len,
             _ => return Ok(0),
         };

@@ -8,7 +8,7 @@ use crate::file_end::FileEnd;
 use crate::header_line::{encode_header_line, parse_header_line};
 use crate::layout::{
     check_placement, cwd_folder, id_segment, is_compressed, session_files, single_file,
-    stored_twice, COMPRESSED_FILE_NAME, SESSION_FILE_NAME,
+    stored_twice,
 };
 use crate::lock::{lock_exclusive, DEFAULT_LOCK_TIMEOUT};
 use crate::read::{into_stored, list_entry};
@@ -20,6 +20,7 @@ use crate::write::{check_storable, write_records, Cursor, Step, CREATE_CHUNK_BYT
 use dsh_session::backend::{
     ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredSession, StoredTail,
 };
+use dsh_session::format::FormatVersion;
 use dsh_session::{SessionEvent, SessionHeader, SessionId};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -291,8 +292,10 @@ impl JsonlPersistence {
 
 impl SessionPersistence for JsonlPersistence {
     /// Writes `<cwd folder>/<encoded id>/session.jsonl` (`session.jsonl.zstd` when the backend
-    /// writes zstd: a frame for the header, one for the seed): the header line, then every
-    /// seed event verbatim, published in one durable step that never overwrites. A create
+    /// writes zstd: a frame for the header, one for the seed; `session.vN.jsonl[.zstd]` for a
+    /// header of format version N >= 1): the header line, then every seed event verbatim in
+    /// the header's version ([`FormatVersion`]'s forms), published in one durable step that
+    /// never overwrites. A create
     /// that fails removes the folders it made (the root included), while they are empty; it
     /// never removes a folder that existed before.
     ///
@@ -303,8 +306,8 @@ impl SessionPersistence for JsonlPersistence {
     /// seqs are not `0, 1, 2, …`; [`PersistenceError::Unstorable`] for an event whose type is
     /// a packed row tag; [`PersistenceError::HeaderInvalid`] or
     /// [`PersistenceError::VersionUnsupported`] when the header would not read back (relative
-    /// `cwd`, `origin` other than `"subagent"`, version other than 0, retired or duplicate
-    /// extra field); [`PersistenceError::InvalidId`] for an id that breaks the id rule
+    /// `cwd`, `origin` other than `"subagent"`, a version this build does not read (above 3),
+    /// retired or duplicate extra field, a v1 to v3 header with a field its format lacks); [`PersistenceError::InvalidId`] for an id that breaks the id rule
     /// ([`SessionId::check`]: within it, the id's folder name fits
     /// [`crate::limits::MAX_ID_SEGMENT_BYTES`]); [`PersistenceError::Io`].
     fn create(
@@ -317,10 +320,11 @@ impl SessionPersistence for JsonlPersistence {
         let slot = self.slot(id);
         let mut cached = slot.lock();
         check_storable(id, 0, seed)?;
-        let file_name = OsStr::new(match self.compression {
-            Compression::None => SESSION_FILE_NAME,
-            Compression::Zstd => COMPRESSED_FILE_NAME,
-        });
+        // A version this build does not read is refused with the header below; the file's
+        // name is that of the header's version.
+        let version = FormatVersion::from_number(header.version).unwrap_or_default();
+        let file_name = version.file_name(self.compression == Compression::Zstd);
+        let file_name = OsStr::new(&file_name);
         let (cwd_name, id_name) = (cwd_folder(header.cwd.as_deref()), id_segment(id.as_str()));
         let target = self.root().join(&cwd_name).join(&id_name).join(file_name);
         let header_error = |e| header_error(&target, e);
@@ -346,7 +350,7 @@ impl SessionPersistence for JsonlPersistence {
             if self.compression == Compression::Zstd {
                 let mut body = Vec::new();
                 for event in seed {
-                    write_event_line(event, &mut body)?;
+                    write_event_line(event, version, &mut body)?;
                 }
                 let mut bytes = compress_frame(&header_line)?;
                 if !body.is_empty() {
@@ -360,7 +364,7 @@ impl SessionPersistence for JsonlPersistence {
             out.write_all(&header_line)?;
             let mut chunk = Vec::with_capacity(CREATE_CHUNK_BYTES);
             for (i, event) in seed.iter().enumerate() {
-                write_event_line(event, &mut chunk)?;
+                write_event_line(event, version, &mut chunk)?;
                 if chunk.len() >= CREATE_CHUNK_BYTES || i + 1 == seed.len() {
                     out.write_all(&chunk)?;
                     end.append(end.len(), &chunk);
@@ -384,6 +388,7 @@ impl SessionPersistence for JsonlPersistence {
             carry: Vec::new(),
             end,
             next_seq: seed.len() as u64,
+            version,
         });
         Ok(())
     }

@@ -17,6 +17,7 @@
 use crate::decode::{decode_line, holds_turn_end, Decoded};
 use crate::json::ParseError;
 use crate::limits::{size_text, Limits};
+use dsh_session::format::FormatVersion;
 use std::collections::VecDeque;
 
 /// An open issue: the first damaged line since the committed prefix ended.
@@ -71,6 +72,8 @@ pub(crate) struct BodyEnd {
 pub(crate) struct BodyScanner {
     /// The longest record line read.
     max_line: usize,
+    /// The file's format version: how its lines decode ([`decode_line`]).
+    version: FormatVersion,
     /// Committed events not taken yet, in order.
     ready: VecDeque<Decoded>,
     /// How many events were committed.
@@ -84,10 +87,12 @@ pub(crate) struct BodyScanner {
 }
 
 impl BodyScanner {
-    /// A scanner for a body that starts at text position `start`.
-    pub(crate) fn new(start: u64, limits: Limits) -> BodyScanner {
+    /// A scanner for the body of a file of format `version` that starts at text position
+    /// `start`.
+    pub(crate) fn new(start: u64, limits: Limits, version: FormatVersion) -> BodyScanner {
         BodyScanner {
             max_line: limits.line,
+            version,
             ready: VecDeque::new(),
             count: 0,
             line_no: 0,
@@ -99,11 +104,15 @@ impl BodyScanner {
 
     /// A scanner for the committed lines of a body from `checkpoint` on (a read of them
     /// again): the checkpoint's line is the next line, its first event the next seq.
-    pub(crate) fn resume(checkpoint: &Checkpoint, limits: Limits) -> BodyScanner {
+    pub(crate) fn resume(
+        checkpoint: &Checkpoint,
+        limits: Limits,
+        version: FormatVersion,
+    ) -> BodyScanner {
         BodyScanner {
             count: checkpoint.seq,
             line_no: checkpoint.line_no.saturating_sub(1),
-            ..BodyScanner::new(checkpoint.text, limits)
+            ..BodyScanner::new(checkpoint.text, limits, version)
         }
     }
 
@@ -249,7 +258,7 @@ impl BodyScanner {
         let mut at = start;
         for batch in batches(&lines) {
             let bytes = batch.iter().map(|line| line.len() + 1).sum();
-            for (line, decoded) in batch.iter().zip(decode_lines(batch, bytes)) {
+            for (line, decoded) in batch.iter().zip(decode_lines(batch, bytes, self.version)) {
                 let line_start = at;
                 at += line.len() as u64 + 1;
                 self.feed(decoded, (line_start, frame), at)
@@ -347,9 +356,17 @@ const MAX_DECODE_THREADS: usize = 4;
 /// [`PARALLEL_DECODE_BYTES`] of `bytes`) is decoded in contiguous chunks on scoped threads,
 /// one per available core up to [`MAX_DECODE_THREADS`], the calling thread taking the first;
 /// the scan itself stays sequential.
-fn decode_lines(lines: &[&[u8]], bytes: usize) -> Vec<Result<Vec<Decoded>, ParseError>> {
-    let decode =
-        |chunk: &[&[u8]]| -> Vec<_> { chunk.iter().map(|line| decode_line(line)).collect() };
+fn decode_lines(
+    lines: &[&[u8]],
+    bytes: usize,
+    version: FormatVersion,
+) -> Vec<Result<Vec<Decoded>, ParseError>> {
+    let decode = |chunk: &[&[u8]]| -> Vec<_> {
+        chunk
+            .iter()
+            .map(|line| decode_line(line, version))
+            .collect()
+    };
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
         .min(MAX_DECODE_THREADS);

@@ -12,7 +12,8 @@
 use crate::json::{is_integer, js_display, ParseError};
 use crate::record::{expand_record, into_event, is_row_tag, parse_line, Record};
 use dsh_session::event_type::TURN_END;
-use dsh_session::{EventData, SessionEvent, SurfaceOp};
+use dsh_session::format::FormatVersion;
+use dsh_session::{EventData, SessionEvent};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -75,22 +76,83 @@ pub(crate) fn holds_turn_end(events: &[Decoded]) -> bool {
     events.iter().any(Decoded::is_turn_end)
 }
 
-/// The events one body line (without its newline) stores, in order.
+/// The events one body line (without its newline) of a file of format `version` stores, in
+/// order. Packed rows are read in v0 and v1 only; from v1 on the physical forms of
+/// `surfaceOp` and `sourceEventSeqs` are decoded into the model's ([`physical_envelope`]).
 ///
 /// # Errors
 ///
-/// [`ParseError::Invalid`] when the line is not JSON or is a malformed packed row (the general
-/// path's message), [`ParseError::TooDeep`] when it nests deeper than the reader accepts.
-pub(crate) fn decode_line(line: &[u8]) -> Result<Vec<Decoded>, ParseError> {
-    if let Some(event) = fast_event(line) {
+/// [`ParseError::Invalid`] when the line is not JSON, is a malformed packed row, or (v1 and
+/// later) breaks the version's row rules (the general path's message),
+/// [`ParseError::TooDeep`] when it nests deeper than the reader accepts.
+pub(crate) fn decode_line(line: &[u8], version: FormatVersion) -> Result<Vec<Decoded>, ParseError> {
+    if let Some(event) = fast_event(line, version) {
         return Ok(vec![Decoded::Typed(event)]);
     }
-    Ok(
-        match expand_record(parse_line(line)?).map_err(ParseError::Invalid)? {
-            Record::Verbatim(value) => vec![Decoded::Raw(value)],
-            Record::Row(events) => events.into_iter().map(Decoded::Typed).collect(),
-        },
-    )
+    let mut value = parse_line(line)?;
+    if version != FormatVersion::V0 {
+        physical_envelope(&mut value, version).map_err(ParseError::Invalid)?;
+    }
+    if !version.has_packed_rows() {
+        return Ok(vec![Decoded::Raw(value)]);
+    }
+    Ok(match expand_record(value).map_err(ParseError::Invalid)? {
+        Record::Verbatim(value) => vec![Decoded::Raw(value)],
+        Record::Row(events) => events.into_iter().map(Decoded::Typed).collect(),
+    })
+}
+
+/// The row keys of a v2 or v3 event: required, then optional.
+const V2_ROW_KEYS: ([&str; 4], [&str; 3]) = (
+    ["type", "seq", "time", "data"],
+    ["ignorable", "sourceEventSeqs", "surfaceOp"],
+);
+
+/// Rewrites the envelope of a v1-or-later record `value` (a JSON object that is not a packed
+/// row; anything else is left for the general path to judge) into the model's form: a
+/// range-encoded `sourceEventSeqs` expanded, a v3 `surfaceOp` replacement spelled with
+/// `start`/`end`. v2 and v3 rows are checked for their exact keys first.
+///
+/// # Errors
+///
+/// The row rule broken, in dsh's words where it has some (`released v2 row has unexpected
+/// field K`, `sourceEventSeqs ranges must be strictly increasing`, ...).
+fn physical_envelope(value: &mut Value, version: FormatVersion) -> Result<(), String> {
+    let Value::Object(map) = value else {
+        return Ok(());
+    };
+    if version.has_packed_rows()
+        && map
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(is_row_tag)
+    {
+        return Ok(());
+    }
+    if !version.has_packed_rows() {
+        let (required, optional) = V2_ROW_KEYS;
+        if let Some(key) = map
+            .keys()
+            .find(|key| !required.contains(&key.as_str()) && !optional.contains(&key.as_str()))
+        {
+            return Err(format!("released {version} row has unexpected field {key}"));
+        }
+        if let Some(key) = required.iter().find(|key| !map.contains_key(**key)) {
+            return Err(format!("released {version} row lacks required field {key}"));
+        }
+    }
+    if let Some(op) = map.get("surfaceOp") {
+        let op = version
+            .decode_surface_op(op)
+            .ok_or_else(|| format!("invalid {version} surfaceOp {op}"))?;
+        map.insert("surfaceOp".into(), FormatVersion::V0.encode_surface_op(op));
+    }
+    if let Some(seqs) = map.get("sourceEventSeqs") {
+        let own = map.get("seq").and_then(Value::as_u64).unwrap_or(u64::MAX);
+        let seqs = version.decode_source_seqs(seqs, own)?;
+        map.insert("sourceEventSeqs".into(), Value::from(seqs));
+    }
+    Ok(())
 }
 
 /// The envelope as the fast path reads it: the optional fields keep an explicit `null`
@@ -116,8 +178,9 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)
 }
 
-/// The event of a line the fast path accepts in full, else `None` (the general path decides).
-fn fast_event(line: &[u8]) -> Option<SessionEvent> {
+/// The event of a line of a file of format `version` the fast path accepts in full, else
+/// `None` (the general path decides).
+fn fast_event(line: &[u8], version: FormatVersion) -> Option<SessionEvent> {
     let wire: WireEvent = serde_json::from_slice(line).ok()?;
     if is_row_tag(&wire.kind) || wire.time.unsigned_abs() > dsh_session::MAX_SAFE_INTEGER {
         return None;
@@ -129,12 +192,11 @@ fn fast_event(line: &[u8]) -> Option<SessionEvent> {
     };
     let surface_op = match wire.surface_op {
         None => None,
-        Some(value) => Some(SurfaceOp::from_value(&value)?),
+        Some(value) => Some(version.decode_surface_op(&value)?),
     };
     let source_event_seqs = match wire.source_event_seqs {
         None => None,
-        Some(Value::Array(seqs)) => Some(seqs.iter().map(Value::as_u64).collect::<Option<_>>()?),
-        Some(_) => return None,
+        Some(value) => Some(version.decode_source_seqs(&value, wire.seq).ok()?),
     };
     Some(SessionEvent {
         kind: wire.kind,
@@ -161,7 +223,7 @@ mod tests {
                 Record::Verbatim(value) => into_event(value, 0),
                 Record::Row(events) => Err(format!("{} events", events.len())),
             });
-        (fast_event(line.as_bytes()), general)
+        (fast_event(line.as_bytes(), FormatVersion::V0), general)
     }
 
     #[test]
@@ -196,7 +258,10 @@ mod tests {
             "null",
             "[1]",
         ] {
-            assert!(fast_event(line.as_bytes()).is_none(), "{line}");
+            assert!(
+                fast_event(line.as_bytes(), FormatVersion::V0).is_none(),
+                "{line}"
+            );
         }
     }
 
@@ -204,7 +269,8 @@ mod tests {
     fn a_line_nested_beyond_the_default_limit_reads_alike_on_both_paths() {
         let data = format!("{}{}", "[".repeat(500), "]".repeat(500));
         let line = format!(r#"{{"type":"x","seq":0,"time":1,"data":{data}}}"#);
-        let fast = fast_event(line.as_bytes()).expect("the fast path keeps deep data as text");
+        let fast = fast_event(line.as_bytes(), FormatVersion::V0)
+            .expect("the fast path keeps deep data as text");
         assert_eq!(fast.data.as_json(), data);
         let general = into_event(parse_line(line.as_bytes()).expect("parsed"), 0).unwrap();
         assert_eq!(general, fast);
@@ -214,8 +280,8 @@ mod tests {
     #[test]
     fn a_line_with_invalid_utf8_takes_the_lossy_general_path() {
         let line = b"{\"type\":\"x\",\"seq\":0,\"time\":1,\"data\":\"\xff\"}";
-        assert!(fast_event(line).is_none());
-        let decoded = decode_line(line).expect("decoded");
+        assert!(fast_event(line, FormatVersion::V0).is_none());
+        let decoded = decode_line(line, FormatVersion::V0).expect("decoded");
         let event = decoded.into_iter().next().unwrap().into_event(0).unwrap();
         assert_eq!(event.data, Value::from("\u{fffd}"));
     }

@@ -1,18 +1,23 @@
 //! The header line, the first line of every session file.
 //!
-//! Shape: `{"type":"session","version":0,"id":…,"createdAt":…,"cwd"?,"parentSession"?,
-//! "seedLength"?,"origin"?,"delegationDepth":N,"agentPreset"?, …extra}` in that key order.
-//! Reading checks, in dsh's order: the line is JSON; a numeric `version` other than 0 is a
-//! foreign format (refused with the direction); then the shape of every known field; then the
-//! retired fields `sandboxMode` and `approvalPolicy`. The reasons name the field at fault,
+//! Shape: `{"type":"session","version":V,"id":…,"createdAt":…,"cwd"?,"parentSession"?,
+//! "seedLength"?,"origin"?,"delegationDepth":N,"agentPreset"?, …extra}` in that key order for
+//! v0 and v1; v2 and v3 have `"isSeeded":B` where v0 has `seedLength` (required, a boolean) and
+//! no `seedLength` (`reference/dsh-formats.md` section 3).
+//! Reading checks, in dsh's order: the line is JSON; a numeric `version` this build does not
+//! read (above 3, or negative) is a foreign format (refused with the direction); then the shape
+//! of every known field; then the retired fields `sandboxMode` and `approvalPolicy`. A v0 header
+//! may carry fields this crate does not model (kept in `extra`, as rc.8 keeps them); a v1 to v3
+//! header has exact keys, as dsh's codecs read it. The reasons name the field at fault,
 //! because the host prints them.
 
 use crate::json::{js_display, js_number, non_negative_safe_integer};
-use dsh_session::{SessionHeader, SessionId, SESSION_FORMAT_VERSION};
+use dsh_session::format::{FormatVersion, READABLE_VERSIONS};
+use dsh_session::{SessionHeader, SessionId};
 use serde_json::{Map, Value};
 
 /// Keys this module writes itself; an `extra` entry may not reuse them.
-const MODELLED_KEYS: [&str; 10] = [
+const MODELLED_KEYS: [&str; 11] = [
     "type",
     "version",
     "id",
@@ -20,6 +25,7 @@ const MODELLED_KEYS: [&str; 10] = [
     "cwd",
     "parentSession",
     "seedLength",
+    "isSeeded",
     "origin",
     "delegationDepth",
     "agentPreset",
@@ -36,7 +42,7 @@ pub(crate) enum HeaderError {
     Damaged(String),
     /// JSON, but not a header, or a field is missing or wrong; the text names it.
     Invalid(String),
-    /// A numeric `version` other than the one this build reads.
+    /// A numeric `version` this build does not read.
     Version {
         /// The version as found, printed as JavaScript prints numbers.
         version: String,
@@ -51,12 +57,14 @@ fn invalid(reason: impl Into<String>) -> HeaderError {
 
 /// Encodes `header` as its line, without the trailing newline.
 ///
-/// `delegationDepth` is written as 0 when the header has none.
+/// `delegationDepth` is written as 0 when the header has none. A v2 or v3 header writes
+/// `isSeeded` (false when unset) in the place of `seedLength`, which it does not have.
 ///
 /// # Errors
 ///
 /// An `extra` key that is
-/// a modelled field (or `type`) would be written twice and is refused.
+/// a modelled field (or `type`) would be written twice and is refused; so is a v2 or v3
+/// header with a `seed_length` (its format has no place for it).
 pub(crate) fn encode_header_line(header: &SessionHeader) -> Result<String, HeaderError> {
     let mut map = Map::new();
     map.insert("type".into(), Value::from("session"));
@@ -69,8 +77,22 @@ pub(crate) fn encode_header_line(header: &SessionHeader) -> Result<String, Heade
     if let Some(parent) = &header.parent_session {
         map.insert("parentSession".into(), Value::from(parent.as_str()));
     }
-    if let Some(seed_length) = header.seed_length {
-        map.insert("seedLength".into(), Value::from(seed_length));
+    if FormatVersion::from_number(header.version).is_none_or(FormatVersion::has_seed_length) {
+        if let Some(seed_length) = header.seed_length {
+            map.insert("seedLength".into(), Value::from(seed_length));
+        }
+    } else if header.seed_length.is_some() {
+        // Dropping it would lose the cut without a word.
+        return Err(invalid(format!(
+            "a v{} header has no \"seedLength\": its fork cut is an inherited \
+             session/end-seed marker in the log",
+            header.version
+        )));
+    } else {
+        map.insert(
+            "isSeeded".into(),
+            Value::from(header.is_seeded.unwrap_or(false)),
+        );
     }
     if let Some(origin) = &header.origin {
         map.insert("origin".into(), Value::from(origin.as_str()));
@@ -98,15 +120,19 @@ pub(crate) fn encode_header_line(header: &SessionHeader) -> Result<String, Heade
 /// # Errors
 ///
 /// [`HeaderError::Damaged`] when the line is not JSON; [`HeaderError::Version`] for a
-/// numeric `version` other than 0, checked before the shape; [`HeaderError::Invalid`] naming the first field that is missing or wrong. Fields
-/// this crate does not model are kept in `extra`; `delegationDepth` is kept as stored.
+/// numeric `version` this build does not read, checked before the shape;
+/// [`HeaderError::Invalid`] naming the first field that is missing or wrong (for v1 to v3
+/// also an unexpected one, and for v2 and v3 a `seedLength` or a missing `isSeeded`). Fields
+/// a v0 header has that this crate does not model are kept in `extra`; `delegationDepth` is
+/// kept as stored.
 pub(crate) fn parse_header_line(text: &str) -> Result<SessionHeader, HeaderError> {
     // Read as `JSON.parse` reads it (a lone surrogate escape in a `cwd` is U+FFFD).
     let value = crate::json::parse(text)
         .map_err(|_| HeaderError::Damaged("header line is not valid JSON".into()))?;
-    if let Value::Object(map) = &value {
-        check_version(map)?;
-    }
+    let version = match &value {
+        Value::Object(map) => check_version(map)?,
+        _ => None,
+    };
     let Value::Object(mut map) = value else {
         return Err(invalid("header line is not a JSON object"));
     };
@@ -128,6 +154,11 @@ pub(crate) fn parse_header_line(text: &str) -> Result<SessionHeader, HeaderError
         Some(Value::String(id)) => SessionId::new(id.as_str()),
         Some(_) => return Err(invalid("header \"id\" is not a string")),
     };
+    // A non-numeric version was refused above; a numeric one this build reads is known.
+    let version = version.unwrap_or_default();
+    if version != FormatVersion::V0 {
+        check_exact_keys(&map, version)?;
+    }
     let created_at = required_count(&map, "createdAt")?;
     let delegation_depth = required_count(&map, "delegationDepth")?;
     if let Some(origin) = map.get("origin") {
@@ -157,17 +188,23 @@ pub(crate) fn parse_header_line(text: &str) -> Result<SessionHeader, HeaderError
                 invalid("header \"seedLength\" is not a non-negative safe integer")
             })?),
         };
+    let is_seeded = match map.get("isSeeded") {
+        None => None,
+        Some(Value::Bool(seeded)) => Some(*seeded),
+        Some(_) => return Err(invalid("header \"isSeeded\" is not a boolean")),
+    };
     let origin = optional_string(&map, "origin")?;
     for key in MODELLED_KEYS {
         map.shift_remove(key);
     }
     Ok(SessionHeader {
-        version: SESSION_FORMAT_VERSION,
+        version: version.number(),
         id,
         created_at,
         cwd,
         parent_session,
         seed_length,
+        is_seeded,
         origin,
         delegation_depth: Some(delegation_depth),
         agent_preset,
@@ -175,33 +212,63 @@ pub(crate) fn parse_header_line(text: &str) -> Result<SessionHeader, HeaderError
     })
 }
 
-/// Refuses a numeric `version` other than the supported one, naming the direction.
-fn check_version(map: &Map<String, Value>) -> Result<(), HeaderError> {
+/// The version of a header whose `version` is a number this build reads (`None` when it is
+/// absent or not a number: the shape check refuses it); refuses any other number, naming the
+/// direction and the versions this build reads.
+fn check_version(map: &Map<String, Value>) -> Result<Option<FormatVersion>, HeaderError> {
     let Some(Value::Number(version)) = map.get("version") else {
-        return Ok(());
+        return Ok(None);
     };
     let found = version.as_f64().unwrap_or(f64::NAN);
-    if found == SESSION_FORMAT_VERSION as f64 {
-        return Ok(());
+    // `0.0` and `-0` are the version 0, as JavaScript reads them.
+    let integral = (found.fract() == 0.0 && found >= 0.0).then_some(found as u64);
+    if let Some(known) = integral.and_then(FormatVersion::from_number) {
+        return Ok(Some(known));
     }
     let id = js_display(map.get("id"));
     let shown = js_number(version);
-    let supported = SESSION_FORMAT_VERSION;
-    let message = if found > supported as f64 {
+    let readable: Vec<String> = READABLE_VERSIONS.iter().map(|v| format!("v{v}")).collect();
+    let readable = readable.join(", ");
+    let message = if found > 0.0 {
         format!(
             "session \"{id}\" is stored in log format v{shown}, but this build reads only \
-             v{supported}: the file comes from a newer harness — upgrade the harness to open it"
+             {readable}: the file comes from a newer harness — upgrade the harness to open it"
         )
     } else {
         format!(
-            "session \"{id}\" is stored in log format v{shown}, older than v{supported} which \
-             this build reads, and this build ships no upgrade path for it"
+            "session \"{id}\" is stored in log format v{shown}, older than the versions this \
+             build reads ({readable}), and this build ships no upgrade path for it"
         )
     };
     Err(HeaderError::Version {
         version: shown,
         message,
     })
+}
+
+/// The exact header keys of a v1 to v3 header, as dsh's codecs check them: no key outside the
+/// modelled ones, no `seedLength` in v2 and v3, `isSeeded` required there and absent before.
+fn check_exact_keys(map: &Map<String, Value>, version: FormatVersion) -> Result<(), HeaderError> {
+    let v = version.number();
+    let (kept, dropped) = if version.has_seed_length() {
+        ("seedLength", "isSeeded")
+    } else {
+        ("isSeeded", "seedLength")
+    };
+    if let Some(key) = map
+        .keys()
+        .find(|key| *key == dropped || !MODELLED_KEYS.contains(&key.as_str()))
+    {
+        return Err(invalid(format!(
+            "released v{v} physical header has unexpected member \"{key}\""
+        )));
+    }
+    if !version.has_seed_length() && !map.contains_key(kept) {
+        return Err(invalid(format!(
+            "released v{v} physical header lacks isSeeded"
+        )));
+    }
+    Ok(())
 }
 
 /// A required non-negative safe integer field.
@@ -280,13 +347,29 @@ mod tests {
     }
 
     #[test]
+    fn a_v3_header_round_trips_with_is_seeded_in_the_place_of_seed_length() {
+        let line = r#"{"type":"session","version":3,"id":"c","createdAt":1,"cwd":"/p","parentSession":"s","isSeeded":true,"delegationDepth":0}"#;
+        let header = parse_header_line(line).expect("valid header");
+        assert_eq!((header.is_seeded, header.seed_length), (Some(true), None));
+        assert_eq!(encode_header_line(&header).expect("encodes"), line);
+        let cut = SessionHeader {
+            seed_length: Some(4),
+            ..header
+        };
+        assert!(
+            matches!(encode_header_line(&cut), Err(HeaderError::Invalid(r)) if r.contains("seedLength"))
+        );
+    }
+
+    #[test]
     fn foreign_versions_are_refused_with_their_direction() {
-        let newer = parse_header_line(r#"{"type":"session","version":3,"id":"n"}"#);
+        let newer = parse_header_line(r#"{"type":"session","version":4,"id":"n"}"#);
         match newer {
             Err(HeaderError::Version { version, message }) => {
-                assert_eq!(version, "3");
+                assert_eq!(version, "4");
                 assert!(message.contains("\"n\""), "{message}");
-                assert!(message.contains("v3"), "{message}");
+                assert!(message.contains("v4"), "{message}");
+                assert!(message.contains("reads only v0, v1, v2, v3"), "{message}");
                 assert!(message.contains("upgrade the harness"), "{message}");
             }
             other => panic!("expected a version refusal, got {other:?}"),

@@ -9,6 +9,7 @@
 //! and two paths that lead to the same physical file are one file.
 
 use dsh_session::backend::PersistenceError;
+use dsh_session::format::{canonical_file_version, version_of_file_name};
 use dsh_session::{SessionHeader, SessionId};
 use std::fmt::Write as _;
 use std::fs;
@@ -140,13 +141,52 @@ fn push_escape(out: &mut String, unit: u16) {
     let _ = write!(out, "~{unit:04X}");
 }
 
-/// The session files in the id folder `dir`: `session.jsonl`, `session.jsonl.zstd`, or both.
+/// The session files of the highest format version in the id folder `dir`, among the
+/// canonical names ([`canonical_file_version`]): `session.jsonl`, `session.jsonl.zstd`, or
+/// both (v0), or `session.vN.jsonl[.zstd]` for the highest N present. Older generations beside
+/// them (dsh keeps its source when it publishes a newer one) are not the session's file.
 pub(crate) fn session_files(dir: &Path) -> Vec<PathBuf> {
-    [SESSION_FILE_NAME, COMPRESSED_FILE_NAME]
-        .iter()
-        .map(|name| dir.join(name))
-        .filter(|path| path.is_file())
-        .collect()
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(u64, PathBuf)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let version = canonical_file_version(entry.file_name().to_str()?)?;
+            Some((version, entry.path()))
+        })
+        .filter(|(_, path)| path.is_file())
+        .collect();
+    let highest = found.iter().map(|(version, _)| *version).max();
+    found.retain(|(version, _)| Some(*version) == highest);
+    let mut files: Vec<PathBuf> = found.into_iter().map(|(_, path)| path).collect();
+    files.sort();
+    files
+}
+
+/// Refuses the session file at `path` when its name identifies another format version than
+/// its header states ([`version_of_file_name`]: `session.jsonl` and names without a version
+/// suffix identify v0, `….vN.jsonl[.zstd]` vN), as dsh refuses it.
+///
+/// # Errors
+///
+/// [`PersistenceError::VersionMismatch`] naming the file and both versions.
+pub(crate) fn check_file_version(
+    path: &Path,
+    header: &SessionHeader,
+) -> Result<(), PersistenceError> {
+    let named = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .and_then(version_of_file_name);
+    match named {
+        Some(named) if named != header.version => Err(PersistenceError::VersionMismatch {
+            file: path.display().to_string(),
+            named,
+            stored: header.version,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The one file among `found` (the session files of one id), paths that lead to the same
@@ -195,13 +235,15 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// the layout makes `load(id)` find the right file. The file sits in the cwd folder of its
 /// header when the folder's name says so, or when the path through that folder leads to the
 /// same physical file (the folder of the header's cwd is a symbolic link to the one the file
-/// was found in, or the other way round).
+/// was found in, or the other way round). Before that, a file whose name identifies another
+/// format version than its header is refused ([`check_file_version`]).
 pub(crate) fn check_placement(
     root: &Path,
     id: &SessionId,
     header: &SessionHeader,
     path: &Path,
 ) -> Result<(), PersistenceError> {
+    check_file_version(path, header)?;
     let reason = if header.id != *id {
         Some(format!(
             "the header names session \"{}\", but the file is stored for session \"{id}\"",

@@ -1,7 +1,9 @@
-//! dsh-session-jsonl: session persistence in the JSONL files of DeepSeek Harness rc.8.
+//! dsh-session-jsonl: session persistence in the JSONL files of DeepSeek Harness (rc.8's
+//! format v0 and the later v1 to v3, each read and written in its own version).
 //!
 //! Owns the on-disk layout (`<root>/--<cwd-slug>--/<encoded-id>/session.jsonl`, or dsh's
-//! compressed `session.jsonl.zstd`: concatenated zstd frames), the header
+//! compressed `session.jsonl.zstd`: concatenated zstd frames; `session.vN.jsonl[.zstd]` for
+//! format vN, the highest canonical generation of a folder being the session's), the header
 //! line, the storage records (verbatim events and the packed chunk rows dsh writes), the
 //! scanner that finds a file's committed prefix and torn tail, the backward read of a plain
 //! file's end that serves a follower's `read_from`, and [`JsonlPersistence`], which

@@ -8,6 +8,7 @@ use crate::body::Checkpoint;
 use crate::compressed::frame_text_prefix;
 use crate::error::{event_at, io_error, read_error};
 use crate::file_end::FileEnd;
+use crate::layout::check_file_version;
 use crate::layout::is_compressed;
 use crate::scan::{FileScan, ScanEnd, Scanned};
 use dsh_session::backend::{PersistenceError, StoredLog};
@@ -84,10 +85,13 @@ fn compressed(path: &Path, file: &File) -> io::Result<bool> {
 ///
 /// # Errors
 ///
-/// The read's refusal ([`crate::error::read_error`]), [`PersistenceError::Io`].
+/// The read's refusal ([`crate::error::read_error`]), [`PersistenceError::VersionMismatch`]
+/// (before the body is read), [`PersistenceError::Io`].
 pub(crate) fn scan_file(path: &Path, file: &File) -> Result<(Scanned, FileEnd), PersistenceError> {
     let compressed = compressed(path, file).map_err(|e| io_error(path, e))?;
     let scan = FileScan::open(ReadAt::new(file, 0), compressed).map_err(|e| read_error(path, e))?;
+    // The name and the header must agree before the body is read, as dsh checks them.
+    check_file_version(path, scan.header())?;
     let (mut scanned, end) = scan.collect().map_err(|e| read_error(path, e))?;
     let ScanEnd {
         carry, file_end, ..

@@ -7,10 +7,10 @@ use crate::compressed::decoding_reader;
 use crate::error::{event_at, io_error, read_error};
 use crate::file_end::FileEnd;
 use crate::folder::{not_regular, open_regular_at, Opened};
-use crate::layout::{check_placement, is_compressed};
+use crate::layout::{check_file_version, check_placement, is_compressed};
 use crate::log::JsonlLog;
 use crate::scan::{read_header, scan_bytes, Scanned};
-use dsh_session::backend::{ListedSession, PersistenceError, StoredSession};
+use dsh_session::backend::{ListedSession, PersistenceError, StoredLog, StoredSession};
 use std::fs::{self, File};
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -56,12 +56,9 @@ pub fn read_session_file(path: &Path) -> Result<StoredSession, PersistenceError>
 ///
 /// As [`read_session_file`], never [`PersistenceError::Io`].
 pub fn read_session_bytes(path: &Path, bytes: &[u8]) -> Result<StoredSession, PersistenceError> {
-    into_stored(
-        path,
-        scan_in_memory(path, bytes)?,
-        u64::MAX,
-        bytes.len() as u64,
-    )
+    let scanned = scan_in_memory(path, bytes)?;
+    check_file_version(path, &scanned.header)?;
+    into_stored(path, scanned, u64::MAX, bytes.len() as u64)
 }
 
 /// Opens a dsh session file at any path, outside a store layout, as a stream of events
@@ -74,7 +71,9 @@ pub fn read_session_bytes(path: &Path, bytes: &[u8]) -> Result<StoredSession, Pe
 /// As [`crate::read_session_file`] for the header; [`PersistenceError::Io`] for a
 /// path that is not a regular file (a FIFO, a device, a folder), refused before it is opened.
 pub fn read_session_log(path: &Path) -> Result<JsonlLog, PersistenceError> {
-    JsonlLog::open(path, open_regular(path)?)
+    let log = JsonlLog::open(path, open_regular(path)?)?;
+    check_file_version(path, log.header())?;
+    Ok(log)
 }
 
 /// Reads and scans the whole file at `path` in its form; returns the scan and the file's end.

@@ -16,7 +16,8 @@
 use crate::json::{self, is_integer, safe_integer, ParseError, MAX_SAFE_INTEGER};
 use dsh_session::backend::{check_storable, PersistenceError};
 use dsh_session::event_type::ASSISTANT_CHUNK;
-use dsh_session::{EventData, SessionEvent, SessionId, ValidationError};
+use dsh_session::format::FormatVersion;
+use dsh_session::{EventData, SessionEvent, SessionId, SurfaceOp, ValidationError};
 use serde_json::{json, Map, Value};
 
 /// Parses one line (without its newline) as JSON, nested up to [`json::MAX_DEPTH`] levels
@@ -307,18 +308,49 @@ pub(crate) fn into_event(value: Value, index: u64) -> Result<SessionEvent, Strin
     Ok(event)
 }
 
-/// Appends `event` to `out` as one line: the envelope keys in the order `type`, `seq`, `time`,
-/// `data`, `surfaceOp`, `sourceEventSeqs`, `ignorable` (absent ones omitted), then `\n`. The
-/// data is copied as the text it holds, however deep it nests.
+/// Appends `event` to `out` as one line of a file of format `version`: the envelope keys in
+/// the order `type`, `seq`, `time`, `data`, `surfaceOp`, `sourceEventSeqs`, `ignorable`
+/// (absent ones omitted), then `\n`. The data is copied as the text it holds, however deep it
+/// nests. From v1 on, `surfaceOp` and `sourceEventSeqs` take the version's stored forms
+/// ([`FormatVersion::encode_surface_op`], [`FormatVersion::encode_source_seqs`]).
 ///
 /// # Errors
 ///
 /// Serialization failures from `serde_json`.
 pub(crate) fn write_event_line(
     event: &SessionEvent,
+    version: FormatVersion,
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
-    serde_json::to_writer(&mut *out, event)?;
+    let physical_differs = version != FormatVersion::V0
+        && (event.source_event_seqs.is_some()
+            || matches!(event.surface_op, Some(SurfaceOp::Replace { .. })));
+    if !physical_differs {
+        return serde_json::to_writer(&mut *out, event).map(|()| out.push(b'\n'));
+    }
+    // The envelope without the members whose form differs (the data copied as its text,
+    // however deep it nests), then those members in their stored forms and `ignorable`.
+    let bare = SessionEvent {
+        surface_op: None,
+        source_event_seqs: None,
+        ignorable: None,
+        ..event.clone()
+    };
+    serde_json::to_writer(&mut *out, &bare)?;
+    out.pop(); // the closing brace
+    if let Some(op) = event.surface_op {
+        out.extend_from_slice(b",\"surfaceOp\":");
+        serde_json::to_writer(&mut *out, &version.encode_surface_op(op))?;
+    }
+    if let Some(seqs) = &event.source_event_seqs {
+        out.extend_from_slice(b",\"sourceEventSeqs\":");
+        serde_json::to_writer(&mut *out, &version.encode_source_seqs(seqs))?;
+    }
+    if let Some(ignorable) = event.ignorable {
+        out.extend_from_slice(b",\"ignorable\":");
+        serde_json::to_writer(&mut *out, &ignorable)?;
+    }
+    out.push(b'}');
     out.push(b'\n');
     Ok(())
 }
@@ -519,7 +551,7 @@ mod tests {
         event.source_event_seqs = Some(vec![0]);
         event.ignorable = Some(true);
         let mut out = Vec::new();
-        write_event_line(&event, &mut out).expect("serializes");
+        write_event_line(&event, FormatVersion::V0, &mut out).expect("serializes");
         assert_eq!(
             String::from_utf8(out).expect("utf-8"),
             "{\"type\":\"user/message\",\"seq\":2,\"time\":9,\"data\":{\"text\":\"a\\nb\"},\"surfaceOp\":\"append\",\"sourceEventSeqs\":[0],\"ignorable\":true}\n"
@@ -532,7 +564,7 @@ mod tests {
         let value = parse_line(text.as_bytes()).expect("JSON");
         let event = into_event(value, 0).expect("valid");
         let mut out = Vec::new();
-        write_event_line(&event, &mut out).expect("serializes");
+        write_event_line(&event, FormatVersion::V0, &mut out).expect("serializes");
         let written = String::from_utf8(out).expect("utf-8");
         assert!(written.contains("7.9223749999998745"), "{written}");
         let back = parse_line(written.trim_end().as_bytes()).expect("JSON");

@@ -72,7 +72,7 @@ pub(crate) fn read_clean_tail<R: Read + Seek>(
             }
             break;
         };
-        let Ok(mut decoded) = decode_line(&line) else {
+        let Ok(mut decoded) = decode_line(&line, crate::scan::version_of(&header)) else {
             return Ok(None);
         };
         let Some((first, last)) = seq_range(&decoded) else {

@@ -11,6 +11,7 @@ use crate::layout::is_compressed;
 use crate::record::{is_row_tag, write_event_line};
 use crate::scan::Scanned;
 use dsh_session::backend::{check_seqs, PersistenceError};
+use dsh_session::format::FormatVersion;
 use dsh_session::{SessionEvent, SessionId};
 use std::ffi::OsStr;
 use std::fs::File;
@@ -32,6 +33,8 @@ pub(crate) struct Cursor {
     pub(crate) end: FileEnd,
     /// The seq the next appended event must carry (the stored event count).
     pub(crate) next_seq: u64,
+    /// The file's format version: appends are written in it.
+    pub(crate) version: FormatVersion,
 }
 
 impl Cursor {
@@ -43,6 +46,7 @@ impl Cursor {
             carry: scanned.carry.clone(),
             end,
             next_seq,
+            version: crate::scan::version_of(&scanned.header),
         }
     }
 }
@@ -99,7 +103,8 @@ pub(crate) fn write_records(
     let mut text = Vec::with_capacity(cursor.carry.len() + lines_len(events));
     text.extend_from_slice(&cursor.carry);
     for event in events {
-        write_event_line(event, &mut text).map_err(|e| io_error(&cursor.path, e.into()))?;
+        write_event_line(event, cursor.version, &mut text)
+            .map_err(|e| io_error(&cursor.path, e.into()))?;
     }
     let frame;
     let bytes: &[u8] = if is_compressed(&cursor.path, &[]) && !text.is_empty() {

@@ -37,7 +37,7 @@ fn a_newer_version_is_refused_asking_for_an_upgrade() {
         dir.path(),
         Some("/p"),
         "n",
-        br#"{"type":"session","version":2,"id":"n","createdAt":1,"cwd":"/p","delegationDepth":0}
+        br#"{"type":"session","version":4,"id":"n","createdAt":1,"cwd":"/p","delegationDepth":0}
 "#,
     );
     let err = load(&JsonlPersistence::new(dir.path()), "n").expect_err("refused");
@@ -45,9 +45,9 @@ fn a_newer_version_is_refused_asking_for_an_upgrade() {
         PersistenceError::VersionUnsupported {
             version, message, ..
         } => {
-            assert_eq!(version, "2");
+            assert_eq!(version, "4");
             assert!(
-                message.contains("\"n\"") && message.contains("v2"),
+                message.contains("\"n\"") && message.contains("v4"),
                 "{message}"
             );
             assert!(

@@ -196,6 +196,8 @@ impl HeaderColumns {
             cwd: self.cwd,
             parent_session: self.parent_session.map(SessionId::new),
             seed_length,
+            // The SQL stores hold v0 headers only (`check_stored_version`).
+            is_seeded: None,
             origin: self.origin,
             delegation_depth,
             agent_preset: self.agent_preset,

@@ -22,6 +22,10 @@ pub const SEQ_MISMATCH: &str = "SEQ_MISMATCH";
 pub const HEADER_INVALID: &str = "HEADER_INVALID";
 /// A stored format version this build does not read.
 pub const VERSION_UNSUPPORTED: &str = "VERSION_UNSUPPORTED";
+/// A session file whose name identifies one format version and whose header another
+/// (`session.v3.jsonl` holding a v2 header): refused, as dsh refuses it, without reading the
+/// body.
+pub const VERSION_MISMATCH: &str = "VERSION_MISMATCH";
 /// Damaged stored bytes.
 pub const LOG_CORRUPT: &str = "LOG_CORRUPT";
 /// A seed (or a stored log) that breaks the seed rules.

@@ -31,12 +31,9 @@ pub enum SurfaceOp {
 
 impl Serialize for SurfaceOp {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            SurfaceOp::Append => s.serialize_str("append"),
-            SurfaceOp::Replace { start, end } => {
-                json!({"op": "replace", "start": start, "end": end}).serialize(s)
-            }
-        }
+        crate::format::FormatVersion::V0
+            .encode_surface_op(*self)
+            .serialize(s)
     }
 }
 
@@ -49,20 +46,11 @@ impl<'de> Deserialize<'de> for SurfaceOp {
 }
 
 impl SurfaceOp {
-    /// Reads a wire value: `"append"` or a replace object with exactly `op`, `start`, `end`
-    /// (non-negative integers). `None` for anything else.
+    /// Reads a wire value of format v0 to v2: `"append"` or a replace object with exactly `op`,
+    /// `start`, `end` (non-negative integers). `None` for anything else. (v3 spells a
+    /// replacement `startSeq`/`endSeq`: [`crate::format::FormatVersion::decode_surface_op`].)
     pub fn from_value(value: &Value) -> Option<SurfaceOp> {
-        match value {
-            Value::String(s) if s == "append" => Some(SurfaceOp::Append),
-            Value::Object(map)
-                if map.len() == 3 && map.get("op").and_then(Value::as_str) == Some("replace") =>
-            {
-                let start = map.get("start")?.as_u64()?;
-                let end = map.get("end")?.as_u64()?;
-                Some(SurfaceOp::Replace { start, end })
-            }
-            _ => None,
-        }
+        crate::format::FormatVersion::V0.decode_surface_op(value)
     }
 }
 

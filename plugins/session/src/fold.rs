@@ -16,7 +16,8 @@ use thiserror::Error;
 use crate::chain::Chain;
 use crate::data::MAX_SAFE_INTEGER;
 use crate::event::{SessionEvent, SurfaceOp};
-use crate::event_type::{is_surface_type, ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE};
+use crate::event_type::{ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE};
+use crate::format::{FormatVersion, SYSTEM_MESSAGE};
 
 /// Why a surface transition was refused (reference section 5.1).
 ///
@@ -62,6 +63,8 @@ pub(crate) enum SurfacePlan {
 pub struct Surface {
     nodes: Chain<u64>,
     generation: u64,
+    /// The format whose surface types the fold admits (v0 for the default).
+    version: FormatVersion,
 }
 
 impl fmt::Debug for Surface {
@@ -100,7 +103,21 @@ impl Surface {
         Surface {
             nodes: self.nodes.branch(),
             generation: self.generation,
+            version: self.version,
         }
+    }
+
+    /// The surface of an empty log of format `version`, whose surface types it admits.
+    pub fn of_version(version: FormatVersion) -> Surface {
+        Surface {
+            version,
+            ..Surface::default()
+        }
+    }
+
+    /// The format whose surface types this fold admits.
+    pub fn version(&self) -> FormatVersion {
+        self.version
     }
 
     /// How many `replace` transitions have been applied. It changes exactly when earlier
@@ -117,7 +134,8 @@ impl Surface {
     ///
     /// Rules, checked in dsh's order (reference sections 1.1 and 5.1):
     /// - a log-only event must carry neither `surfaceOp` nor `sourceEventSeqs`;
-    /// - a surface event (`user/message`, `assistant/message`, `tool/result`) must carry
+    /// - a surface event (`user/message`, `assistant/message`, `tool/result`, and in v3
+    ///   `system/message`) must carry
     ///   `surfaceOp`;
     /// - `sourceEventSeqs`, when present, is non-empty (except on `assistant/message`), holds
     ///   safe integers without duplicates, each smaller than the event's seq;
@@ -135,7 +153,7 @@ impl Surface {
         lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
     ) -> Result<SurfacePlan, SurfaceError> {
         let kind = event.kind.as_str();
-        if !is_surface_type(kind) {
+        if !self.version.is_surface_type(kind) {
             if event.surface_op.is_some() {
                 return Err(SurfaceError::new(format!(
                     "session event \"{kind}\" is not surface-eligible and cannot carry surfaceOp"
@@ -224,8 +242,8 @@ impl Surface {
 ///
 /// `user/message` projects to its `data`; `assistant/message` to `data.message`, except that a
 /// message whose `content` is an empty array projects to nothing (it only carries usage);
-/// `tool/result` to `data.message`. Any other type, and a missing or `null` message, gives
-/// `None`.
+/// `tool/result` and (v3) `system/message` to `data.message`. Any other type, and a missing or
+/// `null` message, gives `None`.
 pub fn project(event: &SessionEvent) -> Option<Value> {
     let message = match event.kind.as_str() {
         USER_MESSAGE => Some(event.data.to_value()),
@@ -235,7 +253,7 @@ pub fn project(event: &SessionEvent) -> Option<Value> {
                 .and_then(Value::as_array)
                 .is_some_and(Vec::is_empty)
         }),
-        TOOL_RESULT => event.data.get("message"),
+        TOOL_RESULT | SYSTEM_MESSAGE => event.data.get("message"),
         _ => None,
     };
     message.filter(|message| !message.is_null())

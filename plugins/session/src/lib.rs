@@ -46,6 +46,7 @@ mod data;
 mod event;
 pub mod event_type;
 mod fold;
+pub mod format;
 mod header;
 mod id;
 mod invariants;
@@ -85,8 +86,11 @@ pub use fold::{project, Surface, SurfaceError};
 pub use invariants::{check_invariants, InvariantChecker, InvariantRule, InvariantViolation};
 pub use repair::{interrupted_turn_closers, open_turn};
 pub use restore::{restore_each, RestoreError, Restored};
-pub use upgrade::{prepare_stored_events, StoredLogError};
-pub use validate::{check_event, validate_restored, validate_seed, ValidationError};
+pub use upgrade::{prepare_stored_events, prepare_stored_events_in, StoredLogError};
+pub use validate::{
+    check_event, validate_restored, validate_restored_in, validate_seed, validate_seed_in,
+    ValidationError,
+};
 
 // Compatibility: the persistence authors' items the root exported before `backend` existed.
 #[doc(hidden)]

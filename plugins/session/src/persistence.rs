@@ -103,6 +103,20 @@ pub enum PersistenceError {
         /// dsh's refusal text, naming the direction (upgrade, or no upgrade path).
         message: String,
     },
+    /// The file's name identifies one format version (`session.jsonl` v0,
+    /// `session.vN.jsonl[.zstd]` vN) and its header another: refused before the body is read.
+    #[error(
+        "session file {file}: its name identifies format v{named}, but its header identifies \
+         v{stored}"
+    )]
+    VersionMismatch {
+        /// The file read.
+        file: String,
+        /// The version its name identifies.
+        named: u64,
+        /// The version its header states.
+        stored: u64,
+    },
     /// A record before the committed end is unparsable, or seqs have a gap.
     #[error("corrupt session log {file}: {reason}")]
     Corrupt {
@@ -225,6 +239,7 @@ impl PersistenceError {
             PersistenceError::Conflict { .. } => codes::SESSION_ID_CONFLICT,
             PersistenceError::HeaderInvalid { .. } => codes::HEADER_INVALID,
             PersistenceError::VersionUnsupported { .. } => codes::VERSION_UNSUPPORTED,
+            PersistenceError::VersionMismatch { .. } => codes::VERSION_MISMATCH,
             PersistenceError::Corrupt { .. } => codes::LOG_CORRUPT,
             PersistenceError::SeqMismatch { .. } => codes::SEQ_MISMATCH,
             PersistenceError::Locked { .. } => codes::SESSION_LOCKED,
@@ -471,8 +486,9 @@ pub enum PersistenceMode {
 /// with another `createdAt`, a stored empty session, or one disposed before its first append
 /// is taken over). Returns what the write stored.
 ///
-/// Beyond dsh, the lineage (`parentSession`, `seedLength`) must be the same too, so a fork
-/// child never takes over a session forked from elsewhere and inherits a wrong ancestry.
+/// Beyond dsh, the lineage (`parentSession`, `seedLength`, `isSeeded`) must be the same too,
+/// so a fork child never takes over a session forked from elsewhere and inherits a wrong
+/// ancestry; and so must the format version, so that no file holds events of two formats.
 ///
 /// When another writer stores the id between the read and the create (two processes creating
 /// the same session at once), the create's conflict is judged again by the takeover rule
@@ -481,7 +497,8 @@ pub enum PersistenceMode {
 /// # Errors
 ///
 /// [`PersistenceError::Conflict`] when a stored session of that id is at another
-/// `cwd`, has other lineage, or holds events the live one does not; the backend's errors.
+/// `cwd`, in another format version, has other lineage, or holds events the live one does
+/// not; the backend's errors.
 pub(crate) fn first_write(
     backend: &dyn SessionPersistence,
     session: &Session,
@@ -537,9 +554,25 @@ fn take_over(
         });
     }
     let (stored_header, live_header) = (&stored.header, session.header());
-    if (&stored_header.parent_session, stored_header.seed_length)
-        != (&live_header.parent_session, live_header.seed_length)
-    {
+    // Taking a session over never mixes two formats in one file.
+    if stored_header.version != live_header.version {
+        return Err(PersistenceError::Conflict {
+            id: id.clone(),
+            reason: format!(
+                "it is stored in format v{}, this session is v{}",
+                stored_header.version, live_header.version
+            ),
+        });
+    }
+    if (
+        &stored_header.parent_session,
+        stored_header.seed_length,
+        stored_header.is_seeded,
+    ) != (
+        &live_header.parent_session,
+        live_header.seed_length,
+        live_header.is_seeded,
+    ) {
         return Err(PersistenceError::Conflict {
             id: id.clone(),
             reason: format!(

@@ -14,6 +14,7 @@
 use crate::event::{SessionEvent, SurfaceOp};
 use crate::event_type::{TOOL_RESULT, TURN_END, TURN_START};
 use crate::fold::Surface;
+use crate::format::FormatVersion;
 use crate::header::SessionHeader;
 use crate::id::SessionId;
 use crate::persistence::PersistenceError;
@@ -92,8 +93,9 @@ pub fn restore_each(
     mut visit: impl FnMut(SessionEvent),
 ) -> Result<Restored, RestoreError> {
     let id = log.header().id.clone();
-    let mut upgrader = Upgrader::new(id.clone());
-    let mut check = LogCheck::restored();
+    let version = FormatVersion::from_number(log.header().version).unwrap_or_default();
+    let mut upgrader = Upgrader::new(id.clone(), version).whole_log(log.header());
+    let mut check = LogCheck::restored(version);
     let mut count = 0u64;
     // The seq of the last turn boundary and whether it opens a turn: only a log whose last
     // boundary is a `turn/start` has closers, traced from that event on once the log is read.
@@ -205,6 +207,10 @@ pub(crate) fn prepared_at(
     id: &SessionId,
     seq: u64,
 ) -> Result<Option<SessionEvent>, PersistenceError> {
+    if log.header().version != FormatVersion::V0.number() {
+        // A later format's events are kept as stored (`Upgrader`).
+        return log.event_at(seq);
+    }
     // Events read again whose upgrade asks for the message id of an earlier event, each with
     // the seq it asks for; the latest first.
     let mut waiting: Vec<(SessionEvent, u64)> = Vec::new();

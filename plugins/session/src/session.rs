@@ -13,6 +13,7 @@ use crate::data::EventData;
 use crate::event::{EventDraft, SessionEvent};
 use crate::event_type::{TURN_END, TURN_START};
 use crate::fold::{project, Surface, SurfacePlan};
+use crate::format::FormatVersion;
 use crate::header::SessionHeader;
 use crate::id::SessionId;
 use crate::invariants::{InvariantChecker, InvariantViolation};
@@ -500,6 +501,21 @@ impl Session {
         self.seed_len
     }
 
+    /// How many leading events the session inherited from its fork parent: the header's
+    /// `seedLength` in v0 and v1, the seq of the log's last inherited `session/end-seed`
+    /// marker in v2 and v3 ([`crate::format::inherited_cut`]; the log is searched from its
+    /// end). `None` for a session that inherited nothing.
+    pub fn inherited_len(&self) -> Option<u64> {
+        if self.header.format().has_seed_length() {
+            return self.header.seed_length;
+        }
+        let events = self.events();
+        let cut = events
+            .newest_first()
+            .find(|event| crate::format::is_inherited_marker(event));
+        cut.map(|event| event.seq)
+    }
+
     /// Whether the session is live in a store (created and not disposed).
     pub fn is_live(&self) -> bool {
         self.link.lock().is_some()
@@ -663,11 +679,11 @@ impl Session {
 /// The surface of an already valid log (a seed taken from a live session), without validating
 /// it again: the fold the view carries when it was taken at the end of a live log (O(1)), else
 /// a fold of its events (a prefix cut at an earlier boundary).
-pub(crate) fn fold_trusted(events: &Events) -> Surface {
+pub(crate) fn fold_trusted(events: &Events, version: FormatVersion) -> Surface {
     if let Some(surface) = &events.surface {
         return surface.clone();
     }
-    let mut surface = Surface::default();
+    let mut surface = Surface::of_version(version);
     for event in events.iter() {
         if let Ok(plan) = surface.plan(event, events.lookup()) {
             surface.apply(plan, event.seq);
@@ -676,18 +692,18 @@ pub(crate) fn fold_trusted(events: &Events) -> Surface {
     surface
 }
 
-/// Validates a raw seed (a log `restored` from persistence with
-/// [`crate::validate_restored`], any other with
-/// [`crate::validate_seed`]) and turns it into a view, returning the folded surface
-/// too.
+/// Validates a raw seed of format `version` (a log `restored` from persistence with
+/// [`crate::validate_restored_in`], any other with [`crate::validate_seed_in`]) and turns it
+/// into a view, returning the folded surface too.
 pub(crate) fn admit_seed(
     events: Vec<SessionEvent>,
     restored: bool,
+    version: FormatVersion,
 ) -> Result<(Events, Surface), ValidationError> {
     let surface = if restored {
-        crate::validate::validate_restored(&events)?
+        crate::validate::validate_restored_in(version, &events)?
     } else {
-        crate::validate::validate_seed(&events)?
+        crate::validate::validate_seed_in(version, &events)?
     };
     Ok((Events::from_vec(events), surface))
 }

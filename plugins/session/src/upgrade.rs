@@ -32,9 +32,12 @@ use crate::data::EventData;
 use crate::data::MAX_SAFE_INTEGER;
 use crate::event::{SessionEvent, SurfaceOp};
 use crate::event_type::{
-    is_known_type, is_surface_type, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT, TURN_END,
-    TURN_START, USER_MESSAGE,
+    is_surface_type, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT, TURN_END, TURN_START,
+    USER_MESSAGE,
 };
+use crate::format::rules::FormatRules;
+use crate::format::FormatVersion;
+use crate::header::SessionHeader;
 use crate::id::SessionId;
 use crate::validate::message_shape_problem;
 use crate::view::Json;
@@ -86,6 +89,19 @@ pub enum StoredLogError {
         /// What is wrong, e.g. `lacks an identified message`.
         reason: String,
     },
+    /// A rule of the log's format version broken (`reference/dsh-formats.md` section 3): a v2
+    /// or v3 seeded log without its inherited `session/end-seed` marker or an unseeded one
+    /// with such a marker, a v3 `request/header` still carrying the retired `header.system`,
+    /// or a v3 `system/message` of another shape. The text is dsh's.
+    #[error("stored session \"{id}\": {reason}")]
+    Format {
+        /// The session.
+        id: SessionId,
+        /// The seq of the offending event; the log's length for a marker that is missing.
+        seq: u64,
+        /// dsh's refusal, e.g. `format v3 request/header rejects retired header.system`.
+        reason: String,
+    },
     /// An event type dsh rc.8 does not know, not marked `ignorable: true`: the log was
     /// probably written by a newer harness and cannot be interpreted safely.
     #[error(
@@ -104,13 +120,14 @@ pub enum StoredLogError {
 
 impl StoredLogError {
     /// The stable code: `EVENT_TYPE_UNSUPPORTED` for [`StoredLogError::UnknownType`],
-    /// `SEED_INVALID` for the others (the log fails validation).
+    /// `SEED_INVALID` for the others (the log fails validation, or its format's rules).
     pub fn code(&self) -> &'static str {
         match self {
             StoredLogError::UnknownType { .. } => codes::EVENT_TYPE_UNSUPPORTED,
             StoredLogError::Retired { .. }
             | StoredLogError::Malformed { .. }
-            | StoredLogError::MessageShape { .. } => codes::SEED_INVALID,
+            | StoredLogError::MessageShape { .. }
+            | StoredLogError::Format { .. } => codes::SEED_INVALID,
         }
     }
 
@@ -120,6 +137,7 @@ impl StoredLogError {
             StoredLogError::Retired { seq, .. }
             | StoredLogError::Malformed { seq, .. }
             | StoredLogError::MessageShape { seq, .. }
+            | StoredLogError::Format { seq, .. }
             | StoredLogError::UnknownType { seq, .. } => *seq,
         }
     }
@@ -142,11 +160,28 @@ pub fn prepare_stored_events(
     id: &SessionId,
     events: Vec<SessionEvent>,
 ) -> Result<Vec<SessionEvent>, StoredLogError> {
-    prepare_stored_tail(id, events, |_| None)
+    prepare_stored_tail(id, FormatVersion::V0, events, |_| None)
 }
 
-/// [`prepare_stored_events`] for the events of a stored log from some seq on (a follower's
-/// tail), whose earlier events are known: `earlier(seq)` is the message id of the earlier event
+/// [`prepare_stored_events`] for the whole log of the session whose header is `header`, in
+/// its format version: that version's vocabulary, the rc.8 upgrades for v0 only (a later
+/// format's events are kept as stored), and the version's own rules (the inherited
+/// end-seed marker of a v2 or v3 log, v3's row admission: [`StoredLogError::Format`]).
+///
+/// # Errors
+///
+/// As [`prepare_stored_events`], plus [`StoredLogError::Format`] (after the events' own
+/// refusals).
+pub fn prepare_stored_events_in(
+    header: &SessionHeader,
+    events: Vec<SessionEvent>,
+) -> Result<Vec<SessionEvent>, StoredLogError> {
+    let upgrader = Upgrader::new(header.id.clone(), header.format()).whole_log(header);
+    prepare_with(upgrader, events, |_| None)
+}
+
+/// [`prepare_stored_events_in`] for the events of a stored log of format `version` from some
+/// seq on (a follower's tail), whose earlier events are known: `earlier(seq)` is the message id of the earlier event
 /// with that seq, for a `replace` rewrite that reuses it.
 ///
 /// # Errors
@@ -154,10 +189,19 @@ pub fn prepare_stored_events(
 /// As [`prepare_stored_events`], for the tail.
 pub(crate) fn prepare_stored_tail(
     id: &SessionId,
+    version: FormatVersion,
     events: Vec<SessionEvent>,
     earlier: impl Fn(u64) -> Option<String>,
 ) -> Result<Vec<SessionEvent>, StoredLogError> {
-    let mut upgrader = Upgrader::new(id.clone());
+    prepare_with(Upgrader::new(id.clone(), version), events, earlier)
+}
+
+/// The events `upgrader` makes of `events`; `earlier` as [`prepare_stored_tail`]'s.
+fn prepare_with(
+    mut upgrader: Upgrader,
+    events: Vec<SessionEvent>,
+    earlier: impl Fn(u64) -> Option<String>,
+) -> Result<Vec<SessionEvent>, StoredLogError> {
     let mut prepared: Vec<SessionEvent> = Vec::with_capacity(events.len());
     // Whether `prepared` holds consecutive seqs (so an event's position gives its seq).
     let mut contiguous = true;
@@ -186,6 +230,9 @@ pub(crate) fn prepare_stored_tail(
 #[derive(Debug)]
 pub(crate) struct Upgrader {
     id: SessionId,
+    /// The log's format: its vocabulary, and whether the rc.8 upgrades apply (v0 only: a
+    /// later format holds the current shapes, and its events are kept as stored).
+    version: FormatVersion,
     /// The seq of the first event of each retired form, in [`RETIRED`]'s order.
     retired: [Option<u64>; 3],
     /// The first event the upgrade refuses (malformed, or a message of the wrong shape):
@@ -193,6 +240,8 @@ pub(crate) struct Upgrader {
     refused: Option<StoredLogError>,
     /// The first event of an unknown type not marked ignorable.
     unknown: Option<StoredLogError>,
+    /// The rules of the log's format beyond its vocabulary.
+    format: FormatRules,
 }
 
 /// Whether an event is of one retired form.
@@ -210,14 +259,26 @@ const RETIRED: [(&str, RetiredTest); 3] = [
 ];
 
 impl Upgrader {
-    /// The upgrade of stored session `id`'s log, before its first event.
-    pub(crate) fn new(id: SessionId) -> Upgrader {
+    /// The upgrade of stored session `id`'s log of format `version`, before its first event.
+    pub(crate) fn new(id: SessionId, version: FormatVersion) -> Upgrader {
         Upgrader {
             id,
+            version,
             retired: [None; 3],
             refused: None,
             unknown: None,
+            format: FormatRules::default(),
         }
+    }
+
+    /// Checks the rules that need the whole log and its header too (a read of a whole log,
+    /// not of a tail): the inherited end-seed marker of a v2 or v3 log, against `header`'s
+    /// `isSeeded`.
+    pub(crate) fn whole_log(mut self, header: &SessionHeader) -> Upgrader {
+        if !self.version.has_seed_length() {
+            self.format.seeded = Some(header.is_seeded == Some(true));
+        }
+        self
     }
 
     /// Takes the next stored event and returns it upgraded, or `None` once the upgrade has
@@ -237,14 +298,20 @@ impl Upgrader {
         if self.refused.is_some() {
             return None;
         }
-        let event = match upgrade_event(&self.id, event, message_id_of) {
+        self.format.admit(&self.id, self.version, &event);
+        let upgraded = if self.version == FormatVersion::V0 {
+            upgrade_event(&self.id, event, message_id_of)
+        } else {
+            Ok(event)
+        };
+        let event = match upgraded {
             Ok(event) => event,
             Err(refused) => {
                 self.refused = Some(refused);
                 return None;
             }
         };
-        if is_surface_type(&event.kind) {
+        if self.version.is_surface_type(&event.kind) {
             if let Some(reason) = message_shape_problem(&event.kind, Json::of(&event.data)) {
                 self.refused = Some(StoredLogError::MessageShape {
                     id: self.id.clone(),
@@ -255,7 +322,10 @@ impl Upgrader {
                 return None;
             }
         }
-        if self.unknown.is_none() && !is_known_type(&event.kind) && event.ignorable != Some(true) {
+        if self.unknown.is_none()
+            && !self.version.is_known_type(&event.kind)
+            && event.ignorable != Some(true)
+        {
             self.unknown = Some(StoredLogError::UnknownType {
                 id: self.id.clone(),
                 seq: event.seq,
@@ -268,7 +338,10 @@ impl Upgrader {
     /// Whether the log is refused whatever follows (the refusal itself may still change:
     /// retired vocabulary later in the log takes precedence).
     pub(crate) fn is_refused(&self) -> bool {
-        self.retired.iter().any(Option::is_some) || self.refused.is_some() || self.unknown.is_some()
+        self.retired.iter().any(Option::is_some)
+            || self.refused.is_some()
+            || self.unknown.is_some()
+            || self.format.refused.is_some()
     }
 
     /// The verdict on the whole log admitted, in dsh's order: retired vocabulary (each form
@@ -291,7 +364,8 @@ impl Upgrader {
                 what: what.into(),
             });
         }
-        match self.refused.or(self.unknown) {
+        let format = self.format.finish(&self.id, self.version);
+        match self.refused.or(self.unknown).or(format) {
             Some(refused) => Err(refused),
             None => Ok(()),
         }
@@ -333,7 +407,7 @@ fn safe_integer(value: Option<&Value>) -> Option<f64> {
 }
 
 /// Whether `map` has every key of `required` and no key outside `required` and `optional`.
-fn only_keys(map: &Map<String, Value>, required: &[&str], optional: &[&str]) -> bool {
+pub(crate) fn only_keys(map: &Map<String, Value>, required: &[&str], optional: &[&str]) -> bool {
     required.iter().all(|key| map.contains_key(*key))
         && map
             .keys()

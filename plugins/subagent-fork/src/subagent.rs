@@ -49,7 +49,9 @@ impl SubagentFork {
     pub fn seed(&self, parent: &Session) -> SubagentSeed {
         let prefix = completed_turn_prefix(&parent.events());
         let header = parent.header();
-        let mut meta = SessionMeta::default();
+        // The child keeps the parent's format version (a v2 or v3 child records its cut as an
+        // inherited end-seed marker, which the store writes).
+        let mut meta = SessionMeta::default().version(header.format());
         meta.parent_session = Some(parent.id().clone());
         meta.cwd = header.cwd.clone();
         meta.agent_preset = header.agent_preset.clone();

@@ -123,3 +123,21 @@ fn subagent_fork_is_pending_without_the_session_plugin_and_starts_with_it() {
     ctx.disable("dsh-session").unwrap();
     assert!(ctx.get::<SubagentFork>().is_none());
 }
+
+#[test]
+fn a_subagent_of_a_v3_parent_is_a_v3_session_whose_cut_is_an_inherited_marker() {
+    let ctx = context();
+    let meta = SessionMeta::default()
+        .cwd("/w")
+        .version(dsh_session::format::FormatVersion::V3);
+    let parent = parent(&ctx, meta);
+    turn(&parent, 1, TurnEndReason::Completed);
+    parent.append(EventDraft::turn_start(2)).unwrap();
+    let child = ctx.expect::<SubagentFork>().spawn(&parent).unwrap();
+    let header = child.header();
+    assert_eq!(header.version, 3);
+    assert_eq!((header.is_seeded, header.seed_length), (Some(true), None));
+    assert_eq!(child.inherited_len(), Some(3));
+    let marker = child.events().last().cloned().expect("the marker");
+    assert_eq!((marker.kind.as_str(), marker.seq), ("session/end-seed", 3));
+}

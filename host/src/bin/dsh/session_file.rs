@@ -13,9 +13,11 @@ pub fn read_valid(path: &Path) -> Result<StoredSession, HostError> {
     let mut stored = dsh::session_jsonl::read_session_file(path)?;
     let id = stored.header.id.clone();
     let events = std::mem::take(&mut stored.events);
-    let events = dsh::session::prepare_stored_events(&id, events)
+    let version = stored.header.format();
+    let events = dsh::session::prepare_stored_events_in(&stored.header, events)
         .map_err(|e| in_file(&id, path, e.code(), &e))?;
-    dsh::session::validate_restored(&events).map_err(|e| in_file(&id, path, e.code(), &e))?;
+    dsh::session::validate_restored_in(version, &events)
+        .map_err(|e| in_file(&id, path, e.code(), &e))?;
     stored.events = events;
     Ok(stored)
 }

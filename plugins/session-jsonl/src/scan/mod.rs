@@ -17,6 +17,7 @@ use crate::decode::{decode_line, Decoded};
 use crate::file_end::FileEnd;
 use crate::header_line::{parse_header_line, HeaderError};
 use crate::limits::{read_line_within, size_text, Bounded, Limits};
+use dsh_session::format::FormatVersion;
 use dsh_session::SessionHeader;
 use plain::PlainBody;
 use std::io::{self, BufRead, Read};
@@ -140,10 +141,11 @@ impl<R: Read> FileScan<R> {
             let (header, body, start) = PlainBody::open(reader, chunk, limits)?;
             (header, Body::Plain(body), start)
         };
+        let version = version_of(&header);
         Ok(FileScan {
             header,
             body,
-            scanner: BodyScanner::new(start, limits),
+            scanner: BodyScanner::new(start, limits, version),
             end: None,
         })
     }
@@ -169,10 +171,11 @@ impl<R: Read> FileScan<R> {
                 limits,
             ))
         };
+        let version = version_of(&header);
         FileScan {
             header,
             body,
-            scanner: BodyScanner::resume(checkpoint, limits),
+            scanner: BodyScanner::resume(checkpoint, limits, version),
             end: None,
         }
     }
@@ -323,7 +326,8 @@ pub(crate) fn scan_prefix(reader: &mut impl BufRead, len: u64) -> Result<Scanned
     }
     let header = header_of(&line[..read - 1], limits)?;
     let mut offset = read as u64;
-    let mut scanner = BodyScanner::new(offset, limits);
+    let version = version_of(&header);
+    let mut scanner = BodyScanner::new(offset, limits, version);
     loop {
         if scanner.count() >= len && !scanner.has_issue() {
             return Ok(Scanned {
@@ -355,12 +359,18 @@ pub(crate) fn scan_prefix(reader: &mut impl BufRead, len: u64) -> Result<Scanned
         }
         scanner
             .feed(
-                decode_line(&line[..read - 1]),
+                decode_line(&line[..read - 1], version),
                 (start, Frame::default()),
                 offset,
             )
             .map_err(ReadError::Corrupt)?;
     }
+}
+
+/// The format version of a file whose header is `header` (the header reader admits only the
+/// versions this build reads).
+pub(crate) fn version_of(header: &SessionHeader) -> FormatVersion {
+    FormatVersion::from_number(header.version).unwrap_or_default()
 }
 
 /// Reads only the header line from `reader`. Errors as [`FileScan::open`] for the header.

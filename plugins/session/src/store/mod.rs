@@ -19,7 +19,11 @@ pub use types::{
     CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
 };
 
-use crate::header::SessionHeader;
+use crate::event::SessionEvent;
+use crate::event_type::SESSION_END_SEED;
+use crate::fold::Surface;
+use crate::format::{is_inherited_marker, FormatVersion};
+use crate::header::{SessionHeader, SESSION_FORMAT_VERSION};
 use crate::id::SessionId;
 use crate::persistence::{
     catch_up, contain, first_write, Contained, Landed, OnMismatch, PersistenceMode,
@@ -28,6 +32,7 @@ use crate::persistence::{
 use crate::session::{admit_seed, fold_trusted, now_ms, Events, Link, Session};
 use dsh_core::{Emitter, Optional, PluginState, Unavailable};
 use parking_lot::Mutex;
+use serde_json::json;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -177,28 +182,51 @@ impl SessionStore {
         if self.disposed.load(Ordering::SeqCst) {
             return Err(StoreError::Disposed { id });
         }
+        let version = options.meta.version.unwrap_or(SESSION_FORMAT_VERSION);
+        let Some(version) = FormatVersion::from_number(version) else {
+            return Err(StoreError::InvalidHeader {
+                id,
+                reason: format!(
+                    "header \"version\" is {version}, not a format this build reads (v0 to v3)"
+                ),
+            });
+        };
         let (seed, surface) = match options.seed {
-            None => (Events::empty(), Default::default()),
+            None => (Events::empty(), Surface::of_version(version)),
             Some(Seed::Snapshot(events)) => {
-                let surface = fold_trusted(&events);
+                let surface = fold_trusted(&events, version);
                 (events, surface)
             }
             // A log read back from persistence is checked as dsh restores it (no lossless
             // data rule); a seed handed to `create` gets every rule.
             Some(Seed::Raw(events)) => {
-                admit_seed(events, stored.is_some()).map_err(|source| StoreError::InvalidSeed {
-                    id: id.clone(),
-                    source,
+                admit_seed(events, stored.is_some(), version).map_err(|source| {
+                    StoreError::InvalidSeed {
+                        id: id.clone(),
+                        source,
+                    }
                 })?
             }
         };
-        let created_at = options
-            .meta
+        let mut meta = options.meta;
+        // A new seeded v2 or v3 session records its cut as dsh does: in the log.
+        let seed = if stored.is_none() && !version.has_seed_length() && meta.seed_length.is_some() {
+            meta.seed_length = None;
+            meta.is_seeded = Some(true);
+            mark_inherited(&seed)
+        } else {
+            seed
+        };
+        let created_at = meta
             .created_at
             .unwrap_or_else(|| u64::try_from(now_ms()).unwrap_or(0));
-        let header = SessionHeader::new(id.clone(), created_at, options.meta);
+        let header = SessionHeader::new(id.clone(), created_at, meta);
         if stored.is_none() {
-            if let Some(reason) = header.broken_rule() {
+            let marked = || seed.iter().any(|event| is_inherited_marker(event));
+            if let Some(reason) = header
+                .broken_rule()
+                .or_else(|| cut_problem(&header, marked))
+            {
                 return Err(StoreError::InvalidHeader { id, reason });
             }
         }
@@ -532,5 +560,41 @@ impl PersistenceMode {
                 why.provider.is_none() || why.state == Some(PluginState::Disabled)
             }
         }
+    }
+}
+
+/// The seed of a new seeded v2 or v3 session with its cut marked as dsh 0.1.5 marks it: the
+/// seed's events, then `session/end-seed {"inherited": true}` at the seq after them (the
+/// inherited event count, `format::inherited_cut`). The marker is log-only: the seed's surface
+/// fold is the log's.
+fn mark_inherited(seed: &Events) -> Events {
+    let mut events = seed.to_vec();
+    events.push(SessionEvent::new(
+        SESSION_END_SEED,
+        events.len() as u64,
+        now_ms(),
+        json!({ "inherited": true }),
+    ));
+    Events::from_vec(events)
+}
+
+/// Why a new v2 or v3 session's `isSeeded` disagrees with its log (`marked`: whether the log
+/// holds an inherited end-seed marker, asked for v2 and v3 only): dsh refuses such a log when
+/// it reads it back, so it is not written. `None` when they agree, and for v0 and v1.
+fn cut_problem(header: &SessionHeader, marked: impl FnOnce() -> bool) -> Option<String> {
+    if header.format().has_seed_length() {
+        return None;
+    }
+    match (header.is_seeded == Some(true), marked()) {
+        (true, false) => Some(
+            "header \"isSeeded\" is true, but the log has no inherited session/end-seed marker"
+                .into(),
+        ),
+        (false, true) => Some(
+            "the log holds an inherited session/end-seed marker, but header \"isSeeded\" is not \
+             true"
+                .into(),
+        ),
+        _ => None,
     }
 }

@@ -12,7 +12,7 @@ use crate::persistence::{OnMismatch, PersistenceError, StoredSession};
 use crate::restore::{restore_each, RestoreError, Restored};
 use crate::session::{Events, Session};
 use crate::stored_log::StoredLog;
-use crate::upgrade::{message_id, prepare_stored_events, prepare_stored_tail};
+use crate::upgrade::{message_id, prepare_stored_events_in, prepare_stored_tail};
 use crate::validate::surface_after;
 use std::sync::Arc;
 
@@ -218,7 +218,7 @@ impl SessionStore {
             )));
         }
         let known = session.events();
-        let events = prepare_stored_tail(id, tail.events, |seq| {
+        let events = prepare_stored_tail(id, tail.header.format(), tail.events, |seq| {
             let event = known.get(usize::try_from(seq).ok()?)?;
             message_id(event)
         })
@@ -261,12 +261,12 @@ impl SessionStore {
             },
         })?;
         stored.events =
-            prepare_stored_events(id, std::mem::take(&mut stored.events)).map_err(|source| {
-                StoreError::StoredLog {
+            prepare_stored_events_in(&stored.header, std::mem::take(&mut stored.events)).map_err(
+                |source| StoreError::StoredLog {
                     id: id.clone(),
                     source,
-                }
-            })?;
+                },
+            )?;
         Ok(stored)
     }
 }

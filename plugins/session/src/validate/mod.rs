@@ -17,12 +17,14 @@ mod rules;
 
 pub use error::ValidationError;
 pub(crate) use lossless::lossy_number;
+use rules::check_event_in;
 pub(crate) use rules::message_shape_problem;
 pub use rules::{check_event, check_storable};
 use rules::{check_restored, check_restored_event};
 
 use crate::event::SessionEvent;
 use crate::fold::{Surface, SurfacePlan};
+use crate::format::FormatVersion;
 use crate::view::Json;
 use std::borrow::Borrow;
 
@@ -38,7 +40,22 @@ use std::borrow::Borrow;
 /// The first failure: a [`check_event`] error, [`ValidationError::NotContiguous`], or
 /// [`ValidationError::Surface`].
 pub fn validate_seed<E: Borrow<SessionEvent>>(events: &[E]) -> Result<Surface, ValidationError> {
-    let mut check = LogCheck::new(check_event);
+    validate_seed_in(FormatVersion::V0, events)
+}
+
+/// [`validate_seed`] for a seed of format `version`: its surface types.
+///
+/// # Errors
+///
+/// As [`validate_seed`].
+pub fn validate_seed_in<E: Borrow<SessionEvent>>(
+    version: FormatVersion,
+    events: &[E],
+) -> Result<Surface, ValidationError> {
+    let mut check = LogCheck::new(
+        |event, index, version| check_event_in(version, event, index),
+        version,
+    );
     check.admit_all(events);
     check.into_surface()
 }
@@ -58,7 +75,19 @@ pub fn validate_seed<E: Borrow<SessionEvent>>(events: &[E]) -> Result<Surface, V
 pub fn validate_restored<E: Borrow<SessionEvent>>(
     events: &[E],
 ) -> Result<Surface, ValidationError> {
-    let mut check = LogCheck::restored();
+    validate_restored_in(FormatVersion::V0, events)
+}
+
+/// [`validate_restored`] for a log of format `version`: its surface types.
+///
+/// # Errors
+///
+/// As [`validate_restored`].
+pub fn validate_restored_in<E: Borrow<SessionEvent>>(
+    version: FormatVersion,
+    events: &[E],
+) -> Result<Surface, ValidationError> {
+    let mut check = LogCheck::restored(version);
     check.admit_all(events);
     if check.is_refused() {
         return check.into_surface();
@@ -74,7 +103,7 @@ pub fn validate_restored<E: Borrow<SessionEvent>>(
 #[derive(Debug)]
 pub(crate) struct LogCheck {
     /// The rules of one event at its index ([`check_event`], or [`check_restored_event`]).
-    check: fn(&SessionEvent, u64) -> Result<(), ValidationError>,
+    check: fn(&SessionEvent, u64, FormatVersion) -> Result<(), ValidationError>,
     surface: Surface,
     /// The index of the next event.
     index: u64,
@@ -83,18 +112,22 @@ pub(crate) struct LogCheck {
 }
 
 impl LogCheck {
-    fn new(check: fn(&SessionEvent, u64) -> Result<(), ValidationError>) -> LogCheck {
+    fn new(
+        check: fn(&SessionEvent, u64, FormatVersion) -> Result<(), ValidationError>,
+        version: FormatVersion,
+    ) -> LogCheck {
         LogCheck {
             check,
-            surface: Surface::default(),
+            surface: Surface::of_version(version),
             index: 0,
             refused: None,
         }
     }
 
-    /// The checks of a log read back from persistence ([`validate_restored`]).
-    pub(crate) fn restored() -> LogCheck {
-        LogCheck::new(check_restored_event)
+    /// The checks of a log of format `version` read back from persistence
+    /// ([`validate_restored`] for v0).
+    pub(crate) fn restored(version: FormatVersion) -> LogCheck {
+        LogCheck::new(check_restored_event, version)
     }
 
     /// Admits `events` in order, looking earlier events up among them; stops at the first
@@ -128,7 +161,7 @@ impl LogCheck {
         }
         let index = self.index;
         self.index += 1;
-        let checked = (self.check)(event, index).and_then(|()| {
+        let checked = (self.check)(event, index, self.surface.version()).and_then(|()| {
             if event.seq != index {
                 return Err(ValidationError::NotContiguous {
                     index,
@@ -192,7 +225,7 @@ pub(crate) fn surface_after(
     // Closers are appends: their surface plans read no earlier event.
     let mut resumed = surface.clone();
     for closer in closers {
-        check_restored_event(closer, closer.seq)?;
+        check_restored_event(closer, closer.seq, surface.version())?;
         let plan = resumed
             .plan(closer, |_| None)
             .map_err(|source| ValidationError::Surface {
@@ -225,7 +258,7 @@ pub(crate) fn validate_restored_append<'a>(
     lookup: impl Fn(u64) -> Option<&'a SessionEvent>,
 ) -> Result<SurfacePlan, ValidationError> {
     plan_after(surface, event, lookup, |event, index| {
-        check_restored(event, data, index)
+        check_restored(event, data, index, surface.version())
     })
 }
 

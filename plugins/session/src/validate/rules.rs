@@ -6,7 +6,8 @@ use super::error::ValidationError;
 use super::lossless::lossy_data;
 use crate::data::MAX_SAFE_INTEGER;
 use crate::event::SessionEvent;
-use crate::event_type::{is_surface_type, ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT};
+use crate::event_type::{ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT};
+use crate::format::{FormatVersion, SYSTEM_MESSAGE};
 use crate::view::Json;
 use serde_json::{Map, Value};
 
@@ -30,10 +31,19 @@ const ADAPTER_DEFAULT_KEYS: [&str; 2] = ["reasoningEffort", "maxTokens"];
 /// [`ValidationError::MessageShape`], and last [`ValidationError::LegacyFormat`] for a
 /// `request/header` with reason `fallback`.
 pub fn check_event(event: &SessionEvent, index: u64) -> Result<(), ValidationError> {
+    check_event_in(FormatVersion::V0, event, index)
+}
+
+/// [`check_event`] for an event of a log of format `version` (its surface types).
+pub(super) fn check_event_in(
+    version: FormatVersion,
+    event: &SessionEvent,
+    index: u64,
+) -> Result<(), ValidationError> {
     if let Some(reason) = lossy_data(&event.data) {
         return Err(ValidationError::NotLossless { index, reason });
     }
-    check_restored_event(event, index)
+    check_restored_event(event, index, version)
 }
 
 /// The steps of [`check_event`] that decide whether `event` reads back from a dsh file as
@@ -61,12 +71,13 @@ pub fn check_storable(event: &SessionEvent) -> Result<(), ValidationError> {
 }
 
 /// [`check_event`] without the lossless-data step: what dsh checks of a stored event it
-/// restores in place (steps 2 to 5).
+/// restores in place (steps 2 to 5), with the surface types of `version`.
 pub(super) fn check_restored_event(
     event: &SessionEvent,
     index: u64,
+    version: FormatVersion,
 ) -> Result<(), ValidationError> {
-    check_restored(event, Json::of(&event.data), index)
+    check_restored(event, Json::of(&event.data), index, version)
 }
 
 /// [`check_restored_event`] reading the event's data from `data` (its stored text, or the
@@ -75,6 +86,7 @@ pub(super) fn check_restored(
     event: &SessionEvent,
     data: Json<'_>,
     index: u64,
+    version: FormatVersion,
 ) -> Result<(), ValidationError> {
     if event.kind == LEGACY_REQUEST_HEADER_DELTA {
         return Err(ValidationError::LegacyFormat {
@@ -96,7 +108,7 @@ pub(super) fn check_restored(
             });
         }
     }
-    if is_surface_type(&event.kind) {
+    if version.is_surface_type(&event.kind) {
         if let Some(reason) = message_shape_problem(&event.kind, data) {
             return Err(ValidationError::MessageShape {
                 index,
@@ -168,7 +180,7 @@ fn request_header_problem(data: &Value) -> Option<&'static str> {
 /// reason reads after a subject, e.g. `lacks an identified message`. `data` is the event's
 /// data, as stored text or as the draft's tree.
 pub(crate) fn message_shape_problem(kind: &str, data: Json<'_>) -> Option<String> {
-    let message = if kind == ASSISTANT_MESSAGE || kind == TOOL_RESULT {
+    let message = if kind == ASSISTANT_MESSAGE || kind == TOOL_RESULT || kind == SYSTEM_MESSAGE {
         data.member("message")
     } else {
         Some(data)
@@ -181,10 +193,10 @@ pub(crate) fn message_shape_problem(kind: &str, data: Json<'_>) -> Option<String
     if !id.is_some_and(Json::is_non_empty_string) {
         return lacks();
     }
-    let role_wanted = if kind == ASSISTANT_MESSAGE {
-        "assistant"
-    } else {
-        "user"
+    let role_wanted = match kind {
+        ASSISTANT_MESSAGE => "assistant",
+        SYSTEM_MESSAGE => "system",
+        _ => "user",
     };
     if role.and_then(Json::string).as_deref() != Some(role_wanted) {
         return Some(format!("message must have role \"{role_wanted}\""));

@@ -3,12 +3,15 @@
 use crate::error::HostError;
 use crate::output::{error_json, Output};
 use crate::session_file::check_file;
+use dsh::session::event_type::TURN_START;
 use dsh::session::{InvariantChecker, InvariantViolation, Restored};
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-/// `[{file, id, events, ok, error, droppedTail}]` (`droppedTail`: what a load drops after the
+/// `[{file, id, version, events, turns, ok, error, droppedTail}]` (`version`: the file's
+/// format version; `events`: the events as stored in that version, packed rows expanded;
+/// `turns`: how many `turn/start` events; `droppedTail`: what a load drops after the
 /// committed records, as `import` reports it; `null` when nothing), plus
 /// `invariantViolations: [{seq, rule, message}]` on
 /// every entry when `invariants` is set (the checker of reference section 4.1 over the log as
@@ -29,15 +32,21 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
             Some(error) => Err(error),
             None => check_one(&file, invariants),
         };
-        let (id, events, violations, dropped_tail, error) = match read {
-            Ok((restored, violations)) => (
+        let (id, version, events, turns, violations, dropped_tail, error) = match read {
+            Ok(Checked {
+                restored,
+                turns,
+                violations,
+            }) => (
                 Some(restored.header.id.as_str().to_owned()),
+                Some(restored.header.version),
                 Some(restored.events),
+                Some(turns),
                 violations,
                 restored.dropped_tail,
                 None,
             ),
-            Err(e) => (None, None, None, None, Some(e)),
+            Err(e) => (None, None, None, None, None, None, Some(e)),
         };
         let shown = file.display().to_string();
         failed |= error.is_some();
@@ -45,7 +54,8 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
             None => {
                 let _ = writeln!(
                     human,
-                    "ok    {shown} ({})",
+                    "ok    {shown} (v{}, {})",
+                    version.unwrap_or(0),
                     super::events(events.unwrap_or(0) as usize)
                 );
                 if let Some(tail) = &dropped_tail {
@@ -62,7 +72,9 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
         let mut entry = json!({
             "file": shown,
             "id": id,
+            "version": version,
             "events": events,
+            "turns": turns,
             "ok": error.is_none(),
             "error": error_json(&error),
             "droppedTail": dropped_tail,
@@ -75,23 +87,36 @@ pub fn run(paths: &[PathBuf], invariants: bool) -> Output {
     Output::built(Value::Array(entries), human, failed)
 }
 
-/// Reads the file at `path` as a stream ([`check_file`]): what the restore found, and with
-/// `invariants` the invariant violations of its log (the events are traced as they are read,
-/// never held).
-fn check_one(
-    path: &Path,
-    invariants: bool,
-) -> Result<(Restored, Option<Vec<InvariantViolation>>), HostError> {
+/// What the check of one file found.
+struct Checked {
+    /// What the restore found.
+    restored: Restored,
+    /// How many `turn/start` events the log holds.
+    turns: u64,
+    /// With `--invariants`, the invariant violations of the log.
+    violations: Option<Vec<InvariantViolation>>,
+}
+
+/// Reads the file at `path` as a stream ([`check_file`]): what the restore found, its turns,
+/// and with `invariants` the invariant violations of its log (the events are traced as they
+/// are read, never held).
+fn check_one(path: &Path, invariants: bool) -> Result<Checked, HostError> {
     let mut checker = InvariantChecker::default();
     let mut violations = Vec::new();
+    let mut turns = 0;
     let restored = check_file(path, |event| {
+        turns += u64::from(event.kind == TURN_START);
         if invariants {
             if let Err(violation) = checker.admit(&event) {
                 violations.push(violation);
             }
         }
     })?;
-    Ok((restored, invariants.then_some(violations)))
+    Ok(Checked {
+        restored,
+        turns,
+        violations: invariants.then_some(violations),
+    })
 }
 
 /// A path to check, or the path that yielded no file and why.

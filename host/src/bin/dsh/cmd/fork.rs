@@ -42,17 +42,19 @@ pub fn run(
     let child = fork.fork_stored(options)?;
     store.flush(&child)?;
     let header = child.header();
+    let inherited = child.inherited_len();
     let json = json!({
         "id": header.id,
         "parentSession": header.parent_session,
-        "seedLength": header.seed_length,
+        "seedLength": inherited,
+        "version": header.version,
         "cwd": header.cwd,
     });
     let human = format!(
         "forked {} -> {} ({} events inherited)\n",
         SessionId::from(id),
         header.id,
-        header.seed_length.unwrap_or(0)
+        inherited.unwrap_or(0)
     );
     Ok(Output::ok(json, human))
 }

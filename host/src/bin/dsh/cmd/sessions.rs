@@ -6,7 +6,9 @@ use crate::output::Output;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
-/// `[{id, cwd, parentSession, seedLength}]`.
+/// `[{id, cwd, parentSession, seedLength, version}]` (`version`: the log format; a v2 or v3
+/// fork child has no `seedLength` in its header, its cut being a marker in its log: `show`
+/// reads it).
 pub fn run(app: &App) -> Result<Output, HostError> {
     let listed = app.persistence()?.list()?;
     let headers: Vec<_> = listed.into_iter().map(|l| l.header).collect();
@@ -19,6 +21,7 @@ pub fn run(app: &App) -> Result<Output, HostError> {
                     "cwd": h.cwd,
                     "parentSession": h.parent_session,
                     "seedLength": h.seed_length,
+                    "version": h.version,
                 })
             })
             .collect(),
@@ -28,7 +31,12 @@ pub fn run(app: &App) -> Result<Output, HostError> {
         let cwd = h.cwd.as_deref().map_or_else(|| "-".into(), super::one_line);
         let _ = write!(human, "{}  {cwd}", h.id);
         if let Some(parent) = &h.parent_session {
-            let _ = write!(human, "  {}", super::forked_from(parent, h.seed_length));
+            if h.format().has_seed_length() {
+                let _ = write!(human, "  {}", super::forked_from(parent, h.seed_length));
+            } else {
+                // The cut of a v2 or v3 child is in its log, which a listing does not read.
+                let _ = write!(human, "  forked from {parent} (format v{})", h.version);
+            }
         }
         human.push('\n');
     }

@@ -4,6 +4,7 @@ use crate::app::App;
 use crate::error::HostError;
 use crate::output::Output;
 use dsh::session::event_type::{TURN_END, TURN_START};
+use dsh::session::format::is_inherited_marker;
 use dsh::session::{project, SessionEvent, SessionId};
 use serde_json::json;
 use std::collections::HashSet;
@@ -23,6 +24,9 @@ pub struct LogFacts {
     pub open_turn: bool,
     /// The RFC's boundary rule: empty, or the last event is `turn/end`.
     pub forkable: bool,
+    /// The seq of the last inherited `session/end-seed` marker: the fork cut of a v2 or v3
+    /// log ([`dsh::session::format::inherited_cut`]).
+    pub inherited_cut: Option<u64>,
 }
 
 impl Default for LogFacts {
@@ -35,6 +39,7 @@ impl Default for LogFacts {
             last_type: None,
             open_turn: false,
             forkable: true,
+            inherited_cut: None,
         }
     }
 }
@@ -43,6 +48,9 @@ impl LogFacts {
     /// Takes the next event of the log.
     pub fn admit(&mut self, event: &SessionEvent) {
         self.events += 1;
+        if is_inherited_marker(event) {
+            self.inherited_cut = Some(event.seq);
+        }
         match event.kind.as_str() {
             TURN_START => {
                 self.turns += 1;
@@ -59,9 +67,11 @@ impl LogFacts {
     }
 }
 
-/// `{header, events, turns, turnEnds, lastType, openTurn, forkable, messages, droppedTail}`
-/// (`droppedTail`: the torn final record a load drops, as `check` reports it; `null` when
-/// nothing).
+/// `{header, version, inheritedEvents, events, turns, turnEnds, lastType, openTurn, forkable,
+/// messages, droppedTail}` (`version`: the log format version; `inheritedEvents`: the fork cut,
+/// the header's `seedLength` in v0 and v1, the seq of the inherited `session/end-seed` marker
+/// in v2 and v3, `null` for a session that is not a fork child; `droppedTail`: the torn final
+/// record a load drops, as `check` reports it; `null` when nothing).
 ///
 /// The session is read as a stream ([`dsh::session::SessionStore::inspect`]), with the
 /// verdict a load gives: the facts are gathered as the events go by, and the messages are the
@@ -84,8 +94,15 @@ pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
         .filter(|seq| !silent.contains(seq))
         .count();
     let header = &restored.header;
+    let inherited = if header.format().has_seed_length() {
+        header.seed_length
+    } else {
+        facts.inherited_cut
+    };
     let json = json!({
         "header": header,
+        "version": header.version,
+        "inheritedEvents": inherited,
         "events": facts.events,
         "turns": facts.turns,
         "turnEnds": facts.turn_ends,
@@ -97,8 +114,9 @@ pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
     });
     let mut human =
         format!(
-        "session {}\n  cwd: {}\n  events: {}, turns: {}, messages: {}\n  last event: {}\n  {}\n",
+        "session {}\n  format: v{}\n  cwd: {}\n  events: {}, turns: {}, messages: {}\n  last event: {}\n  {}\n",
         header.id,
+        header.version,
         header.cwd.as_deref().map_or_else(|| "-".into(), super::one_line),
         facts.events,
         facts.turns,
@@ -116,10 +134,7 @@ pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
         human.push_str(&format!("  a load drops its torn tail: {tail}\n"));
     }
     if let Some(parent) = &header.parent_session {
-        human.push_str(&format!(
-            "  {}\n",
-            super::forked_from(parent, header.seed_length)
-        ));
+        human.push_str(&format!("  {}\n", super::forked_from(parent, inherited)));
     }
     Ok(Output::ok(json, human))
 }

@@ -1,0 +1,404 @@
+//! Migration of a raw dsh session from its format version to a later one, through dsh's
+//! chain of adjacent edges v0 -> v1 -> v2 -> v3, step for step as dsh's format packages do it
+//! (`shared/reference/dsh-formats.md` sections 4-6): [`migrate_records`].
+//!
+//! Pure functions over JSON records: no file, no store. One file per edge
+//! ([`v0_to_v1`], [`v1_to_v2`], [`v2_to_v3`]); the stream packing of chunks ([`stream`]),
+//! reference remapping ([`remap`]), `sourceEventSeqs` range encoding ([`ranges`]), the
+//! headers ([`header`]), the frozen inventories ([`payload`]) and the v3 checks
+//! ([`v3_checks`]) in their own.
+
+mod header;
+mod json;
+mod payload;
+mod ranges;
+mod remap;
+mod stream;
+mod v0_to_v1;
+mod v1_to_v2;
+mod v2_to_v3;
+mod v3_checks;
+
+use serde_json::{Map, Value};
+
+use crate::codes;
+use json::{kind, safe_integer, Fail};
+use ranges::RangeRules;
+
+/// The newest format version the chain reaches.
+pub const MIGRATION_TARGET_MAX: u64 = 3;
+
+/// A session as raw JSON records: its header row and its events in file order.
+///
+/// As input: the header row as stored, and the logical events of the file — packed chunk
+/// rows of v0/v1 already expanded to `assistant/chunk` events, `sourceEventSeqs` plain or
+/// range-encoded. As output of [`migrate_records`]: the header row the target version's
+/// writer stores, and the events one per row as that writer stores them (v2/v3: with
+/// `sourceEventSeqs` range-encoded; v1: chunk events not packed — packing is the row
+/// writer's).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawSession {
+    /// The header row (`{"type": "session", "version": N, "id": ...}`).
+    pub header: Map<String, Value>,
+    /// The events, seq 0 first.
+    pub events: Vec<Map<String, Value>>,
+}
+
+/// One edge of the chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Edge {
+    /// The version the edge reads.
+    pub from: u64,
+}
+
+impl Edge {
+    /// The npm package of dsh that defines the edge (the prefix of its refusals).
+    pub fn package(self) -> &'static str {
+        match self.from {
+            0 => v0_to_v1::NAME,
+            1 => v1_to_v2::NAME,
+            _ => v2_to_v3::NAME,
+        }
+    }
+}
+
+impl std::fmt::Display for Edge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "v{}->v{}", self.from, self.from + 1)
+    }
+}
+
+fn at(seq: &Option<u64>) -> String {
+    seq.map_or_else(String::new, |s| format!(" at seq {s}"))
+}
+
+/// Why a session could not be migrated. Nothing is written by a migration, so a failed one
+/// loses nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MigrateError {
+    /// The target is not a version the chain reaches from the session's version (older than
+    /// the source, or newer than [`MIGRATION_TARGET_MAX`]).
+    #[error("session {session:?}: cannot migrate format v{from} to v{to}: this build migrates forward to v0..v{max}", max = MIGRATION_TARGET_MAX)]
+    VersionUnsupported {
+        /// The session id (`""` when the header has none).
+        session: String,
+        /// The stored version.
+        from: u64,
+        /// The requested target.
+        to: u64,
+    },
+    /// The input is not a valid session of its version (dsh's codecs would refuse to read
+    /// it: dsh class `malformed`).
+    #[error("session {session:?} is not a valid session log{}: {reason}", at(seq))]
+    Corrupt {
+        /// The session id (`""` when the header has none).
+        session: String,
+        /// The seq (index) of the offending event; `None` for the header.
+        seq: Option<u64>,
+        /// dsh's diagnostic text.
+        reason: String,
+    },
+    /// An edge refuses the intact session (dsh's `SessionFormatUnsupportedMigrationError`).
+    #[error("session {session:?}: migration {edge} refuses{}: {reason}", at(seq))]
+    Refused {
+        /// The session id.
+        session: String,
+        /// The refusing edge.
+        edge: Edge,
+        /// The seq of the event the edge was transforming (in the edge's source numbering);
+        /// `None` for the header or the end of the log.
+        seq: Option<u64>,
+        /// dsh's message, exactly as dsh reports it (edge-prefixed where dsh prefixes it).
+        reason: String,
+    },
+}
+
+impl MigrateError {
+    /// The stable code: `VERSION_UNSUPPORTED`, `LOG_CORRUPT` or `MIGRATION_REFUSED`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            MigrateError::VersionUnsupported { .. } => codes::VERSION_UNSUPPORTED,
+            MigrateError::Corrupt { .. } => codes::LOG_CORRUPT,
+            MigrateError::Refused { .. } => codes::MIGRATION_REFUSED,
+        }
+    }
+
+    /// dsh's diagnostic text (for [`MigrateError::VersionUnsupported`], this error's text).
+    pub fn reason(&self) -> String {
+        match self {
+            MigrateError::Corrupt { reason, .. } | MigrateError::Refused { reason, .. } => {
+                reason.clone()
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Migrates `session` to format version `to` through dsh's adjacent edges.
+///
+/// `to` equal to the stored version returns the session checked and unchanged. The input is
+/// not modified; the caller writes the result as a new artifact.
+///
+/// # Errors
+///
+/// [`MigrateError::VersionUnsupported`] for a target before the stored version or after
+/// [`MIGRATION_TARGET_MAX`] (or a stored version after it); [`MigrateError::Corrupt`] for a
+/// header or event that the stored version's reader refuses (wrong or missing header
+/// members, a seq gap, a bad `sourceEventSeqs`); [`MigrateError::Refused`] with dsh's
+/// reason when an edge refuses the session.
+pub fn migrate_records(session: &RawSession, to: u64) -> Result<RawSession, MigrateError> {
+    let id = session
+        .header
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let corrupt = |seq: Option<u64>| {
+        let id = id.clone();
+        move |fail: Fail| MigrateError::Corrupt {
+            session: id.clone(),
+            seq,
+            reason: fail.message,
+        }
+    };
+    let from = header::stored_version(&session.header).map_err(corrupt(None))?;
+    if from > MIGRATION_TARGET_MAX || to < from || to > MIGRATION_TARGET_MAX {
+        return Err(MigrateError::VersionUnsupported {
+            session: id,
+            from,
+            to,
+        });
+    }
+    let decoded = header::decode(&session.header, from).map_err(corrupt(None))?;
+    let events =
+        input_events(&session.events, from).map_err(|(seq, fail)| corrupt(Some(seq))(fail))?;
+    let cut = source_cut(&decoded, &events, from).map_err(corrupt(None))?;
+    let mut logical = decoded.logical;
+    let mut events = events;
+    let mut cut = cut;
+    for edge_from in from..to {
+        let edge = Edge { from: edge_from };
+        let refused = |seq: Option<u64>, subject: &str, fail: Fail| MigrateError::Refused {
+            session: id.clone(),
+            edge,
+            seq,
+            reason: if fail.unsupported {
+                fail.message
+            } else {
+                format!(
+                    "{} refuses this format v{edge_from} {subject}: {}",
+                    edge.package(),
+                    fail.message
+                )
+            },
+        };
+        let next =
+            advance_header(&logical, edge_from).map_err(|f| refused(None, "Session header", f))?;
+        let (out, next_cut) = run_edge(edge_from, &logical, events, cut, edge_from == from)
+            .map_err(|(seq, f)| refused(seq, "Session", f))?;
+        logical = next;
+        events = out;
+        cut = next_cut;
+    }
+    Ok(RawSession {
+        header: match to {
+            0 | 1 => header::encode_shared(&session.header, to),
+            _ => header::encode_released(&logical, to),
+        },
+        events: events.into_iter().map(|e| encode_event(e, to)).collect(),
+    })
+}
+
+/// The next version's logical header (`advanceHeader`: the edge's `migrateHeader` and its
+/// `validateTargetHeader`).
+fn advance_header(source: &Map<String, Value>, from: u64) -> Result<Map<String, Value>, Fail> {
+    match from {
+        0 | 1 => {
+            if from == 0 && source.get("version") != Some(&Value::from(0)) {
+                return Err(Fail::format("expected format v0 header"));
+            }
+            if from == 1 {
+                header::check_shared(source, 1)?;
+            }
+            let mut next = source.clone();
+            next.insert("version".into(), (from + 1).into());
+            if from == 0 {
+                header::check_shared(&next, 1)?;
+            } else {
+                header::check_v2(&next)?;
+            }
+            Ok(next)
+        }
+        _ => {
+            header::check_v2(source)?;
+            let next = v2_to_v3::header(source);
+            header::check_v3(&next)?;
+            Ok(next)
+        }
+    }
+}
+
+type EdgeResult = Result<(Vec<Map<String, Value>>, u64), (Option<u64>, Fail)>;
+
+/// Runs one edge over the events; `decoded` when its source is the stored file (not an
+/// earlier edge's output), which makes v1 -> v2 check payloads itself.
+fn run_edge(
+    from: u64,
+    logical: &Map<String, Value>,
+    events: Vec<Map<String, Value>>,
+    cut: u64,
+    decoded: bool,
+) -> EdgeResult {
+    let mut out = Vec::with_capacity(events.len());
+    match from {
+        0 => {
+            let id = logical
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let source = v0_to_v1::Source {
+                id,
+                parent: logical.contains_key("parentSession"),
+                cut,
+            };
+            let mut stage = v0_to_v1::Stage::default();
+            for event in events {
+                let seq = json::seq(&event);
+                out.push(stage.event(&source, event).map_err(|f| (Some(seq), f))?);
+            }
+            Ok((out, cut))
+        }
+        1 => {
+            let mut stage = v1_to_v2::Stage::new(logical, cut);
+            for event in events {
+                let seq = json::seq(&event);
+                if decoded
+                    && kind(&event) != "assistant/chunk"
+                    && payload::v0_disposition(kind(&event)).is_some()
+                {
+                    payload::check_released(&event, 1).map_err(|f| (Some(seq), f))?;
+                }
+                stage.event(event).map_err(|f| (Some(seq), f))?;
+            }
+            stage.finish().map_err(|f| (None, f))
+        }
+        _ => {
+            let mut stage = v2_to_v3::Stage::new(logical, cut);
+            for event in events {
+                let seq = json::seq(&event);
+                stage.event(event).map_err(|f| (Some(seq), f))?;
+            }
+            stage.finish().map_err(|f| (None, f))
+        }
+    }
+}
+
+/// Checks the input events as the stored version's reader would have (an object with a
+/// string type, dense seq from 0, a safe-integer time, a valid `sourceEventSeqs`, and for
+/// v2/v3 the exact envelope), with `sourceEventSeqs` decoded to plain lists.
+fn input_events(
+    events: &[Map<String, Value>],
+    version: u64,
+) -> Result<Vec<Map<String, Value>>, (u64, Fail)> {
+    let released = version >= 2;
+    let rules = if released {
+        RangeRules::Released2
+    } else {
+        RangeRules::Shared
+    };
+    events
+        .iter()
+        .enumerate()
+        .map(|(index, event)| {
+            let index = index as u64;
+            let fail = |f: Fail| (index, f);
+            let row = format!("released Session row {index}");
+            if released {
+                json::v2_keys(
+                    event,
+                    &["type", "seq", "time", "data"],
+                    &["ignorable", "sourceEventSeqs", "surfaceOp"],
+                    &format!("released v2 row {index}"),
+                    "lacks required field",
+                )
+                .map_err(fail)?;
+            }
+            if !event.get("type").is_some_and(Value::is_string) {
+                return Err(fail(Fail::format(format!("{row} type must be a string"))));
+            }
+            let seq = json::count(event.get("seq"), &format!("{row} seq")).map_err(fail)?;
+            if seq != index {
+                return Err(fail(Fail::format(format!(
+                    "{row} has seq gap (expected {index}, got {seq})"
+                ))));
+            }
+            safe_integer(event.get("time"), &format!("{row} time")).map_err(fail)?;
+            if event
+                .get("ignorable")
+                .is_some_and(|v| v != &Value::Bool(true))
+            {
+                return Err(fail(Fail::format(format!(
+                    "{row} ignorable must be true when present"
+                ))));
+            }
+            if version == 3 {
+                v3_checks::structural_row(event).map_err(fail)?;
+                v3_checks::v3_admission(event).map_err(fail)?;
+            }
+            let mut event = event.clone();
+            if let Some(stored) = event.get("sourceEventSeqs") {
+                let plain = ranges::decode(stored, seq, rules).map_err(fail)?;
+                event.insert("sourceEventSeqs".into(), plain.into());
+            }
+            Ok(event)
+        })
+        .collect()
+}
+
+/// The fork cut of the source: v0/v1 `seedLength`; v2/v3 the seq of the last
+/// `session/end-seed {inherited: true}`.
+fn source_cut(
+    decoded: &header::Decoded,
+    events: &[Map<String, Value>],
+    version: u64,
+) -> Result<u64, Fail> {
+    if let Some(cut) = decoded.header_cut {
+        if cut > events.len() as u64 {
+            return Err(Fail::format(
+                "Session inheritedEventCount exceeds its event count",
+            ));
+        }
+        return Ok(cut);
+    }
+    let marker = events
+        .iter()
+        .filter(|e| kind(e) == "session/end-seed")
+        .filter(|e| e.get("data").and_then(|d| d.get("inherited")) == Some(&Value::Bool(true)))
+        .map(json::seq)
+        .next_back();
+    let seeded = decoded.logical.get("isSeeded") == Some(&Value::Bool(true));
+    match (seeded, marker) {
+        (true, None) => Err(Fail::format(format!(
+            "released v{version} seeded Session lacks an inherited end-seed marker"
+        ))),
+        (false, Some(_)) => Err(Fail::format(format!(
+            "released v{version} unseeded Session contains an inherited end-seed marker"
+        ))),
+        (_, marker) => Ok(marker.unwrap_or(0)),
+    }
+}
+
+/// The event as the target version's writer stores it (v2/v3: `sourceEventSeqs`
+/// range-encoded, `encodeProvenance`).
+fn encode_event(mut event: Map<String, Value>, version: u64) -> Map<String, Value> {
+    if version >= 2 {
+        if let Some(Value::Array(seqs)) = event.get("sourceEventSeqs") {
+            let plain: Vec<u64> = seqs.iter().filter_map(Value::as_u64).collect();
+            event.insert("sourceEventSeqs".into(), ranges::encode(&plain).into());
+        }
+    }
+    event
+}
+
+#[cfg(test)]
+mod tests;

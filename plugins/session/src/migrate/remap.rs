@@ -143,14 +143,12 @@ fn remap_data(
     };
     let mut out = object.clone();
     match kind {
-        "command/done" => {
-            if object.contains_key("sourceEventSeq") {
-                let mapped = r.one(
-                    object.get("sourceEventSeq"),
-                    &format!("command/done {} sourceEventSeq", seq(event)),
-                )?;
-                out.insert("sourceEventSeq".into(), mapped);
-            }
+        "command/done" if object.contains_key("sourceEventSeq") => {
+            let mapped = r.one(
+                object.get("sourceEventSeq"),
+                &format!("command/done {} sourceEventSeq", seq(event)),
+            )?;
+            out.insert("sourceEventSeq".into(), mapped);
         }
         "compaction/prune" | "compaction/summary" => {
             let range = r.range(

@@ -314,10 +314,10 @@ fn turn_start(event: Map<String, Value>, session: &str) -> Checked<Map<String, V
     let turn = count(data.get("turn"), &format!("turn/start {seq} turn"))?;
     let trigger = v0_object(data.get("trigger"), &format!("turn/start {seq} trigger"))?;
     if turn < 1
-        || !trigger
+        || trigger
             .get("kind")
             .and_then(Value::as_str)
-            .is_some_and(|k| !k.is_empty())
+            .is_none_or(str::is_empty)
     {
         return Err(malformed_legacy(session, "turn/start", seq));
     }
@@ -477,10 +477,10 @@ fn delivery_marker(event: &Map<String, Value>, source: &Source<'_>) -> Checked<(
     let data = data(event)?;
     let accepted = data
         .get("sessionFormatVersion")
-        .cloned()
-        .unwrap_or(Value::from(0));
+        .unwrap_or(&Value::from(0))
+        .clone();
     let inherited = source.parent && seq(event) < source.cut;
-    if accepted == Value::from(0)
+    if accepted == 0
         && !inherited
         && data.get("sessionId").and_then(Value::as_str) != Some(source.id)
     {

@@ -289,9 +289,7 @@ fn message_source(message: &Map<String, Value>) -> Checked<()> {
             "lacks required field",
         )?;
         let sender = source.get("senderSessionId").and_then(Value::as_str);
-        if source.get("form") != Some(&Value::from("relay"))
-            || !sender.is_some_and(|s| !s.is_empty())
-        {
+        if source.get("form") != Some(&Value::from("relay")) || sender.is_none_or(str::is_empty) {
             return Err(Fail::format(
                 "agent-message source requires relay form and senderSessionId",
             ));

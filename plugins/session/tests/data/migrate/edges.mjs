@@ -1,0 +1,44 @@
+// edges.mjs FILE TARGET — decode FILE with its version's codec (strict), run the edges up to
+// TARGET stage by stage (no restore validation), print {"header":..,"events":[..]} or {"error":..}.
+import { readFileSync } from 'node:fs'
+import { SessionFormatEventCollector, SessionFormatUnsupportedMigrationError, inspectSessionFormatVersion } from '@deepseek-ai/dsh-session-format'
+import { releasedV0SessionFormatCodec, releasedV1SessionFormatCodec, sessionFormatV0ToV1 } from '@deepseek-ai/dsh-session-format-v0-to-v1'
+import { releasedV2SessionFormatCodec, sessionFormatV1ToV2 } from '@deepseek-ai/dsh-session-format-v1-to-v2'
+import { releasedV3SessionFormatCodec, sessionFormatV2ToV3 } from '@deepseek-ai/dsh-session-format-v2-to-v3'
+const [file, t] = process.argv.slice(2)
+const target = Number(t)
+const codecs = [releasedV0SessionFormatCodec, releasedV1SessionFormatCodec, releasedV2SessionFormatCodec, releasedV3SessionFormatCodec]
+const migrations = [sessionFormatV0ToV1, sessionFormatV1ToV2, sessionFormatV2ToV3]
+function refusal(m, e, subject = 'Session') {
+  if (e instanceof SessionFormatUnsupportedMigrationError) return e
+  return new SessionFormatUnsupportedMigrationError(`${m.name} refuses this format v${m.fromVersion} ${subject}: ${e.message}`)
+}
+const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l !== '')
+const headerValue = JSON.parse(lines[0])
+try {
+  const v = inspectSessionFormatVersion(headerValue)
+  const dec = codecs[v].createDecoder(headerValue, 'strict')
+  const col = new SessionFormatEventCollector()
+  for (const l of lines.slice(1)) dec.decodeRow(JSON.parse(l), col)
+  let cut = dec.finish(col)
+  let header = dec.header
+  let events = col.values
+  for (let from = v; from < target; from++) {
+    const m = migrations[from]
+    let th
+    try { th = m.migrateHeader(header); m.validateTargetHeader(th) } catch (e) { throw refusal(m, e, 'Session header') }
+    const out = new SessionFormatEventCollector()
+    try {
+      const stage = m.createStage({ sourceHeader: header, targetHeader: th, sourceInheritedEventCount: cut, sourceKind: from === v ? 'decoded' : 'transformed' })
+      for (const e of events) stage.transformEvent(e, out)
+      cut = stage.finish(out)
+    } catch (e) { throw refusal(m, e) }
+    header = th; events = out.values
+  }
+  const enc = target >= 2 ? codecs[target] : null
+  const h = enc ? enc.encodeHeader(header, cut) : { ...headerValue, version: target }
+  const rows = enc ? events.map((e) => enc.encodeEvent(e)) : events
+  console.log(JSON.stringify({ header: h, events: rows }))
+} catch (e) {
+  console.log(JSON.stringify({ error: e.message, class: e.name }))
+}

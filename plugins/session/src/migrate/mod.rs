@@ -5,8 +5,8 @@
 //! Pure functions over JSON records: no file, no store. One file per edge
 //! ([`v0_to_v1`], [`v1_to_v2`], [`v2_to_v3`]); the stream packing of chunks ([`stream`]),
 //! reference remapping ([`remap`]), `sourceEventSeqs` range encoding ([`ranges`]), the
-//! headers ([`header`]), the frozen inventories ([`payload`]) and the v3 checks
-//! ([`v3_checks`]) in their own.
+//! headers ([`header`]), the frozen inventories and payload checks ([`payload`]), the v2 -> v3
+//! admission ([`v2_admission`]) and the v3 event checks ([`v3_event`]) in their own.
 
 mod header;
 mod json;
@@ -16,8 +16,9 @@ mod remap;
 mod stream;
 mod v0_to_v1;
 mod v1_to_v2;
+mod v2_admission;
 mod v2_to_v3;
-mod v3_checks;
+mod v3_event;
 
 use serde_json::{Map, Value};
 
@@ -342,8 +343,8 @@ fn input_events(
                 ))));
             }
             if version == 3 {
-                v3_checks::structural_row(event).map_err(fail)?;
-                v3_checks::v3_admission(event).map_err(fail)?;
+                v3_event::structural_row(event).map_err(fail)?;
+                v3_event::v3_admission(event).map_err(fail)?;
             }
             let mut event = event.clone();
             if let Some(stored) = event.get("sourceEventSeqs") {

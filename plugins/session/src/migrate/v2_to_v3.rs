@@ -12,7 +12,8 @@ use sha2::{Digest, Sha256};
 
 use super::json::{kind, obj, seq, time, Checked, Fail};
 use super::remap::{remap, Mapping, Style};
-use super::v3_checks::{admit_v2, check_v3_event, is_empty_default, SURFACE};
+use super::v2_admission::admit_v2;
+use super::v3_event::{check_v3_event, is_empty_default, SURFACE};
 
 /// The edge's package name, the prefix of its wrapped refusals.
 pub(crate) const NAME: &str = "@deepseek-ai/dsh-session-format-v2-to-v3";

@@ -89,6 +89,29 @@ case("video-content", head()+[ev("user/message",{"id":"u1","role":"user","conten
 case("tool-error-not-flagged", head()+[user("u1"), ev("assistant/message",{"turn":1,"step":1,"message":{"id":"a1","role":"assistant","content":[{"type":"tool-call","id":"c1","name":"bash","arguments":"{}"}],"source":SRC}},surfaceOp="append"), ev("tool/call",{"turn":1,"step":1,"callId":"c1","name":"bash","arguments":"{}"}), ev("tool/result",{"turn":1,"step":1,"message":{"id":"r1","role":"user","content":[{"type":"tool-result","toolCallId":"c1","content":[],"isError":False}],"source":{"kind":"tool","callId":"c1"}},"error":{"name":"E","code":"X"}},surfaceOp="append")]+tail())
 case("replace-and-ranges", head()+[user("u1"), user("u2"), user("u3"), ev("user/message",{"id":"u4","role":"user","content":[{"type":"text","text":"sum"}],"source":{"kind":"user"}},surfaceOp={"op":"replace","start":3,"end":5},sourceEventSeqs=[[3,5]])]+tail())
 case("seq-gap", [e|{"seq":(e["seq"]+1 if e["seq"]>=2 else e["seq"])} for e in number(ok_turn)], raw=True)
+# --- payload semantics (E01 payload-validation)
+goal={"id":"g","revision":1,"objective":"o","phase":"active","maxGoalRounds":3}
+change={"kind":"goal/change","version":1,"operation":"create","goal":goal,"roundsStarted":0,"createdAt":1,"updatedAt":1}
+state=json.dumps({"goal":goal,"roundsStarted":0,"createdAt":1,"updatedAt":1},separators=(',',':'))
+case("goal-legacy-valid", head()+[user("u1"), user("g1","<goal_state>"+state+"</goal_state>",{"kind":"goal","goalId":"g","revision":1,"round":0,"change":change})]+tail())
+case("goal-legacy-mismatch", head()+[user("u1"), user("g1","<goal_state>{}</goal_state>",{"kind":"goal","goalId":"g","revision":1,"round":0,"change":change})]+tail())
+case("goal-source-incomplete", head()+[user("u1"), user("g1","x",{"kind":"goal","change":change})]+tail())
+case("tool-call-arguments-object", head()+[user("u1"), ev("tool/call",{"turn":1,"step":1,"callId":"c1","name":"bash","arguments":{}})]+tail())
+case("tool-error-extra-member", head()+[user("u1"), ev("assistant/message",{"turn":1,"step":1,"message":{"id":"a1","role":"assistant","content":[{"type":"tool-call","id":"c1","name":"bash","arguments":"{}"}],"source":SRC}},surfaceOp="append"), ev("tool/call",{"turn":1,"step":1,"callId":"c1","name":"bash","arguments":"{}"}), ev("tool/result",{"turn":1,"step":1,"message":{"id":"r1","role":"user","content":[{"type":"tool-result","toolCallId":"c1","content":[],"isError":True}],"source":{"kind":"tool","callId":"c1"}},"error":{"code":"X","message":"m"}},surfaceOp="append")]+tail())
+case("image-bad-media", head()+[ev("user/message",{"id":"u1","role":"user","content":[{"type":"image","attachment":{"attachmentId":"a","mediaType":"image/bmp","bytes":1,"width":1,"height":1}}],"source":{"kind":"user"}},surfaceOp="append")]+tail())
+case("schedule-valid", head()+[user("u1"), ev("schedule/change",{"version":1,"operation":"create","schedule":{"id":"s","kind":"every","prompt":"p","everySeconds":300,"scheduledAt":"2026-01-31T10:00:00.000Z"}})]+tail())
+case("schedule-bad-instant", head()+[user("u1"), ev("schedule/change",{"version":1,"operation":"dispatch","id":"s","acceptedAt":"2026-02-30T10:00:00.000Z"})]+tail())
+case("retry-legacy-id", head()+[user("u1"), ev("llm/retry",{"turn":1,"step":1,"provider":"p","mode":"normal","policyKey":"k","retry":1,"maxRetries":3,"delayMs":10,"failure":{"message":"m","code":"c"}}), ev("llm/retry",{"turn":1,"step":1,"provider":"p","mode":"normal","policyKey":"k","retry":2,"maxRetries":3,"delayMs":10,"failure":{"message":"m","code":"c","status":503}})]+tail())
+case("retry-exceeds", head()+[user("u1"), ev("llm/retry",{"retryId":"r","turn":1,"step":1,"provider":"p","mode":"normal","policyKey":"k","retry":4,"maxRetries":3,"delayMs":10,"failure":{"message":"m","code":"c"}})]+tail())
+case("abort-hook", head()+[user("u1"), ev("step/end",{"turn":1,"step":1}), ev("turn/end",{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"hook","reason":"stop"}}})])
+case("bad-chunk-type", head()+[user("u1"), chunk(1,1,{"type":"mystery"}), amsg(1,1,"a1","x",[4])]+tail())
+case("title-llm-request", head()+[user("u1"), ev("session/title-llm-request",{"titleProvider":"p","messageSeqs":[3],"route":{"provider":"p","model":"m"},"system":"s","messages":[{"id":"m1","role":"system","content":[],"source":{"kind":"user"}}],"maxTokens":5})]+tail())
+case("plugin-snapshot-source", head()+[user("u1","x",{"kind":"plugin","plugin":"sys","form":"snapshot","sections":[{"name":"a","text":"b"}]}), user("u2","y",{"kind":"plugin","plugin":"sys","form":"notice"})]+tail())
+case("subagent-descriptor-continuable", [ev("subagent/descriptor",{"mode":"continuable","version":3,"provider":"p","label":"l","agentProvider":"p"})]+head()+tail())
+H1={"type":"session","version":1,"id":"s1","createdAt":5,"cwd":"/w","delegationDepth":0}
+case("v1-decoded", head()+[user("u1"), ev("session-log-deepseek/delivery-accepted",{"sessionId":"s1","throughSeq":3,"sessionFormatVersion":1}), chunk(1,1,text("a")), amsg(1,1,"a1","a",[5])]+tail(), header=H1)
+case("v1-descriptor-v2-passes", [ev("subagent/descriptor",{"mode":"one-shot","version":2,"provider":"p"})]+head()+[user("u1")]+tail(), header=H1)
+case("v1-unknown-type", head()+[user("u1"), ev("x/y",{},ignorable=True)]+tail(), header=H1)
 # v2 inputs
 H2={"type":"session","version":2,"id":"s2","createdAt":5,"cwd":"/w","isSeeded":False,"delegationDepth":0}
 case("v2-delivery-claims-v3", head()+[user("u1"), ev("session-log-deepseek/delivery-accepted",{"sessionId":"s2","throughSeq":3,"sessionFormatVersion":3})]+tail(), header=H2)

@@ -12,7 +12,9 @@ mod header;
 mod json;
 mod payload;
 mod ranges;
+mod relationships;
 mod remap;
+mod restore_check;
 mod stream;
 mod v0_to_v1;
 mod v1_to_v2;
@@ -112,24 +114,41 @@ pub enum MigrateError {
         /// dsh's message, exactly as dsh reports it (edge-prefixed where dsh prefixes it).
         reason: String,
     },
+    /// The chain's output breaks the rules dsh checks before it restores (and would publish)
+    /// a session of the target version (v2 and v3: envelopes, fork cut, turn/step/tool and
+    /// compaction relationships, the protected system head), so dsh refuses the migration.
+    #[error("session {session:?}: the migrated format v{version} session breaks dsh's restore rules{}: {reason}", at(seq))]
+    Unrestorable {
+        /// The session id.
+        session: String,
+        /// The target version.
+        version: u64,
+        /// The seq (in the target numbering) of the event that breaks a rule, when one does.
+        seq: Option<u64>,
+        /// dsh's diagnostic text.
+        reason: String,
+    },
 }
 
 impl MigrateError {
-    /// The stable code: `VERSION_UNSUPPORTED`, `LOG_CORRUPT` or `MIGRATION_REFUSED`.
+    /// The stable code: `VERSION_UNSUPPORTED`, `LOG_CORRUPT` or `MIGRATION_REFUSED` (a refusing
+    /// edge or an unrestorable result).
     pub fn code(&self) -> &'static str {
         match self {
             MigrateError::VersionUnsupported { .. } => codes::VERSION_UNSUPPORTED,
             MigrateError::Corrupt { .. } => codes::LOG_CORRUPT,
-            MigrateError::Refused { .. } => codes::MIGRATION_REFUSED,
+            MigrateError::Refused { .. } | MigrateError::Unrestorable { .. } => {
+                codes::MIGRATION_REFUSED
+            }
         }
     }
 
     /// dsh's diagnostic text (for [`MigrateError::VersionUnsupported`], this error's text).
     pub fn reason(&self) -> String {
         match self {
-            MigrateError::Corrupt { reason, .. } | MigrateError::Refused { reason, .. } => {
-                reason.clone()
-            }
+            MigrateError::Corrupt { reason, .. }
+            | MigrateError::Refused { reason, .. }
+            | MigrateError::Unrestorable { reason, .. } => reason.clone(),
             other => other.to_string(),
         }
     }
@@ -146,7 +165,8 @@ impl MigrateError {
 /// [`MIGRATION_TARGET_MAX`] (or a stored version after it); [`MigrateError::Corrupt`] for a
 /// header or event that the stored version's reader refuses (wrong or missing header
 /// members, a seq gap, a bad `sourceEventSeqs`); [`MigrateError::Refused`] with dsh's
-/// reason when an edge refuses the session.
+/// reason when an edge refuses the session; [`MigrateError::Unrestorable`] when the result
+/// breaks the rules dsh checks before restoring a session of the target version (v2, v3).
 pub fn migrate_records(session: &RawSession, to: u64) -> Result<RawSession, MigrateError> {
     let id = session
         .header
@@ -201,6 +221,17 @@ pub fn migrate_records(session: &RawSession, to: u64) -> Result<RawSession, Migr
         events = out;
         cut = next_cut;
     }
+    let restorable = match to {
+        2 => restore_check::check_v2(&logical, cut, &events),
+        3 => restore_check::check_v3(&logical, cut, &events),
+        _ => Ok(()),
+    };
+    restorable.map_err(|(seq, fail)| MigrateError::Unrestorable {
+        session: id.clone(),
+        version: to,
+        seq,
+        reason: fail.message,
+    })?;
     Ok(RawSession {
         header: match to {
             0 | 1 => header::encode_shared(&session.header, to),

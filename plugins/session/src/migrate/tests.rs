@@ -164,3 +164,23 @@ fn a_legacy_goal_message_becomes_a_goal_change_and_the_message() {
         json!({"kind": "plugin", "plugin": "goal"})
     );
 }
+
+#[test]
+fn a_result_dsh_would_not_restore_is_refused_naming_the_target_and_the_seq() {
+    let mut source = v0_turn();
+    source.events[1].insert("data".into(), json!({"turn": 1, "step": 2}));
+    source.events[3].insert("data".into(), json!({"turn": 1, "step": 2}));
+    // v1 has no restore check of its own here (dsh's needs the installed vocabulary).
+    assert!(migrate_records(&source, 1).is_ok());
+    let err = migrate_records(&source, 2).unwrap_err();
+    assert_eq!(err.code(), "MIGRATION_REFUSED");
+    assert_eq!(
+        err,
+        MigrateError::Unrestorable {
+            session: "s1".into(),
+            version: 2,
+            seq: Some(1),
+            reason: "step/start does not match the open turn and next step".into(),
+        }
+    );
+}

@@ -1,10 +1,11 @@
 // edges.mjs FILE TARGET — decode FILE with its version's codec (strict), run the edges up to
-// TARGET stage by stage (no restore validation), print {"header":..,"events":[..]} or {"error":..}.
+// TARGET stage by stage, then (targets 2 and 3) the checks dsh's restore runs on the result
+// (restoreReleasedV2Artifact / restoreReleasedV3Artifact), print {"header":..,"events":[..]} or {"error":..}.
 import { readFileSync } from 'node:fs'
 import { SessionFormatEventCollector, SessionFormatUnsupportedMigrationError, inspectSessionFormatVersion } from '@deepseek-ai/dsh-session-format'
 import { releasedV0SessionFormatCodec, releasedV1SessionFormatCodec, sessionFormatV0ToV1 } from '@deepseek-ai/dsh-session-format-v0-to-v1'
-import { releasedV2SessionFormatCodec, sessionFormatV1ToV2 } from '@deepseek-ai/dsh-session-format-v1-to-v2'
-import { releasedV3SessionFormatCodec, sessionFormatV2ToV3 } from '@deepseek-ai/dsh-session-format-v2-to-v3'
+import { releasedV2SessionFormatCodec, sessionFormatV1ToV2, restoreReleasedV2Artifact } from '@deepseek-ai/dsh-session-format-v1-to-v2'
+import { releasedV3SessionFormatCodec, sessionFormatV2ToV3, restoreReleasedV3Artifact } from '@deepseek-ai/dsh-session-format-v2-to-v3'
 const [file, t] = process.argv.slice(2)
 const target = Number(t)
 const codecs = [releasedV0SessionFormatCodec, releasedV1SessionFormatCodec, releasedV2SessionFormatCodec, releasedV3SessionFormatCodec]
@@ -35,6 +36,8 @@ try {
     } catch (e) { throw refusal(m, e) }
     header = th; events = out.values
   }
+  if (target === 2) restoreReleasedV2Artifact({ header, inheritedEventCount: cut, events }, undefined)
+  if (target === 3) restoreReleasedV3Artifact({ header, inheritedEventCount: cut, events }, undefined)
   const enc = target >= 2 ? codecs[target] : null
   const h = enc ? enc.encodeHeader(header, cut) : { ...headerValue, version: target }
   const rows = enc ? events.map((e) => enc.encodeEvent(e)) : events

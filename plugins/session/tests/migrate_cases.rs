@@ -19,11 +19,12 @@ fn rows(value: &Value) -> Vec<Map<String, Value>> {
         .collect()
 }
 
-#[test]
-fn edge_cases_migrate_as_dshs_edges_do() {
+/// Compares every case of `cases` (the `edge-cases.jsonl` format) with `migrate_records`:
+/// the number of comparisons and the differences.
+fn compare(cases: &str) -> (usize, Vec<String>) {
     let mut checked = 0;
     let mut failures = Vec::new();
-    for line in include_str!("data/migrate/edge-cases.jsonl").lines() {
+    for line in cases.lines() {
         let case: Value = serde_json::from_str(line).expect("a case line");
         let name = case["name"].as_str().expect("a name");
         let input = RawSession {
@@ -57,6 +58,12 @@ fn edge_cases_migrate_as_dshs_edges_do() {
             }
         }
     }
+    (checked, failures)
+}
+
+#[test]
+fn edge_cases_migrate_as_dshs_edges_do() {
+    let (checked, failures) = compare(include_str!("data/migrate/edge-cases.jsonl"));
     for failure in &failures {
         eprintln!("FAIL {failure}");
     }
@@ -66,4 +73,23 @@ fn edge_cases_migrate_as_dshs_edges_do() {
         failures.len()
     );
     assert!(checked >= 100, "{checked} cases");
+}
+
+/// A differential run over cases generated elsewhere (e.g. `data/migrate/gen_mutants.py`:
+/// mutants of the corpus sessions with dsh's verdicts): `DSH_MIGRATE_CASES=FILE cargo test -p
+/// dsh-session --test migrate_cases -- --ignored`.
+#[test]
+#[ignore = "needs DSH_MIGRATE_CASES, a case file generated with dsh's packages (node)"]
+fn generated_cases_migrate_as_dshs_edges_do() {
+    let path = std::env::var("DSH_MIGRATE_CASES").expect("DSH_MIGRATE_CASES names a case file");
+    let text = std::fs::read_to_string(&path).expect("the case file reads");
+    let (checked, failures) = compare(&text);
+    for failure in failures.iter().take(20) {
+        eprintln!("FAIL {}", failure.chars().take(1500).collect::<String>());
+    }
+    eprintln!(
+        "{} of {checked} comparisons differ from dsh",
+        failures.len()
+    );
+    assert!(failures.is_empty());
 }

@@ -41,16 +41,37 @@ fn index_of(chunk: &Map<String, Value>, kind: &str) -> Checked<u64> {
 }
 
 impl Accumulator {
-    /// Adds the chunk of one `assistant/chunk` event at `time`.
+    /// Adds the chunk of one `assistant/chunk` event at `time` (`missing`: the event has no
+    /// `chunk` member, passed as `Value::Null`).
     ///
     /// # Errors
     ///
     /// A chunk that is not an object of a known chunk type with valid members (dsh's texts).
-    pub(crate) fn push(&mut self, time: i64, chunk: &Value) -> Checked<()> {
-        let object = chunk.as_object().ok_or_else(|| {
-            Fail::format("AssistantStreamAccumulator.push: chunk must be an object")
-        })?;
-        let kind = object.get("type").and_then(Value::as_str).unwrap_or("");
+    pub(crate) fn push(&mut self, time: i64, chunk: &Value, missing: bool) -> Checked<()> {
+        // The texts of a malformed chunk are those of the stand-in accumulator dsh's oracle
+        // runs (shared/tools/dsh-formats/shim: dsh-llm's own is unpublished).
+        let object = match chunk {
+            Value::Object(object) => object,
+            Value::Null if missing => {
+                return Err(Fail::format("\"undefined\" is not valid JSON"));
+            }
+            Value::Null => {
+                return Err(Fail::format(
+                    "Cannot read properties of null (reading 'type')",
+                ));
+            }
+            _ => {
+                return Err(Fail::format(
+                    "AssistantStreamAccumulator.push: unknown chunk type undefined",
+                ))
+            }
+        };
+        let kind = match object.get("type") {
+            None => "undefined".to_owned(),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => super::json::js_text(other),
+        };
+        let kind = kind.as_str();
         match kind {
             "text-delta" | "reasoning-delta" => {
                 let index = index_of(object, kind)?;
@@ -205,7 +226,7 @@ mod tests {
     fn pack(chunks: &[(i64, Value)]) -> Value {
         let mut acc = Accumulator::default();
         for (time, chunk) in chunks {
-            acc.push(*time, chunk).unwrap();
+            acc.push(*time, chunk, false).unwrap();
         }
         Value::from(acc.into_stream())
     }
@@ -272,13 +293,17 @@ mod tests {
     #[test]
     fn unknown_chunks_are_refused() {
         let mut acc = Accumulator::default();
-        let err = acc.push(0, &json!({"type": "mystery"})).unwrap_err();
+        let err = acc.push(0, &json!({"type": "mystery"}), false).unwrap_err();
         assert_eq!(
             err.message,
             "AssistantStreamAccumulator.push: unknown chunk type mystery"
         );
         let err = acc
-            .push(0, &json!({"type": "text-delta", "index": -1, "text": ""}))
+            .push(
+                0,
+                &json!({"type": "text-delta", "index": -1, "text": ""}),
+                false,
+            )
             .unwrap_err();
         assert_eq!(
             err.message,

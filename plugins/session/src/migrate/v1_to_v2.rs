@@ -248,6 +248,7 @@ impl Stage {
 
     fn chunk(&mut self, event: &Map<String, Value>) -> Checked<()> {
         let (turn, step) = Self::coordinates(event);
+        let missing = data_member(event, "chunk").is_none();
         let chunk = data_member(event, "chunk").cloned().unwrap_or_default();
         let other_group = self
             .pending
@@ -263,7 +264,10 @@ impl Stage {
             after_last_chunk: Vec::new(),
         });
         self.attempt_cut(&pending.group, seq(event))?;
-        pending.group.accumulator.push(time(event), &chunk)?;
+        pending
+            .group
+            .accumulator
+            .push(time(event), &chunk, missing)?;
         pending.group.record_chunk(seq(event), time(event));
         if chunk.get("type").and_then(Value::as_str) == Some("finish") {
             pending.group.terminal = true;

@@ -159,6 +159,30 @@ impl MigrateError {
 /// `to` equal to the stored version returns the session checked and unchanged. The input is
 /// not modified; the caller writes the result as a new artifact.
 ///
+/// ```
+/// use dsh_session::{migrate_records, RawSession};
+/// use serde_json::{json, Map, Value};
+///
+/// let object = |v: Value| -> Map<String, Value> { v.as_object().unwrap().clone() };
+/// let rc8 = RawSession {
+///     header: object(json!({"type": "session", "version": 0, "id": "s1", "createdAt": 1, "delegationDepth": 0})),
+///     events: [
+///         json!({"type": "turn/start", "seq": 0, "time": 2, "data": {"turn": 1}}),
+///         json!({"type": "step/start", "seq": 1, "time": 3, "data": {"turn": 1, "step": 1}}),
+///         json!({"type": "step/end", "seq": 2, "time": 4, "data": {"turn": 1, "step": 1}}),
+///         json!({"type": "turn/end", "seq": 3, "time": 5, "data": {"turn": 1, "reason": {"kind": "completed"}}}),
+///     ]
+///     .map(object)
+///     .to_vec(),
+/// };
+/// let v3 = migrate_records(&rc8, 3)?;
+/// assert_eq!(v3.header["isSeeded"], false); // v2 and v3 headers say it; v0 had `seedLength`
+/// let types: Vec<_> = v3.events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+/// // The system prompt's head, after the first step/start.
+/// assert_eq!(types, ["turn/start", "step/start", "system/message", "step/end", "turn/end"]);
+/// # Ok::<(), dsh_session::MigrateError>(())
+/// ```
+///
 /// # Errors
 ///
 /// [`MigrateError::VersionUnsupported`] for a target before the stored version or after

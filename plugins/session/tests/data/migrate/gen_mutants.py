@@ -2,6 +2,7 @@
 with dsh's verdicts per target version, in the edge-cases.jsonl format, for
 `DSH_MIGRATE_CASES=OUT cargo test -p dsh-session --test migrate_cases -- --ignored`.
 ORACLE=<temp copy of shared/tools/dsh-formats after setup.sh> SHARED=<shared> [SEED=1] [PER_FILE=3]
+[SOURCE=rc8|v1|v2|v3: the rc.8 files, or the converted corpus files of that version]
 python3 gen_mutants.py OUT. Not committed output: it is large and random."""
 import json, os, random, shutil, subprocess, sys, tempfile, copy
 ORACLE = os.environ["ORACLE"]; SHARED = os.environ["SHARED"]
@@ -60,10 +61,15 @@ def mutate(events):
     elif kind == "extra": events[i]["data"]["zz"] = 1
     return kind, renumber(events)
 
+SOURCE = os.environ.get("SOURCE", "rc8")
+if SOURCE == "rc8":
+    folder = os.path.join(SHARED, "corpus/dsh-rc8"); suffix = ".jsonl"; version = 0
+else:
+    folder = os.path.join(SHARED, "corpus/dsh-formats/files"); suffix = f".session.{SOURCE}.jsonl"; version = int(SOURCE[1:])
 out = []
-for name in sorted(os.listdir(os.path.join(SHARED, "corpus/dsh-rc8"))):
-    if not name.endswith(".jsonl"): continue
-    text = open(os.path.join(SHARED, "corpus/dsh-rc8", name)).read().replace('"tools":"{{tools}}"', '"tools":[]')
+for name in sorted(os.listdir(folder)):
+    if not name.endswith(suffix): continue
+    text = open(os.path.join(folder, name)).read().replace('"tools":"{{tools}}"', '"tools":[]')
     lines = [l for l in text.split("\n") if l]
     header = json.loads(lines[0]); events = expand([json.loads(l) for l in lines[1:]])
     if not events: continue
@@ -72,7 +78,7 @@ for name in sorted(os.listdir(os.path.join(SHARED, "corpus/dsh-rc8"))):
         path = os.path.join(WORK, f"{name}.{n}.jsonl")
         open(path, "w").write("\n".join(json.dumps(x, separators=(",", ":"), ensure_ascii=False) for x in [header] + mutant) + "\n")
         expect = {}
-        for t in (1, 2, 3):
+        for t in [t for t in (1, 2, 3) if t > version or (t == version and t >= 2)]:
             r = subprocess.run(["node", os.path.join(ORACLE, "edges.mjs"), path, str(t)], capture_output=True, text=True, cwd=ORACLE)
             expect[str(t)] = json.loads(r.stdout)
         out.append({"name": f"{name}#{n}:{kind}", "header": header, "events": mutant, "expect": expect})

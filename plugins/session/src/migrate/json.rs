@@ -187,3 +187,33 @@ pub(crate) fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Valu
 pub(crate) fn is_object(value: Option<&Value>) -> bool {
     matches!(value, Some(Value::Object(_)))
 }
+
+/// A value as a JavaScript template literal shows it (`${value}`): `undefined` when absent,
+/// strings as they are, arrays joined with commas, objects as `[object Object]`.
+pub(crate) fn js_template(value: Option<&Value>) -> String {
+    match value {
+        None => "undefined".to_owned(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::Null => String::new(),
+                other => js_template(Some(other)),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Some(Value::Object(_)) => "[object Object]".to_owned(),
+        Some(other) => js_text(other),
+    }
+}
+
+/// The text of the `TypeError` JavaScript throws when `value` is read as an object for `key`
+/// and is `undefined` or `null`; `None` when the read succeeds.
+pub(crate) fn js_read_error(value: Option<&Value>, key: &str) -> Option<String> {
+    match value {
+        None => Some(format!(
+            "Cannot read properties of undefined (reading '{key}')"
+        )),
+        Some(Value::Null) => Some(format!("Cannot read properties of null (reading '{key}')")),
+        Some(_) => None,
+    }
+}

@@ -37,8 +37,8 @@ pub const MIGRATION_TARGET_MAX: u64 = 3;
 /// rows of v0/v1 already expanded to `assistant/chunk` events, `sourceEventSeqs` plain or
 /// range-encoded. As output of [`migrate_records`]: the header row the target version's
 /// writer stores, and the events one per row as that writer stores them (v2/v3: with
-/// `sourceEventSeqs` range-encoded; v1: chunk events not packed — packing is the row
-/// writer's).
+/// `sourceEventSeqs` range-encoded; v0/v1: `sourceEventSeqs` as plain seq lists, as rc.8
+/// writes them, and chunk events not packed — packing is the row writer's).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawSession {
     /// The header row (`{"type": "session", "version": N, "id": ...}`).

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::json::{kind, seq, Checked, Fail};
+use super::json::{js_read_error, js_template, kind, seq, v0_object, Checked, Fail};
 use super::payload::v0_disposition;
 
 mod rules;
@@ -75,7 +75,7 @@ fn check_at(events: &[Map<String, Value>], owner: &Owner<'_>, at: &mut Option<u6
     let mut ptc_roots: HashMap<String, Option<Value>> = HashMap::new();
     let mut ptc_starts: HashMap<String, PtcStart> = HashMap::new();
     // Insertion-ordered: the first unresolved call is the one dsh names.
-    let mut tools: Vec<(String, Lifecycle)> = Vec::new();
+    let mut tools: Vec<(Option<Value>, Lifecycle)> = Vec::new();
     let mut command_runs: HashSet<String> = HashSet::new();
     for event in events {
         *at = Some(seq(event));
@@ -173,21 +173,18 @@ fn check_at(events: &[Map<String, Value>], owner: &Owner<'_>, at: &mut Option<u6
             "assistant/chunk" => require_open_step()?,
             "assistant/message" => {
                 require_open_step()?;
-                let content = get("message")
-                    .and_then(|m| m.get("content"))
-                    .and_then(Value::as_array);
+                let label = format!("assistant/message {} message", seq(event));
+                let message = v0_object(get("message"), &label)?;
+                let content = message.get("content").and_then(Value::as_array);
                 for block in content.into_iter().flatten() {
                     if block.get("type") != Some(&Value::from("tool-call")) {
                         continue;
                     }
-                    let call = block
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned();
+                    let call = block.get("id").cloned();
                     if tools.iter().any(|(id, _)| *id == call) {
                         return Err(fail(format!(
-                            "assistant/message repeats advertised tool call {call}"
+                            "assistant/message repeats advertised tool call {}",
+                            js_template(call.as_ref())
                         )));
                     }
                     tools.push((
@@ -202,7 +199,7 @@ fn check_at(events: &[Map<String, Value>], owner: &Owner<'_>, at: &mut Option<u6
             }
             "tool/call" => {
                 require_open_step()?;
-                let call = text("callId");
+                let call = get("callId").cloned();
                 let lifecycle = tools.iter_mut().find(|(id, _)| *id == call).map(|(_, l)| l);
                 match lifecycle {
                     Some(l)
@@ -214,7 +211,8 @@ fn check_at(events: &[Map<String, Value>], owner: &Owner<'_>, at: &mut Option<u6
                     }
                     _ => {
                         return Err(fail(format!(
-                            "tool/call {call} does not match one advertised tool call"
+                            "tool/call {} does not match one advertised tool call",
+                            js_template(call.as_ref())
                         )))
                     }
                 }
@@ -222,21 +220,24 @@ fn check_at(events: &[Map<String, Value>], owner: &Owner<'_>, at: &mut Option<u6
             "tool/result" => {
                 if event.get("surfaceOp") == Some(&Value::from("append")) {
                     require_open_step()?;
-                    let message = get("message").and_then(Value::as_object);
-                    let call = message
-                        .and_then(|m| m.get("source"))
-                        .and_then(|s| s.get("callId"))
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned();
+                    let at = seq(event);
+                    let message = v0_object(get("message"), &format!("tool/result {at} message"))?;
+                    let source =
+                        v0_object(message.get("source"), &format!("tool/result {at} source"))?;
+                    let call = source.get("callId").cloned();
+                    if data.contains_key("error") {
+                        v0_object(get("error"), &format!("tool/result {at} error"))?;
+                    }
                     let Some(position) = tools.iter().position(|(id, _)| *id == call) else {
                         return Err(fail(format!(
-                            "tool/result {call} has no advertised tool lifecycle"
+                            "tool/result {} has no advertised tool lifecycle",
+                            js_template(call.as_ref())
                         )));
                     };
                     if !tools[position].1.started && !is_tool_not_started_repair(event) {
                         return Err(fail(format!(
-                            "tool/result {call} is not the exact TOOL_NOT_STARTED repair"
+                            "tool/result {} is not the exact TOOL_NOT_STARTED repair",
+                            js_template(call.as_ref())
                         )));
                     }
                     tools.remove(position);
@@ -249,10 +250,15 @@ fn check_at(events: &[Map<String, Value>], owner: &Owner<'_>, at: &mut Option<u6
                     return Err(fail(format!("{kind} is outside an open turn")));
                 }
                 if kind == "request/header" {
-                    open_step_provider = get("header")
-                        .and_then(|h| h.get("config"))
-                        .and_then(|c| c.get("provider"))
-                        .cloned();
+                    let header = get("header");
+                    if let Some(error) = js_read_error(header, "config") {
+                        return Err(fail(error));
+                    }
+                    let config = header.and_then(|h| h.get("config"));
+                    if let Some(error) = js_read_error(config, "provider") {
+                        return Err(fail(error));
+                    }
+                    open_step_provider = config.and_then(|c| c.get("provider")).cloned();
                 }
             }
             "tool/code-dispatch-start" | "tool/code-dispatch" => {
@@ -409,7 +415,8 @@ fn check_at(events: &[Map<String, Value>], owner: &Owner<'_>, at: &mut Option<u6
             }
             "compaction/prune" => current_surface_span(&surface, data, "compaction/prune")?,
             "user/message" => {
-                let source = get("source").and_then(Value::as_object);
+                let label = format!("user/message {} source", seq(event));
+                let source = Some(v0_object(get("source"), &label)?);
                 let checkpoint = event.get("surfaceOp") != Some(&Value::from("append"))
                     && source.is_some_and(|s| {
                         s.get("kind") == Some(&Value::from("plugin"))

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::{Compaction, Lifecycle};
-use crate::migrate::json::{kind, seq, Checked, Fail};
+use crate::migrate::json::{js_read_error, js_template, kind, seq, v0_object, Checked, Fail};
 
 pub(crate) fn fail(text: impl Into<String>) -> Fail {
     Fail::format(text)
@@ -69,10 +69,14 @@ pub(crate) fn retry_chain(
     Ok(())
 }
 
-pub(crate) fn no_unresolved_tools(tools: &[(String, Lifecycle)], boundary: &str) -> Checked<()> {
+pub(crate) fn no_unresolved_tools(
+    tools: &[(Option<Value>, Lifecycle)],
+    boundary: &str,
+) -> Checked<()> {
     match tools.first() {
         Some((call, _)) => Err(fail(format!(
-            "{boundary} leaves unresolved tool call {call}"
+            "{boundary} leaves unresolved tool call {}",
+            js_template(call.as_ref())
         ))),
         None => Ok(()),
     }
@@ -164,8 +168,8 @@ pub(crate) fn title_sources(
         .cloned()
         .unwrap_or_default();
     if kind == "session/title" {
-        let user_title =
-            data.get("source").and_then(|s| s.get("kind")) == Some(&Value::from("user"));
+        let source = v0_object(data.get("source"), &format!("session/title {seq} source"))?;
+        let user_title = source.get("kind") == Some(&Value::from("user"));
         if seqs.is_empty() != user_title {
             return Err(fail(format!(
                 "session/title {seq} messageSeqs must be empty exactly for a user title"
@@ -182,10 +186,26 @@ pub(crate) fn title_sources(
             .as_u64()
             .and_then(|s| events.get(s as usize))
             .ok_or_else(human)?;
-        if crate::migrate::json::kind(source) != "user/message"
-            || member(source, "source").and_then(|s| s.get("kind")) != Some(&Value::from("user"))
-        {
+        let source_kind = crate::migrate::json::kind(source);
+        if source_kind != "user/message" {
             return Err(human());
+        }
+        let at = crate::migrate::json::js_text(cited);
+        let source_data = v0_object(source.get("data"), &format!("{source_kind} {at} data"))?;
+        let message_source = v0_object(
+            source_data.get("source"),
+            &format!("{source_kind} {at} source"),
+        )?;
+        if message_source.get("kind") != Some(&Value::from("user")) {
+            return Err(human());
+        }
+        // `content.flatMap(...)`: what JavaScript says of content that is not an array.
+        let content = source_data.get("content");
+        if let Some(error) = js_read_error(content, "flatMap") {
+            return Err(fail(error));
+        }
+        if !content.is_some_and(Value::is_array) {
+            return Err(fail("content.flatMap is not a function"));
         }
     }
     if kind == "session/title-llm-request" {

@@ -416,15 +416,13 @@ fn check_at(events: &[Map<String, Value>], owner: &Owner<'_>, at: &mut Option<u6
             "compaction/prune" => current_surface_span(&surface, data, "compaction/prune")?,
             "user/message" => {
                 let label = format!("user/message {} source", seq(event));
-                let source = Some(v0_object(get("source"), &label)?);
+                let source = v0_object(get("source"), &label)?;
                 let checkpoint = event.get("surfaceOp") != Some(&Value::from("append"))
-                    && source.is_some_and(|s| {
-                        s.get("kind") == Some(&Value::from("plugin"))
-                            && s.get("plugin") == Some(&Value::from("compact"))
-                    });
+                    && source.get("kind") == Some(&Value::from("plugin"))
+                    && source.get("plugin") == Some(&Value::from("compact"));
                 if checkpoint {
                     let label = format!("compaction checkpoint at seq {}", seq(event));
-                    compaction_owner(open_compaction.as_mut(), source.unwrap_or(data), &label)?;
+                    compaction_owner(open_compaction.as_mut(), source, &label)?;
                 }
             }
             "session/end-seed" => open_compaction = None,

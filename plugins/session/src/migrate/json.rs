@@ -217,3 +217,15 @@ pub(crate) fn js_read_error(value: Option<&Value>, key: &str) -> Option<String> 
         Some(_) => None,
     }
 }
+
+/// `JSON.stringify` of the event's `type` as dsh's messages print it (`undefined` when absent).
+pub(crate) fn type_text(event: &Map<String, Value>) -> String {
+    event
+        .get("type")
+        .map_or_else(|| "undefined".to_owned(), Value::to_string)
+}
+
+/// [`safe_integer_of`] of a value that may be absent.
+pub(crate) fn safe_integer_of_opt(value: Option<&Value>) -> Option<i64> {
+    value.and_then(safe_integer_of)
+}

@@ -9,6 +9,7 @@
 //! admission ([`v2_admission`]) and the v3 event checks ([`v3_event`]) in their own.
 
 mod header;
+mod input;
 mod json;
 mod payload;
 mod ranges;
@@ -25,8 +26,7 @@ mod v3_event;
 use serde_json::{Map, Value};
 
 use crate::codes;
-use json::{kind, safe_integer, Fail};
-use ranges::RangeRules;
+use json::{kind, Fail};
 
 /// The newest format version the chain reaches.
 pub const MIGRATION_TARGET_MAX: u64 = 3;
@@ -216,8 +216,8 @@ pub fn migrate_records(session: &RawSession, to: u64) -> Result<RawSession, Migr
     }
     let decoded = header::decode(&session.header, from).map_err(corrupt(None))?;
     let events =
-        input_events(&session.events, from).map_err(|(seq, fail)| corrupt(Some(seq))(fail))?;
-    let cut = source_cut(&decoded, &events, from).map_err(corrupt(None))?;
+        input::events(&session.events, from).map_err(|(seq, fail)| corrupt(Some(seq))(fail))?;
+    let cut = input::source_cut(&decoded, &events).map_err(corrupt(None))?;
     let mut logical = decoded.logical;
     let mut events = events;
     let mut cut = cut;
@@ -346,101 +346,6 @@ fn run_edge(
             }
             stage.finish().map_err(|f| (None, f))
         }
-    }
-}
-
-/// Checks the input events as the stored version's reader would have (an object with a
-/// string type, dense seq from 0, a safe-integer time, a valid `sourceEventSeqs`, and for
-/// v2/v3 the exact envelope), with `sourceEventSeqs` decoded to plain lists.
-fn input_events(
-    events: &[Map<String, Value>],
-    version: u64,
-) -> Result<Vec<Map<String, Value>>, (u64, Fail)> {
-    let released = version >= 2;
-    let rules = if released {
-        RangeRules::Released2
-    } else {
-        RangeRules::Shared
-    };
-    events
-        .iter()
-        .enumerate()
-        .map(|(index, event)| {
-            let index = index as u64;
-            let fail = |f: Fail| (index, f);
-            let row = format!("released Session row {index}");
-            if released {
-                json::v2_keys(
-                    event,
-                    &["type", "seq", "time", "data"],
-                    &["ignorable", "sourceEventSeqs", "surfaceOp"],
-                    &format!("released v2 row {index}"),
-                    "lacks required field",
-                )
-                .map_err(fail)?;
-            }
-            if !event.get("type").is_some_and(Value::is_string) {
-                return Err(fail(Fail::format(format!("{row} type must be a string"))));
-            }
-            let seq = json::count(event.get("seq"), &format!("{row} seq")).map_err(fail)?;
-            if seq != index {
-                return Err(fail(Fail::format(format!(
-                    "{row} has seq gap (expected {index}, got {seq})"
-                ))));
-            }
-            safe_integer(event.get("time"), &format!("{row} time")).map_err(fail)?;
-            if event
-                .get("ignorable")
-                .is_some_and(|v| v != &Value::Bool(true))
-            {
-                return Err(fail(Fail::format(format!(
-                    "{row} ignorable must be true when present"
-                ))));
-            }
-            if version == 3 {
-                v3_event::structural_row(event).map_err(fail)?;
-                v3_event::v3_admission(event).map_err(fail)?;
-            }
-            let mut event = event.clone();
-            if let Some(stored) = event.get("sourceEventSeqs") {
-                let plain = ranges::decode(stored, seq, rules).map_err(fail)?;
-                event.insert("sourceEventSeqs".into(), plain.into());
-            }
-            Ok(event)
-        })
-        .collect()
-}
-
-/// The fork cut of the source: v0/v1 `seedLength`; v2/v3 the seq of the last
-/// `session/end-seed {inherited: true}`.
-fn source_cut(
-    decoded: &header::Decoded,
-    events: &[Map<String, Value>],
-    version: u64,
-) -> Result<u64, Fail> {
-    if let Some(cut) = decoded.header_cut {
-        if cut > events.len() as u64 {
-            return Err(Fail::format(
-                "Session inheritedEventCount exceeds its event count",
-            ));
-        }
-        return Ok(cut);
-    }
-    let marker = events
-        .iter()
-        .filter(|e| kind(e) == "session/end-seed")
-        .filter(|e| e.get("data").and_then(|d| d.get("inherited")) == Some(&Value::Bool(true)))
-        .map(json::seq)
-        .next_back();
-    let seeded = decoded.logical.get("isSeeded") == Some(&Value::Bool(true));
-    match (seeded, marker) {
-        (true, None) => Err(Fail::format(format!(
-            "released v{version} seeded Session lacks an inherited end-seed marker"
-        ))),
-        (false, Some(_)) => Err(Fail::format(format!(
-            "released v{version} unseeded Session contains an inherited end-seed marker"
-        ))),
-        (_, marker) => Ok(marker.unwrap_or(0)),
     }
 }
 

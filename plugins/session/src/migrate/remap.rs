@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::json::{kind, seq, Checked, Fail};
+use super::json::{js_read_error, kind, seq, Checked, Fail};
 
 /// Which edge's rules and texts apply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +53,9 @@ impl Remapper<'_> {
     fn list(&self, value: Option<&Value>, label: &str) -> Checked<Value> {
         let Some(values) = value.and_then(Value::as_array) else {
             return Err(Fail::format(match self.style {
-                Style::V1ToV2 => format!("{label} must be an array"),
+                // v1-to-v2 casts and calls `values.map`: JavaScript's texts.
+                Style::V1ToV2 => js_read_error(value, "map")
+                    .unwrap_or_else(|| "values.map is not a function".to_owned()),
                 Style::V2ToV3 => "sequence references must be an array".to_owned(),
             }));
         };
@@ -66,12 +68,19 @@ impl Remapper<'_> {
 
     /// A `{start, end}` range (`op` too for a surface replacement).
     fn range(&self, value: Option<&Value>, label: &str, op: bool) -> Checked<Value> {
-        let source = value.and_then(Value::as_object);
-        let Some(source) = source else {
-            return Err(Fail::format(match self.style {
-                Style::V1ToV2 => format!("{label} must be an object"),
-                Style::V2ToV3 => "sequence range must be an object".to_owned(),
-            }));
+        let empty = Map::new();
+        let source = match (value, self.style) {
+            (Some(Value::Object(source)), _) => source,
+            // v1-to-v2 casts: a primitive has no `start` (undefined), null throws.
+            (_, Style::V1ToV2) => {
+                if let Some(error) = js_read_error(value, "start") {
+                    return Err(Fail::format(error));
+                }
+                &empty
+            }
+            (_, Style::V2ToV3) => {
+                return Err(Fail::format("sequence range must be an object"));
+            }
         };
         let start = self.one(source.get("start"), &format!("{label} start"))?;
         let end = self.one(source.get("end"), &format!("{label} end"))?;

@@ -48,7 +48,7 @@ pub(crate) fn check_v2(
                 Some(index),
                 Fail::unsupported(format!(
                     "format v2 contains unknown event type {} at seq {index}",
-                    super::json::quoted(kind)
+                    super::json::type_text(event)
                 )),
             ));
         }

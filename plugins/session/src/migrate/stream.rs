@@ -41,13 +41,24 @@ fn index_of(chunk: &Map<String, Value>, kind: &str) -> Checked<u64> {
 }
 
 impl Accumulator {
-    /// Adds the chunk of one `assistant/chunk` event at `time` (`missing`: the event has no
+    /// Adds the chunk of one `assistant/chunk` event at `time` (its raw `time`; `missing`: the event has no
     /// `chunk` member, passed as `Value::Null`).
     ///
     /// # Errors
     ///
     /// A chunk that is not an object of a known chunk type with valid members (dsh's texts).
-    pub(crate) fn push(&mut self, time: i64, chunk: &Value, missing: bool) -> Checked<()> {
+    pub(crate) fn push(
+        &mut self,
+        time: Option<&Value>,
+        chunk: &Value,
+        missing: bool,
+    ) -> Checked<()> {
+        let time = super::json::safe_integer_of_opt(time).ok_or_else(|| {
+            Fail::format(format!(
+                "Assistant stream time must be a safe integer, got {}",
+                super::json::js_template(time)
+            ))
+        })?;
         // The texts of a malformed chunk are those of the stand-in accumulator dsh's oracle
         // runs (shared/tools/dsh-formats/shim: dsh-llm's own is unpublished).
         let object = match chunk {
@@ -226,7 +237,7 @@ mod tests {
     fn pack(chunks: &[(i64, Value)]) -> Value {
         let mut acc = Accumulator::default();
         for (time, chunk) in chunks {
-            acc.push(*time, chunk, false).unwrap();
+            acc.push(Some(&Value::from(*time)), chunk, false).unwrap();
         }
         Value::from(acc.into_stream())
     }
@@ -293,14 +304,16 @@ mod tests {
     #[test]
     fn unknown_chunks_are_refused() {
         let mut acc = Accumulator::default();
-        let err = acc.push(0, &json!({"type": "mystery"}), false).unwrap_err();
+        let err = acc
+            .push(Some(&json!(0)), &json!({"type": "mystery"}), false)
+            .unwrap_err();
         assert_eq!(
             err.message,
             "AssistantStreamAccumulator.push: unknown chunk type mystery"
         );
         let err = acc
             .push(
-                0,
+                Some(&json!(0)),
                 &json!({"type": "text-delta", "index": -1, "text": ""}),
                 false,
             )
@@ -308,6 +321,22 @@ mod tests {
         assert_eq!(
             err.message,
             "text-delta index must be a non-negative safe integer"
+        );
+    }
+
+    #[test]
+    fn a_time_that_is_not_a_safe_integer_is_refused() {
+        let mut acc = Accumulator::default();
+        let chunk = json!({"type": "text-delta", "index": 0, "text": "a"});
+        let err = acc.push(Some(&json!("append")), &chunk, false).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Assistant stream time must be a safe integer, got append"
+        );
+        let err = acc.push(None, &chunk, false).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Assistant stream time must be a safe integer, got undefined"
         );
     }
 }

@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value};
 
-use super::json::{kind, obj, quoted, seq, time, Checked, Fail};
+use super::json::{kind, obj, seq, time, Checked, Fail};
 use super::remap::{remap, Mapping, Style};
 use super::stream::Accumulator;
 
@@ -123,7 +123,7 @@ impl Stage {
         if super::payload::v0_disposition(&kind).is_none() {
             return Err(Fail::unsupported(format!(
                 "format v1 contains unknown event type {} at seq {}",
-                quoted(&kind),
+                super::json::type_text(&event),
                 seq(&event)
             )));
         }
@@ -267,7 +267,7 @@ impl Stage {
         pending
             .group
             .accumulator
-            .push(time(event), &chunk, missing)?;
+            .push(event.get("time"), &chunk, missing)?;
         pending.group.record_chunk(seq(event), time(event));
         if chunk.get("type").and_then(Value::as_str) == Some("finish") {
             pending.group.terminal = true;

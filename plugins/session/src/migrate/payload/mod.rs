@@ -15,7 +15,7 @@ pub(crate) use semantics::semantics;
 
 use serde_json::{Map, Value};
 
-use super::json::{data, kind, quoted, seq, v0_keys, Checked, Fail};
+use super::json::{data, kind, seq, type_text, v0_keys, Checked, Fail};
 
 /// One type's payload members: required, then optional.
 pub(crate) type Disposition = (&'static [&'static str], &'static [&'static str]);
@@ -281,7 +281,7 @@ pub(crate) fn check_released(event: &Map<String, Value>, version: u64) -> Checke
     let Some((required, optional)) = v0_disposition(kind) else {
         return Err(Fail::unsupported(format!(
             "format v0 contains unknown historical event type {} at seq {seq}; migration refuses unknown historical events even when ignorable",
-            quoted(kind)
+            type_text(event)
         )));
     };
     let data = data(event)?;

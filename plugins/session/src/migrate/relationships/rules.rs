@@ -162,11 +162,23 @@ pub(crate) fn title_sources(
 ) -> Checked<()> {
     let kind = kind(event);
     let seq = seq(event);
-    let seqs = data
-        .get("messageSeqs")
+    let raw_seqs = data.get("messageSeqs");
+    let seqs = raw_seqs
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    // What JavaScript says of a missing list: `seqs.length` for a title, `for (... of seqs)`
+    // for a title request.
+    if kind == "session/title" {
+        if let Some(error) = js_read_error(raw_seqs, "length") {
+            return Err(fail(error));
+        }
+    } else if matches!(raw_seqs, None | Some(Value::Null)) {
+        return Err(fail(format!(
+            "{} is not iterable (cannot read property Symbol(Symbol.iterator))",
+            js_template(raw_seqs)
+        )));
+    }
     if kind == "session/title" {
         let source = v0_object(data.get("source"), &format!("session/title {seq} source"))?;
         let user_title = source.get("kind") == Some(&Value::from("user"));

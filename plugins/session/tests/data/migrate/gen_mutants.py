@@ -46,8 +46,19 @@ def set_at(value, path, new):
     for p in path[:-1]: value = value[p]
     value[path[-1]] = new
 
+TYPES = ["turn/start", "turn/end", "step/start", "step/end", "user/message", "assistant/message",
+         "tool/result", "tool/call", "session/end-seed", "request/header", "x/unknown"]
+
+def mutate_header(header):
+    header = copy.deepcopy(header); key = rng.choice(list(header) + ["seedLength", "isSeeded", "origin", "zz"])
+    choice = rng.choice(["drop", "set"])
+    if choice == "drop": header.pop(key, None)
+    else: header[key] = rng.choice(["", "code", "subagent", 0, 1, 3, -1, True, None, "/abs", "rel"])
+    return header
+
 def mutate(events):
-    events = copy.deepcopy(events); kind = rng.choice(["drop", "swap", "leaf", "member", "extra", "dup"])
+    events = copy.deepcopy(events)
+    kind = rng.choice(["drop", "swap", "leaf", "member", "extra", "dup", "envelope", "type"])
     i = rng.randrange(len(events))
     if kind == "drop": del events[i]
     elif kind == "swap" and i + 1 < len(events): events[i], events[i + 1] = events[i + 1], events[i]
@@ -58,7 +69,13 @@ def mutate(events):
     elif kind == "member":
         d = events[i]["data"]
         if isinstance(d, dict) and d: del d[rng.choice(list(d))]
-    elif kind == "extra": events[i]["data"]["zz"] = 1
+    elif kind == "extra" and isinstance(events[i].get("data"), dict): events[i]["data"]["zz"] = 1
+    elif kind == "envelope":
+        e = events[i]; key = rng.choice(["surfaceOp", "sourceEventSeqs", "ignorable", "time", "zz"])
+        e[key] = rng.choice(["append", {"op": "replace", "start": 0, "end": max(i - 1, 0)}, [0], [[0, max(i - 1, 0)]],
+                             [], True, False, None, 1.5, -3])
+        if rng.random() < 0.3: e.pop(key, None)
+    elif kind == "type": events[i]["type"] = rng.choice(TYPES)
     return kind, renumber(events)
 
 SOURCE = os.environ.get("SOURCE", "rc8")
@@ -75,13 +92,16 @@ for name in sorted(os.listdir(folder)):
     if not events: continue
     for n in range(PER_FILE):
         kind, mutant = mutate(events)
+        mutant_header = header
+        if rng.random() < 0.15:
+            kind, mutant, mutant_header = "header", events, mutate_header(header)
         path = os.path.join(WORK, f"{name}.{n}.jsonl")
-        open(path, "w").write("\n".join(json.dumps(x, separators=(",", ":"), ensure_ascii=False) for x in [header] + mutant) + "\n")
+        open(path, "w").write("\n".join(json.dumps(x, separators=(",", ":"), ensure_ascii=False) for x in [mutant_header] + mutant) + "\n")
         expect = {}
         for t in [t for t in (1, 2, 3) if t > version or (t == version and t >= 2)]:
             r = subprocess.run(["node", os.path.join(ORACLE, "edges.mjs"), path, str(t)], capture_output=True, text=True, cwd=ORACLE)
             expect[str(t)] = json.loads(r.stdout)
-        out.append({"name": f"{name}#{n}:{kind}", "header": header, "events": mutant, "expect": expect})
+        out.append({"name": f"{name}#{n}:{kind}", "header": mutant_header, "events": mutant, "expect": expect})
     print(name, file=sys.stderr)
 with open(sys.argv[1], "w") as f:
     for o in out: f.write(json.dumps(o, separators=(",", ":"), ensure_ascii=False) + "\n")

@@ -218,33 +218,40 @@ pub fn migrate_records(session: &RawSession, to: u64) -> Result<RawSession, Migr
     let events =
         input::events(&session.events, from).map_err(|(seq, fail)| corrupt(Some(seq))(fail))?;
     let cut = input::source_cut(&decoded, &events).map_err(corrupt(None))?;
-    let mut logical = decoded.logical;
-    let mut events = events;
-    let mut cut = cut;
+    let refused = |edge: Edge, seq: Option<u64>, subject: &str, fail: Fail| MigrateError::Refused {
+        session: id.clone(),
+        edge,
+        seq,
+        reason: if fail.unsupported {
+            fail.message
+        } else {
+            format!(
+                "{} refuses this format v{} {subject}: {}",
+                edge.package(),
+                edge.from,
+                fail.message
+            )
+        },
+    };
+    // Every edge's header first, as dsh's chain does (`readHeader`, `createStream`): a header
+    // an edge refuses is refused before any event is read.
+    let mut headers = vec![decoded.logical];
     for edge_from in from..to {
         let edge = Edge { from: edge_from };
-        let refused = |seq: Option<u64>, subject: &str, fail: Fail| MigrateError::Refused {
-            session: id.clone(),
-            edge,
-            seq,
-            reason: if fail.unsupported {
-                fail.message
-            } else {
-                format!(
-                    "{} refuses this format v{edge_from} {subject}: {}",
-                    edge.package(),
-                    fail.message
-                )
-            },
-        };
-        let next =
-            advance_header(&logical, edge_from).map_err(|f| refused(None, "Session header", f))?;
-        let (out, next_cut) = run_edge(edge_from, &logical, events, cut, edge_from == from)
-            .map_err(|(seq, f)| refused(seq, "Session", f))?;
-        logical = next;
+        let next = advance_header(&headers[headers.len() - 1], edge_from)
+            .map_err(|f| refused(edge, None, "Session header", f))?;
+        headers.push(next);
+    }
+    let mut events = events;
+    let mut cut = cut;
+    for (step, edge_from) in (from..to).enumerate() {
+        let edge = Edge { from: edge_from };
+        let (out, next_cut) = run_edge(edge_from, &headers[step], events, cut, edge_from == from)
+            .map_err(|(seq, f)| refused(edge, seq, "Session", f))?;
         events = out;
         cut = next_cut;
     }
+    let logical = headers.pop().unwrap_or_default();
     let restorable = match to {
         2 => restore_check::check_v2(&logical, cut, &events),
         3 => restore_check::check_v3(&logical, cut, &events),

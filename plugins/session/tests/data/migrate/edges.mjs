@@ -24,10 +24,17 @@ try {
   let cut = dec.finish(col)
   let header = dec.header
   let events = col.values
+  // Every edge's header first, as the chain does (readHeader / createStream).
+  const headers = [header]
   for (let from = v; from < target; from++) {
     const m = migrations[from]
     let th
-    try { th = m.migrateHeader(header); m.validateTargetHeader(th) } catch (e) { throw refusal(m, e, 'Session header') }
+    try { th = m.migrateHeader(headers.at(-1)); m.validateTargetHeader(th) } catch (e) { throw refusal(m, e, 'Session header') }
+    headers.push(th)
+  }
+  for (let from = v; from < target; from++) {
+    const m = migrations[from]
+    const th = headers[from - v + 1]
     const out = new SessionFormatEventCollector()
     try {
       const stage = m.createStage({ sourceHeader: header, targetHeader: th, sourceInheritedEventCount: cut, sourceKind: from === v ? 'decoded' : 'transformed' })

@@ -4,33 +4,23 @@
 use serde_json::{Map, Value};
 
 use super::header::Decoded;
-use super::json::{count, js_template, kind, safe_integer, seq, v2_keys, Checked, Fail};
+use super::json::{count, js_template, kind, safe_integer, v2_keys, Checked, Fail};
 use super::ranges::{self, RangeRules};
 use super::v3_event;
 
-/// A failed input check: the index of the event and why.
-pub(crate) type Failed = (u64, Fail);
-
-/// The events checked as the `version` codec decodes rows (v0/v1: dense seqs and valid
-/// `sourceEventSeqs` only; v2/v3: the exact envelope too, and for v3 the row admission and
-/// the canonical event check), with `sourceEventSeqs` decoded to plain lists.
-pub(crate) fn events(
-    events: &[Map<String, Value>],
+/// One event checked as the `version` codec decodes its row (v0/v1: the dense seq and valid
+/// `sourceEventSeqs` only; v2/v3: the exact envelope too, and for v3 the row admission and the
+/// canonical event check), with `sourceEventSeqs` decoded to a plain list.
+pub(crate) fn row(
+    event: &Map<String, Value>,
+    index: u64,
     version: u64,
-) -> Result<Vec<Map<String, Value>>, Failed> {
-    events
-        .iter()
-        .enumerate()
-        .map(|(index, event)| {
-            let index = index as u64;
-            let checked = if version >= 2 {
-                released_row(event, index, version)
-            } else {
-                shared_row(event, index)
-            };
-            checked.map_err(|fail| (index, fail))
-        })
-        .collect()
+) -> Checked<Map<String, Value>> {
+    if version >= 2 {
+        released_row(event, index, version)
+    } else {
+        shared_row(event, index)
+    }
 }
 
 /// A v0/v1 row (`decodeEvent` and the seq check of the shared-layout scanner).
@@ -108,26 +98,21 @@ fn gap(event: &Map<String, Value>, index: u64, row: &str) -> Checked<()> {
     )))
 }
 
-/// The fork cut of the source: v0/v1 `seedLength` (0 without); v2/v3 the seq of the last
-/// `session/end-seed {inherited: true}`, which a seeded header requires and an unseeded one
+/// The fork cut of the source, once its `count` events are read: v0/v1 `seedLength` (0
+/// without), at most the event count; v2/v3 the seq of the last `session/end-seed
+/// {inherited: true}` (`last_marker`), which a seeded header requires and an unseeded one
 /// forbids.
-pub(crate) fn source_cut(decoded: &Decoded, events: &[Map<String, Value>]) -> Checked<u64> {
+pub(crate) fn source_cut(decoded: &Decoded, count: u64, last_marker: Option<u64>) -> Checked<u64> {
     if let Some(cut) = decoded.header_cut {
-        if cut > events.len() as u64 {
+        if cut > count {
             return Err(Fail::format(
                 "Session inheritedEventCount exceeds its event count",
             ));
         }
         return Ok(cut);
     }
-    let marker = events
-        .iter()
-        .filter(|e| kind(e) == "session/end-seed")
-        .filter(|e| e.get("data").and_then(|d| d.get("inherited")) == Some(&Value::Bool(true)))
-        .map(seq)
-        .next_back();
     let seeded = decoded.logical.get("isSeeded") == Some(&Value::Bool(true));
-    match (seeded, marker) {
+    match (seeded, last_marker) {
         (true, None) => Err(Fail::format(
             "released v2 seeded Session lacks an inherited end-seed marker",
         )),
@@ -136,4 +121,10 @@ pub(crate) fn source_cut(decoded: &Decoded, events: &[Map<String, Value>]) -> Ch
         )),
         (_, marker) => Ok(marker.unwrap_or(0)),
     }
+}
+
+/// Whether the event is a `session/end-seed {inherited: true}` (v2/v3's cut marker).
+pub(crate) fn is_inherited_marker(event: &Map<String, Value>) -> bool {
+    kind(event) == "session/end-seed"
+        && event.get("data").and_then(|d| d.get("inherited")) == Some(&Value::Bool(true))
 }

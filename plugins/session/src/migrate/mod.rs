@@ -16,6 +16,7 @@ mod ranges;
 mod relationships;
 mod remap;
 mod restore_check;
+mod stages;
 mod stream;
 mod v0_to_v1;
 mod v1_to_v2;
@@ -26,7 +27,7 @@ mod v3_event;
 use serde_json::{Map, Value};
 
 use crate::codes;
-use json::{kind, Fail};
+use json::Fail;
 
 /// The newest format version the chain reaches.
 pub const MIGRATION_TARGET_MAX: u64 = 3;
@@ -215,9 +216,6 @@ pub fn migrate_records(session: &RawSession, to: u64) -> Result<RawSession, Migr
         });
     }
     let decoded = header::decode(&session.header, from).map_err(corrupt(None))?;
-    let events =
-        input::events(&session.events, from).map_err(|(seq, fail)| corrupt(Some(seq))(fail))?;
-    let cut = input::source_cut(&decoded, &events).map_err(corrupt(None))?;
     let refused = |edge: Edge, seq: Option<u64>, subject: &str, fail: Fail| MigrateError::Refused {
         session: id.clone(),
         edge,
@@ -235,22 +233,33 @@ pub fn migrate_records(session: &RawSession, to: u64) -> Result<RawSession, Migr
     };
     // Every edge's header first, as dsh's chain does (`readHeader`, `createStream`): a header
     // an edge refuses is refused before any event is read.
-    let mut headers = vec![decoded.logical];
+    let mut headers = vec![decoded.logical.clone()];
     for edge_from in from..to {
         let edge = Edge { from: edge_from };
         let next = advance_header(&headers[headers.len() - 1], edge_from)
             .map_err(|f| refused(edge, None, "Session header", f))?;
         headers.push(next);
     }
-    let mut events = events;
-    let mut cut = cut;
-    for (step, edge_from) in (from..to).enumerate() {
-        let edge = Edge { from: edge_from };
-        let (out, next_cut) = run_edge(edge_from, &headers[step], events, cut, edge_from == from)
-            .map_err(|(seq, f)| refused(edge, seq, "Session", f))?;
-        events = out;
-        cut = next_cut;
+    // Each row checked as its version's reader checks it, then through every edge, before the
+    // next row (dsh decodes and migrates as one stream).
+    let header_cut = decoded.header_cut.unwrap_or(0);
+    let mut stages = stages::Stages::new(&headers, from, to, header_cut);
+    let mut last_marker = None;
+    for (index, event) in session.events.iter().enumerate() {
+        let index = index as u64;
+        let event = input::row(event, index, from).map_err(corrupt(Some(index)))?;
+        if input::is_inherited_marker(&event) {
+            last_marker = Some(index);
+        }
+        stages
+            .push(event)
+            .map_err(|(edge, seq, f)| refused(edge, seq, "Session", f))?;
     }
+    let count = session.events.len() as u64;
+    let cut = input::source_cut(&decoded, count, last_marker).map_err(corrupt(None))?;
+    let (events, cut) = stages
+        .finish(cut)
+        .map_err(|(edge, seq, f)| refused(edge, seq, "Session", f))?;
     let logical = headers.pop().unwrap_or_default();
     let restorable = match to {
         2 => restore_check::check_v2(&logical, cut, &events),
@@ -297,61 +306,6 @@ fn advance_header(source: &Map<String, Value>, from: u64) -> Result<Map<String, 
             let next = v2_to_v3::header(source);
             header::check_v3(&next)?;
             Ok(next)
-        }
-    }
-}
-
-type EdgeResult = Result<(Vec<Map<String, Value>>, u64), (Option<u64>, Fail)>;
-
-/// Runs one edge over the events; `decoded` when its source is the stored file (not an
-/// earlier edge's output), which makes v1 -> v2 check payloads itself.
-fn run_edge(
-    from: u64,
-    logical: &Map<String, Value>,
-    events: Vec<Map<String, Value>>,
-    cut: u64,
-    decoded: bool,
-) -> EdgeResult {
-    let mut out = Vec::with_capacity(events.len());
-    match from {
-        0 => {
-            let id = logical
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let source = v0_to_v1::Source {
-                id,
-                parent: logical.contains_key("parentSession"),
-                cut,
-            };
-            let mut stage = v0_to_v1::Stage::default();
-            for event in events {
-                let seq = json::seq(&event);
-                out.push(stage.event(&source, event).map_err(|f| (Some(seq), f))?);
-            }
-            Ok((out, cut))
-        }
-        1 => {
-            let mut stage = v1_to_v2::Stage::new(logical, cut);
-            for event in events {
-                let seq = json::seq(&event);
-                if decoded
-                    && kind(&event) != "assistant/chunk"
-                    && payload::v0_disposition(kind(&event)).is_some()
-                {
-                    payload::check_released(&event, 1).map_err(|f| (Some(seq), f))?;
-                }
-                stage.event(event).map_err(|f| (Some(seq), f))?;
-            }
-            stage.finish().map_err(|f| (None, f))
-        }
-        _ => {
-            let mut stage = v2_to_v3::Stage::new(logical, cut);
-            for event in events {
-                let seq = json::seq(&event);
-                stage.event(event).map_err(|f| (Some(seq), f))?;
-            }
-            stage.finish().map_err(|f| (None, f))
         }
     }
 }

@@ -163,7 +163,12 @@ impl Stage {
         }
     }
 
-    /// Ends the stream (`finishMigration`): the events and the target cut.
+    /// The events emitted since the last call, in order.
+    pub(crate) fn drain(&mut self) -> Vec<Map<String, Value>> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// Ends the stream (`finishMigration`): the events not yet drained and the target cut.
     pub(crate) fn finish(mut self) -> Checked<(Vec<Map<String, Value>>, u64)> {
         self.finish_attempt()?;
         if self.seeded && self.target_cut.is_none() {

@@ -68,8 +68,8 @@ pub(crate) struct Stage {
 }
 
 impl Stage {
-    /// A stage for the v2 source with logical header `header` and fork cut `cut`.
-    pub(crate) fn new(header: &Map<String, Value>, cut: u64) -> Stage {
+    /// A stage for the v2 source with logical header `header`.
+    pub(crate) fn new(header: &Map<String, Value>) -> Stage {
         let seeded = header.get("isSeeded") == Some(&Value::Bool(true));
         Stage {
             id: header
@@ -79,7 +79,7 @@ impl Stage {
                 .to_owned(),
             parent: header.contains_key("parentSession"),
             seeded,
-            source_inherited: cut,
+            source_inherited: 0,
             mapping: Mapping::new(),
             next_source: 0,
             original_ids: HashSet::new(),
@@ -177,8 +177,15 @@ impl Stage {
         Ok(())
     }
 
-    /// Ends the stream: the events and the target cut.
-    pub(crate) fn finish(self) -> Checked<(Vec<Map<String, Value>>, u64)> {
+    /// The events emitted since the last call, in order.
+    pub(crate) fn drain(&mut self) -> Vec<Map<String, Value>> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// Ends the stream, given the source's fork cut (known only at the end of the stage
+    /// before): the events not yet drained and the target cut.
+    pub(crate) fn finish(mut self, source_cut: u64) -> Checked<(Vec<Map<String, Value>>, u64)> {
+        self.source_inherited = source_cut;
         let Some(cut) = self.source_cut else {
             return Err(Fail::format(
                 "format v2 inherited end-seed marker must be a non-negative safe integer",

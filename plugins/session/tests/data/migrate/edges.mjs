@@ -19,30 +19,48 @@ const headerValue = JSON.parse(lines[0])
 try {
   const v = inspectSessionFormatVersion(headerValue)
   const dec = codecs[v].createDecoder(headerValue, 'strict')
-  const col = new SessionFormatEventCollector()
-  for (const l of lines.slice(1)) dec.decodeRow(JSON.parse(l), col)
-  let cut = dec.finish(col)
-  let header = dec.header
-  let events = col.values
   // Every edge's header first, as the chain does (readHeader / createStream).
-  const headers = [header]
+  const headers = [dec.header]
   for (let from = v; from < target; from++) {
     const m = migrations[from]
     let th
     try { th = m.migrateHeader(headers.at(-1)); m.validateTargetHeader(th) } catch (e) { throw refusal(m, e, 'Session header') }
     headers.push(th)
   }
+  // The stages chained as CompiledSessionFormatMigrationStream chains them: each decoded row
+  // goes through every stage before the next row is decoded.
+  const collector = new SessionFormatEventCollector()
+  const stages = []
+  let stageCut = dec.headerInheritedEventCount
   for (let from = v; from < target; from++) {
     const m = migrations[from]
-    const th = headers[from - v + 1]
-    const out = new SessionFormatEventCollector()
+    let stage
     try {
-      const stage = m.createStage({ sourceHeader: header, targetHeader: th, sourceInheritedEventCount: cut, sourceKind: from === v ? 'decoded' : 'transformed' })
-      for (const e of events) stage.transformEvent(e, out)
-      cut = stage.finish(out)
+      stage = m.createStage({ sourceHeader: headers[from - v], targetHeader: headers[from - v + 1],
+        sourceInheritedEventCount: stageCut, sourceKind: from === v ? 'decoded' : 'transformed' })
     } catch (e) { throw refusal(m, e) }
-    header = th; events = out.values
+    // The next stage's source cut is this one's predeclared target cut (the published v1->v2
+    // stage declares none; the v2->v3 stage then compares nothing).
+    stageCut = stage.headerInheritedEventCount
+    stages.push({ m, stage })
   }
+  const contexts = []
+  let downstream = collector
+  for (const { m, stage } of [...stages].reverse()) {
+    const output = downstream
+    const ctx = {
+      emitEvent(e) { try { stage.transformEvent(e, output) } catch (err) { throw refusal(m, err) } },
+      emitRun(r) { try { stage.transformRun(r, output) } catch (err) { throw refusal(m, err) } },
+      finish() { try { return stage.finish(output) } catch (err) { throw refusal(m, err) } },
+    }
+    contexts.unshift(ctx)
+    downstream = ctx
+  }
+  for (const l of lines.slice(1)) dec.decodeRow(JSON.parse(l), downstream)
+  let cut = dec.finish(downstream)
+  for (const ctx of contexts) cut = ctx.finish()
+  const header = headers.at(-1)
+  const events = collector.values
   if (target === 2) restoreReleasedV2Artifact({ header, inheritedEventCount: cut, events }, undefined)
   if (target === 3) restoreReleasedV3Artifact({ header, inheritedEventCount: cut, events }, undefined)
   const enc = target >= 2 ? codecs[target] : null

@@ -96,6 +96,8 @@ case("code-dispatch-valid", head()+[user("u1"), ev("tool/code-dispatch-start",{"
 case("compact-legacy-error", head()+[user("u1"), ev("compact/start",{"turn":1}), ev("compact/end",{"turn":1,"error":"failed"})]+tail())
 case("compaction-crosses-turn", head()+[user("u1"), ev("compaction/start",{"compactionId":"c","turn":1}), ev("step/end",{"turn":1,"step":1}), ev("turn/end",{"turn":1,"reason":{"kind":"completed"}})])
 case("step-out-of-order", [ev("turn/start",{"turn":1}), ev("step/start",{"turn":1,"step":2}), ev("request/header",hdr()), user("u1"), ev("step/end",{"turn":1,"step":2}), ev("turn/end",{"turn":1,"reason":{"kind":"completed"}})])
+# --- the chain streams: the first event any edge refuses is the one named
+case("first-refusal-streams", head()+[user("u1"), chunk(1,1,text("a")), chunk(1,1,text("b")), amsg(1,1,"a1","ab",[5]), ev("tool/call",{"turn":1,"step":1,"callId":"c1","name":"bash","arguments":{}})]+tail())
 # --- payload semantics (E01 payload-validation)
 goal={"id":"g","revision":1,"objective":"o","phase":"active","maxGoalRounds":3}
 change={"kind":"goal/change","version":1,"operation":"create","goal":goal,"roundsStarted":0,"createdAt":1,"updatedAt":1}

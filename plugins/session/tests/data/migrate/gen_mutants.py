@@ -98,7 +98,9 @@ for name in sorted(os.listdir(folder)):
         path = os.path.join(WORK, f"{name}.{n}.jsonl")
         open(path, "w").write("\n".join(json.dumps(x, separators=(",", ":"), ensure_ascii=False) for x in [mutant_header] + mutant) + "\n")
         expect = {}
-        for t in [t for t in (1, 2, 3) if t > version or (t == version and t >= 2)]:
+        stored = mutant_header.get("version")
+        stored = stored if isinstance(stored, int) and not isinstance(stored, bool) and 0 <= stored <= 3 else version
+        for t in [t for t in (1, 2, 3) if t > stored or (t == stored and t >= 2)]:
             r = subprocess.run(["node", os.path.join(ORACLE, "edges.mjs"), path, str(t)], capture_output=True, text=True, cwd=ORACLE)
             expect[str(t)] = json.loads(r.stdout)
         out.append({"name": f"{name}#{n}:{kind}", "header": mutant_header, "events": mutant, "expect": expect})

@@ -83,8 +83,8 @@ pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
 // What a log folds to and the checks of a log: the model's surface and messages, the seed
 // and restore rules, the invariants, the crash closers, a stored log's upgrade and restore.
 pub use fold::{project, Surface, SurfaceError};
-// Migration of a raw session through dsh's chain of format versions v0 -> v1 -> v2 -> v3.
 pub use invariants::{check_invariants, InvariantChecker, InvariantRule, InvariantViolation};
+// Migration of a raw session through dsh's chain of format versions v0 -> v1 -> v2 -> v3.
 pub use migrate::{migrate_records, Edge, MigrateError, RawSession, MIGRATION_TARGET_MAX};
 pub use repair::{interrupted_turn_closers, open_turn};
 pub use restore::{restore_each, RestoreError, Restored};

@@ -96,6 +96,13 @@ case("code-dispatch-valid", head()+[user("u1"), ev("tool/code-dispatch-start",{"
 case("compact-legacy-error", head()+[user("u1"), ev("compact/start",{"turn":1}), ev("compact/end",{"turn":1,"error":"failed"})]+tail())
 case("compaction-crosses-turn", head()+[user("u1"), ev("compaction/start",{"compactionId":"c","turn":1}), ev("step/end",{"turn":1,"step":1}), ev("turn/end",{"turn":1,"reason":{"kind":"completed"}})])
 case("step-out-of-order", [ev("turn/start",{"turn":1}), ev("step/start",{"turn":1,"step":2}), ev("request/header",hdr()), user("u1"), ev("step/end",{"turn":1,"step":2}), ev("turn/end",{"turn":1,"reason":{"kind":"completed"}})])
+# --- generated system ids colliding with message ids (v2 -> v3)
+import hashlib
+def system_id(session, seq, kind):
+    identity = json.dumps(["session-format-v2-to-v3", session, seq, kind], separators=(",", ":"))
+    return "v2-to-v3-system-" + hashlib.sha256(identity.encode()).hexdigest()
+case("source-id-collides", [ev("turn/start",{"turn":1}), ev("step/start",{"turn":1,"step":1}), user(system_id("s1",1,"step/start")), ev("request/header",hdr())]+tail())
+case("generated-id-collides", [ev("turn/start",{"turn":1}), ev("step/start",{"turn":1,"step":1}), user(system_id("s1",3,"request/header")), ev("request/header",hdr())]+tail())
 # --- the chain streams: the first event any edge refuses is the one named
 case("first-refusal-streams", head()+[user("u1"), chunk(1,1,text("a")), chunk(1,1,text("b")), amsg(1,1,"a1","ab",[5]), ev("tool/call",{"turn":1,"step":1,"callId":"c1","name":"bash","arguments":{}})]+tail())
 # --- payload semantics (E01 payload-validation)

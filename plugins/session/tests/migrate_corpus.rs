@@ -1,7 +1,7 @@
 //! The migration corpus check: every real dsh rc.8 file of `corpus/dsh-rc8` (with the
 //! `"tools":"{{tools}}"` placeholder made `"tools":[]`) is migrated to v1, v2 and v3 and
-//! compared record by record (header and events, as JSON values) with the forms dsh's own
-//! writers produced (`corpus/dsh-formats/files`); the files dsh's chain refuses are refused
+//! compared record by record (header and events, as JSON values; v2 and v3 also as text,
+//! byte for byte) with the forms dsh's own writers produced (`corpus/dsh-formats/files`); the files dsh's chain refuses are refused
 //! with dsh's reason (`tests/data/dsh-rc8-chain-refusals.tsv`: the oracle's verdicts, from
 //! `shared/tools/dsh-formats/oracle-v.mjs`). Skips with a printed reason when the shared folder
 //! is absent.
@@ -82,6 +82,16 @@ fn shared_layout(name: &str, text: &str) -> RawSession {
 }
 
 /// The rows of a one-event-per-row (v2/v3) file text.
+/// The session as its file text: one JSON line per row.
+fn text_of(session: &RawSession) -> String {
+    let mut text = String::new();
+    for row in std::iter::once(&session.header).chain(&session.events) {
+        text.push_str(&serde_json::to_string(row).expect("a row serializes"));
+        text.push('\n');
+    }
+    text
+}
+
 fn released_layout(text: &str) -> RawSession {
     let mut lines = text.lines().filter(|l| !l.is_empty());
     let header = object(lines.next().expect("a header line"));
@@ -159,6 +169,7 @@ fn rc8_corpus_migrates_as_dsh_writes_it() {
     names.sort();
     let mut passed = [0usize; 4];
     let mut compared = [0usize; 4];
+    let mut same_bytes = [0usize; 4];
     let mut refused_as_dsh = 0;
     let mut failures = Vec::new();
     for name in &names {
@@ -196,7 +207,13 @@ fn rc8_corpus_migrates_as_dsh_writes_it() {
             };
             match migrate_records(&source, version) {
                 Ok(ours) => match difference(&ours, &theirs) {
-                    None => passed[version as usize] += 1,
+                    None => {
+                        passed[version as usize] += 1;
+                        // v2/v3 rows as text too: the writer's member order, byte for byte.
+                        if version >= 2 && text_of(&ours) == theirs_text {
+                            same_bytes[version as usize] += 1;
+                        }
+                    }
                     Some(diff) => failures.push(format!("{name} v{version}: {diff}")),
                 },
                 Err(err) => failures.push(format!("{name} v{version}: refused: {err}")),
@@ -205,9 +222,9 @@ fn rc8_corpus_migrates_as_dsh_writes_it() {
     }
     let _ = writeln!(
         std::io::stderr(),
-        "migration corpus: v1 {}/{}, v2 {}/{}, v3 {}/{} equal to dsh's writers; {} of {} refusals with dsh's reason",
+        "migration corpus: v1 {}/{}, v2 {}/{}, v3 {}/{} equal to dsh's writers (v2 {}, v3 {} byte for byte); {} of {} refusals with dsh's reason",
         passed[1], compared[1], passed[2], compared[2], passed[3], compared[3],
-        refused_as_dsh, refusals.len()
+        same_bytes[2], same_bytes[3], refused_as_dsh, refusals.len()
     );
     for failure in failures.iter().take(10) {
         let _ = writeln!(std::io::stderr(), "FAIL {failure}");

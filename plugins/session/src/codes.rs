@@ -28,6 +28,8 @@ pub const VERSION_UNSUPPORTED: &str = "VERSION_UNSUPPORTED";
 pub const VERSION_MISMATCH: &str = "VERSION_MISMATCH";
 /// Damaged stored bytes.
 pub const LOG_CORRUPT: &str = "LOG_CORRUPT";
+/// A migration edge refuses an intact session (dsh's `SessionFormatUnsupportedMigrationError`).
+pub const MIGRATION_REFUSED: &str = "MIGRATION_REFUSED";
 /// A seed (or a stored log) that breaks the seed rules.
 pub const SEED_INVALID: &str = "SEED_INVALID";
 /// An appended event that breaks the envelope, message or surface rules.

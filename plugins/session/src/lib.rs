@@ -50,6 +50,7 @@ pub mod format;
 mod header;
 mod id;
 mod invariants;
+mod migrate;
 mod persistence;
 mod plugin;
 mod repair;
@@ -84,6 +85,8 @@ pub use session::{AppendError, Events, Message, Session, SessionEventAppended};
 // and restore rules, the invariants, the crash closers, a stored log's upgrade and restore.
 pub use fold::{project, Surface, SurfaceError};
 pub use invariants::{check_invariants, InvariantChecker, InvariantRule, InvariantViolation};
+// Migration of a raw session through dsh's chain of format versions v0 -> v1 -> v2 -> v3.
+pub use migrate::{migrate_records, Edge, MigrateError, RawSession, MIGRATION_TARGET_MAX};
 pub use repair::{interrupted_turn_closers, open_turn};
 pub use restore::{restore_each, RestoreError, Restored};
 pub use upgrade::{prepare_stored_events, prepare_stored_events_in, StoredLogError};

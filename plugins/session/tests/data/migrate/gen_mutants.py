@@ -3,6 +3,7 @@ with dsh's verdicts per target version, in the edge-cases.jsonl format, for
 `DSH_MIGRATE_CASES=OUT cargo test -p dsh-session --test migrate_cases -- --ignored`.
 ORACLE=<temp copy of shared/tools/dsh-formats after setup.sh> SHARED=<shared> [SEED=1] [PER_FILE=3]
 [SOURCE=rc8|v1|v2|v3: the rc.8 files, or the converted corpus files of that version]
+[CHANGES=1: changes per mutant]
 python3 gen_mutants.py OUT. Not committed output: it is large and random."""
 import json, os, random, shutil, subprocess, sys, tempfile, copy
 ORACLE = os.environ["ORACLE"]; SHARED = os.environ["SHARED"]
@@ -92,6 +93,9 @@ for name in sorted(os.listdir(folder)):
     if not events: continue
     for n in range(PER_FILE):
         kind, mutant = mutate(events)
+        for _ in range(int(os.environ.get("CHANGES", "1")) - 1):
+            more, mutant = mutate(mutant)
+            kind += "+" + more
         mutant_header = header
         if rng.random() < 0.15:
             kind, mutant, mutant_header = "header", events, mutate_header(header)

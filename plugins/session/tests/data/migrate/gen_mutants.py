@@ -94,6 +94,8 @@ for name in sorted(os.listdir(folder)):
     for n in range(PER_FILE):
         kind, mutant = mutate(events)
         for _ in range(int(os.environ.get("CHANGES", "1")) - 1):
+            if not mutant:
+                break
             more, mutant = mutate(mutant)
             kind += "+" + more
         mutant_header = header

@@ -3,7 +3,9 @@
 //! (`shared/reference/dsh-formats.md` sections 4-6): [`migrate_records`].
 //!
 //! Pure functions over JSON records: no file, no store. One file per edge
-//! ([`v0_to_v1`], [`v1_to_v2`], [`v2_to_v3`]); the stream packing of chunks ([`stream`]),
+//! ([`v0_to_v1`], [`v1_to_v2`], [`v2_to_v3`]), chained as one stream ([`stages`]) after the
+//! source's own reader checks ([`input`]) and followed by dsh's restore checks of the result
+//! ([`restore_check`], [`relationships`]); the stream packing of chunks ([`stream`]),
 //! reference remapping ([`remap`]), `sourceEventSeqs` range encoding ([`ranges`]), the
 //! headers ([`header`]), the frozen inventories and payload checks ([`payload`]), the v2 -> v3
 //! admission ([`v2_admission`]) and the v3 event checks ([`v3_event`]) in their own.
@@ -157,8 +159,9 @@ impl MigrateError {
 
 /// Migrates `session` to format version `to` through dsh's adjacent edges.
 ///
-/// `to` equal to the stored version returns the session checked and unchanged. The input is
-/// not modified; the caller writes the result as a new artifact.
+/// `to` equal to the stored version returns the session checked, in its writer's form (as it
+/// was, for a file dsh wrote). The input is not modified; the caller writes the result as a
+/// new artifact.
 ///
 /// ```
 /// use dsh_session::{migrate_records, RawSession};

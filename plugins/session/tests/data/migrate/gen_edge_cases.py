@@ -39,7 +39,7 @@ def case(name, events, header=None, targets=None, raw=False):
     h=copy.deepcopy(header or H0)
     evs=events if raw else number(events)
     v=h.get("version",0) if isinstance(h.get("version"),int) else 0
-    cases.append((name,h,evs,targets or [t for t in (1,2,3) if t>v]))
+    cases.append((name,h,evs,targets or [t for t in (1,2,3) if t>v or (t==v and t>=2)]))
 
 # --- v0 -> v1
 ok_turn = head()+[user("u1"), chunk(1,1,text("He")), chunk(1,1,text("llo")), chunk(1,1,{"type":"finish","reason":{"kind":"stop"}}), amsg(1,1,"a1","Hello",[4,5,6])]+tail()
@@ -134,6 +134,16 @@ case("v2-delivery-claims-v3", head()+[user("u1"), ev("session-log-deepseek/deliv
 case("v2-message-with-sources", head()+[user("u1"), ev("assistant/message",{"turn":1,"step":1,"message":{"id":"a1","role":"assistant","content":[],"source":SRC},"stream":[]},surfaceOp="append",sourceEventSeqs=[3])]+tail(), header=H2)
 case("v2-inherited-unseeded", head()+[user("u1"), ev("session/end-seed",{"inherited":True})]+tail(), header=H2)
 case("v2-ptc-tag", head()+[user("u1"), ev("tool/ptc-dispatch",{"x":1})]+tail(), header=H2)
+
+case("v2-seeded-without-marker", head()+[user("u1")]+tail(), header=H2|{"parentSession":"p","isSeeded":True})
+case("v2-seeded-fork", head()+[user("u1")]+tail()+[ev("session/end-seed",{"inherited":True}), ev("turn/start",{"turn":2}), ev("step/start",{"turn":2,"step":1}), user("u2","again")]+[ev("step/end",{"turn":2,"step":1}), ev("turn/end",{"turn":2,"reason":{"kind":"completed"}})], header=H2|{"parentSession":"p","isSeeded":True})
+H3={"type":"session","version":3,"id":"s3","createdAt":5,"cwd":"/w","isSeeded":False,"delegationDepth":0}
+SYS={"id":"sys1","role":"system","source":{"kind":"plugin","plugin":"@deepseek-ai/dsh-system-prompt"},"content":[]}
+v3_head=[ev("turn/start",{"turn":1}), ev("step/start",{"turn":1,"step":1}), ev("system/message",{"turn":1,"step":1,"message":SYS},surfaceOp="append")]
+case("v3-current", v3_head+[ev("request/header",{"header":{"config":{"provider":"p","model":"m"}},"reason":"initial"}), user("u1")]+tail(), header=H3)
+case("v3-header-system", v3_head+[ev("request/header",hdr(tools=None)), user("u1")]+tail(), header=H3)
+case("v3-code-dispatch-tag", v3_head+[user("u1"), ev("tool/code-dispatch-start",{"rootCallId":"r","parentCallId":"r","subCallId":"s","name":"n","arguments":{}})]+tail(), header=H3)
+case("v3-empty-tools-kept", v3_head+[ev("request/header",{"header":{"config":{"provider":"p","model":"m"},"tools":[]},"reason":"initial"}), user("u1")]+tail(), header=H3)
 
 out=[]
 for name,h,evs,targets in cases:

@@ -2,7 +2,9 @@
 with dsh's verdicts per target version, in the edge-cases.jsonl format, for
 `DSH_MIGRATE_CASES=OUT cargo test -p dsh-session --test migrate_cases -- --ignored`.
 ORACLE=<temp copy of shared/tools/dsh-formats after setup.sh> SHARED=<shared> [SEED=1] [PER_FILE=3]
-[SOURCE=rc8|v1|v2|v3: the rc.8 files, or the converted corpus files of that version]
+[SOURCE=rc8|v1|v2|v3|cases: the rc.8 files, the converted corpus files of that version, or
+the inputs of edge-cases.jsonl]
+[CHANGES=1: changes per mutant]
 python3 gen_mutants.py OUT. Not committed output: it is large and random."""
 import json, os, random, shutil, subprocess, sys, tempfile, copy
 ORACLE = os.environ["ORACLE"]; SHARED = os.environ["SHARED"]
@@ -79,19 +81,32 @@ def mutate(events):
     return kind, renumber(events)
 
 SOURCE = os.environ.get("SOURCE", "rc8")
-if SOURCE == "rc8":
+if SOURCE in ("rc8", "cases"):
     folder = os.path.join(SHARED, "corpus/dsh-rc8"); suffix = ".jsonl"; version = 0
 else:
     folder = os.path.join(SHARED, "corpus/dsh-formats/files"); suffix = f".session.{SOURCE}.jsonl"; version = int(SOURCE[1:])
+def sources():
+    if SOURCE == "cases":
+        for line in open(os.path.join(HERE, "edge-cases.jsonl")):
+            case = json.loads(line)
+            yield case["name"], case["header"], case["events"]
+        return
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(suffix): continue
+        text = open(os.path.join(folder, name)).read().replace('"tools":"{{tools}}"', '"tools":[]')
+        lines = [l for l in text.split("\n") if l]
+        yield name, json.loads(lines[0]), expand([json.loads(l) for l in lines[1:]])
+
 out = []
-for name in sorted(os.listdir(folder)):
-    if not name.endswith(suffix): continue
-    text = open(os.path.join(folder, name)).read().replace('"tools":"{{tools}}"', '"tools":[]')
-    lines = [l for l in text.split("\n") if l]
-    header = json.loads(lines[0]); events = expand([json.loads(l) for l in lines[1:]])
+for name, header, events in sources():
     if not events: continue
     for n in range(PER_FILE):
         kind, mutant = mutate(events)
+        for _ in range(int(os.environ.get("CHANGES", "1")) - 1):
+            if not mutant:
+                break
+            more, mutant = mutate(mutant)
+            kind += "+" + more
         mutant_header = header
         if rng.random() < 0.15:
             kind, mutant, mutant_header = "header", events, mutate_header(header)
@@ -99,7 +114,8 @@ for name in sorted(os.listdir(folder)):
         open(path, "w").write("\n".join(json.dumps(x, separators=(",", ":"), ensure_ascii=False) for x in [mutant_header] + mutant) + "\n")
         expect = {}
         stored = mutant_header.get("version")
-        stored = stored if isinstance(stored, int) and not isinstance(stored, bool) and 0 <= stored <= 3 else version
+        base = header.get("version") if isinstance(header.get("version"), int) else version
+        stored = stored if isinstance(stored, int) and not isinstance(stored, bool) and 0 <= stored <= 3 else base
         for t in [t for t in (1, 2, 3) if t > stored or (t == stored and t >= 2)]:
             r = subprocess.run(["node", os.path.join(ORACLE, "edges.mjs"), path, str(t)], capture_output=True, text=True, cwd=ORACLE)
             expect[str(t)] = json.loads(r.stdout)

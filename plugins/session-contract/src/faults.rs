@@ -153,6 +153,18 @@ impl SessionPersistence for FaultyPersistence {
         self.inner.list()
     }
 
+    fn publish_successor(
+        &self,
+        header: &SessionHeader,
+        events: &[Arc<SessionEvent>],
+        source_revision: u64,
+    ) -> Result<(), PersistenceError> {
+        self.write(|| {
+            self.inner
+                .publish_successor(header, events, source_revision)
+        })
+    }
+
     fn release(&self, id: &SessionId) {
         self.inner.release(id);
     }

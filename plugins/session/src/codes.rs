@@ -30,6 +30,10 @@ pub const VERSION_MISMATCH: &str = "VERSION_MISMATCH";
 pub const LOG_CORRUPT: &str = "LOG_CORRUPT";
 /// A migration edge refuses an intact session (dsh's `SessionFormatUnsupportedMigrationError`).
 pub const MIGRATION_REFUSED: &str = "MIGRATION_REFUSED";
+/// A later generation of the stored session (a migrated one) supersedes the one written.
+pub const SESSION_SUPERSEDED: &str = "SESSION_SUPERSEDED";
+/// The persistence backend does not do what was asked (e.g. publish a migrated generation).
+pub const OPERATION_UNSUPPORTED: &str = "OPERATION_UNSUPPORTED";
 /// A seed (or a stored log) that breaks the seed rules.
 pub const SEED_INVALID: &str = "SEED_INVALID";
 /// An appended event that breaks the envelope, message or surface rules.

@@ -213,11 +213,36 @@ pub enum PersistenceError {
     #[error("the persistence backend panicked in {call}: {message}")]
     Panicked {
         /// The backend method: `create`, `append`, `append_atomic`, `load`, `open_log` (and
-        /// its log's `next_event`, `event_at`), `read_prefix`, `read_from`, `list`; `write` for the writes of a session to a backend that is going
+        /// its log's `next_event`, `event_at`), `read_prefix`, `read_from`, `list`, `publish_successor`; `write` for the writes of a session to a backend that is going
         /// (drained before it is disabled or replaced).
         call: &'static str,
         /// The panic's message (`"unknown panic payload"` when it is not a string).
         message: String,
+    },
+    /// The backend does not do `operation` (a third-party backend that keeps the trait's
+    /// default [`SessionPersistence::publish_successor`]). Nothing was written.
+    #[error(
+        "session \"{id}\": this persistence backend does not {operation}; nothing was written"
+    )]
+    Unsupported {
+        /// The session concerned.
+        id: SessionId,
+        /// What was asked, e.g. `publish a migrated generation`.
+        operation: &'static str,
+    },
+    /// The stored session has a later generation (a migration published `session.vN.jsonl`
+    /// beside it, or another process did): this write would go to the generation no reader
+    /// reads any more, so nothing was written. Reopen the session to write its current
+    /// generation.
+    #[error(
+        "session \"{id}\" has been superseded by {successor} (a migrated generation); \
+         nothing was written to the earlier generation"
+    )]
+    Superseded {
+        /// The session concerned.
+        id: SessionId,
+        /// The generation that supersedes the one written (a file or a format version).
+        successor: String,
     },
     /// The operating system refused a read or write.
     #[error("i/o error on {path}: {source}")]
@@ -249,6 +274,8 @@ impl PersistenceError {
             PersistenceError::LayoutUnsupported { .. } => codes::LAYOUT_UNSUPPORTED,
             PersistenceError::TooLarge { .. } => codes::LIMIT_EXCEEDED,
             PersistenceError::Panicked { .. } => codes::BACKEND_PANICKED,
+            PersistenceError::Unsupported { .. } => codes::OPERATION_UNSUPPORTED,
+            PersistenceError::Superseded { .. } => codes::SESSION_SUPERSEDED,
             PersistenceError::Io { .. } => codes::IO_ERROR,
         }
     }
@@ -338,6 +365,43 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// reading their logs.
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError>;
 
+    /// Publishes a migrated generation of a stored session: `header` (the stored session's
+    /// id, a format version above the stored generation's) and `events` (seqs `0, 1, 2, …`,
+    /// in that version's vocabulary), written in one durable step *beside* the stored
+    /// generation, which is left unchanged, as dsh's JSONL persistence publishes a migrated
+    /// session as a new file next to its source (`shared/reference/dsh-formats.md` §1, §2).
+    /// From then on reads of the id return the new generation (the highest, as dsh reads a
+    /// folder) and writes to the earlier one are refused ([`PersistenceError::Superseded`]).
+    ///
+    /// `source_revision` is the stored session's revision the caller migrated (the
+    /// [`StoredSession::revision`] of its read): when the stored session changed since,
+    /// nothing is written.
+    ///
+    /// The default refuses ([`PersistenceError::Unsupported`]): a backend that keeps one
+    /// generation per id cannot publish another beside it.
+    ///
+    /// # Errors
+    ///
+    /// [`PersistenceError::NotFound`]; [`PersistenceError::Conflict`] when the stored
+    /// session changed since `source_revision`, or a generation of `header.version` (or a
+    /// later one) is already stored; [`PersistenceError::HeaderInvalid`] or
+    /// [`PersistenceError::VersionUnsupported`] for a header that would not read back, or
+    /// whose version is not above the stored one; [`PersistenceError::SeqMismatch`],
+    /// [`PersistenceError::Unstorable`] as [`SessionPersistence::create`];
+    /// [`PersistenceError::Unsupported`]; [`PersistenceError::Io`].
+    fn publish_successor(
+        &self,
+        header: &SessionHeader,
+        events: &[Arc<SessionEvent>],
+        source_revision: u64,
+    ) -> Result<(), PersistenceError> {
+        let _ = (events, source_revision);
+        Err(PersistenceError::Unsupported {
+            id: header.id.clone(),
+            operation: "publish a migrated generation",
+        })
+    }
+
     /// Forgets what the backend keeps in memory to write session `id` quickly (the JSONL
     /// backend's view of its file's end), since no live session of this store writes it any
     /// more; the stored session is untouched, and a later write reads what it needs again.
@@ -410,6 +474,17 @@ impl SessionPersistence for Contained {
 
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
         contain("list", || self.0.list())
+    }
+
+    fn publish_successor(
+        &self,
+        header: &SessionHeader,
+        events: &[Arc<SessionEvent>],
+        source_revision: u64,
+    ) -> Result<(), PersistenceError> {
+        contain("publish_successor", || {
+            self.0.publish_successor(header, events, source_revision)
+        })
     }
 
     fn release(&self, id: &SessionId) {

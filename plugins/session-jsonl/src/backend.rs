@@ -1,5 +1,9 @@
 //! [`JsonlPersistence`]: the [`SessionPersistence`] backend over a folder of dsh rc.8 files.
 
+mod successor;
+
+use successor::check_current;
+
 use crate::compressed::compress_frame;
 use crate::durable::{publish_new_with, PublishError};
 use crate::earlier_layout;
@@ -200,6 +204,9 @@ impl JsonlPersistence {
             // The remembered path may be stale (the file moved): the next call looks again.
             *cached = None;
         })?;
+        // A migration may have published a later generation beside the file: what was
+        // written here would not be read any more.
+        check_current(id, &folder, &name, &path).inspect_err(|_| *cached = None)?;
         // What this backend last saw of the file (`None`: it has not read it yet).
         let viewed = cached
             .as_ref()
@@ -290,6 +297,49 @@ impl JsonlPersistence {
     }
 }
 
+/// Writes a new log of format `version` to `out`: `header_line` (with its newline), then
+/// every event of `seed` in that version's forms, compressed as `compression` asks (a frame
+/// for the header, one for the events); returns the written file's end.
+///
+/// A plain file is written as its lines are produced, a chunk at a time: a large seed (an
+/// import, a fork's copy, a migrated generation) is never held twice.
+///
+/// # Errors
+///
+/// What `out` or the encoder returns.
+pub(crate) fn write_new_log(
+    out: &mut dyn Write,
+    compression: Compression,
+    header_line: &[u8],
+    seed: &[Arc<SessionEvent>],
+    version: FormatVersion,
+) -> io::Result<FileEnd> {
+    if compression == Compression::Zstd {
+        let mut body = Vec::new();
+        for event in seed {
+            write_event_line(event, version, &mut body)?;
+        }
+        let mut bytes = compress_frame(header_line)?;
+        if !body.is_empty() {
+            bytes.extend(compress_frame(&body)?);
+        }
+        out.write_all(&bytes)?;
+        return Ok(FileEnd::of(&bytes));
+    }
+    out.write_all(header_line)?;
+    let mut end = FileEnd::of(header_line);
+    let mut chunk = Vec::with_capacity(CREATE_CHUNK_BYTES);
+    for (i, event) in seed.iter().enumerate() {
+        write_event_line(event, version, &mut chunk)?;
+        if chunk.len() >= CREATE_CHUNK_BYTES || i + 1 == seed.len() {
+            out.write_all(&chunk)?;
+            end.append(end.len(), &chunk);
+            chunk.clear();
+        }
+    }
+    Ok(end)
+}
+
 impl SessionPersistence for JsonlPersistence {
     /// Writes `<cwd folder>/<encoded id>/session.jsonl` (`session.jsonl.zstd` when the backend
     /// writes zstd: a frame for the header, one for the seed; `session.vN.jsonl[.zstd]` for a
@@ -347,30 +397,7 @@ impl SessionPersistence for JsonlPersistence {
         }
         let mut end = FileEnd::of(&header_line);
         let write = |out: &mut dyn Write| -> io::Result<()> {
-            if self.compression == Compression::Zstd {
-                let mut body = Vec::new();
-                for event in seed {
-                    write_event_line(event, version, &mut body)?;
-                }
-                let mut bytes = compress_frame(&header_line)?;
-                if !body.is_empty() {
-                    bytes.extend(compress_frame(&body)?);
-                }
-                end = FileEnd::of(&bytes);
-                return out.write_all(&bytes);
-            }
-            // A plain file is written as its lines are produced, a chunk at a time: a large
-            // seed (an import, a fork's copy) is never held twice.
-            out.write_all(&header_line)?;
-            let mut chunk = Vec::with_capacity(CREATE_CHUNK_BYTES);
-            for (i, event) in seed.iter().enumerate() {
-                write_event_line(event, version, &mut chunk)?;
-                if chunk.len() >= CREATE_CHUNK_BYTES || i + 1 == seed.len() {
-                    out.write_all(&chunk)?;
-                    end.append(end.len(), &chunk);
-                    chunk.clear();
-                }
-            }
+            end = write_new_log(out, self.compression, &header_line, seed, version)?;
             Ok(())
         };
         let also_sync = [&folders.cwd, &folders.root];
@@ -638,6 +665,20 @@ impl SessionPersistence for JsonlPersistence {
             (a.header.created_at, &a.header.id).cmp(&(b.header.created_at, &b.header.id))
         });
         Ok(listed)
+    }
+
+    /// Writes the migrated generation as a new file `session.vN.jsonl` (`.zstd` when this
+    /// backend writes zstd) in the session's folder, beside the current file, which is left
+    /// unchanged; held under the current file's write lock, so no append lands between the
+    /// revision check and the publication, and every later append to the earlier file is
+    /// refused ([`PersistenceError::Superseded`]).
+    fn publish_successor(
+        &self,
+        header: &SessionHeader,
+        events: &[Arc<SessionEvent>],
+        source_revision: u64,
+    ) -> Result<(), PersistenceError> {
+        self.publish_successor_file(header, events, source_revision)
     }
 
     fn release(&self, id: &SessionId) {

@@ -141,18 +141,7 @@ fn physical_envelope(value: &mut Value, version: FormatVersion) -> Result<(), St
             return Err(format!("released {version} row lacks required field {key}"));
         }
     }
-    if let Some(op) = map.get("surfaceOp") {
-        let op = version
-            .decode_surface_op(op)
-            .ok_or_else(|| format!("invalid {version} surfaceOp {op}"))?;
-        map.insert("surfaceOp".into(), FormatVersion::V0.encode_surface_op(op));
-    }
-    if let Some(seqs) = map.get("sourceEventSeqs") {
-        let own = map.get("seq").and_then(Value::as_u64).unwrap_or(u64::MAX);
-        let seqs = version.decode_source_seqs(seqs, own)?;
-        map.insert("sourceEventSeqs".into(), Value::from(seqs));
-    }
-    Ok(())
+    version.read_envelope(map)
 }
 
 /// The envelope as the fast path reads it: the optional fields keep an explicit `null`

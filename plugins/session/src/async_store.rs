@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use crate::event::SessionEvent;
+use crate::format::FormatVersion;
 use crate::header::SessionHeader;
 use crate::id::SessionId;
 use crate::persistence::{
     ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
 };
 use crate::session::Session;
-use crate::store::{CreateOptions, Imported, Resumed, SessionStore, StoreError};
+use crate::store::{CreateOptions, Imported, Migration, Resumed, SessionStore, StoreError};
 use dsh_core::{run_blocking, Unavailable};
 
 /// The async face of a [`SessionStore`]: the same calls, run off the runtime's workers. Cheap
@@ -158,6 +159,21 @@ impl AsyncSessionStore {
     ) -> Result<StoredSession, StoreError> {
         let (store, id) = (self.store.clone(), id.clone());
         run_blocking(move || store.read_stored(&id, len)).await
+    }
+
+    /// [`SessionStore::migrate`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `migrate`.
+    pub async fn migrate(
+        &self,
+        id: &SessionId,
+        to: FormatVersion,
+        dry_run: bool,
+    ) -> Result<Migration, StoreError> {
+        let (store, id) = (self.store.clone(), id.clone());
+        run_blocking(move || store.migrate(&id, to, dry_run)).await
     }
 
     /// The async face of the active backend ([`SessionStore::persistence`]).

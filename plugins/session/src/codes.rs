@@ -8,6 +8,8 @@
 pub const SESSION_NOT_FOUND: &str = "SESSION_NOT_FOUND";
 /// The session is not the live instance (disposed, or never in this store).
 pub const SESSION_NOT_LIVE: &str = "SESSION_NOT_LIVE";
+/// The session is live in the store, and the operation needs it not to be (a migration).
+pub const SESSION_LIVE: &str = "SESSION_LIVE";
 /// A live session already has the id.
 pub const SESSION_ALREADY_EXISTS: &str = "SESSION_ALREADY_EXISTS";
 /// A different session is stored under the id.

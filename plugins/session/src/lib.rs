@@ -70,7 +70,7 @@ pub use plugin::{SessionConfig, SessionPlugin};
 #[cfg(feature = "tokio")]
 pub use async_store::{AsyncPersistence, AsyncSessionStore};
 pub use store::{
-    CreateOptions, Imported, Inspected, Resumed, Seed, SessionCreated, SessionDisposed,
+    CreateOptions, Imported, Inspected, Migration, Resumed, Seed, SessionCreated, SessionDisposed,
     SessionFlush, SessionStore, StoreError,
 };
 

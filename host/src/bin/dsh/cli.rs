@@ -100,6 +100,21 @@ pub enum Command {
         /// Session id (live or stored).
         id: String,
     },
+    /// Migrate a stored session to a later dsh format version through dsh's chain (v0 -> v1 ->
+    /// v2 -> v3), refusing what dsh refuses, and store the result as a new generation beside
+    /// the source (session.vN.jsonl next to session.jsonl), which is left unchanged; the
+    /// session then reads as the new generation. The session must not be open elsewhere.
+    Migrate {
+        /// Session id.
+        id: String,
+        /// The format version to migrate to (1, 2 or 3; default 3, what dsh 0.1.5 writes).
+        #[arg(long, value_name = "N", default_value_t = 3)]
+        to: u64,
+        /// Say what would change (the versions, the event counts, the event types whose
+        /// counts change), and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Close the turn a crash left open in a stored session (appends the crash-repair closers
     /// durably, as dsh does on resume) and print what was appended.
     Repair {

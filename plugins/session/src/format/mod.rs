@@ -28,6 +28,7 @@
 //! assert_eq!(v3.encode_source_seqs(&[1, 3, 4, 5]), json!([1, [3, 5]]));
 //! ```
 
+mod envelope;
 pub(crate) mod rules;
 
 use crate::event::{SessionEvent, SurfaceOp};

@@ -46,6 +46,25 @@ pub enum StoreError {
         /// The session that was to be created.
         id: SessionId,
     },
+    /// The session is live in this store, and the operation needs it not to be: a migration
+    /// would leave its writer writing the generation the migration supersedes. Dispose it
+    /// first.
+    #[error("session \"{id}\" is live in this store; dispose it before migrating it")]
+    Live {
+        /// The id.
+        id: SessionId,
+    },
+    /// The stored session cannot be migrated to the version asked for: the migration's error,
+    /// with its code (`MIGRATION_REFUSED` with dsh's reason, `LOG_CORRUPT`,
+    /// `VERSION_UNSUPPORTED`). Nothing was written.
+    #[error("cannot migrate session \"{id}\": {source}")]
+    Migration {
+        /// The session.
+        id: SessionId,
+        /// Why.
+        #[source]
+        source: crate::migrate::MigrateError,
+    },
     /// The session is not live in this store (flush of a disposed or foreign session).
     #[error("session \"{id}\" is not live in this store")]
     NotLive {
@@ -128,6 +147,8 @@ impl StoreError {
             StoreError::InvalidSeed { source, .. } => source.code(),
             StoreError::StoredLog { source, .. } => source.code(),
             StoreError::NotLive { .. } => codes::SESSION_NOT_LIVE,
+            StoreError::Live { .. } => codes::SESSION_LIVE,
+            StoreError::Migration { source, .. } => source.code(),
             StoreError::Disposed { .. } => codes::STORE_DISPOSED,
             StoreError::NotFound { .. } => codes::SESSION_NOT_FOUND,
             StoreError::Listener { source, .. } => source.code(),

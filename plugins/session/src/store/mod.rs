@@ -10,11 +10,13 @@
 
 mod error;
 mod inspect;
+mod migrate;
 mod read;
 mod types;
 
 pub use error::StoreError;
 pub use inspect::Inspected;
+pub use migrate::Migration;
 pub use types::{
     CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
 };

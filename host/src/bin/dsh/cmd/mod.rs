@@ -6,6 +6,7 @@ pub mod fork;
 pub mod history;
 pub mod import;
 pub mod lineage;
+pub mod migrate;
 pub mod plugins;
 pub mod repair;
 pub mod services;

@@ -19,7 +19,8 @@
 //!
 //! Two prompts keep a turn running, for tests of what `dsh acp` does meanwhile (a crash, the
 //! editor going away, a fork): `/wait` answers in a first step, opens a second one, streams
-//! `waiting` as an `assistant/chunk` (the client sees it once the first step is durable) and
+//! `waiting` as an `assistant/chunk` (the client sees it once the first step is durable; in a
+//! v0 or v1 session, whose vocabulary has chunks) and
 //! waits until the turn is cancelled, then ends it `aborted`; `/hang` does the same but never
 //! heeds the cancellation (a runner stuck in a call), so only `dsh acp`'s bounded wait ends
 //! it.
@@ -97,10 +98,12 @@ async fn echo(turn: Turn) -> Result<(), TurnError> {
             "step": 2,
             "chunk": { "type": "text-delta", "index": 0, "text": "waiting" },
         });
-        session.append(EventDraft::new(
-            dsh::session::event_type::ASSISTANT_CHUNK,
-            chunk,
-        ))?;
+        // `assistant/chunk` is rc.8's (v0 and v1) vocabulary: a v2 or v3 session folds a
+        // stream into its `assistant/message`, so nothing is streamed there.
+        let kind = dsh::session::event_type::ASSISTANT_CHUNK;
+        if session.header().format().is_known_type(kind) {
+            session.append(EventDraft::new(kind, chunk))?;
+        }
         match heed {
             Heed::Cancel => turn.cancel.cancelled().await,
             Heed::Nothing => std::future::pending().await,

@@ -23,6 +23,7 @@ use dsh_session::backend::{
     ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
 };
 use dsh_session::event_type::TURN_START;
+use dsh_session::format::FormatVersion;
 use dsh_session::{
     check_invariants, CreateOptions, EventDraft, Resumed, Session, SessionEvent, SessionHeader,
     SessionId, SessionPlugin,
@@ -163,6 +164,10 @@ impl SessionPersistence for FaultyPersistence {
             self.inner
                 .publish_successor(header, events, source_revision)
         })
+    }
+
+    fn new_session_version(&self) -> FormatVersion {
+        self.inner.new_session_version()
     }
 
     fn release(&self, id: &SessionId) {

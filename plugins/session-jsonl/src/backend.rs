@@ -74,6 +74,7 @@ type Slot = Arc<Mutex<Option<Cursor>>>;
 pub struct JsonlPersistence {
     dir: StoreDir,
     compression: Compression,
+    version: FormatVersion,
     lock_timeout: Duration,
     slots: Mutex<HashMap<SessionId, Slot>>,
 }
@@ -85,6 +86,7 @@ impl JsonlPersistence {
         JsonlPersistence {
             dir: StoreDir::new(root.into()),
             compression: Compression::None,
+            version: FormatVersion::V0,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             slots: Mutex::new(HashMap::new()),
         }
@@ -129,6 +131,20 @@ impl JsonlPersistence {
     /// The same backend writing new session files in `compression` form.
     pub fn with_compression(mut self, compression: Compression) -> JsonlPersistence {
         self.compression = compression;
+        self
+    }
+
+    /// The same backend writing new sessions (a create whose meta names no version) in format
+    /// `version` (default v0) as `session.jsonl` (v0) or `session.vN.jsonl`, `.zstd` added in
+    /// zstd form ([`SessionPersistence::new_session_version`]).
+    ///
+    /// Keep v0 for sessions every dsh release opens: rc.8 reads only v0, and dsh 0.1.2 and
+    /// later read it through their migration chain. Choose v3 to write what dsh 0.1.5 (the
+    /// current release) writes: rc.8 cannot read those files. Existing sessions keep their
+    /// own version whatever this says: appends are written in the file's version, forks in
+    /// their source's.
+    pub fn with_format_version(mut self, version: FormatVersion) -> JsonlPersistence {
+        self.version = version;
         self
     }
 
@@ -679,6 +695,11 @@ impl SessionPersistence for JsonlPersistence {
         source_revision: u64,
     ) -> Result<(), PersistenceError> {
         self.publish_successor_file(header, events, source_revision)
+    }
+
+    /// The version of [`JsonlPersistence::with_format_version`] (v0 unless set).
+    fn new_session_version(&self) -> FormatVersion {
+        self.version
     }
 
     fn release(&self, id: &SessionId) {

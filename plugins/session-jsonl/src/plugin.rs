@@ -3,14 +3,18 @@
 use crate::backend::{Compression, JsonlPersistence};
 use dsh_core::{BoxError, Plugin, PluginError, Scope, ServiceKey};
 use dsh_session::backend::{non_empty_path, SessionPersistence};
+use dsh_session::format::FormatVersion;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The plugin's configuration: `{"root": "DIR", "compression": "none" | "zstd"}`: the folder
-/// sessions are stored in (a relative path is taken from the current directory when the plugin
-/// starts; created on the first write; an empty path, or a path to a file, is refused) and the
-/// form new session files are written in (default `"none"`, plain `session.jsonl`).
+/// The plugin's configuration: `{"root": "DIR", "compression": "none" | "zstd",
+/// "formatVersion": 0 | 1 | 2 | 3}`: the folder sessions are stored in (a relative path is
+/// taken from the current directory when the plugin starts; created on the first write; an
+/// empty path, or a path to a file, is refused), the form new session files are written in
+/// (default `"none"`, plain `session.jsonl`) and the dsh format version new sessions are
+/// written in (default 0: see [`JsonlPersistence::with_format_version`] for why, and when to
+/// choose 3). Any other `formatVersion` fails the plugin's config, naming the versions.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JsonlConfig {
@@ -20,6 +24,18 @@ pub struct JsonlConfig {
     /// The form of new session files.
     #[serde(default)]
     pub compression: Compression,
+    /// The format version of new sessions.
+    #[serde(default, rename = "formatVersion", deserialize_with = "format_version")]
+    pub format_version: FormatVersion,
+}
+
+fn format_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FormatVersion, D::Error> {
+    let number = u64::deserialize(d)?;
+    FormatVersion::from_number(number).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "{number} is not a dsh format version this build writes (0, 1, 2 or 3)"
+        ))
+    })
 }
 
 fn store_folder<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
@@ -44,8 +60,11 @@ impl Plugin for SessionJsonlPlugin {
     fn apply(&self, scope: &Scope, config: JsonlConfig, (): ()) -> Result<(), BoxError> {
         let backend = JsonlPersistence::open(config.root)
             .map_err(|error| PluginError::new(error.code(), error))?;
-        let backend: Arc<dyn SessionPersistence> =
-            Arc::new(backend.with_compression(config.compression));
+        let backend: Arc<dyn SessionPersistence> = Arc::new(
+            backend
+                .with_compression(config.compression)
+                .with_format_version(config.format_version),
+        );
         scope.provide(backend)?;
         Ok(())
     }

@@ -11,6 +11,7 @@
 
 use crate::codes;
 use crate::event::SessionEvent;
+use crate::format::FormatVersion;
 use crate::header::SessionHeader;
 use crate::id::{SessionId, SessionIdError};
 use crate::session::Session;
@@ -213,7 +214,7 @@ pub enum PersistenceError {
     #[error("the persistence backend panicked in {call}: {message}")]
     Panicked {
         /// The backend method: `create`, `append`, `append_atomic`, `load`, `open_log` (and
-        /// its log's `next_event`, `event_at`), `read_prefix`, `read_from`, `list`, `publish_successor`; `write` for the writes of a session to a backend that is going
+        /// its log's `next_event`, `event_at`), `read_prefix`, `read_from`, `list`, `publish_successor`, `new_session_version`; `write` for the writes of a session to a backend that is going
         /// (drained before it is disabled or replaced).
         call: &'static str,
         /// The panic's message (`"unknown panic payload"` when it is not a string).
@@ -402,6 +403,16 @@ pub trait SessionPersistence: Send + Sync + 'static {
         })
     }
 
+    /// The format version new sessions are written in: the version of a session whose
+    /// create names none ([`crate::SessionMeta::version`] unset). Forks, imports and loads
+    /// keep the version of what they come from.
+    ///
+    /// The default is v0 (rc.8's format): every dsh release reads it (rc.8 natively, dsh
+    /// 0.1.2 and later through their migration chain), which no later version can say.
+    fn new_session_version(&self) -> FormatVersion {
+        FormatVersion::V0
+    }
+
     /// Forgets what the backend keeps in memory to write session `id` quickly (the JSONL
     /// backend's view of its file's end), since no live session of this store writes it any
     /// more; the stored session is untouched, and a later write reads what it needs again.
@@ -485,6 +496,11 @@ impl SessionPersistence for Contained {
         contain("publish_successor", || {
             self.0.publish_successor(header, events, source_revision)
         })
+    }
+
+    fn new_session_version(&self) -> FormatVersion {
+        // A backend that panics here gets the default (and the panic is logged).
+        contain("new_session_version", || Ok(self.0.new_session_version())).unwrap_or_default()
     }
 
     fn release(&self, id: &SessionId) {

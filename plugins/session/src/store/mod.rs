@@ -184,7 +184,13 @@ impl SessionStore {
         if self.disposed.load(Ordering::SeqCst) {
             return Err(StoreError::Disposed { id });
         }
-        let version = options.meta.version.unwrap_or(SESSION_FORMAT_VERSION);
+        // A new session without a version takes the backend's (v0 without one).
+        let version = options.meta.version.unwrap_or_else(|| {
+            self.persistence()
+                .map_or(SESSION_FORMAT_VERSION, |backend| {
+                    backend.new_session_version().number()
+                })
+        });
         let Some(version) = FormatVersion::from_number(version) else {
             return Err(StoreError::InvalidHeader {
                 id,
@@ -211,6 +217,7 @@ impl SessionStore {
             }
         };
         let mut meta = options.meta;
+        meta.version = Some(version.number());
         // A new seeded v2 or v3 session records its cut as dsh does: in the log.
         let seed = if stored.is_none() && !version.has_seed_length() && meta.seed_length.is_some() {
             meta.seed_length = None;

@@ -1,3 +1,5 @@
+//! Format versions in the store: the version new sessions are written in (the backend's
+//! [`SessionPersistence::new_session_version`], a create's meta), and
 //! [`SessionStore::migrate`]: a stored session migrated through dsh's chain and published as a
 //! new generation by the backend, over the JSONL backend and over one that keeps a single
 //! generation per id.
@@ -178,4 +180,55 @@ fn a_backend_without_generations_refuses_and_nothing_is_written() {
     );
     assert_eq!(files(dir.path()), before);
     assert_eq!(store.load(&id).expect("loads").header().version, 0);
+}
+
+#[test]
+fn new_sessions_take_the_backends_version_unless_their_meta_names_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let backend = JsonlPersistence::new(dir.path()).with_format_version(FormatVersion::V3);
+    let (_ctx, store) = store_over(Arc::new(backend));
+    let v3 = store
+        .create(
+            Some("new".into()),
+            CreateOptions::meta(SessionMeta::default().cwd("/p")),
+        )
+        .expect("created");
+    assert_eq!(v3.header().version, 3);
+    assert_eq!(v3.header().is_seeded, Some(false));
+    let named = store
+        .create(
+            Some("named".into()),
+            CreateOptions::meta(SessionMeta::default().cwd("/p").version(FormatVersion::V0)),
+        )
+        .expect("created");
+    assert_eq!(named.header().version, 0);
+    for id in ["new", "named"] {
+        store.dispose(&SessionId::from(id)).expect("disposed");
+    }
+    let reader = JsonlPersistence::new(dir.path());
+    assert_eq!(
+        reader
+            .load(&SessionId::from("new"))
+            .expect("stored")
+            .header
+            .version,
+        3
+    );
+    assert_eq!(
+        reader
+            .load(&SessionId::from("named"))
+            .expect("stored")
+            .header
+            .version,
+        0
+    );
+    // Without a backend's choice, v0.
+    let (_ctx, plain) = store_over(Arc::new(JsonlPersistence::new(dir.path())));
+    let v0 = plain
+        .create(
+            Some("plain".into()),
+            CreateOptions::meta(SessionMeta::default().cwd("/p")),
+        )
+        .expect("created");
+    assert_eq!(v0.header().version, 0);
 }

@@ -122,8 +122,60 @@ fn a_store_of_another_schema_version_is_refused_and_left_unchanged() {
     let error = PostgresPersistence::open(&schema.url, Some(&schema.name)).unwrap_err();
     assert_eq!(error.code(), "VERSION_UNSUPPORTED", "{error}");
     assert!(error.to_string().contains("schema version 9"), "{error}");
-    schema.execute("UPDATE {s}.dsh_schema SET version = 1", &[]);
+    let current = dsh_session_postgres::schema::SCHEMA_VERSION;
+    schema.execute("UPDATE {s}.dsh_schema SET version = $1", &[&current]);
     assert_eq!(schema.open().load(&header.id).unwrap().events.len(), 2);
+}
+
+/// A store written by the previous build (schema 1: v0 sessions only, no `is_seeded`) is
+/// upgraded when opened: its sessions read back and take appends, and v3 sessions are stored
+/// beside them.
+#[test]
+#[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
+fn a_schema_1_store_is_upgraded_and_keeps_its_sessions() {
+    let schema = TestSchema::new("upgrade");
+    for statement in [
+        "CREATE SCHEMA {s}",
+        "CREATE TABLE {s}.dsh_schema (version INTEGER NOT NULL)",
+        "INSERT INTO {s}.dsh_schema (version) VALUES (1)",
+        "CREATE TABLE {s}.sessions (id TEXT PRIMARY KEY, version BIGINT NOT NULL, \
+         created_at BIGINT NOT NULL, cwd TEXT, parent_session TEXT, seed_length BIGINT, \
+         origin TEXT, delegation_depth BIGINT, agent_preset TEXT, extra JSON NOT NULL)",
+        "CREATE TABLE {s}.events (session_id TEXT NOT NULL REFERENCES {s}.sessions (id), \
+         seq BIGINT NOT NULL, type TEXT NOT NULL, time BIGINT NOT NULL, data JSON NOT NULL, \
+         surface_op JSON, source_event_seqs JSON, ignorable BOOLEAN, \
+         PRIMARY KEY (session_id, seq))",
+        "INSERT INTO {s}.sessions (id, version, created_at, cwd, seed_length, extra) \
+         VALUES ('old', 0, 5, '/w', 1, '{\"later\":1}')",
+        "INSERT INTO {s}.events (session_id, seq, type, time, data) \
+         VALUES ('old', 0, 'plugin/note', 6, '{\"n\":0}')",
+    ] {
+        schema.execute(statement, &[]);
+    }
+    let backend = schema.open();
+    let id = SessionId::from("old");
+    let stored = backend.load(&id).unwrap();
+    assert_eq!(stored.header.version, 0);
+    assert_eq!(
+        (stored.header.seed_length, stored.header.is_seeded),
+        (Some(1), None)
+    );
+    assert_eq!(stored.header.extra.get("later"), Some(&json!(1)));
+    backend.append(&id, &[note(1, "after")]).unwrap();
+    assert_eq!(backend.load(&id).unwrap().events.len(), 2);
+    let meta = SessionMeta::default()
+        .version(dsh_session::format::FormatVersion::V3)
+        .cwd("/w");
+    let mut v3 = SessionHeader::new(SessionId::from("new"), 9, meta);
+    v3.is_seeded = Some(true);
+    backend.create(&v3, &[note(0, "v3")]).unwrap();
+    assert_eq!(backend.load(&v3.id).unwrap().header, v3);
+    drop(backend);
+    assert_eq!(
+        schema.open().list().unwrap().len(),
+        2,
+        "a second open changes nothing"
+    );
 }
 
 #[test]

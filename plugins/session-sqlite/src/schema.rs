@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The schema version this build reads and writes, stored as `PRAGMA user_version`. A database
-/// of an earlier schema version is upgraded when it is opened ([`UPGRADES`]); one of a later
+/// of an earlier schema version is upgraded when it is opened, in one transaction; one of a later
 /// version is refused with [`PersistenceError::VersionUnsupported`].
 ///
 /// Schema 1 stored v0 sessions; schema 2 adds `sessions.is_seeded` (the fork flag of a v2 or

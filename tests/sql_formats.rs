@@ -10,6 +10,8 @@
 //! JSONL writer's: a file dsh wrote may spell a record differently (key order, unranged
 //! sources), so both sides are compared as this build's JSONL writer writes them.
 
+#![cfg(all(feature = "session-jsonl", feature = "session-sqlite"))]
+
 use dsh::session::backend::{SessionPersistence, StoredSession};
 use dsh::session::format::FormatVersion;
 use dsh::session::{SessionEvent, SessionHeader, SessionId, SessionMeta, SurfaceOp};

@@ -242,13 +242,18 @@ macro_rules! suite_test {
 mod tests {
     use std::collections::BTreeSet;
 
-    /// The names of the public functions of `cases.rs` (every one is a case).
+    /// The names of the public functions of `cases.rs` and its submodules (every one is a
+    /// case).
     fn defined_cases() -> BTreeSet<&'static str> {
-        include_str!("cases.rs")
-            .lines()
-            .filter_map(|line| line.strip_prefix("pub fn "))
-            .filter_map(|rest| rest.split('(').next())
-            .collect()
+        [
+            include_str!("cases.rs"),
+            include_str!("cases/generations.rs"),
+        ]
+        .into_iter()
+        .flat_map(str::lines)
+        .filter_map(|line| line.strip_prefix("pub fn "))
+        .filter_map(|rest| rest.split('(').next())
+        .collect()
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use crate::driver::{block, Driver};
 use crate::error::{is_duplicate_key, sql_error, write_error, OpenError, Place};
 use crate::publish::{header_params, publish_in};
+use crate::rows::{insert_events, PgRow};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
 use dsh_session::backend::{
     check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
@@ -598,9 +599,8 @@ impl SessionPersistence for PostgresPersistence {
     ///
     /// As [`SessionPersistence::create`] for the header and events;
     /// [`PersistenceError::NotFound`]; [`PersistenceError::Conflict`] when the stored
-    /// session's revision is not `source_revision`, its version is not below `header.version`,
-    /// or a generation of that version or a later one was published before (nothing is
-    /// written); [`PersistenceError::Locked`]; [`PersistenceError::Io`].
+    /// session's revision is not `source_revision`, or its version is not below
+    /// `header.version` (every earlier generation is below it: nothing is written); [`PersistenceError::Locked`]; [`PersistenceError::Io`].
     fn publish_successor(
         &self,
         header: &SessionHeader,
@@ -643,69 +643,4 @@ fn check_schema_name(schema: &str) -> Result<(), OpenError> {
         schema: schema.to_owned(),
         reason: reason.into(),
     })
-}
-
-/// Inserts the `events` rows of `events` for session `id` in one statement.
-fn insert_events(
-    tx: &mut Transaction,
-    statement: &Statement,
-    id: &SessionId,
-    events: &[Arc<SessionEvent>],
-) -> Result<(), tokio_postgres::Error> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let rows: Vec<EventColumns> = events.iter().map(|e| EventColumns::of(e)).collect();
-    let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
-    let kinds: Vec<&str> = rows.iter().map(|r| r.kind.as_str()).collect();
-    let times: Vec<i64> = rows.iter().map(|r| r.time).collect();
-    let data: Vec<&str> = rows.iter().map(|r| r.data.as_str()).collect();
-    let surface_ops: Vec<Option<&str>> = rows.iter().map(|r| r.surface_op.as_deref()).collect();
-    let sources: Vec<Option<&str>> = rows
-        .iter()
-        .map(|r| r.source_event_seqs.as_deref())
-        .collect();
-    let ignorable: Vec<Option<bool>> = rows.iter().map(|r| r.ignorable).collect();
-    block(tx.execute(
-        statement,
-        &[
-            &id.as_str(),
-            &seqs,
-            &kinds,
-            &times,
-            &data,
-            &surface_ops,
-            &sources,
-            &ignorable,
-        ],
-    ))?;
-    Ok(())
-}
-
-/// A PostgreSQL row, read by the shared row mapping ([`HeaderColumns::read`] for a row selected
-/// with [`HEADER_SELECT`], [`EventColumns::read`] for one selected with [`EVENT_SELECT`]).
-struct PgRow<'a>(&'a tokio_postgres::Row);
-
-impl dsh_session_sql::Row for PgRow<'_> {
-    type Error = tokio_postgres::Error;
-
-    fn int(&self, index: usize) -> Result<i64, tokio_postgres::Error> {
-        self.0.try_get(index)
-    }
-
-    fn opt_int(&self, index: usize) -> Result<Option<i64>, tokio_postgres::Error> {
-        self.0.try_get(index)
-    }
-
-    fn text(&self, index: usize) -> Result<String, tokio_postgres::Error> {
-        self.0.try_get(index)
-    }
-
-    fn opt_text(&self, index: usize) -> Result<Option<String>, tokio_postgres::Error> {
-        self.0.try_get(index)
-    }
-
-    fn opt_bool(&self, index: usize) -> Result<Option<bool>, tokio_postgres::Error> {
-        self.0.try_get(index)
-    }
 }

@@ -15,8 +15,7 @@ type Params<'a> = [&'a (dyn ToSql + Sync)];
 /// Publishes `row` (the successor's header row) and its events as the current generation of
 /// session `id` in namespace `s` (quoted), in the open transaction `tx`, when the stored
 /// generation is the one whose revision is `source_revision` and of an earlier version
-/// ([`check_publishable`]) and no generation of `row`'s version or a later one was published
-/// before. `insert_events` inserts the successor's event rows (the backend's statement).
+/// ([`check_publishable`]; every superseded generation is older still). `insert_events` inserts the successor's event rows (the backend's statement).
 ///
 /// Returns the refusal (nothing was changed) or `None` once every row is written.
 ///
@@ -50,19 +49,6 @@ pub(crate) fn publish_in(
         check_publishable(&id, stored, sql_count(revision), successor, source_revision);
     if let Err(refused) = publishable {
         return Ok(Some(refused));
-    }
-    let later: bool = block(tx.query_one(
-        &format!(
-            "SELECT EXISTS (SELECT 1 FROM {s}.superseded_sessions WHERE id = $1 AND version >= $2)"
-        ),
-        &[&row.id, &row.version],
-    ))?
-    .get(0);
-    if later {
-        return Ok(Some(PersistenceError::Conflict {
-            id,
-            reason: format!("a generation of format v{successor} or later was published before"),
-        }));
     }
     let (header_names, event_names) = (HeaderColumns::NAMES, EventColumns::NAMES);
     block(tx.execute(

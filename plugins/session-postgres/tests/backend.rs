@@ -292,3 +292,50 @@ fn a_write_waiting_for_one_sessions_lock_does_not_hold_up_another_session() {
     });
     assert_eq!(backend.load(&waiting.id).unwrap().revision, 2);
 }
+
+/// A published successor keeps its source: the earlier generations' headers and events move,
+/// in the publishing transaction, to the tables of superseded generations, unchanged.
+#[test]
+#[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
+fn a_published_successor_keeps_every_earlier_generation_in_the_superseded_tables() {
+    use dsh_session::format::FormatVersion;
+    let schema = TestSchema::new("generations");
+    let (backend, source) = stored(&schema, "kept", 3);
+    let at = |version: FormatVersion| {
+        let mut header = source.clone();
+        header.version = version.number();
+        header.is_seeded = (!version.has_seed_length()).then_some(false);
+        header
+    };
+    let v2: Vec<_> = (0..4).map(|seq| note(seq, "v2")).collect();
+    backend
+        .publish_successor(&at(FormatVersion::V2), &v2, 3)
+        .expect("published v2");
+    let v3: Vec<_> = (0..5).map(|seq| note(seq, "v3")).collect();
+    backend
+        .publish_successor(&at(FormatVersion::V3), &v3, 4)
+        .expect("published v3");
+    let kept: Vec<(i64, i64)> = schema
+        .connect()
+        .query(
+            &format!(
+                "SELECT s.version, (SELECT COUNT(*) FROM \"{0}\".superseded_events e \
+                 WHERE e.session_id = s.id AND e.version = s.version) \
+                 FROM \"{0}\".superseded_sessions s WHERE s.id = 'kept' ORDER BY s.version",
+                schema.name
+            ),
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert_eq!(
+        kept,
+        [(0, 3), (2, 4)],
+        "v0 with its 3 events, v2 with its 4"
+    );
+    let current = schema.open().load(&source.id).unwrap();
+    assert_eq!((current.header.version, current.events.len()), (3, 5));
+    assert_eq!(current.events[4].data.to_value()["from"], "v3");
+}

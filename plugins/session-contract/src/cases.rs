@@ -3,34 +3,43 @@
 //!
 //! Cases that reach behind the backend say so; the rest use only [`SessionPersistence`] and
 //! the session store. Where a case follows reference section 9.2 "Persistence" its number is
-//! given (28-33); the `session/end-seed` parts hold without the marker (this store writes
-//! none: the header's `seedLength` is the seed boundary).
+//! given (28-33). Every case runs twice (see [`crate::contract_tests!`]): with sessions in
+//! format v0, where the header's `seedLength` is a fork child's seed boundary, and in format
+//! v3, where the boundary is the header's `isSeeded` and an inherited `session/end-seed` marker
+//! in the log ([`Fixture::version`]).
 
 use crate::support::{
     assert_stored, context, expect_code, from, header, json_texts, listed_headers, load_fresh,
-    meta, store, stored_with_turns, tricky_event, turn_drafts, turns, CWD, NEWER_VERSION,
+    mark_cut, store, stored_with_turns, tricky_event, turn_drafts, turns, versioned_meta, CWD,
+    NEWER_VERSION,
 };
 use crate::Fixture;
+
+mod generations;
 use dsh_session::backend::{PersistenceError, SessionPersistence};
 use dsh_session::{CreateOptions, EventDraft, SessionEvent, SessionId, SurfaceOp, TurnEndReason};
+pub use generations::*;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-/// A header with every field set (lineage, origin, depth, preset, an unmodelled field) and a
-/// two-turn seed read back identical, by the writing instance and by a fresh one.
+/// A header with every field its version has (lineage with the cut, origin, depth, preset, in
+/// v0 an unmodelled field) and a two-turn seed read back identical, by the writing instance
+/// and by a fresh one.
 pub fn create_then_load_round_trips_header_and_events(fixture: &dyn Fixture) {
     let backend = fixture.open();
-    let mut header = header("full", 1_700_000_000_123);
-    header.parent_session = Some(SessionId::from("parent"));
-    header.seed_length = Some(6);
+    let mut header = header(fixture, "full", 1_700_000_000_123);
+    let mut events = turns(2);
+    mark_cut(&mut header, &mut events, "parent", 6);
     header.origin = Some("subagent".into());
     header.delegation_depth = Some(2);
     header.agent_preset = Some("coder".into());
-    header
-        .extra
-        .insert("futureField".into(), json!([1, {"b": 2, "a": 1}]));
-    let events = turns(2);
+    if header.version == 0 {
+        // v1 to v3 headers have exact keys.
+        header
+            .extra
+            .insert("futureField".into(), json!([1, {"b": 2, "a": 1}]));
+    }
     backend.create(&header, &events).expect("created");
     let stored = backend.load(&header.id).expect("loads");
     assert_stored(&stored, &header, &events);
@@ -42,7 +51,7 @@ pub fn create_then_load_round_trips_header_and_events(fixture: &dyn Fixture) {
 /// optional envelope keys) read back as the same JSON text.
 pub fn events_read_back_as_identical_json(fixture: &dyn Fixture) {
     let backend = fixture.open();
-    let header = header("tricky", 5);
+    let header = header(fixture, "tricky", 5);
     let first = Arc::new(tricky_event(0));
     let mut second = tricky_event(1);
     second.surface_op = Some(SurfaceOp::Replace { start: 0, end: 0 });
@@ -61,7 +70,7 @@ pub fn events_read_back_as_identical_json(fixture: &dyn Fixture) {
 /// from the stored next seq.
 pub fn appends_then_load_round_trip(fixture: &dyn Fixture) {
     let backend = fixture.open();
-    let header = header("appended", 7);
+    let header = header(fixture, "appended", 7);
     let events = turns(3);
     backend.create(&header, &[]).expect("created");
     for (start, end) in [(0, 1), (1, 5), (5, 12)] {
@@ -86,7 +95,7 @@ pub fn appends_then_load_round_trip(fixture: &dyn Fixture) {
 /// that seq whole.
 pub fn atomic_appends_round_trip_between_appends(fixture: &dyn Fixture) {
     let backend = fixture.open();
-    let header = header("atomic", 3);
+    let header = header(fixture, "atomic", 3);
     let events = turns(3);
     backend.create(&header, &events[..2]).expect("created");
     backend
@@ -109,7 +118,7 @@ pub fn atomic_appends_round_trip_between_appends(fixture: &dyn Fixture) {
 /// empty.
 pub fn an_empty_session_is_stored_and_loads_empty(fixture: &dyn Fixture) {
     let backend = fixture.open();
-    let header = header("empty", 1);
+    let header = header(fixture, "empty", 1);
     backend.create(&header, &[]).expect("created");
     assert_stored(&load_fresh(fixture, "empty"), &header, &[]);
     assert_stored(
@@ -160,7 +169,7 @@ pub fn a_non_contiguous_batch_is_rejected_whole(fixture: &dyn Fixture) {
 /// A seed that does not start at seq 0 is refused and leaves nothing stored.
 pub fn a_seed_not_starting_at_zero_is_rejected_and_nothing_is_stored(fixture: &dyn Fixture) {
     let backend = fixture.open();
-    let header = header("offset", 1);
+    let header = header(fixture, "offset", 1);
     let events = turns(1);
     expect_code(backend.create(&header, &events[1..]), "SEQ_MISMATCH");
     expect_code(backend.load(&header.id), "SESSION_NOT_FOUND");
@@ -357,7 +366,7 @@ pub fn the_revision_changes_with_each_append_and_only_then(fixture: &dyn Fixture
 pub fn list_reports_the_revision_each_load_reports(fixture: &dyn Fixture) {
     let backend = fixture.open();
     for (id, turn_count) in [("two", 2), ("none", 0), ("one", 1)] {
-        let header = header(id, 5);
+        let header = header(fixture, id, 5);
         backend
             .create(&header, &turns(turn_count))
             .expect("created");
@@ -408,7 +417,7 @@ pub fn list_returns_headers_sorted_without_reading_logs(fixture: &dyn Fixture) {
     let backend = fixture.open();
     let mut headers = Vec::new();
     for (id, created_at) in [("c", 30), ("b", 10), ("a", 30), ("d", 20)] {
-        let header = header(id, created_at);
+        let header = header(fixture, id, created_at);
         backend.create(&header, &turns(2)).expect("created");
         headers.push(header);
     }
@@ -424,7 +433,7 @@ pub fn list_returns_headers_sorted_without_reading_logs(fixture: &dyn Fixture) {
 /// message telling to upgrade, and nothing is stored.
 pub fn a_newer_header_version_is_refused_with_upgrade_and_not_written(fixture: &dyn Fixture) {
     let backend = fixture.open();
-    let mut header = header("future", 1);
+    let mut header = header(fixture, "future", 1);
     header.version = NEWER_VERSION;
     let error = expect_code(backend.create(&header, &turns(1)), "VERSION_UNSUPPORTED");
     assert!(error.to_string().contains("upgrade"), "{error}");
@@ -463,7 +472,7 @@ pub fn a_gap_before_the_last_turn_end_refuses_the_load(fixture: &dyn Fixture) {
 /// dropped (and reported) by every load and tail read without being cut (the revision stays);
 /// resuming cuts it and closes the open turn durably (the revision changes).
 pub fn a_torn_final_record_is_dropped_on_load_and_cut_on_resume(fixture: &dyn Fixture) {
-    let header = header("torn", 3);
+    let header = header(fixture, "torn", 3);
     let mut events = turns(1);
     for draft in [
         EventDraft::turn_start(2),
@@ -511,7 +520,10 @@ pub fn a_torn_final_record_is_dropped_on_load_and_cut_on_resume(fixture: &dyn Fi
 pub fn store_flush_round_trips_through_a_new_context(fixture: &dyn Fixture) {
     let ctx = context(fixture);
     let session = store(&ctx)
-        .create(Some(SessionId::from("live")), CreateOptions::meta(meta(11)))
+        .create(
+            Some(SessionId::from("live")),
+            CreateOptions::meta(versioned_meta(fixture, 11)),
+        )
         .expect("created");
     for draft in (1..=2).flat_map(turn_drafts) {
         session.append(draft).expect("appended");
@@ -541,7 +553,10 @@ pub fn store_flush_never_writes_an_event_twice(fixture: &dyn Fixture) {
     let ctx = context(fixture);
     let store = store(&ctx);
     let session = store
-        .create(Some(SessionId::from("once")), CreateOptions::meta(meta(12)))
+        .create(
+            Some(SessionId::from("once")),
+            CreateOptions::meta(versioned_meta(fixture, 12)),
+        )
         .expect("created");
     store.flush(&session).expect("an empty flush");
     for turn in 1..=2 {
@@ -574,7 +589,7 @@ pub fn a_fork_child_is_persisted_once_with_its_lineage(fixture: &dyn Fixture) {
     let source = store
         .create(
             Some(SessionId::from("source")),
-            CreateOptions::meta(meta(20)),
+            CreateOptions::meta(versioned_meta(fixture, 20)),
         )
         .expect("source created");
     for draft in (1..=2).flat_map(turn_drafts) {
@@ -582,7 +597,7 @@ pub fn a_fork_child_is_persisted_once_with_its_lineage(fixture: &dyn Fixture) {
     }
     store.flush(&source).expect("source flushed");
     let seed = source.events();
-    let child_meta = meta(21).lineage(source.id().clone(), seed.len() as u64);
+    let child_meta = versioned_meta(fixture, 21).lineage(source.id().clone(), seed.len() as u64);
     let child = store
         .create(
             Some(SessionId::from("child")),
@@ -603,7 +618,20 @@ pub fn a_fork_child_is_persisted_once_with_its_lineage(fixture: &dyn Fixture) {
         stored.header.parent_session,
         Some(SessionId::from("source"))
     );
-    assert_eq!(stored.header.seed_length, Some(12));
+    if stored.header.format().has_seed_length() {
+        assert_eq!(stored.header.seed_length, Some(12));
+    } else {
+        assert_eq!(
+            (stored.header.seed_length, stored.header.is_seeded),
+            (None, Some(true))
+        );
+        assert_eq!(
+            dsh_session::format::inherited_cut(&stored.events),
+            Some(12),
+            "the cut is marked after the seed"
+        );
+    }
+    assert_eq!(stored.header.version, fixture.version().number());
     assert_eq!(stored.header.cwd.as_deref(), Some(CWD));
     assert_eq!(
         json_texts(&stored.events),
@@ -638,10 +666,9 @@ pub fn a_fork_child_is_persisted_once_with_its_lineage(fixture: &dyn Fixture) {
 /// log.
 pub fn resume_keeps_created_at_and_seed_length_and_does_not_grow_the_log(fixture: &dyn Fixture) {
     let backend = fixture.open();
-    let mut child = header("resumed", 42);
-    child.parent_session = Some(SessionId::from("parent"));
-    child.seed_length = Some(6);
-    let events = turns(2);
+    let mut child = header(fixture, "resumed", 42);
+    let mut events = turns(2);
+    mark_cut(&mut child, &mut events, "parent", 6);
     backend.create(&child, &events).expect("created");
     for _ in 0..3 {
         let ctx = context(fixture);
@@ -658,7 +685,7 @@ pub fn resume_keeps_created_at_and_seed_length_and_does_not_grow_the_log(fixture
 /// A stored session whose last turn a crash left open is closed by resume with durable
 /// closers, once: a second resume appends nothing.
 pub fn resume_closes_an_open_turn_once(fixture: &dyn Fixture) {
-    let header = header("crashed", 9);
+    let header = header(fixture, "crashed", 9);
     let mut events = turns(1);
     for draft in [EventDraft::turn_start(2), EventDraft::step_start(2, 1)] {
         let seq = events.len() as u64;
@@ -690,7 +717,7 @@ pub fn the_store_adopts_a_stored_prefix_and_appends_only_the_rest(fixture: &dyn 
     let session = store
         .create(
             Some(header.id.clone()),
-            CreateOptions::new(full, meta(header.created_at)),
+            CreateOptions::new(full, versioned_meta(fixture, header.created_at)),
         )
         .expect("adopts the stored prefix");
     store.flush(&session).expect("flushed");
@@ -703,7 +730,7 @@ pub fn the_store_refuses_a_stored_session_at_another_cwd(fixture: &dyn Fixture) 
     let (header, events) = stored_with_turns(fixture, "placed", 1);
     let ctx = context(fixture);
     let store = store(&ctx);
-    let mut elsewhere = meta(header.created_at);
+    let mut elsewhere = versioned_meta(fixture, header.created_at);
     elsewhere.cwd = Some("/somewhere/else".into());
     let seed: Vec<SessionEvent> = events.iter().map(|e| SessionEvent::clone(e)).collect();
     let error = store
@@ -732,7 +759,7 @@ pub fn the_store_refuses_a_stored_log_that_is_not_a_prefix(fixture: &dyn Fixture
     let error = store
         .create(
             Some(header.id.clone()),
-            CreateOptions::new(other, meta(header.created_at)),
+            CreateOptions::new(other, versioned_meta(fixture, header.created_at)),
         )
         .expect_err("an id collision");
     assert_eq!(error.code(), "SESSION_ID_CONFLICT", "{error}");
@@ -744,7 +771,7 @@ pub fn the_store_refuses_a_stored_log_that_is_not_a_prefix(fixture: &dyn Fixture
 pub fn an_unknown_event_type_is_refused_unless_ignorable(fixture: &dyn Fixture) {
     let backend = fixture.open();
     for (id, ignorable) in [("strict", None), ("lenient", Some(true))] {
-        let header = header(id, 1);
+        let header = header(fixture, id, 1);
         let mut events = turns(1);
         let mut unknown = SessionEvent::new("future/thing", 6, 7, json!({"x": 1}));
         unknown.ignorable = ignorable;
@@ -763,7 +790,7 @@ pub fn an_unknown_event_type_is_refused_unless_ignorable(fixture: &dyn Fixture) 
 }
 
 /// A note event of writer `writer`'s attempt `attempt`, at `seq`.
-fn note(seq: u64, writer: usize, attempt: usize) -> Arc<SessionEvent> {
+pub(crate) fn note(seq: u64, writer: usize, attempt: usize) -> Arc<SessionEvent> {
     Arc::new(SessionEvent::new(
         "plugin/note",
         seq,
@@ -780,7 +807,7 @@ fn race_appends(
     fixture: &dyn Fixture,
     backend_for: &(dyn Fn(usize) -> Arc<dyn SessionPersistence> + Sync),
 ) {
-    let header = header("raced", 1);
+    let header = header(fixture, "raced", 1);
     fixture.open().create(&header, &[]).expect("created");
     let accepted: Vec<(usize, usize)> = std::thread::scope(|scope| {
         let writers: Vec<_> = (0..4)
@@ -842,7 +869,10 @@ pub fn concurrent_flushes_through_the_store_are_serialized(fixture: &dyn Fixture
     let ctx = context(fixture);
     let store = store(&ctx);
     let session = store
-        .create(Some(SessionId::from("busy")), CreateOptions::meta(meta(1)))
+        .create(
+            Some(SessionId::from("busy")),
+            CreateOptions::meta(versioned_meta(fixture, 1)),
+        )
         .expect("created");
     std::thread::scope(|scope| {
         for writer in 0..4 {
@@ -940,7 +970,7 @@ pub fn stores_racing_to_create_one_session_all_succeed_and_store_it_once(fixture
                     barrier.wait();
                     store(ctx).create(
                         Some(SessionId::from("raced")),
-                        CreateOptions::new(seed, meta(1_700_000_000_000)),
+                        CreateOptions::new(seed, versioned_meta(fixture, 1_700_000_000_000)),
                     )
                 })
             })
@@ -983,7 +1013,7 @@ pub fn every_backend_refuses_the_same_invalid_ids(fixture: &dyn Fixture) {
     let ctx = context(fixture);
     for id in invalid_ids() {
         let refused = expect_code(
-            backend.create(&header(&id, 1), &turns(1)),
+            backend.create(&header(fixture, &id, 1), &turns(1)),
             "SESSION_ID_INVALID",
         );
         assert!(
@@ -993,7 +1023,7 @@ pub fn every_backend_refuses_the_same_invalid_ids(fixture: &dyn Fixture) {
         let through_store = store(&ctx)
             .create(
                 Some(SessionId::from(id.as_str())),
-                CreateOptions::meta(meta(1)),
+                CreateOptions::meta(versioned_meta(fixture, 1)),
             )
             .expect_err("the store refuses it too");
         assert_eq!(
@@ -1019,7 +1049,7 @@ pub fn an_id_of_the_longest_length_is_stored_and_read_back(fixture: &dyn Fixture
     let mut headers = Vec::new();
     for (n, id) in ids.iter().enumerate() {
         assert_eq!(id.len(), max, "{id}");
-        let header = header(id, n as u64);
+        let header = header(fixture, id, n as u64);
         backend
             .create(&header, &turns(1))
             .expect("the longest id is stored");

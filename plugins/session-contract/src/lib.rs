@@ -32,6 +32,7 @@ pub mod faults;
 mod server;
 mod support;
 
+pub use dsh_session::format::FormatVersion;
 pub use server::postgres_url;
 pub use support::turn_drafts;
 
@@ -70,11 +71,63 @@ pub trait Fixture: Send + Sync {
     /// (a database writes a transaction whole or not at all); the torn-tail cases then check
     /// nothing more.
     fn tear_tail(&self, id: &SessionId) -> bool;
+
+    /// The log format version the contract cases write their sessions in: v0 unless the
+    /// fixture is wrapped in [`AtVersion`] (what [`contract_tests!`] does for its `v3` run).
+    fn version(&self) -> FormatVersion {
+        FormatVersion::V0
+    }
 }
 
-/// Expands to one `#[test]` per contract case, each running [`cases`]`::<name>` against a
+/// A fixture whose cases write their sessions in format version `version`: the same storage
+/// as the wrapped fixture, every other method passed through.
+pub struct AtVersion<F> {
+    fixture: F,
+    version: FormatVersion,
+}
+
+impl<F: Fixture> AtVersion<F> {
+    /// `fixture`, with its cases' sessions written in `version`.
+    pub fn new(fixture: F, version: FormatVersion) -> AtVersion<F> {
+        AtVersion { fixture, version }
+    }
+}
+
+impl<F: Fixture> Fixture for AtVersion<F> {
+    fn open(&self) -> Arc<dyn SessionPersistence> {
+        self.fixture.open()
+    }
+
+    fn plugin(&self) -> (AnyPlugin, serde_json::Value) {
+        self.fixture.plugin()
+    }
+
+    fn hold_writer_lock(&self, id: &SessionId) -> Box<dyn Any + Send> {
+        self.fixture.hold_writer_lock(id)
+    }
+
+    fn remove_stored_event(&self, id: &SessionId, seq: u64) {
+        self.fixture.remove_stored_event(id, seq);
+    }
+
+    fn set_stored_version(&self, id: &SessionId, version: u64) {
+        self.fixture.set_stored_version(id, version);
+    }
+
+    fn tear_tail(&self, id: &SessionId) -> bool {
+        self.fixture.tear_tail(id)
+    }
+
+    fn version(&self) -> FormatVersion {
+        self.version
+    }
+}
+
+/// Expands to two `#[test]`s per contract case, each running [`cases`]`::<name>` against a
 /// fresh fixture made by `$fixture` (an expression evaluated once per test, of a type
-/// implementing [`Fixture`]). Attributes after the fixture go on every test, e.g.
+/// implementing [`Fixture`]): one with sessions in format v0 (named after the case), one with
+/// sessions in format v3 (the same name in a module `v3`, the fixture wrapped in
+/// [`AtVersion`]). Attributes after the fixture go on every test, e.g.
 /// `contract_tests!(fixture(), #[ignore = "needs a server"])` for a backend whose storage is
 /// not always there.
 ///
@@ -127,10 +180,23 @@ macro_rules! contract_tests {
             stores_racing_to_create_one_session_all_succeed_and_store_it_once,
             every_backend_refuses_the_same_invalid_ids,
             an_id_of_the_longest_length_is_stored_and_read_back,
+            a_published_successor_is_read_in_place_of_its_source,
+            a_publish_is_refused_when_the_source_changed_or_the_version_is_not_later,
+            a_writer_of_the_superseded_generation_is_refused,
         }
     };
-    (@tests ($attrs:tt $fixture:tt); $($case:ident),* $(,)?) => {
-        $($crate::suite_test! { $attrs $fixture cases $case })*
+    (@tests ($attrs:tt ($fixture:expr)); $($case:ident),* $(,)?) => {
+        $($crate::suite_test! { $attrs ($fixture) cases $case })*
+        /// The contract cases with sessions in format v3.
+        mod v3 {
+            #[allow(unused_imports)]
+            use super::*;
+            $($crate::suite_test! {
+                $attrs
+                ($crate::AtVersion::new($fixture, $crate::FormatVersion::V3))
+                cases $case
+            })*
+        }
     };
     (@names (); $($case:ident),* $(,)?) => {
         [$((stringify!($case), $crate::cases::$case as fn(&dyn $crate::Fixture))),*]
@@ -176,13 +242,18 @@ macro_rules! suite_test {
 mod tests {
     use std::collections::BTreeSet;
 
-    /// The names of the public functions of `cases.rs` (every one is a case).
+    /// The names of the public functions of `cases.rs` and its submodules (every one is a
+    /// case).
     fn defined_cases() -> BTreeSet<&'static str> {
-        include_str!("cases.rs")
-            .lines()
-            .filter_map(|line| line.strip_prefix("pub fn "))
-            .filter_map(|rest| rest.split('(').next())
-            .collect()
+        [
+            include_str!("cases.rs"),
+            include_str!("cases/generations.rs"),
+        ]
+        .into_iter()
+        .flat_map(str::lines)
+        .filter_map(|line| line.strip_prefix("pub fn "))
+        .filter_map(|rest| rest.split('(').next())
+        .collect()
     }
 
     #[test]

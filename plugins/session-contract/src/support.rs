@@ -53,9 +53,50 @@ pub(crate) fn meta(created_at: u64) -> SessionMeta {
     meta
 }
 
-/// A header for `id` with the sample cwd, created at `created_at`.
-pub(crate) fn header(id: &str, created_at: u64) -> SessionHeader {
-    SessionHeader::new(SessionId::from(id), created_at, meta(created_at))
+/// [`meta`] in the format version the fixture's cases write ([`Fixture::version`]).
+pub(crate) fn versioned_meta(fixture: &dyn Fixture, created_at: u64) -> SessionMeta {
+    meta(created_at).version(fixture.version())
+}
+
+/// A header for `id` with the sample cwd, created at `created_at`, in the format version the
+/// fixture's cases write.
+pub(crate) fn header(fixture: &dyn Fixture, id: &str, created_at: u64) -> SessionHeader {
+    SessionHeader::new(
+        SessionId::from(id),
+        created_at,
+        versioned_meta(fixture, created_at),
+    )
+}
+
+/// Makes `header` and `events` those of a fork child of `parent` that inherited the first
+/// `cut` events, recording the cut as the header's format version does: `seedLength` in v0
+/// and v1; in v2 and v3 `isSeeded` and a `session/end-seed {"inherited": true}` marker
+/// inserted at seq `cut` (the events after it move one seq on), as the store writes a fork
+/// child of those versions.
+pub(crate) fn mark_cut(
+    header: &mut SessionHeader,
+    events: &mut Vec<Arc<SessionEvent>>,
+    parent: &str,
+    cut: usize,
+) {
+    header.parent_session = Some(SessionId::from(parent));
+    if header.format().has_seed_length() {
+        header.seed_length = Some(cut as u64);
+        return;
+    }
+    header.is_seeded = Some(true);
+    let marker = SessionEvent::new(
+        "session/end-seed",
+        cut as u64,
+        1000 + cut as i64,
+        json!({ "inherited": true }),
+    );
+    for event in &mut events[cut..] {
+        let mut moved = SessionEvent::clone(event);
+        moved.seq += 1;
+        *event = Arc::new(moved);
+    }
+    events.insert(cut, Arc::new(marker));
 }
 
 /// The drafts of one completed turn `turn`: start, user message, a step with an assistant
@@ -165,7 +206,7 @@ pub(crate) fn stored_with_turns(
     id: &str,
     turn_count: u64,
 ) -> (SessionHeader, Vec<Arc<SessionEvent>>) {
-    let header = header(id, 1_700_000_000_000);
+    let header = header(fixture, id, 1_700_000_000_000);
     let events = turns(turn_count);
     fixture
         .open()

@@ -2,6 +2,8 @@
 
 use crate::driver::{block, Driver};
 use crate::error::{is_duplicate_key, sql_error, write_error, OpenError, Place};
+use crate::publish::{header_params, publish_in};
+use crate::rows::{insert_events, PgRow};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
 use dsh_session::backend::{
     check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
@@ -9,7 +11,7 @@ use dsh_session::backend::{
 use dsh_session::{SessionEvent, SessionHeader, SessionId};
 use dsh_session_sql::{
     check_new_session, list_entry, revision_sql, sql_count, sql_int, EventColumns, HeaderColumns,
-    StoredRows,
+    SeenGenerations, StoredRows,
 };
 use parking_lot::Mutex;
 use std::ops::{Deref, DerefMut};
@@ -28,7 +30,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The header columns as selected (JSON read back as its stored text).
 const HEADER_SELECT: &str = "id, version, created_at, cwd, parent_session, seed_length, origin, \
-    delegation_depth, agent_preset, extra::text";
+    delegation_depth, agent_preset, extra::text, is_seeded";
 
 /// The event columns as selected (JSON read back as its stored text).
 const EVENT_SELECT: &str =
@@ -64,6 +66,13 @@ const IDLE_CONNECTIONS: usize = 8;
 /// The revision ([`ListedSession::revision`]) of a stored session is the number of its stored
 /// events (one past its greatest seq), read from the `(session_id, seq)` primary key in the
 /// same snapshot as the rest of the read.
+///
+/// Sessions of every released format version (v0 to v3) are stored alike. A migrated
+/// generation ([`SessionPersistence::publish_successor`]) replaces the id's rows in one
+/// transaction, under the session's row lock, that moves the earlier generation to the tables
+/// of superseded generations ([`crate::schema`]), where it is kept; an append of this instance
+/// prepared from the earlier generation is then refused ([`PersistenceError::Superseded`], see
+/// [`SeenGenerations`]).
 pub struct PostgresPersistence {
     config: tokio_postgres::Config,
     place: Place,
@@ -73,6 +82,8 @@ pub struct PostgresPersistence {
     idle: Mutex<Vec<Conn>>,
     /// The runtime the connections' sockets run on.
     driver: Driver,
+    /// The generation of each session this instance last loaded, created or wrote.
+    seen: SeenGenerations,
 }
 
 /// An open connection, set up for the store's writes (`lock_timeout`, `synchronous_commit`
@@ -191,7 +202,7 @@ impl Statements {
         Statements {
             insert_session: format!(
                 "INSERT INTO {s}.sessions ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-                 $10::text::json) ON CONFLICT (id) DO NOTHING",
+                 $10::text::json, $11) ON CONFLICT (id) DO NOTHING",
                 HeaderColumns::NAMES
             ),
             insert_events: format!(
@@ -203,7 +214,9 @@ impl Statements {
                  AS r (seq, type, time, data, surface_op, source_event_seqs, ignorable)",
                 EventColumns::NAMES
             ),
-            lock_session: format!("SELECT 1 FROM {s}.sessions WHERE id = $1 FOR NO KEY UPDATE"),
+            lock_session: format!(
+                "SELECT version FROM {s}.sessions WHERE id = $1 FOR NO KEY UPDATE"
+            ),
             next_seq: format!("SELECT {}", revision(s, "$1")),
             select_header: format!(
                 "SELECT {HEADER_SELECT}, {} FROM {s}.sessions s WHERE s.id = $1",
@@ -276,6 +289,7 @@ impl PostgresPersistence {
             lock_timeout,
             idle: Mutex::new(vec![conn]),
             driver,
+            seen: SeenGenerations::default(),
         })
     }
 
@@ -360,7 +374,7 @@ impl PostgresPersistence {
         let header = HeaderColumns::read(&PgRow(&row))
             .map_err(self.failed())?
             .read_header(&store)?;
-        let revision = sql_count(row.try_get(10).map_err(self.failed())?);
+        let revision = sql_count(row.try_get(HeaderColumns::COUNT).map_err(self.failed())?);
         let rows = rows
             .iter()
             .map(|row| EventColumns::read(&PgRow(row)))
@@ -369,6 +383,36 @@ impl PostgresPersistence {
         let read = StoredRows::from_rows(&store, id, header, from, revision, rows)?;
         block(tx.commit()).map_err(self.failed())?;
         Ok(read)
+    }
+
+    /// The row of `header`, refused before anything is sent when a text field holds a NUL
+    /// character, which PostgreSQL text cannot store (the id rule refuses one in the id).
+    ///
+    /// # Errors
+    ///
+    /// [`PersistenceError::HeaderInvalid`] naming the session and the field.
+    fn header_row(&self, header: &SessionHeader) -> Result<HeaderColumns, PersistenceError> {
+        let row = HeaderColumns::of(header);
+        let texts = [
+            ("cwd", row.cwd.as_ref()),
+            ("parentSession", row.parent_session.as_ref()),
+            ("origin", row.origin.as_ref()),
+            ("agentPreset", row.agent_preset.as_ref()),
+        ];
+        match texts
+            .iter()
+            .find(|(_, text)| text.is_some_and(|t| t.contains('\0')))
+        {
+            Some((field, _)) => Err(PersistenceError::HeaderInvalid {
+                file: self.place.to_string(),
+                reason: format!(
+                    "session \"{}\": header {field} holds a NUL character, which PostgreSQL \
+                     text cannot store",
+                    header.id
+                ),
+            }),
+            None => Ok(row),
+        }
     }
 
     /// Refuses, before anything is sent, an event type PostgreSQL text cannot hold (a NUL
@@ -396,8 +440,9 @@ impl SessionPersistence for PostgresPersistence {
     ///
     /// [`PersistenceError::Conflict`] when the id is stored (the stored session is
     /// left unchanged); [`PersistenceError::SeqMismatch`] when the seed's seqs are not
-    /// `0, 1, 2, …`; [`PersistenceError::VersionUnsupported`] for a header version other than
-    /// 0; [`PersistenceError::InvalidId`] for an id that breaks the id rule
+    /// `0, 1, 2, …`; [`PersistenceError::VersionUnsupported`] for a header version this build
+    /// does not read (above v3); [`PersistenceError::HeaderInvalid`] for a header field its
+    /// version has no place for; [`PersistenceError::InvalidId`] for an id that breaks the id rule
     /// ([`SessionId::check`]); [`PersistenceError::HeaderInvalid`] for a header text field
     /// holding a NUL character; [`PersistenceError::Unstorable`] for an event type holding one;
     /// [`PersistenceError::Locked`]; [`PersistenceError::Io`].
@@ -409,46 +454,12 @@ impl SessionPersistence for PostgresPersistence {
         let id = &header.id;
         let store = self.place.to_string();
         check_new_session(&store, header, seed)?;
-        let row = HeaderColumns::of(header);
-        // The id rule refuses a NUL in the id already.
-        let texts = [
-            ("cwd", row.cwd.as_ref()),
-            ("parentSession", row.parent_session.as_ref()),
-            ("origin", row.origin.as_ref()),
-            ("agentPreset", row.agent_preset.as_ref()),
-        ];
-        let invalid = |reason: String| PersistenceError::HeaderInvalid {
-            file: store.clone(),
-            reason,
-        };
-        if let Some((field, _)) = texts
-            .iter()
-            .find(|(_, text)| text.is_some_and(|t| t.contains('\0')))
-        {
-            return Err(invalid(format!(
-                "session \"{id}\": header {field} holds a NUL character, which PostgreSQL \
-                 text cannot store"
-            )));
-        }
+        let row = self.header_row(header)?;
         self.check_storable(id, seed)?;
         let mut client = self.client()?;
         let created = self
             .write(&mut client, id, |tx, st| {
-                let inserted = block(tx.execute(
-                    &st.insert_session,
-                    &[
-                        &row.id,
-                        &row.version,
-                        &row.created_at,
-                        &row.cwd,
-                        &row.parent_session,
-                        &row.seed_length,
-                        &row.origin,
-                        &row.delegation_depth,
-                        &row.agent_preset,
-                        &row.extra,
-                    ],
-                ))?;
+                let inserted = block(tx.execute(&st.insert_session, &header_params(&row)))?;
                 if inserted == 1 {
                     insert_events(tx, &st.insert_events, id, seed)?;
                 }
@@ -461,6 +472,7 @@ impl SessionPersistence for PostgresPersistence {
                 reason: format!("a session with this id is stored in {store}"),
             });
         }
+        self.seen.saw(id, header.version);
         Ok(())
     }
 
@@ -471,7 +483,9 @@ impl SessionPersistence for PostgresPersistence {
     ///
     /// [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] when the
     /// first seq is not the stored next seq, the batch is not contiguous, or another writer
-    /// stored one of these seqs first (nothing is written); [`PersistenceError::Unstorable`]
+    /// stored one of these seqs first (nothing is written); [`PersistenceError::Superseded`]
+    /// when this instance last saw an earlier generation of the session than the stored one
+    /// (nothing is written); [`PersistenceError::Unstorable`]
     /// for an event type holding a NUL character; [`PersistenceError::Locked`];
     /// [`PersistenceError::Io`].
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
@@ -479,6 +493,7 @@ impl SessionPersistence for PostgresPersistence {
             return Err(PersistenceError::NotFound { id: id.clone() });
         }
         self.check_storable(id, events)?;
+        let seen = self.seen.seen(id);
         let mut client = self.client()?;
         let mut refused = None;
         let written = self.write(&mut client, id, |tx, st| {
@@ -493,12 +508,14 @@ impl SessionPersistence for PostgresPersistence {
                 )
             });
             // The lock's error first (a lock timeout): the second fails only because of it.
-            if locked?.is_none() {
+            let Some(locked) = locked? else {
                 refused = Some(PersistenceError::NotFound { id: id.clone() });
                 return Ok(());
-            }
+            };
             let next: i64 = next?.get(0);
-            match check_seqs(id, sql_count(next), events) {
+            let version: i64 = locked.get(0);
+            let current = SeenGenerations::check_write(id, seen, sql_count(version));
+            match current.and_then(|()| check_seqs(id, sql_count(next), events)) {
                 Ok(()) => insert_events(tx, &st.insert_events, id, events),
                 Err(mismatch) => {
                     refused = Some(mismatch);
@@ -540,7 +557,9 @@ impl SessionPersistence for PostgresPersistence {
     /// the header cannot take); [`PersistenceError::Corrupt`] (a gap in the seqs, or a column
     /// that is not the JSON it should be); [`PersistenceError::Io`].
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
-        Ok(self.read(id, 0, len)?.into_stored())
+        let read = self.read(id, 0, len)?;
+        self.seen.saw(id, read.header.version);
+        Ok(read.into_stored())
     }
 
     /// Reads the header and the events with seq `from` and later (`WHERE seq >= from` on the
@@ -565,11 +584,47 @@ impl SessionPersistence for PostgresPersistence {
         let mut listed = Vec::with_capacity(rows.len());
         for row in &rows {
             let read = HeaderColumns::read(&PgRow(row))
-                .and_then(|columns| Ok((columns, row.try_get(10)?)))
+                .and_then(|columns| Ok((columns, row.try_get(HeaderColumns::COUNT)?)))
                 .map_err(self.failed());
             listed.extend(list_entry(&store, read));
         }
         Ok(listed)
+    }
+
+    /// Takes the session's row lock, moves its stored generation to the tables of superseded
+    /// generations and stores `header` and `events` as its current one, in one transaction;
+    /// what this instance has seen of the id is unchanged.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::create`] for the header and events;
+    /// [`PersistenceError::NotFound`]; [`PersistenceError::Conflict`] when the stored
+    /// session's revision is not `source_revision`, or its version is not below
+    /// `header.version` (every earlier generation is below it: nothing is written); [`PersistenceError::Locked`]; [`PersistenceError::Io`].
+    fn publish_successor(
+        &self,
+        header: &SessionHeader,
+        events: &[Arc<SessionEvent>],
+        source_revision: u64,
+    ) -> Result<(), PersistenceError> {
+        let id = &header.id;
+        check_new_session(&self.place.to_string(), header, events)?;
+        let row = self.header_row(header)?;
+        self.check_storable(id, events)?;
+        let mut client = self.client()?;
+        let s = &self.place.schema;
+        let refused = self
+            .write(&mut client, id, |tx, st| {
+                publish_in(tx, s, &row, source_revision, |tx| {
+                    insert_events(tx, &st.insert_events, id, events)
+                })
+            })
+            .map_err(|e| self.write_error(id, e))?;
+        refused.map_or(Ok(()), Err)
+    }
+
+    fn release(&self, id: &SessionId) {
+        self.seen.forget(id);
     }
 }
 
@@ -588,69 +643,4 @@ fn check_schema_name(schema: &str) -> Result<(), OpenError> {
         schema: schema.to_owned(),
         reason: reason.into(),
     })
-}
-
-/// Inserts the `events` rows of `events` for session `id` in one statement.
-fn insert_events(
-    tx: &mut Transaction,
-    statement: &Statement,
-    id: &SessionId,
-    events: &[Arc<SessionEvent>],
-) -> Result<(), tokio_postgres::Error> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let rows: Vec<EventColumns> = events.iter().map(|e| EventColumns::of(e)).collect();
-    let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
-    let kinds: Vec<&str> = rows.iter().map(|r| r.kind.as_str()).collect();
-    let times: Vec<i64> = rows.iter().map(|r| r.time).collect();
-    let data: Vec<&str> = rows.iter().map(|r| r.data.as_str()).collect();
-    let surface_ops: Vec<Option<&str>> = rows.iter().map(|r| r.surface_op.as_deref()).collect();
-    let sources: Vec<Option<&str>> = rows
-        .iter()
-        .map(|r| r.source_event_seqs.as_deref())
-        .collect();
-    let ignorable: Vec<Option<bool>> = rows.iter().map(|r| r.ignorable).collect();
-    block(tx.execute(
-        statement,
-        &[
-            &id.as_str(),
-            &seqs,
-            &kinds,
-            &times,
-            &data,
-            &surface_ops,
-            &sources,
-            &ignorable,
-        ],
-    ))?;
-    Ok(())
-}
-
-/// A PostgreSQL row, read by the shared row mapping ([`HeaderColumns::read`] for a row selected
-/// with [`HEADER_SELECT`], [`EventColumns::read`] for one selected with [`EVENT_SELECT`]).
-struct PgRow<'a>(&'a tokio_postgres::Row);
-
-impl dsh_session_sql::Row for PgRow<'_> {
-    type Error = tokio_postgres::Error;
-
-    fn int(&self, index: usize) -> Result<i64, tokio_postgres::Error> {
-        self.0.try_get(index)
-    }
-
-    fn opt_int(&self, index: usize) -> Result<Option<i64>, tokio_postgres::Error> {
-        self.0.try_get(index)
-    }
-
-    fn text(&self, index: usize) -> Result<String, tokio_postgres::Error> {
-        self.0.try_get(index)
-    }
-
-    fn opt_text(&self, index: usize) -> Result<Option<String>, tokio_postgres::Error> {
-        self.0.try_get(index)
-    }
-
-    fn opt_bool(&self, index: usize) -> Result<Option<bool>, tokio_postgres::Error> {
-        self.0.try_get(index)
-    }
 }

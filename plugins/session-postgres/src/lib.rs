@@ -37,6 +37,8 @@ mod backend;
 mod driver;
 mod error;
 pub mod plugin;
+mod publish;
+mod rows;
 pub mod schema;
 
 pub use backend::{PostgresPersistence, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT};

@@ -14,9 +14,13 @@ use crate::error::{sql_error, Place};
 use dsh_session::backend::PersistenceError;
 use tokio_postgres::Client;
 
-/// The schema version this build reads and writes, kept in the table `dsh_schema`. A store
-/// with another version is refused with [`PersistenceError::VersionUnsupported`].
-pub const SCHEMA_VERSION: i32 = 1;
+/// The schema version this build reads and writes, kept in the table `dsh_schema`. A store of
+/// an earlier version is upgraded when it is opened; one of a later version is refused with
+/// [`PersistenceError::VersionUnsupported`].
+///
+/// Schema 1 stored v0 sessions; schema 2 adds `sessions.is_seeded` (the fork flag of a v2 or
+/// v3 header) and the tables of superseded generations.
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// The namespace used when the config names none.
 pub const DEFAULT_SCHEMA: &str = "public";
@@ -62,7 +66,10 @@ pub(crate) fn set_up(client: &mut Client, place: &Place) -> Result<(), Persisten
             .map(|row| row.get(0));
     match stored {
         None => {
+            // A fresh store gets schema 1's tables and every upgrade, so that a fresh store
+            // and an upgraded one have one shape.
             block(tx.batch_execute(&tables(s))).map_err(failed)?;
+            block(tx.batch_execute(&upgrades(s, 1))).map_err(failed)?;
             block(tx.execute(
                 &format!("INSERT INTO {s}.dsh_schema (version) VALUES ($1)"),
                 &[&SCHEMA_VERSION],
@@ -70,13 +77,23 @@ pub(crate) fn set_up(client: &mut Client, place: &Place) -> Result<(), Persisten
             .map_err(failed)?;
         }
         Some(SCHEMA_VERSION) => {}
+        Some(earlier @ 1..SCHEMA_VERSION) => {
+            block(tx.batch_execute(&upgrades(s, earlier))).map_err(failed)?;
+            block(tx.execute(
+                &format!("UPDATE {s}.dsh_schema SET version = $1"),
+                &[&SCHEMA_VERSION],
+            ))
+            .map_err(failed)?;
+            tracing::info!(store = %place, from = earlier, to = SCHEMA_VERSION, "upgraded the session store schema");
+        }
         Some(other) => {
             return Err(PersistenceError::VersionUnsupported {
                 file: place.to_string(),
                 version: other.to_string(),
                 message: format!(
                     "the session store {place} has schema version {other}, but this build \
-                     reads only schema version {SCHEMA_VERSION}"
+                     reads schema versions 1 to {SCHEMA_VERSION}: it was written by a newer \
+                     harness — upgrade the harness to open it"
                 ),
             })
         }
@@ -84,8 +101,8 @@ pub(crate) fn set_up(client: &mut Client, place: &Place) -> Result<(), Persisten
     block(tx.commit()).map_err(failed)
 }
 
-/// The tables in namespace `s` (quoted). `created_at` and `time` are epoch milliseconds;
-/// optional header fields and envelope keys are NULL when absent.
+/// Schema 1's tables in namespace `s` (quoted). `created_at` and `time` are epoch
+/// milliseconds; optional header fields and envelope keys are NULL when absent.
 fn tables(s: &str) -> String {
     format!(
         "
@@ -114,6 +131,52 @@ CREATE TABLE {s}.events (
 );
 "
     )
+}
+
+/// The statements that upgrade the tables in namespace `s` (quoted) from schema `from` (at
+/// least 1) to [`SCHEMA_VERSION`].
+///
+/// Schema 1 to 2: `sessions.is_seeded` (NULL in every stored v0 session, which keeps its cut in
+/// `seed_length`) and the tables of superseded generations, keyed by id and format version: when
+/// a migrated generation is published (`publish_successor`), the one it replaces moves there in
+/// the same transaction, kept as dsh keeps a migrated session's source file, and out of the way
+/// of every read and write of the id, which go to the current generation in `sessions` and
+/// `events`.
+fn upgrades(s: &str, from: i32) -> String {
+    let steps = [format!(
+        "
+ALTER TABLE {s}.sessions ADD COLUMN is_seeded BOOLEAN;
+CREATE TABLE {s}.superseded_sessions (
+    id TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    created_at BIGINT NOT NULL,
+    cwd TEXT,
+    parent_session TEXT,
+    seed_length BIGINT,
+    origin TEXT,
+    delegation_depth BIGINT,
+    agent_preset TEXT,
+    extra JSON NOT NULL,
+    is_seeded BOOLEAN,
+    PRIMARY KEY (id, version)
+);
+CREATE TABLE {s}.superseded_events (
+    session_id TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    seq BIGINT NOT NULL,
+    type TEXT NOT NULL,
+    time BIGINT NOT NULL,
+    data JSON NOT NULL,
+    surface_op JSON,
+    source_event_seqs JSON,
+    ignorable BOOLEAN,
+    PRIMARY KEY (session_id, version, seq),
+    FOREIGN KEY (session_id, version) REFERENCES {s}.superseded_sessions (id, version)
+);
+"
+    )];
+    let done = usize::try_from(from - 1).unwrap_or(0);
+    steps.into_iter().skip(done).collect()
 }
 
 #[cfg(test)]

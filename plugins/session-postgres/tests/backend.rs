@@ -122,8 +122,60 @@ fn a_store_of_another_schema_version_is_refused_and_left_unchanged() {
     let error = PostgresPersistence::open(&schema.url, Some(&schema.name)).unwrap_err();
     assert_eq!(error.code(), "VERSION_UNSUPPORTED", "{error}");
     assert!(error.to_string().contains("schema version 9"), "{error}");
-    schema.execute("UPDATE {s}.dsh_schema SET version = 1", &[]);
+    let current = dsh_session_postgres::schema::SCHEMA_VERSION;
+    schema.execute("UPDATE {s}.dsh_schema SET version = $1", &[&current]);
     assert_eq!(schema.open().load(&header.id).unwrap().events.len(), 2);
+}
+
+/// A store written by the previous build (schema 1: v0 sessions only, no `is_seeded`) is
+/// upgraded when opened: its sessions read back and take appends, and v3 sessions are stored
+/// beside them.
+#[test]
+#[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
+fn a_schema_1_store_is_upgraded_and_keeps_its_sessions() {
+    let schema = TestSchema::new("upgrade");
+    for statement in [
+        "CREATE SCHEMA {s}",
+        "CREATE TABLE {s}.dsh_schema (version INTEGER NOT NULL)",
+        "INSERT INTO {s}.dsh_schema (version) VALUES (1)",
+        "CREATE TABLE {s}.sessions (id TEXT PRIMARY KEY, version BIGINT NOT NULL, \
+         created_at BIGINT NOT NULL, cwd TEXT, parent_session TEXT, seed_length BIGINT, \
+         origin TEXT, delegation_depth BIGINT, agent_preset TEXT, extra JSON NOT NULL)",
+        "CREATE TABLE {s}.events (session_id TEXT NOT NULL REFERENCES {s}.sessions (id), \
+         seq BIGINT NOT NULL, type TEXT NOT NULL, time BIGINT NOT NULL, data JSON NOT NULL, \
+         surface_op JSON, source_event_seqs JSON, ignorable BOOLEAN, \
+         PRIMARY KEY (session_id, seq))",
+        "INSERT INTO {s}.sessions (id, version, created_at, cwd, seed_length, extra) \
+         VALUES ('old', 0, 5, '/w', 1, '{\"later\":1}')",
+        "INSERT INTO {s}.events (session_id, seq, type, time, data) \
+         VALUES ('old', 0, 'plugin/note', 6, '{\"n\":0}')",
+    ] {
+        schema.execute(statement, &[]);
+    }
+    let backend = schema.open();
+    let id = SessionId::from("old");
+    let stored = backend.load(&id).unwrap();
+    assert_eq!(stored.header.version, 0);
+    assert_eq!(
+        (stored.header.seed_length, stored.header.is_seeded),
+        (Some(1), None)
+    );
+    assert_eq!(stored.header.extra.get("later"), Some(&json!(1)));
+    backend.append(&id, &[note(1, "after")]).unwrap();
+    assert_eq!(backend.load(&id).unwrap().events.len(), 2);
+    let meta = SessionMeta::default()
+        .version(dsh_session::format::FormatVersion::V3)
+        .cwd("/w");
+    let mut v3 = SessionHeader::new(SessionId::from("new"), 9, meta);
+    v3.is_seeded = Some(true);
+    backend.create(&v3, &[note(0, "v3")]).unwrap();
+    assert_eq!(backend.load(&v3.id).unwrap().header, v3);
+    drop(backend);
+    assert_eq!(
+        schema.open().list().unwrap().len(),
+        2,
+        "a second open changes nothing"
+    );
 }
 
 #[test]
@@ -239,4 +291,51 @@ fn a_write_waiting_for_one_sessions_lock_does_not_hold_up_another_session() {
             .expect("the waiting write goes through");
     });
     assert_eq!(backend.load(&waiting.id).unwrap().revision, 2);
+}
+
+/// A published successor keeps its source: the earlier generations' headers and events move,
+/// in the publishing transaction, to the tables of superseded generations, unchanged.
+#[test]
+#[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
+fn a_published_successor_keeps_every_earlier_generation_in_the_superseded_tables() {
+    use dsh_session::format::FormatVersion;
+    let schema = TestSchema::new("generations");
+    let (backend, source) = stored(&schema, "kept", 3);
+    let at = |version: FormatVersion| {
+        let mut header = source.clone();
+        header.version = version.number();
+        header.is_seeded = (!version.has_seed_length()).then_some(false);
+        header
+    };
+    let v2: Vec<_> = (0..4).map(|seq| note(seq, "v2")).collect();
+    backend
+        .publish_successor(&at(FormatVersion::V2), &v2, 3)
+        .expect("published v2");
+    let v3: Vec<_> = (0..5).map(|seq| note(seq, "v3")).collect();
+    backend
+        .publish_successor(&at(FormatVersion::V3), &v3, 4)
+        .expect("published v3");
+    let kept: Vec<(i64, i64)> = schema
+        .connect()
+        .query(
+            &format!(
+                "SELECT s.version, (SELECT COUNT(*) FROM \"{0}\".superseded_events e \
+                 WHERE e.session_id = s.id AND e.version = s.version) \
+                 FROM \"{0}\".superseded_sessions s WHERE s.id = 'kept' ORDER BY s.version",
+                schema.name
+            ),
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert_eq!(
+        kept,
+        [(0, 3), (2, 4)],
+        "v0 with its 3 events, v2 with its 4"
+    );
+    let current = schema.open().load(&source.id).unwrap();
+    assert_eq!((current.header.version, current.events.len()), (3, 5));
+    assert_eq!(current.events[4].data.to_value()["from"], "v3");
 }

@@ -5,9 +5,8 @@
 //! was written: the same JSON values, keys in the same order.
 
 use dsh_session::backend::PersistenceError;
-use dsh_session::{
-    EventData, SessionEvent, SessionHeader, SessionId, SurfaceOp, SESSION_FORMAT_VERSION,
-};
+use dsh_session::format::{FormatVersion, READABLE_VERSIONS};
+use dsh_session::{EventData, SessionEvent, SessionHeader, SessionId, SurfaceOp};
 use serde_json::Value;
 
 /// A stored row that cannot be turned back into a header or an event: a negative count, or a
@@ -75,8 +74,9 @@ pub trait Row {
 /// The `sessions` row of a header.
 ///
 /// `version`, `created_at` (epoch ms), `seed_length` and `delegation_depth` are integers
-/// (`None` = SQL NULL, for a field the header does not carry); `extra` is the JSON text of an
-/// object holding the header fields the session crate does not model (`{}` when none).
+/// (`None` = SQL NULL, for a field the header does not carry); `is_seeded` a boolean (NULL in
+/// a v0 or v1 header, which keeps its fork cut in `seed_length`); `extra` is the JSON text of
+/// an object holding the header fields the session crate does not model (`{}` when none).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeaderColumns {
     /// `id`, the primary key.
@@ -99,12 +99,18 @@ pub struct HeaderColumns {
     pub agent_preset: Option<String>,
     /// `extra`: JSON object text.
     pub extra: String,
+    /// `is_seeded`: whether a v2 or v3 log holds an inherited fork cut (NULL before v2).
+    pub is_seeded: Option<bool>,
 }
 
 impl HeaderColumns {
     /// The column names, in field order: what a backend selects and inserts.
     pub const NAMES: &'static str = "id, version, created_at, cwd, parent_session, \
-        seed_length, origin, delegation_depth, agent_preset, extra";
+        seed_length, origin, delegation_depth, agent_preset, extra, is_seeded";
+
+    /// How many columns [`HeaderColumns::NAMES`] names: the index of a column selected after
+    /// them.
+    pub const COUNT: usize = 11;
 
     /// The row `row` selected with [`HeaderColumns::NAMES`] (from column 0, in their order).
     ///
@@ -123,11 +129,19 @@ impl HeaderColumns {
             delegation_depth: row.opt_int(7)?,
             agent_preset: row.opt_text(8)?,
             extra: row.text(9)?,
+            is_seeded: row.opt_bool(10)?,
         })
     }
 
-    /// The row of `header`.
+    /// The row of `header`. A v2 or v3 header without `is_seeded` is stored unseeded
+    /// (`false`), as the JSONL backend writes it.
     pub fn of(header: &SessionHeader) -> HeaderColumns {
+        let marks_cut_in_body = FormatVersion::from_number(header.version)
+            .is_some_and(|version| !version.has_seed_length());
+        let is_seeded = match header.is_seeded {
+            None if marks_cut_in_body => Some(false),
+            seeded => seeded,
+        };
         HeaderColumns {
             id: header.id.as_str().to_owned(),
             version: sql_int(header.version),
@@ -142,10 +156,11 @@ impl HeaderColumns {
             delegation_depth: header.delegation_depth.map(sql_int),
             agent_preset: header.agent_preset.clone(),
             extra: Value::Object(header.extra.clone()).to_string(),
+            is_seeded,
         }
     }
 
-    /// The header this row holds, refused unless its version is the one this build reads.
+    /// The header this row holds, refused unless its version is one this build reads.
     /// `store` names the database in errors.
     ///
     /// # Errors
@@ -196,8 +211,7 @@ impl HeaderColumns {
             cwd: self.cwd,
             parent_session: self.parent_session.map(SessionId::new),
             seed_length,
-            // The SQL stores hold v0 headers only (`check_stored_version`).
-            is_seeded: None,
+            is_seeded: self.is_seeded,
             origin: self.origin,
             delegation_depth,
             agent_preset: self.agent_preset,
@@ -307,28 +321,71 @@ fn surface_op_text(op: &SurfaceOp) -> String {
     serde_json::to_string(op).unwrap_or_else(|_| "null".to_owned())
 }
 
-/// Refuses a stored (or about to be stored) header whose log format version is not the one
-/// this build reads, naming the direction as dsh does: any other version was written by a
-/// newer harness, so the message says to upgrade.
+/// Refuses a stored (or about to be stored) header whose log format version is not one this
+/// build reads ([`READABLE_VERSIONS`]), naming the direction as dsh does: a higher version was
+/// written by a newer harness, so the message says to upgrade.
 ///
 /// # Errors
 ///
 /// [`PersistenceError::VersionUnsupported`] with `file` = `store` (the database: a
 /// path or a connection description).
 pub fn check_stored_version(store: &str, header: &SessionHeader) -> Result<(), PersistenceError> {
-    if header.version == SESSION_FORMAT_VERSION {
+    if FormatVersion::from_number(header.version).is_some() {
         return Ok(());
     }
+    let readable: Vec<String> = READABLE_VERSIONS.iter().map(|v| format!("v{v}")).collect();
     Err(PersistenceError::VersionUnsupported {
         file: store.to_owned(),
         version: header.version.to_string(),
         message: format!(
-            "session \"{}\" is stored in log format v{}, but this build reads only \
-             v{SESSION_FORMAT_VERSION}: it was written by a newer harness — upgrade the harness \
-             to open it",
-            header.id, header.version
+            "session \"{}\" is stored in log format v{}, but this build reads only {}: it was \
+             written by a newer harness — upgrade the harness to open it",
+            header.id,
+            header.version,
+            readable.join(", ")
         ),
     })
+}
+
+/// Refuses a header about to be stored that its format version has no place for, as the JSONL
+/// backend refuses it on create (its header line would not read back): in v1 to v3 a field the
+/// session crate does not model (those headers have exact keys), in v2 and v3 a `seedLength`
+/// (their fork cut is an inherited `session/end-seed` marker in the log), in v0 and v1 an
+/// `isSeeded`. The version itself is [`check_stored_version`]'s.
+///
+/// # Errors
+///
+/// [`PersistenceError::HeaderInvalid`] with `file` = `store`, naming the session and field.
+pub fn check_header_fields(store: &str, header: &SessionHeader) -> Result<(), PersistenceError> {
+    let Some(version) = FormatVersion::from_number(header.version) else {
+        return Ok(());
+    };
+    let v = version.number();
+    let reason = if version.has_seed_length() {
+        header
+            .is_seeded
+            .map(|_| format!("header \"isSeeded\" has no place in format v{v}"))
+    } else {
+        header.seed_length.map(|_| {
+            format!(
+                "a v{v} header has no \"seedLength\": its fork cut is an inherited \
+                 session/end-seed marker in the log"
+            )
+        })
+    };
+    let reason = reason.or_else(|| {
+        let unmodelled = header.extra.keys().next().filter(|_| v > 0)?;
+        Some(format!(
+            "released v{v} physical header has unexpected member \"{unmodelled}\""
+        ))
+    });
+    match reason {
+        None => Ok(()),
+        Some(reason) => Err(PersistenceError::HeaderInvalid {
+            file: store.to_owned(),
+            reason: format!("session \"{}\": {reason}", header.id),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -382,12 +439,65 @@ mod tests {
     }
 
     #[test]
-    fn a_foreign_version_is_refused_naming_upgrade() {
+    fn every_released_version_is_stored_and_a_later_one_refused_naming_upgrade() {
         let mut header = SessionHeader::new("v".into(), 1, SessionMeta::default());
-        assert!(check_stored_version("db", &header).is_ok());
-        header.version = 3;
+        for version in READABLE_VERSIONS {
+            header.version = version;
+            assert!(check_stored_version("db", &header).is_ok(), "v{version}");
+        }
+        header.version = 4;
         let error = check_stored_version("db", &header).unwrap_err();
         assert_eq!(error.code(), "VERSION_UNSUPPORTED");
         assert!(error.to_string().contains("upgrade"), "{error}");
+        assert!(error.to_string().contains("v0, v1, v2, v3"), "{error}");
+    }
+
+    #[test]
+    fn a_v2_or_v3_header_keeps_is_seeded_and_an_unset_one_is_stored_unseeded() {
+        for version in [FormatVersion::V2, FormatVersion::V3] {
+            let meta = SessionMeta::default().version(version);
+            let mut header = SessionHeader::new("s".into(), 1, meta);
+            header.is_seeded = Some(true);
+            let row = HeaderColumns::of(&header);
+            assert_eq!(row.is_seeded, Some(true));
+            assert_eq!(row.into_header().unwrap(), header);
+            header.is_seeded = None;
+            assert_eq!(HeaderColumns::of(&header).is_seeded, Some(false));
+        }
+        let v1 = SessionHeader::new(
+            "s".into(),
+            1,
+            SessionMeta::default().version(FormatVersion::V1),
+        );
+        assert_eq!(HeaderColumns::of(&v1).is_seeded, None);
+    }
+
+    #[test]
+    fn a_header_field_its_version_has_no_place_for_is_refused() {
+        let at =
+            |version| SessionHeader::new("s".into(), 1, SessionMeta::default().version(version));
+        let mut v3 = at(FormatVersion::V3);
+        v3.seed_length = Some(2);
+        let error = check_header_fields("db", &v3).unwrap_err();
+        assert_eq!(error.code(), "HEADER_INVALID");
+        assert!(error.to_string().contains("seedLength"), "{error}");
+        let mut v1 = at(FormatVersion::V1);
+        v1.is_seeded = Some(false);
+        assert!(check_header_fields("db", &v1)
+            .unwrap_err()
+            .to_string()
+            .contains("isSeeded"));
+        v1.is_seeded = None;
+        v1.extra.insert("later".into(), json!(1));
+        let error = check_header_fields("db", &v1).unwrap_err();
+        assert!(
+            error.to_string().contains("unexpected member \"later\""),
+            "{error}"
+        );
+        let mut v0 = at(FormatVersion::V0);
+        v0.extra.insert("later".into(), json!(1));
+        v0.seed_length = Some(1);
+        assert!(check_header_fields("db", &v0).is_ok());
+        assert!(check_header_fields("db", &at(FormatVersion::V2)).is_ok());
     }
 }

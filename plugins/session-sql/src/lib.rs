@@ -6,8 +6,11 @@
 //! Owns the row mapping ([`HeaderColumns`], [`EventColumns`]: a row as plain values, read from
 //! a driver's row through [`Row`] in the order of their `NAMES`) and what both backends do
 //! with rows the same way: the checks of a new session ([`check_new_session`], with
-//! [`check_stored_version`]), the events of a read from its rows ([`StoredRows::from_rows`]),
-//! a listing entry ([`list_entry`]) and the revision of a stored session ([`revision_sql`]).
+//! [`check_stored_version`] and [`check_header_fields`]: every released format version, v0 to
+//! v3), the events of a read from its rows ([`StoredRows::from_rows`]),
+//! a listing entry ([`list_entry`]), the revision of a stored session ([`revision_sql`]), and
+//! the checks of a migrated generation published beside a stored one ([`check_publishable`],
+//! [`SeenGenerations`]).
 //! It knows the session crate's backend door ([`dsh_session::backend`]) and no database: the
 //! backends own their driver, their schema and their statements.
 //!
@@ -31,9 +34,12 @@
 #![warn(missing_docs)]
 
 mod columns;
+mod generations;
 mod reads;
 
 pub use columns::{
-    check_stored_version, sql_count, sql_int, ColumnError, EventColumns, HeaderColumns, Row,
+    check_header_fields, check_stored_version, sql_count, sql_int, ColumnError, EventColumns,
+    HeaderColumns, Row,
 };
+pub use generations::{check_publishable, SeenGenerations};
 pub use reads::{check_new_session, list_entry, revision_sql, StoredRows};

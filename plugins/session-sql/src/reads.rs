@@ -3,7 +3,9 @@
 //! ([`StoredRows`]) and a `sessions` row into a listing entry ([`list_entry`]), and count a
 //! session's revision in SQL ([`revision_sql`]).
 
-use crate::columns::{check_stored_version, sql_count, EventColumns, HeaderColumns};
+use crate::columns::{
+    check_header_fields, check_stored_version, sql_count, EventColumns, HeaderColumns,
+};
 use dsh_session::backend::{
     check_seqs, ListedSession, PersistenceError, StoredSession, StoredTail,
 };
@@ -12,13 +14,14 @@ use std::sync::Arc;
 
 /// The checks of a session about to be created in the database `store` (a path or a
 /// connection description), before anything is sent: the id rule ([`SessionId::check`]), the
-/// seed's seqs `0, 1, 2, …` ([`check_seqs`]) and the header's version
-/// ([`check_stored_version`]), in that order.
+/// seed's seqs `0, 1, 2, …` ([`check_seqs`]), the header's version
+/// ([`check_stored_version`]) and the fields that version has a place for
+/// ([`check_header_fields`]), in that order.
 ///
 /// # Errors
 ///
 /// [`PersistenceError::InvalidId`], [`PersistenceError::SeqMismatch`],
-/// [`PersistenceError::VersionUnsupported`].
+/// [`PersistenceError::VersionUnsupported`], [`PersistenceError::HeaderInvalid`].
 pub fn check_new_session(
     store: &str,
     header: &SessionHeader,
@@ -26,7 +29,8 @@ pub fn check_new_session(
 ) -> Result<(), PersistenceError> {
     header.id.check()?;
     check_seqs(&header.id, 0, seed)?;
-    check_stored_version(store, header)
+    check_stored_version(store, header)?;
+    check_header_fields(store, header)
 }
 
 /// The SQL expression of the revision of the session whose id the SQL expression `session_id`

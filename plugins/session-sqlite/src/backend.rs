@@ -1,14 +1,17 @@
 //! [`SqlitePersistence`]: the [`SessionPersistence`] backend over one SQLite database.
 
-use crate::rows::{insert_events, insert_header, SqliteRow, EVENT_COLUMNS, HEADER_COLUMNS};
+use crate::rows::{
+    insert_events, insert_header, replace_header, supersede, SqliteRow, EVENT_COLUMNS,
+    HEADER_COLUMNS,
+};
 use crate::schema::{connect, open_prepared, storage_error};
 use dsh_session::backend::{
     check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
 };
 use dsh_session::{SessionEvent, SessionHeader, SessionId};
 use dsh_session_sql::{
-    check_new_session, list_entry, revision_sql, sql_count, sql_int, EventColumns, HeaderColumns,
-    StoredRows,
+    check_new_session, check_publishable, list_entry, revision_sql, sql_count, sql_int,
+    EventColumns, HeaderColumns, SeenGenerations, StoredRows,
 };
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -58,6 +61,12 @@ fn revision() -> String {
 ///
 /// The revision ([`ListedSession::revision`]) of a stored session is the number of its stored
 /// events (one past its greatest seq), read from the primary-key index.
+///
+/// Sessions of every released format version (v0 to v3) are stored alike. A migrated
+/// generation ([`SessionPersistence::publish_successor`]) replaces the id's rows in one
+/// transaction that moves the earlier generation to the tables of superseded generations
+/// ([`crate::schema`]), where it is kept; an append of this instance prepared from the earlier
+/// generation is then refused ([`PersistenceError::Superseded`], see [`SeenGenerations`]).
 pub struct SqlitePersistence {
     /// The database path as given (what messages name).
     path: PathBuf,
@@ -72,6 +81,8 @@ pub struct SqlitePersistence {
     answered: Condvar,
     /// Idle read connections.
     readers: Mutex<Vec<Connection>>,
+    /// The generation of each session this instance last loaded, created or wrote.
+    seen: SeenGenerations,
 }
 
 impl std::fmt::Debug for SqlitePersistence {
@@ -92,10 +103,18 @@ enum Write {
         rows: Vec<EventColumns>,
     },
     /// [`SessionPersistence::append`]: rows with contiguous seqs (checked), to be stored at
-    /// the stored next seq.
+    /// the stored next seq of the generation `seen` (the one the writer last saw, if any).
     Append {
         id: SessionId,
         rows: Vec<EventColumns>,
+        seen: Option<u64>,
+    },
+    /// [`SessionPersistence::publish_successor`]: the header and rows (seqs from 0, checked)
+    /// of a later generation of the stored session whose revision is `source_revision`.
+    Publish {
+        header: Box<SessionHeader>,
+        rows: Vec<EventColumns>,
+        source_revision: u64,
     },
 }
 
@@ -103,7 +122,7 @@ impl Write {
     /// The session written.
     fn id(&self) -> &SessionId {
         match self {
-            Write::Create { header, .. } => &header.id,
+            Write::Create { header, .. } | Write::Publish { header, .. } => &header.id,
             Write::Append { id, .. } => id,
         }
     }
@@ -166,6 +185,7 @@ impl SqlitePersistence {
             queue: Mutex::default(),
             answered: Condvar::new(),
             readers: Mutex::new(Vec::new()),
+            seen: SeenGenerations::default(),
         })
     }
 
@@ -261,9 +281,10 @@ impl SqlitePersistence {
                 insert_header(conn, header)?;
                 insert_events(conn, id, rows)?;
             }
-            Write::Append { id, rows } => {
-                let next = revision_of(conn, id)?
+            Write::Append { id, rows, seen } => {
+                let (version, next) = current_of(conn, id)?
                     .ok_or_else(|| Refusal::Write(PersistenceError::NotFound { id: id.clone() }))?;
+                SeenGenerations::check_write(id, *seen, version).map_err(Refusal::Write)?;
                 match rows.first().map(|row| sql_count(row.seq)) {
                     Some(got) if got != next => {
                         return Err(Refusal::Write(PersistenceError::SeqMismatch {
@@ -274,6 +295,20 @@ impl SqlitePersistence {
                     }
                     _ => insert_events(conn, id, rows)?,
                 }
+            }
+            Write::Publish {
+                header,
+                rows,
+                source_revision,
+            } => {
+                let id = &header.id;
+                let (version, revision) = current_of(conn, id)?
+                    .ok_or_else(|| Refusal::Write(PersistenceError::NotFound { id: id.clone() }))?;
+                check_publishable(id, version, revision, header.version, *source_revision)
+                    .map_err(Refusal::Write)?;
+                supersede(conn, id, sql_int(version))?;
+                replace_header(conn, header)?;
+                insert_events(conn, id, rows)?;
             }
         }
         Ok(())
@@ -354,7 +389,7 @@ impl SqlitePersistence {
             .query_row([id.as_str()], |row| {
                 Ok((
                     HeaderColumns::read(&SqliteRow(row))?,
-                    row.get::<_, i64>(10)?,
+                    row.get::<_, i64>(HeaderColumns::COUNT)?,
                 ))
             })
             .optional()
@@ -386,17 +421,18 @@ impl SqlitePersistence {
     }
 }
 
-/// The revision of stored session `id` ([`revision`]), which is also the seq its next event
-/// must carry; `None` when no session `id` is stored.
-fn revision_of(conn: &Connection, id: &SessionId) -> rusqlite::Result<Option<u64>> {
-    let revision: Option<i64> = conn
+/// The format version of stored session `id`'s current generation and its revision
+/// ([`revision`]), which is also the seq its next event must carry; `None` when no session
+/// `id` is stored.
+fn current_of(conn: &Connection, id: &SessionId) -> rusqlite::Result<Option<(u64, u64)>> {
+    let current: Option<(i64, i64)> = conn
         .prepare_cached(&format!(
-            "SELECT {} FROM sessions s WHERE s.id = ?1",
+            "SELECT s.version, {} FROM sessions s WHERE s.id = ?1",
             revision()
         ))?
-        .query_row([id.as_str()], |row| row.get(0))
+        .query_row([id.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
-    Ok(revision.map(sql_count))
+    Ok(current.map(|(version, revision)| (sql_count(version), sql_count(revision))))
 }
 
 impl SessionPersistence for SqlitePersistence {
@@ -407,8 +443,9 @@ impl SessionPersistence for SqlitePersistence {
     ///
     /// [`PersistenceError::Conflict`] when the id is stored (the stored session is
     /// left unchanged); [`PersistenceError::SeqMismatch`] when the seed's seqs are not
-    /// `0, 1, 2, …`; [`PersistenceError::VersionUnsupported`] for a header version other than
-    /// 0; [`PersistenceError::InvalidId`] for an id that breaks the id rule
+    /// `0, 1, 2, …`; [`PersistenceError::VersionUnsupported`] for a header version this build
+    /// does not read (above v3); [`PersistenceError::HeaderInvalid`] for a header field its
+    /// version has no place for; [`PersistenceError::InvalidId`] for an id that breaks the id rule
     /// ([`SessionId::check`]); [`PersistenceError::Locked`]; [`PersistenceError::Io`].
     fn create(
         &self,
@@ -419,7 +456,9 @@ impl SessionPersistence for SqlitePersistence {
         self.commit(Write::Create {
             header: Box::new(header.clone()),
             rows: seed.iter().map(|event| EventColumns::of(event)).collect(),
-        })
+        })?;
+        self.seen.saw(&header.id, header.version);
+        Ok(())
     }
 
     /// Inserts `events` after checking that their seqs are contiguous and, in the transaction
@@ -429,7 +468,9 @@ impl SessionPersistence for SqlitePersistence {
     /// # Errors
     ///
     /// [`PersistenceError::NotFound`]; [`PersistenceError::SeqMismatch`] (nothing is
-    /// written); [`PersistenceError::Locked`]; [`PersistenceError::Io`].
+    /// written); [`PersistenceError::Superseded`] when this instance last saw an earlier
+    /// generation of the session than the stored one (nothing is written);
+    /// [`PersistenceError::Locked`]; [`PersistenceError::Io`].
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
         if let Some(first) = events.first() {
             check_seqs(id, first.seq, events)?;
@@ -437,6 +478,7 @@ impl SessionPersistence for SqlitePersistence {
         self.commit(Write::Append {
             id: id.clone(),
             rows: events.iter().map(|event| EventColumns::of(event)).collect(),
+            seen: self.seen.seen(id),
         })
     }
 
@@ -451,7 +493,9 @@ impl SessionPersistence for SqlitePersistence {
     /// SQLite holds but the header cannot take); [`PersistenceError::Corrupt`] (a gap in the
     /// seqs, or a column that is not the JSON it should be); [`PersistenceError::Io`].
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
-        Ok(self.read(id, 0, len)?.into_stored())
+        let read = self.read(id, 0, len)?;
+        self.seen.saw(id, read.header.version);
+        Ok(read.into_stored())
     }
 
     /// Reads the header and the events with seq `from` and later (`WHERE seq >= from` on the
@@ -482,7 +526,7 @@ impl SessionPersistence for SqlitePersistence {
                 .query_map([], |row| {
                     Ok((
                         HeaderColumns::read(&SqliteRow(row))?,
-                        row.get::<_, i64>(10)?,
+                        row.get::<_, i64>(HeaderColumns::COUNT)?,
                     ))
                 })
                 .map_err(failed)?;
@@ -494,142 +538,35 @@ impl SessionPersistence for SqlitePersistence {
             Ok(listed)
         })
     }
+
+    /// Moves the stored generation of `header.id` to the tables of superseded generations and
+    /// stores `header` and `events` as its current one, in one transaction (shared with the
+    /// other writes of its group commit); what this instance has seen of the id is unchanged.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::create`] for the header and events;
+    /// [`PersistenceError::NotFound`]; [`PersistenceError::Conflict`] when the stored
+    /// session's revision is not `source_revision`, or its version is not below
+    /// `header.version` (every earlier generation is below it: nothing is written).
+    fn publish_successor(
+        &self,
+        header: &SessionHeader,
+        events: &[Arc<SessionEvent>],
+        source_revision: u64,
+    ) -> Result<(), PersistenceError> {
+        check_new_session(&self.store(), header, events)?;
+        self.commit(Write::Publish {
+            header: Box::new(header.clone()),
+            rows: events.iter().map(|event| EventColumns::of(event)).collect(),
+            source_revision,
+        })
+    }
+
+    fn release(&self, id: &SessionId) {
+        self.seen.forget(id);
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use dsh_session::SessionMeta;
-
-    fn note(seq: u64) -> Arc<SessionEvent> {
-        Arc::new(SessionEvent::new(
-            "plugin/note",
-            seq,
-            1,
-            serde_json::json!({ "n": seq }),
-        ))
-    }
-
-    fn rows(seqs: impl IntoIterator<Item = u64>) -> Vec<EventColumns> {
-        seqs.into_iter()
-            .map(|seq| EventColumns::of(&note(seq)))
-            .collect()
-    }
-
-    fn header(id: &str) -> SessionHeader {
-        SessionHeader::new(SessionId::from(id), 1, SessionMeta::default())
-    }
-
-    /// Queues `write` as another thread would, without waiting; returns its ticket.
-    fn queue(db: &SqlitePersistence, write: Write) -> u64 {
-        let mut queue = db.queue.lock();
-        let ticket = queue.next_ticket;
-        queue.next_ticket += 1;
-        queue.waiting.push((ticket, write));
-        ticket
-    }
-
-    /// The outcome of queued write `ticket`, as its caller would take it.
-    fn answer(db: &SqlitePersistence, ticket: u64) -> Result<(), PersistenceError> {
-        let mut queue = db.queue.lock();
-        let at = queue
-            .answers
-            .iter()
-            .position(|(t, _)| *t == ticket)
-            .expect("the write was answered");
-        queue.answers.swap_remove(at).1
-    }
-
-    fn stored_len(db: &SqlitePersistence, id: &str) -> usize {
-        db.load(&SessionId::from(id)).unwrap().events.len()
-    }
-
-    #[test]
-    fn a_write_commits_every_queued_write_in_its_group_each_on_its_own() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = SqlitePersistence::open(dir.path().join("sessions.db")).unwrap();
-        for id in ["a", "b"] {
-            db.create(&header(id), &[note(0)]).unwrap();
-        }
-        let stale = queue(
-            &db,
-            Write::Append {
-                id: SessionId::from("a"),
-                rows: rows([5]),
-            },
-        );
-        let taken = queue(
-            &db,
-            Write::Create {
-                header: Box::new(header("b")),
-                rows: rows([0]),
-            },
-        );
-        let fresh = queue(
-            &db,
-            Write::Append {
-                id: SessionId::from("b"),
-                rows: rows([1, 2]),
-            },
-        );
-        db.append(&SessionId::from("a"), &[note(1)])
-            .expect("the caller's own write is committed");
-        let queue = db.queue.lock();
-        assert!(
-            queue.waiting.is_empty(),
-            "the group took every queued write"
-        );
-        assert_eq!(queue.answers.len(), 3, "and answered each");
-        drop(queue);
-        let mismatch = answer(&db, stale).unwrap_err();
-        assert_eq!(mismatch.code(), "SEQ_MISMATCH", "{mismatch}");
-        assert_eq!(
-            answer(&db, taken).unwrap_err().code(),
-            "SESSION_ID_CONFLICT"
-        );
-        answer(&db, fresh).expect("a write after two refused ones is committed");
-        assert_eq!((stored_len(&db, "a"), stored_len(&db, "b")), (2, 3));
-    }
-
-    #[test]
-    fn a_statement_the_database_refuses_fails_the_whole_group_and_stores_none_of_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = SqlitePersistence::open(dir.path().join("sessions.db")).unwrap();
-        db.create(&header("a"), &[note(0)]).unwrap();
-        let fine = queue(
-            &db,
-            Write::Append {
-                id: SessionId::from("a"),
-                rows: rows([1]),
-            },
-        );
-        // Twice the same seq: the primary key refuses the second row.
-        let broken = queue(
-            &db,
-            Write::Create {
-                header: Box::new(header("b")),
-                rows: rows([0, 0]),
-            },
-        );
-        let error = db.create(&header("c"), &[]).expect_err("the group failed");
-        assert_eq!(error.code(), "IO_ERROR", "{error}");
-        assert!(error.to_string().contains("UNIQUE"), "{error}");
-        for ticket in [fine, broken] {
-            assert_eq!(answer(&db, ticket).unwrap_err().code(), "IO_ERROR");
-        }
-        assert_eq!(
-            stored_len(&db, "a"),
-            1,
-            "the append of the group was rolled back"
-        );
-        let ids: Vec<_> = db
-            .list()
-            .unwrap()
-            .into_iter()
-            .map(|l| l.header.id)
-            .collect();
-        assert_eq!(ids, [SessionId::from("a")]);
-        db.append(&SessionId::from("a"), &[note(1)])
-            .expect("the next group commits");
-    }
-}
+mod tests;

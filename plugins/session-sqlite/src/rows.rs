@@ -4,7 +4,7 @@
 
 use dsh_session::{SessionHeader, SessionId};
 use dsh_session_sql::{EventColumns, HeaderColumns, Row};
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, ToSql};
 
 /// The header columns, in the order [`HeaderColumns::read`] reads them.
 pub(crate) const HEADER_COLUMNS: &str = HeaderColumns::NAMES;
@@ -16,20 +16,64 @@ pub(crate) const EVENT_COLUMNS: &str = EventColumns::NAMES;
 pub(crate) fn insert_header(conn: &Connection, header: &SessionHeader) -> rusqlite::Result<()> {
     let row = HeaderColumns::of(header);
     conn.execute(
-        &format!("INSERT INTO sessions ({HEADER_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
-        params![
-            row.id,
-            row.version,
-            row.created_at,
-            row.cwd,
-            row.parent_session,
-            row.seed_length,
-            row.origin,
-            row.delegation_depth,
-            row.agent_preset,
-            row.extra,
-        ],
+        &format!(
+            "INSERT INTO sessions ({HEADER_COLUMNS}) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+        ),
+        header_params(&row).as_slice(),
     )?;
+    Ok(())
+}
+
+/// Replaces the `sessions` row of `header`'s id with the row of `header`.
+pub(crate) fn replace_header(conn: &Connection, header: &SessionHeader) -> rusqlite::Result<()> {
+    let row = HeaderColumns::of(header);
+    conn.execute(
+        "UPDATE sessions SET version = ?2, created_at = ?3, cwd = ?4, parent_session = ?5, \
+         seed_length = ?6, origin = ?7, delegation_depth = ?8, agent_preset = ?9, extra = ?10, \
+         is_seeded = ?11 WHERE id = ?1",
+        header_params(&row).as_slice(),
+    )?;
+    Ok(())
+}
+
+/// The values of `row` as statement parameters `?1` to `?11`, in the order of
+/// [`HEADER_COLUMNS`].
+fn header_params(row: &HeaderColumns) -> [&dyn ToSql; HeaderColumns::COUNT] {
+    [
+        &row.id,
+        &row.version,
+        &row.created_at,
+        &row.cwd,
+        &row.parent_session,
+        &row.seed_length,
+        &row.origin,
+        &row.delegation_depth,
+        &row.agent_preset,
+        &row.extra,
+        &row.is_seeded,
+    ]
+}
+
+/// Moves the current generation of session `id` (its `sessions` row and `events` rows) to
+/// the tables of superseded generations, keyed by its format version `version`, leaving no
+/// event of `id` in `events`; its `sessions` row is then replaced by [`replace_header`].
+pub(crate) fn supersede(conn: &Connection, id: &SessionId, version: i64) -> rusqlite::Result<()> {
+    conn.execute(
+        &format!(
+            "INSERT INTO superseded_sessions ({HEADER_COLUMNS}) \
+             SELECT {HEADER_COLUMNS} FROM sessions WHERE id = ?1"
+        ),
+        [id.as_str()],
+    )?;
+    conn.execute(
+        &format!(
+            "INSERT INTO superseded_events (session_id, version, {EVENT_COLUMNS}) \
+             SELECT session_id, ?2, {EVENT_COLUMNS} FROM events WHERE session_id = ?1"
+        ),
+        params![id.as_str(), version],
+    )?;
+    conn.execute("DELETE FROM events WHERE session_id = ?1", [id.as_str()])?;
     Ok(())
 }
 

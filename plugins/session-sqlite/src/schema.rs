@@ -10,15 +10,35 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The schema version this build reads and writes, stored as `PRAGMA user_version`. A database
-/// with another non-zero version is refused with [`PersistenceError::VersionUnsupported`].
-pub const SCHEMA_VERSION: i64 = 1;
+/// of an earlier schema version is upgraded when it is opened, in one transaction; one of a later
+/// version is refused with [`PersistenceError::VersionUnsupported`].
+///
+/// Schema 1 stored v0 sessions; schema 2 adds `sessions.is_seeded` (the fork flag of a v2 or
+/// v3 header) and the tables of superseded generations.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// The statements that upgrade a database of schema `N` to `N + 1`, at index `N - 1`. A fresh
+/// database gets schema 1's [`TABLES`] and then every upgrade, so that a fresh database and an
+/// upgraded one have one shape; all run in the transaction that sets the new `user_version`.
+const UPGRADES: [&[&str]; 1] = [&[ADD_IS_SEEDED, SUPERSEDED_TABLES]];
+
+/// Schema 1 to 2, first step: `is_seeded` (NULL in every stored v0 session, which keeps its cut
+/// in `seed_length`).
+const ADD_IS_SEEDED: &str = "ALTER TABLE sessions ADD COLUMN is_seeded INTEGER;";
 
 /// The tables. `sessions` holds one row per session: the header's modelled fields as columns
 /// (`created_at` in epoch milliseconds, `delegation_depth` NULL when the header has none)
 /// and `extra`, a JSON object of the header fields the session crate does not model.
 /// `events` holds one row per event: `type`, `time` (epoch ms), `data` as JSON text, and the
 /// optional envelope keys (`surface_op` and `source_event_seqs` as JSON text, `ignorable`
-/// as 0/1), NULL when absent.
+/// as 0/1), NULL when absent. These are schema 1's tables; [`UPGRADES`] add `is_seeded` (0/1,
+/// a v2 or v3 header's, NULL before v2) and the tables of superseded generations.
+///
+/// A session's current generation is its `sessions` row and `events` rows. When a migrated
+/// generation is published (`publish_successor`), the one it replaces moves, in the same
+/// transaction, to `superseded_sessions` and `superseded_events`, keyed by id and format
+/// version: kept, as dsh keeps a migrated session's source file, and out of the way of every
+/// read and write of the id, which go to the current generation.
 const TABLES: &str = "
 CREATE TABLE sessions (
     id TEXT PRIMARY KEY NOT NULL,
@@ -42,6 +62,38 @@ CREATE TABLE events (
     source_event_seqs TEXT,
     ignorable INTEGER,
     PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+";
+
+/// The tables of superseded generations (schema 2): the `sessions` and `events` columns, keyed
+/// by id and format version.
+const SUPERSEDED_TABLES: &str = "
+CREATE TABLE superseded_sessions (
+    id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    cwd TEXT,
+    parent_session TEXT,
+    seed_length INTEGER,
+    origin TEXT,
+    delegation_depth INTEGER,
+    agent_preset TEXT,
+    extra TEXT NOT NULL,
+    is_seeded INTEGER,
+    PRIMARY KEY (id, version)
+);
+CREATE TABLE superseded_events (
+    session_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    surface_op TEXT,
+    source_event_seqs TEXT,
+    ignorable INTEGER,
+    PRIMARY KEY (session_id, version, seq),
+    FOREIGN KEY (session_id, version) REFERENCES superseded_sessions (id, version)
 ) WITHOUT ROWID;
 ";
 
@@ -110,7 +162,8 @@ fn is_busy(error: &rusqlite::Error) -> bool {
     )
 }
 
-/// Puts the database at `path` in WAL mode and, when it is fresh, creates the tables.
+/// Puts the database at `path` in WAL mode and, when it is fresh, creates the tables; a
+/// database of an earlier schema is upgraded in one transaction.
 fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Prepare> {
     let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
@@ -121,16 +174,26 @@ fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Prepare> {
         match schema_version(&tx)? {
             0 => {
                 tx.execute_batch(TABLES)?;
-                tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+                upgrade(&tx, 1)?;
             }
             SCHEMA_VERSION => {}
+            earlier @ 1..SCHEMA_VERSION => {
+                upgrade(&tx, earlier)?;
+                tracing::info!(
+                    path = %path.display(),
+                    from = earlier,
+                    to = SCHEMA_VERSION,
+                    "upgraded the session database schema"
+                );
+            }
             other => {
                 return Err(Prepare::Refused(PersistenceError::VersionUnsupported {
                     file: path.display().to_string(),
                     version: other.to_string(),
                     message: format!(
                         "the session database {} has schema version {other}, but this build \
-                         reads only schema version {SCHEMA_VERSION}",
+                         reads schema versions 1 to {SCHEMA_VERSION}: it was written by a \
+                         newer harness — upgrade the harness to open it",
                         path.display()
                     ),
                 }))
@@ -139,6 +202,16 @@ fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Prepare> {
         tx.commit()?;
     }
     Ok(())
+}
+
+/// Upgrades the tables of schema `from` (at least 1) to [`SCHEMA_VERSION`] in the open
+/// transaction `tx`, and sets the new `user_version`.
+fn upgrade(tx: &Connection, from: i64) -> rusqlite::Result<()> {
+    let done = usize::try_from(from - 1).unwrap_or(0);
+    for step in UPGRADES.iter().skip(done).flat_map(|steps| steps.iter()) {
+        tx.execute_batch(step)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
 }
 
 /// Opens a connection to the database at `path` with `flags` and the settings of this
@@ -218,6 +291,68 @@ mod tests {
         assert!(error.to_string().contains("schema version 17"), "{error}");
         let conn = Connection::open(&path).unwrap();
         assert_eq!(schema_version(&conn).unwrap(), 17);
+    }
+
+    /// A database written by the previous build (schema 1: v0 sessions only, no `is_seeded`)
+    /// is upgraded when opened: its sessions read back and take appends, and v3 sessions can
+    /// be stored beside them.
+    #[test]
+    fn a_schema_1_database_is_upgraded_and_keeps_its_sessions() {
+        use crate::SqlitePersistence;
+        use dsh_session::backend::SessionPersistence;
+        use dsh_session::format::FormatVersion;
+        use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(TABLES).unwrap();
+        old.pragma_update(None, "user_version", 1).unwrap();
+        old.execute_batch(
+            "INSERT INTO sessions (id, version, created_at, cwd, seed_length, extra) \
+             VALUES ('old', 0, 5, '/w', 1, '{\"later\":1}');
+             INSERT INTO events (session_id, seq, type, time, data) \
+             VALUES ('old', 0, 'plugin/note', 6, '{\"n\":0}');",
+        )
+        .unwrap();
+        drop(old);
+
+        let db = SqlitePersistence::open(&path).unwrap();
+        assert_eq!(
+            schema_version(&Connection::open(&path).unwrap()).unwrap(),
+            SCHEMA_VERSION
+        );
+        let id = SessionId::from("old");
+        let stored = db.load(&id).unwrap();
+        assert_eq!(stored.header.version, 0);
+        assert_eq!(
+            (stored.header.seed_length, stored.header.is_seeded),
+            (Some(1), None)
+        );
+        assert_eq!(
+            stored.header.extra.get("later"),
+            Some(&serde_json::json!(1))
+        );
+        let note = |seq| {
+            Arc::new(SessionEvent::new(
+                "plugin/note",
+                seq,
+                7,
+                serde_json::json!({}),
+            ))
+        };
+        db.append(&id, &[note(1)]).unwrap();
+        assert_eq!(db.load(&id).unwrap().events.len(), 2);
+
+        let meta = SessionMeta::default().version(FormatVersion::V3).cwd("/w");
+        let mut v3 = SessionHeader::new(SessionId::from("new"), 9, meta);
+        v3.is_seeded = Some(true);
+        db.create(&v3, &[note(0)]).unwrap();
+        assert_eq!(db.load(&v3.id).unwrap().header, v3);
+        drop(db);
+        // Opening the upgraded database again changes nothing.
+        let again = SqlitePersistence::open(&path).unwrap();
+        assert_eq!(again.list().unwrap().len(), 2);
     }
 
     /// Another process writing the fresh file while it is switched to WAL makes SQLite refuse

@@ -124,3 +124,55 @@ fn concurrent_writes_of_many_sessions_are_all_stored_in_order() {
         assert_eq!(events, expected, "session {}", header.id);
     }
 }
+
+/// A published successor keeps its source: the earlier generation's header and events move,
+/// in the publishing transaction, to the tables of superseded generations, unchanged; a
+/// second migration keeps both earlier generations.
+#[test]
+fn a_published_successor_keeps_every_earlier_generation_in_the_superseded_tables() {
+    use dsh_session::format::FormatVersion;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let db = SqlitePersistence::open(&path).unwrap();
+    let source = stored(&db, "kept", 3);
+    let at = |version: FormatVersion| {
+        let mut header = source.clone();
+        header.version = version.number();
+        header.is_seeded = (!version.has_seed_length()).then_some(false);
+        header
+    };
+    let v2: Vec<_> = (0..4).map(|seq| note(seq, 2)).collect();
+    db.publish_successor(&at(FormatVersion::V2), &v2, 3)
+        .expect("published v2");
+    let v3: Vec<_> = (0..5).map(|seq| note(seq, 3)).collect();
+    db.publish_successor(&at(FormatVersion::V3), &v3, 4)
+        .expect("published v3");
+    let conn = raw(&path);
+    let kept: Vec<(i64, i64)> = conn
+        .prepare(
+            "SELECT s.version, (SELECT COUNT(*) FROM superseded_events e \
+             WHERE e.session_id = s.id AND e.version = s.version) \
+             FROM superseded_sessions s WHERE s.id = 'kept' ORDER BY s.version",
+        )
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(
+        kept,
+        [(0, 3), (2, 4)],
+        "v0 with its 3 events, v2 with its 4"
+    );
+    let first: String = conn
+        .query_row(
+            "SELECT data FROM superseded_events WHERE session_id = 'kept' AND version = 0 \
+             AND seq = 2",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(first, r#"{"from":0,"seq":2}"#);
+    let current = db.load(&source.id).unwrap();
+    assert_eq!((current.header.version, current.events.len()), (3, 5));
+}

@@ -77,6 +77,10 @@ pub struct JsonlPersistence {
     version: FormatVersion,
     lock_timeout: Duration,
     slots: Mutex<HashMap<SessionId, Slot>>,
+    /// The file of each session this backend last read or created (until the store releases
+    /// it): an append without a cursor compares it with the current one, so that a writer
+    /// whose read saw a generation a migration has superseded since is refused.
+    seen: Mutex<HashMap<SessionId, PathBuf>>,
 }
 
 impl JsonlPersistence {
@@ -89,6 +93,7 @@ impl JsonlPersistence {
             version: FormatVersion::V0,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             slots: Mutex::new(HashMap::new()),
+            seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -187,6 +192,31 @@ impl JsonlPersistence {
         }
     }
 
+    /// The current file of session `id` ([`StoreDir::require`]), remembered as the one this
+    /// backend read.
+    fn read_current(&self, id: &SessionId) -> Result<PathBuf, PersistenceError> {
+        let path = self.dir.require(id)?;
+        self.seen.lock().insert(id.clone(), path.clone());
+        Ok(path)
+    }
+
+    /// The current file of session `id`, for an append without a cursor: refused as
+    /// [`PersistenceError::Superseded`] when this backend last read another generation of the
+    /// session (another file in the same folder).
+    fn write_current(&self, id: &SessionId) -> Result<PathBuf, PersistenceError> {
+        let path = self.dir.require(id)?;
+        let seen = self.seen.lock().get(id).cloned();
+        match seen {
+            Some(seen) if seen != path && seen.parent() == path.parent() => {
+                Err(PersistenceError::Superseded {
+                    id: id.clone(),
+                    successor: path.display().to_string(),
+                })
+            }
+            _ => Ok(path),
+        }
+    }
+
     /// The append of [`SessionPersistence::append`] (`Step::InPlace`) and
     /// [`SessionPersistence::append_atomic`] (`Step::Replace`).
     ///
@@ -205,7 +235,7 @@ impl JsonlPersistence {
         let mut cached = slot.lock();
         let path = match cached.as_ref() {
             Some(cursor) => cursor.path.clone(),
-            None => self.dir.require(id)?,
+            None => self.write_current(id)?,
         };
         // Another process may append to the same file: hold an exclusive advisory lock from
         // the length check to the sync, so neither cuts off what the other wrote.
@@ -221,8 +251,9 @@ impl JsonlPersistence {
             *cached = None;
         })?;
         // A migration may have published a later generation beside the file: what was
-        // written here would not be read any more.
-        check_current(id, &folder, &name, &path).inspect_err(|_| *cached = None)?;
+        // written here would not be read any more. The cursor stays on this file, so every
+        // later append is refused too, until a read moves it to the current generation.
+        check_current(id, &folder, &name, &path)?;
         // What this backend last saw of the file (`None`: it has not read it yet).
         let viewed = cached
             .as_ref()
@@ -425,6 +456,7 @@ impl SessionPersistence for JsonlPersistence {
             PublishError::Io(path, source) => io_error(&path, source),
         })?;
         folders.made.keep();
+        self.seen.lock().insert(id.clone(), target.clone());
         *cached = Some(Cursor {
             path: target,
             committed: end.len(),
@@ -495,7 +527,7 @@ impl SessionPersistence for JsonlPersistence {
         let mut cached = slot.lock();
         // A read that fails leaves no view behind: the next append reads the file again.
         *cached = None;
-        let path = self.dir.require(id)?;
+        let path = self.read_current(id)?;
         let (scanned, end) = self.scan_file(id, &path)?;
         let revision = end.len();
         let cursor = Cursor::of(path, &scanned, end, 0);
@@ -520,7 +552,7 @@ impl SessionPersistence for JsonlPersistence {
     ///
     /// As [`SessionPersistence::load`].
     fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
-        let path = self.dir.require(id)?;
+        let path = self.read_current(id)?;
         let (file, _) = self.dir.open_file(id, &path)?;
         let log = crate::log::JsonlLog::open(&path, file)?;
         check_placement(self.root(), id, log.header(), &path)?;
@@ -539,7 +571,7 @@ impl SessionPersistence for JsonlPersistence {
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
         let slot = self.slot(id);
         let _serialized = slot.lock();
-        let path = self.dir.require(id)?;
+        let path = self.read_current(id)?;
         if is_compressed(&path, &[]) {
             let (scanned, end) = self.scan_file(id, &path)?;
             return into_stored(&path, scanned, len, end.len());
@@ -575,7 +607,7 @@ impl SessionPersistence for JsonlPersistence {
     fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
         let slot = self.slot(id);
         let _serialized = slot.lock();
-        let path = self.dir.require(id)?;
+        let path = self.read_current(id)?;
         if !is_compressed(&path, &[]) {
             let (mut file, revision) = self.dir.open_file(id, &path)?;
             let tail =
@@ -704,6 +736,7 @@ impl SessionPersistence for JsonlPersistence {
 
     fn release(&self, id: &SessionId) {
         self.slots.lock().remove(id);
+        self.seen.lock().remove(id);
     }
 }
 

@@ -173,7 +173,7 @@ fn a_successor_not_above_the_stored_version_is_refused() {
     let refused = backend
         .publish_successor(&header("s", 0), &turn(0, 1), revision)
         .expect_err("not above");
-    assert_eq!(refused.code(), "HEADER_INVALID", "{refused}");
+    assert_eq!(refused.code(), "SESSION_ID_CONFLICT", "{refused}");
     assert_eq!(folder_files(&source), before);
     let missing = backend
         .publish_successor(&header("other", 3), &turn(0, 1), 0)

@@ -372,7 +372,9 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// generation, which is left unchanged, as dsh's JSONL persistence publishes a migrated
     /// session as a new file next to its source (`shared/reference/dsh-formats.md` §1, §2).
     /// From then on reads of the id return the new generation (the highest, as dsh reads a
-    /// folder) and writes to the earlier one are refused ([`PersistenceError::Superseded`]).
+    /// folder) and writes to the earlier one are refused ([`PersistenceError::Superseded`]):
+    /// by any backend instance that read or wrote the earlier generation (this one included)
+    /// until it reads the session again.
     ///
     /// `source_revision` is the stored session's revision the caller migrated (the
     /// [`StoredSession::revision`] of its read): when the stored session changed since,
@@ -384,10 +386,9 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// # Errors
     ///
     /// [`PersistenceError::NotFound`]; [`PersistenceError::Conflict`] when the stored
-    /// session changed since `source_revision`, or a generation of `header.version` (or a
-    /// later one) is already stored; [`PersistenceError::HeaderInvalid`] or
-    /// [`PersistenceError::VersionUnsupported`] for a header that would not read back, or
-    /// whose version is not above the stored one; [`PersistenceError::SeqMismatch`],
+    /// session changed since `source_revision`, or its version is not below
+    /// `header.version`; [`PersistenceError::HeaderInvalid`] or
+    /// [`PersistenceError::VersionUnsupported`] for a header that would not read back; [`PersistenceError::SeqMismatch`],
     /// [`PersistenceError::Unstorable`] as [`SessionPersistence::create`];
     /// [`PersistenceError::Unsupported`]; [`PersistenceError::Io`].
     fn publish_successor(

@@ -38,10 +38,9 @@ impl JsonlPersistence {
         let id = &header.id;
         id.check()?;
         let slot = self.slot(id);
-        let mut cached = slot.lock();
-        // Whatever happens, the next write reads the folder again: after a publication the
-        // current generation is the new file.
-        *cached = None;
+        // A cursor this backend holds stays on the file it read: its next append is refused
+        // as superseded, until a read of the session moves it to the new generation.
+        let _serialized = slot.lock();
         let path = self.dir.require(id)?;
         let (folder, name) = self.dir.open_folder_of(id, &path)?;
         let (_locked, len) = lock_exclusive(id, &folder, &name, &path, self.lock_timeout)?;
@@ -58,12 +57,22 @@ impl JsonlPersistence {
         let stored = name.to_str().and_then(canonical_file_version).unwrap_or(0);
         let version = match FormatVersion::from_number(header.version) {
             Some(version) if header.version > stored => version,
-            _ => {
+            Some(_) => {
+                return Err(PersistenceError::Conflict {
+                    id: id.clone(),
+                    reason: format!(
+                        "{} is of format v{stored}: a migrated generation must be of a later \
+                         version than v{}; nothing was written",
+                        path.display(),
+                        header.version
+                    ),
+                })
+            }
+            None => {
                 return Err(PersistenceError::HeaderInvalid {
                     file: path.display().to_string(),
                     reason: format!(
-                        "a migrated generation must have a format version above the stored \
-                         one (v{stored}), not v{}",
+                        "format v{} is not a version this build writes (v0 to v3)",
                         header.version
                     ),
                 })

@@ -23,13 +23,10 @@
 
 use dsh_core::{Context, LoadOptions};
 use dsh_session::format::inherited_cut;
-use dsh_session::{
-    migrate_records, project, restore_each, RawSession, SessionEvent, SessionHeader, SessionId,
-    SessionPlugin, SessionStore,
-};
+use dsh_session::{migrate_records, SessionId, SessionPlugin, SessionStore};
 use dsh_session_fork::{ForkSessionOptions, SessionFork, SessionForkPlugin};
 use dsh_session_jsonl::layout::session_dir;
-use dsh_session_jsonl::{read_session_log, JsonlPersistence, SessionJsonlPlugin};
+use dsh_session_jsonl::{JsonlPersistence, SessionJsonlPlugin};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use serde_json::{json, Value};
@@ -40,6 +37,10 @@ use std::path::{Path, PathBuf};
 #[allow(dead_code)] // the session crate's generators; these tests use the dsh-shaped one
 #[path = "../../session/tests/support/generated.rs"]
 mod generated;
+#[allow(dead_code)]
+#[path = "../../session/tests/support/loaded.rs"]
+mod loaded;
+use loaded::{load, Loaded};
 
 /// `DSH_SHARED`, else `<workspace root>/../shared`.
 fn shared_dir() -> PathBuf {
@@ -74,37 +75,8 @@ fn corpus_v3_files(corpus: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// A session file read back: its header, its events as the store restores them, its history
-/// (the projection of each surface node, in surface order) and its rows as JSON values.
-struct ReadBack {
-    header: SessionHeader,
-    events: Vec<SessionEvent>,
-    history: Vec<Value>,
-    rows: Vec<Value>,
-}
-
-fn read_back(path: &Path) -> ReadBack {
-    let mut log = read_session_log(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut events = Vec::new();
-    let restored = restore_each(&mut log, |event| events.push(event))
-        .unwrap_or_else(|e| panic!("{}: {}: {e}", path.display(), e.code()));
-    let history = restored
-        .surface
-        .nodes()
-        .into_iter()
-        .filter_map(|seq| project(&events[usize::try_from(seq).expect("small")]))
-        .collect();
-    let rows = fs::read_to_string(path)
-        .expect("read")
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("a JSON row"))
-        .collect();
-    ReadBack {
-        header: restored.header,
-        events,
-        history,
-        rows,
-    }
+fn read_back(path: &Path) -> Loaded {
+    load(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// A context of the session, JSONL (storing under `root`) and fork plugins.
@@ -145,7 +117,7 @@ fn fork_everywhere(root: &Path, source_text: &str, label: &str) -> Forked {
     let source_file = folder.join("session.v3.jsonl");
     fs::write(&source_file, source_text).expect("write the source");
     let source = read_back(&source_file);
-    assert_eq!(source.header.version, 3, "{label}");
+    assert_eq!(source.version(), 3, "{label}");
 
     let ctx = context(root);
     let store = ctx.expect::<SessionStore>();
@@ -156,12 +128,7 @@ fn fork_everywhere(root: &Path, source_text: &str, label: &str) -> Forked {
             .expect("located")
             .expect("stored")
     };
-    let ends: Vec<u64> = source
-        .events
-        .iter()
-        .filter(|e| e.kind == "turn/end")
-        .map(|e| e.seq)
-        .collect();
+    let ends = source.turn_ends();
     let prefixes = tempfile::tempdir().expect("temp dir");
     let mut children = Vec::new();
     for &cut in &ends {
@@ -265,25 +232,7 @@ fn fork_the_corpus(corpus: &Path, root: &Path) -> Vec<Child> {
 
 /// The text of the v3 form of a generated dsh-shaped rc.8 session (`generated::generate_dsh`).
 fn generated_v3(turns: &[generated::DshTurn], open_end: bool, id: &str) -> String {
-    let events = generated::generate_dsh(turns, open_end);
-    let header = json!({"type": "session", "version": 0, "id": id, "createdAt": 1000, "cwd": "/p", "delegationDepth": 0});
-    let Value::Object(header) = header else {
-        unreachable!()
-    };
-    let source = RawSession {
-        header,
-        events: events
-            .iter()
-            .map(|event| {
-                let Value::Object(mut map) = serde_json::to_value(event).expect("serializes")
-                else {
-                    unreachable!("an event is an object")
-                };
-                map.insert("data".into(), event.data.to_value());
-                map
-            })
-            .collect(),
-    };
+    let source = generated::raw_rc8(id, &generated::generate_dsh(turns, open_end));
     let v3 = migrate_records(&source, 3).expect("dsh's chain takes a dsh-shaped session");
     std::iter::once(&v3.header)
         .chain(&v3.events)
@@ -364,35 +313,18 @@ fn every_v3_child_is_read_by_dshs_v3_reader_as_here() {
     let mut failures = Vec::new();
     for (child, row) in children.iter().zip(&rows) {
         let back = read_back(&child.file);
-        let ends: Vec<u64> = back
-            .events
-            .iter()
-            .filter(|e| e.kind == "turn/end")
-            .map(|e| e.seq)
-            .collect();
-        let reasons: Vec<Value> = back
-            .events
-            .iter()
-            .filter(|e| e.kind == "turn/end")
-            .map(|e| e.data.to_value()["reason"]["kind"].clone())
-            .collect();
-        let open_turn = back
-            .events
-            .iter()
-            .rev()
-            .find(|e| e.kind == "turn/start" || e.kind == "turn/end")
-            .is_some_and(|e| e.kind == "turn/start");
+        let turns = back.turns();
         let ours = json!({
             "error": null,
             "version": 3,
             "status": "current",
             "parentSession": child.parent,
             "stored_events": back.events.len(),
-            "turns": back.events.iter().filter(|e| e.kind == "turn/start").count(),
-            "turn_ends": ends,
-            "turn_end_reasons": reasons,
-            "last_type": back.events.last().map(|e| e.kind.clone()),
-            "open_turn": open_turn,
+            "turns": turns.turns,
+            "turn_ends": back.turn_ends(),
+            "turn_end_reasons": turns.reasons,
+            "last_type": back.last_type(),
+            "open_turn": turns.open_turn,
             "isSeeded": true,
             "inheritedEventCount": child.cut + 1,
         });

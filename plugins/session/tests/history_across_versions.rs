@@ -21,101 +21,27 @@
 //! Skips with a printed `skipped:` line when the shared folder is absent.
 
 use dsh_session::event_type::REQUEST_HEADER;
-use dsh_session::{migrate_records, project, restore_each, RawSession, SessionEvent};
-use dsh_session_jsonl::read_session_log;
+use dsh_session::{migrate_records, RawSession};
 use proptest::prelude::*;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::fs;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod support;
-use support::generated::{dsh_turn, generate_dsh};
+use support::corpus::{rc8_names, shared_dir, stem};
+use support::generated::{dsh_turn, generate_dsh, raw_rc8};
+use support::loaded::{load, Loaded, Turns};
 
-/// `DSH_SHARED`, else `<workspace root>/../shared`.
-fn shared_dir() -> PathBuf {
-    match std::env::var_os("DSH_SHARED") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-    }
-}
-
-/// A form loaded through the project's reader.
-#[derive(Debug)]
-struct Loaded {
-    version: u64,
-    events: Vec<SessionEvent>,
-    history: Vec<Value>,
-}
-
-/// The oracle's turn facts of a list of events (`oracle-v.mjs` `facts`).
-#[derive(Debug, PartialEq)]
-struct Turns {
-    turns: usize,
-    reasons: Vec<Value>,
-    open_turn: bool,
-}
-
-impl Loaded {
-    fn turns(&self) -> Turns {
-        let mut open_turn = false;
-        for event in &self.events {
-            match event.kind.as_str() {
-                "turn/start" => open_turn = true,
-                "turn/end" => open_turn = false,
-                _ => {}
-            }
-        }
-        Turns {
-            turns: self.count("turn/start"),
-            reasons: self
-                .events
-                .iter()
-                .filter(|e| e.kind == "turn/end")
-                .map(|e| e.data.to_value()["reason"]["kind"].clone())
-                .collect(),
-            open_turn,
-        }
-    }
-
-    fn count(&self, kind: &str) -> usize {
-        self.events.iter().filter(|e| e.kind == kind).count()
-    }
-
-    fn turn_ends(&self) -> Vec<u64> {
-        let ends = self.events.iter().filter(|e| e.kind == "turn/end");
-        ends.map(|e| e.seq).collect()
-    }
-
-    /// The `header.system` of the last `request/header` (`""` when it has none); `None` when
-    /// the log has no `request/header`.
-    fn last_prompt(&self) -> Option<String> {
-        let mut headers = self.events.iter().filter(|e| e.kind == REQUEST_HEADER);
-        headers.next_back().map(|e| {
-            e.data.to_value()["header"]["system"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
-        })
-    }
-}
-
-/// Loads the file at `path` (its version from its name and header) as the store restores it.
-fn load(path: &Path) -> Result<Loaded, String> {
-    let mut log = read_session_log(path).map_err(|e| format!("{}: {e}", e.code()))?;
-    let mut events = Vec::new();
-    let restored = restore_each(&mut log, |event| events.push(event))
-        .map_err(|e| format!("{}: {e}", e.code()))?;
-    let history = restored
-        .surface
-        .nodes()
-        .into_iter()
-        .filter_map(|seq| project(&events[usize::try_from(seq).expect("small")]))
-        .collect();
-    Ok(Loaded {
-        version: restored.header.version,
-        events,
-        history,
+/// The `header.system` of the last `request/header` of `form` (`""` when it has none); `None`
+/// when the log has no `request/header`.
+fn last_prompt(form: &Loaded) -> Option<String> {
+    let mut headers = form.events.iter().filter(|e| e.kind == REQUEST_HEADER);
+    headers.next_back().map(|e| {
+        e.data.to_value()["header"]["system"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     })
 }
 
@@ -161,7 +87,8 @@ fn same_history(older: &[&Loaded], v3: &Loaded) -> Result<(), String> {
         if let Some(why) = first_difference(&form.history, &base.history) {
             return Err(format!(
                 "v{} history differs from v{}'s: {why}",
-                form.version, base.version
+                form.version(),
+                base.version()
             ));
         }
     }
@@ -182,7 +109,7 @@ fn same_history(older: &[&Loaded], v3: &Loaded) -> Result<(), String> {
     let systems: Vec<usize> = (0..v3.history.len())
         .filter(|i| is_system(&&v3.history[*i]))
         .collect();
-    match v2.last_prompt() {
+    match last_prompt(v2) {
         None if systems.is_empty() => Ok(()),
         Some(prompt) if systems == [0] && text_of(&v3.history[0]) == prompt => Ok(()),
         prompt => Err(format!(
@@ -200,16 +127,6 @@ fn write_rows(path: &Path, session: &RawSession) {
         text.push('\n');
     }
     fs::write(path, text).expect("write");
-}
-
-/// The converter's stem of an rc.8 file name (`convert.mjs`): `__session(.N).jsonl` ->
-/// `__s(.N)`.
-fn stem(name: &str) -> String {
-    let base = name.strip_suffix(".jsonl").unwrap_or(name);
-    match base.rfind("__session") {
-        Some(at) => format!("{}__s{}", &base[..at], &base[at + "__session".len()..]),
-        None => base.to_owned(),
-    }
 }
 
 #[test]
@@ -232,12 +149,7 @@ fn every_converted_session_has_the_same_turns_and_history_in_every_version() {
             (row["file"].as_str().expect("file").to_owned(), row)
         })
         .collect();
-    let mut names: Vec<String> = fs::read_dir(&rc8)
-        .expect("the rc.8 corpus lists")
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".jsonl"))
-        .collect();
-    names.sort();
+    let names = rc8_names(&rc8);
     let mut sessions = 0;
     let mut failures = Vec::new();
     for name in &names {
@@ -259,10 +171,10 @@ fn every_converted_session_has_the_same_turns_and_history_in_every_version() {
                 load(&corpus.join("files").join(&file)).unwrap_or_else(|e| panic!("{file}: {e}"));
             // The oracle's stored view of the form's own version.
             let stored = (
-                Some(form.version),
+                Some(form.version()),
                 Some(form.events.len() as u64),
                 Some(form.count("turn/start") as u64),
-                form.events.last().map(|e| e.kind.as_str()),
+                form.last_type(),
             );
             let oracle = (
                 row["version"].as_u64(),
@@ -283,9 +195,9 @@ fn every_converted_session_has_the_same_turns_and_history_in_every_version() {
             if turns != oracle_turns {
                 failures.push(format!("{file}: turns {turns:?}, oracle {oracle_turns:?}"));
             }
-            if form.version == 3
+            if form.version() == 3
                 && (json!(form.turn_ends()) != row["turn_ends"]
-                    || form.events.last().map(|e| e.kind.as_str()) != row["last_type"].as_str())
+                    || form.last_type() != row["last_type"].as_str())
             {
                 failures.push(format!(
                     "{file}: turn ends or last type differ from the oracle's"
@@ -320,27 +232,6 @@ fn every_converted_session_has_the_same_turns_and_history_in_every_version() {
     assert_eq!(sessions, 60, "every converted session");
 }
 
-/// The raw record of an event as the v0 writer stores it.
-fn raw_event(event: &SessionEvent) -> Map<String, Value> {
-    let Value::Object(mut map) = serde_json::to_value(event).expect("an event serializes") else {
-        unreachable!("an event is an object")
-    };
-    map.insert("data".into(), event.data.to_value());
-    map
-}
-
-/// The rc.8 session `id` made of `events`, as raw records.
-fn raw_session(id: &str, events: &[SessionEvent]) -> RawSession {
-    let header = json!({"type": "session", "version": 0, "id": id, "createdAt": 1000, "cwd": "/p", "delegationDepth": 0});
-    let Value::Object(header) = header else {
-        unreachable!()
-    };
-    RawSession {
-        header,
-        events: events.iter().map(raw_event).collect(),
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
@@ -355,7 +246,7 @@ proptest! {
     ) {
         let events = generate_dsh(&turns, open_end);
         let dir = tempfile::tempdir().expect("temp dir");
-        let source = raw_session("gen", &events);
+        let source = raw_rc8("gen", &events);
         let path = dir.path().join("gen.jsonl");
         write_rows(&path, &source);
         let mut forms = vec![load(&path).expect("the generated v0 session loads")];
@@ -366,12 +257,12 @@ proptest! {
             let path = dir.path().join(format!("gen.v{version}.jsonl"));
             write_rows(&path, &migrated);
             let form = load(&path).map_err(|e| TestCaseError::fail(format!("v{version}: {e}")))?;
-            prop_assert_eq!(form.version, version);
+            prop_assert_eq!(form.version(), version);
             forms.push(form);
         }
         let [v0, v1, v2, v3] = &forms[..] else { unreachable!() };
         for form in [v1, v2, v3] {
-            prop_assert_eq!(form.turns(), v0.turns(), "v{}", form.version);
+            prop_assert_eq!(form.turns(), v0.turns(), "v{}", form.version());
         }
         if let Err(why) = same_history(&[v0, v1, v2], v3) {
             return Err(TestCaseError::fail(why));

@@ -3,7 +3,7 @@
 //! request events (headers with and without a system prompt) inside them.
 
 use dsh_session::event_type::{REQUEST_CONTEXT, REQUEST_HEADER, SESSION_END_SEED, TODO_WRITE};
-use dsh_session::{EventDraft, SessionEvent, SurfaceOp, TurnEndReason};
+use dsh_session::{EventDraft, RawSession, SessionEvent, SurfaceOp, TurnEndReason};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -282,4 +282,26 @@ pub fn generate_dsh(turns: &[DshTurn], open_end: bool) -> Vec<SessionEvent> {
         log.pop();
     }
     log
+}
+
+/// The rc.8 session `id` (cwd `/p`) made of `events`, as the raw records of its file (the
+/// input of `migrate_records`).
+pub fn raw_rc8(id: &str, events: &[SessionEvent]) -> RawSession {
+    let header = json!({"type": "session", "version": 0, "id": id, "createdAt": 1000, "cwd": "/p", "delegationDepth": 0});
+    let Value::Object(header) = header else {
+        unreachable!("a header is an object")
+    };
+    let raw_event = |event: &SessionEvent| {
+        let Value::Object(mut map) = serde_json::to_value(event).expect("an event serializes")
+        else {
+            unreachable!("an event is an object")
+        };
+        // `EventData` as its JSON value.
+        map.insert("data".into(), event.data.to_value());
+        map
+    };
+    RawSession {
+        header,
+        events: events.iter().map(raw_event).collect(),
+    }
 }

@@ -209,6 +209,12 @@ fn each_version_reads_only_its_own_physical_forms() {
     let stored = read_session_file(&write(dir.path(), "g.v2.jsonl", &lines)).expect("reads");
     let tail = stored.dropped_tail.expect("a dropped row");
     assert!(tail.contains("unexpected field note"), "{tail}");
+    // dsh's codec names a missing member before an unexpected one.
+    let mut lines = v2_lines("g2");
+    lines.push(r#"{"type":"x/y","seq":7,"time":7,"ignorable":true,"note":1}"#.into());
+    let stored = read_session_file(&write(dir.path(), "g2.v2.jsonl", &lines)).expect("reads");
+    let tail = stored.dropped_tail.expect("a dropped row");
+    assert!(tail.contains("lacks required field data"), "{tail}");
     // dsh's v1 codec bounds a range by the room its event's seq leaves (seq 6 holds at most 6
     // sources): `[3,6]` at seq 6 is read (dsh's oracle: 9 stored events, no bad line), ...
     let mut lines = v1_lines("h0");

@@ -134,17 +134,25 @@ pub struct DshStep {
 pub struct DshTurn {
     steps: Vec<DshStep>,
     title: bool,
+    compact: u8,
 }
 
-/// Turns of one to three steps, each step with text, tool calls or both.
+/// Turns of one to three steps, each step with text, tool calls or both; a quarter of them
+/// start by compacting the history (a summary replacing every message so far), a quarter by
+/// pruning the last tool result (a replacement changing only its output).
 pub fn dsh_turn() -> impl Strategy<Value = DshTurn> {
     let step = (0..3u8, any::<bool>(), 0..3usize).prop_map(|(prompt, text, calls)| DshStep {
         prompt,
         text: text || calls == 0,
         calls,
     });
-    (prop::collection::vec(step, 1..4), any::<bool>())
-        .prop_map(|(steps, title)| DshTurn { steps, title })
+    (prop::collection::vec(step, 1..4), any::<bool>(), 0..4u8).prop_map(
+        |(steps, title, compact)| DshTurn {
+            steps,
+            title,
+            compact,
+        },
+    )
 }
 
 /// The events of an rc.8 session made of `turns` as dsh's agent writes them (seq = index,
@@ -164,6 +172,9 @@ pub fn generate_dsh(turns: &[DshTurn], open_end: bool) -> Vec<SessionEvent> {
         let mut user = None;
         for (step, s) in (1u64..).zip(&spec.steps) {
             push(&mut log, EventDraft::step_start(turn, step));
+            if step == 1 {
+                compact(&mut log, spec.compact, turn);
+            }
             if step == 1 {
                 user = Some(push(
                     &mut log,
@@ -304,4 +315,73 @@ pub fn raw_rc8(id: &str, events: &[SessionEvent]) -> RawSession {
         header,
         events: events.iter().map(raw_event).collect(),
     }
+}
+
+/// The surface of `log` (rc.8's fold: appends, and replacements of a node range by the
+/// replacing event), as seqs.
+fn surface_of(log: &[SessionEvent]) -> Vec<u64> {
+    let mut nodes: Vec<u64> = Vec::new();
+    for event in log {
+        match event.surface_op {
+            Some(SurfaceOp::Append) => nodes.push(event.seq),
+            Some(SurfaceOp::Replace { start, end }) => {
+                let from = nodes
+                    .iter()
+                    .position(|n| *n == start)
+                    .expect("start on the surface");
+                let to = nodes
+                    .iter()
+                    .position(|n| *n == end)
+                    .expect("end on the surface");
+                nodes.splice(from..=to, [event.seq]);
+            }
+            None => {}
+        }
+    }
+    nodes
+}
+
+/// Appends the compaction `kind` asks for at the start of turn `turn` (inside its first step):
+/// 1, a user message summarizing, replacing every surface node; 2, the last tool result on the
+/// surface rewritten with a pruned output; otherwise (or with nothing to replace) nothing.
+fn compact(log: &mut Vec<SessionEvent>, kind: u8, turn: u64) {
+    let nodes = surface_of(log);
+    let seq = log.len() as u64;
+    let mut event = match kind {
+        1 if !nodes.is_empty() => {
+            let (start, end) = (nodes[0], nodes[nodes.len() - 1]);
+            let mut event = EventDraft::user_text(&format!("summary{turn}"), "summary", "user")
+                .surface(SurfaceOp::Replace { start, end })
+                .into_event(seq, 1_000 + seq as i64);
+            let mut sources = nodes.clone();
+            sources.sort_unstable();
+            event.source_event_seqs = Some(sources);
+            event
+        }
+        2 => {
+            let Some(&target) = nodes
+                .iter()
+                .rev()
+                .find(|n| log[**n as usize].kind == "tool/result")
+            else {
+                return;
+            };
+            let mut event = log[target as usize].clone();
+            event.seq = seq;
+            event.time = 1_000 + seq as i64;
+            event.data.update(|data| {
+                data["message"]["content"][0]["content"] =
+                    json!([{"type": "text", "text": "[pruned]"}]);
+            });
+            event.surface_op = Some(SurfaceOp::Replace {
+                start: target,
+                end: target,
+            });
+            event.source_event_seqs = Some(vec![target]);
+            event
+        }
+        _ => return,
+    };
+    event.ignorable = None;
+    log.push(event);
 }

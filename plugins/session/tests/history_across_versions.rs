@@ -3,8 +3,8 @@
 //! For every session of the converted corpus (`corpus/dsh-formats`: the rc.8 corpus written
 //! forward as v1, v2 and v3 by dsh's own writers) and for generated rc.8 sessions (shaped as
 //! dsh's agent writes them, with system prompts that change, compactions and pruned tool
-//! results) migrated with [`migrate_records`], each form is loaded through this project's reader (JSONL, the form's
-//! own version) and compared:
+//! results) migrated with [`migrate_records`], each form is loaded through this project's
+//! reader (JSONL, the form's own version) and compared:
 //!
 //! - **turns**: the same number of turns, the same `turn/end` reasons in order, the same open
 //!   turn, in every form; for the corpus also the oracle's stored counts (`expected.jsonl`:

@@ -12,7 +12,7 @@
 use crate::json::{is_integer, js_display, ParseError};
 use crate::record::{expand_record, into_event, is_row_tag, parse_line, Record};
 use dsh_session::event_type::TURN_END;
-use dsh_session::format::FormatVersion;
+use dsh_session::format::{exact_keys_problem, FormatVersion, KeyProblem, RELEASED_ROW_KEYS};
 use dsh_session::{EventData, SessionEvent};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -102,12 +102,6 @@ pub(crate) fn decode_line(line: &[u8], version: FormatVersion) -> Result<Vec<Dec
     })
 }
 
-/// The row keys of a v2 or v3 event: required, then optional.
-const V2_ROW_KEYS: ([&str; 4], [&str; 3]) = (
-    ["type", "seq", "time", "data"],
-    ["ignorable", "sourceEventSeqs", "surfaceOp"],
-);
-
 /// Rewrites the envelope of a v1-or-later record `value` (a JSON object that is not a packed
 /// row; anything else is left for the general path to judge) into the model's form: a
 /// range-encoded `sourceEventSeqs` expanded, a v3 `surfaceOp` replacement spelled with
@@ -130,15 +124,15 @@ fn physical_envelope(value: &mut Value, version: FormatVersion) -> Result<(), St
         return Ok(());
     }
     if !version.has_packed_rows() {
-        let (required, optional) = V2_ROW_KEYS;
-        if let Some(key) = map
-            .keys()
-            .find(|key| !required.contains(&key.as_str()) && !optional.contains(&key.as_str()))
-        {
-            return Err(format!("released {version} row has unexpected field {key}"));
-        }
-        if let Some(key) = required.iter().find(|key| !map.contains_key(**key)) {
-            return Err(format!("released {version} row lacks required field {key}"));
+        let (required, optional) = RELEASED_ROW_KEYS;
+        match exact_keys_problem(map, &required, &optional) {
+            None => {}
+            Some(KeyProblem::Lacks(key)) => {
+                return Err(format!("released {version} row lacks required field {key}"))
+            }
+            Some(KeyProblem::Unexpected(key)) => {
+                return Err(format!("released {version} row has unexpected field {key}"))
+            }
         }
     }
     version.read_envelope(map)

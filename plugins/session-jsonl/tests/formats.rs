@@ -209,10 +209,23 @@ fn each_version_reads_only_its_own_physical_forms() {
     let stored = read_session_file(&write(dir.path(), "g.v2.jsonl", &lines)).expect("reads");
     let tail = stored.dropped_tail.expect("a dropped row");
     assert!(tail.contains("unexpected field note"), "{tail}");
-    // A range that reaches its own seq is refused by the codec (a damaged row: dropped here,
-    // fatal before a turn/end).
-    let mut lines = v1_lines("h");
+    // dsh's codec names a missing member before an unexpected one.
+    let mut lines = v2_lines("g2");
+    lines.push(r#"{"type":"x/y","seq":7,"time":7,"ignorable":true,"note":1}"#.into());
+    let stored = read_session_file(&write(dir.path(), "g2.v2.jsonl", &lines)).expect("reads");
+    let tail = stored.dropped_tail.expect("a dropped row");
+    assert!(tail.contains("lacks required field data"), "{tail}");
+    // dsh's v1 codec bounds a range by the room its event's seq leaves (seq 6 holds at most 6
+    // sources): `[3,6]` at seq 6 is read (dsh's oracle: 9 stored events, no bad line), ...
+    let mut lines = v1_lines("h0");
     lines[5] = lines[5].replace("[[3,5]]", "[[3,6]]");
+    let stored = read_session_file(&write(dir.path(), "h0.v1.jsonl", &lines)).expect("reads");
+    assert_eq!(stored.events.len(), 9);
+    // ... a longer one is refused by the codec (a damaged row: dropped here, fatal before a
+    // turn/end; the oracle: `sourceEventSeqs range exceeds its event seq`, and 6 stored events
+    // with the row last).
+    let mut lines = v1_lines("h");
+    lines[5] = lines[5].replace("[[3,5]]", "[[0,6]]");
     let error = read_session_file(&write(dir.path(), "h.v1.jsonl", &lines)).expect_err("refused");
     assert_eq!(error.code(), "LOG_CORRUPT");
     lines.truncate(6);

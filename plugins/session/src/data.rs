@@ -281,6 +281,21 @@ pub(crate) fn is_unsafe_integer(n: &Number) -> bool {
         .map_or_else(|| n.is_u64(), |i| i.unsigned_abs() > MAX_SAFE_INTEGER)
 }
 
+/// The value as a JavaScript safe integer (`Number.isSafeInteger`: an integral number within
+/// 2^53 - 1 in magnitude, `3.0` included), negative zero excluded; `None` for anything else.
+pub(crate) fn safe_integer_of(value: &Value) -> Option<i64> {
+    let n = value.as_number()?;
+    if let Some(i) = n.as_i64() {
+        return (i.unsigned_abs() <= MAX_SAFE_INTEGER).then_some(i);
+    }
+    if let Some(u) = n.as_u64() {
+        return (u <= MAX_SAFE_INTEGER).then_some(u as i64);
+    }
+    let f = n.as_f64()?;
+    (f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER as f64 && !is_negative_zero(n))
+        .then_some(f as i64)
+}
+
 /// Whether `n` is `-0`.
 pub(crate) fn is_negative_zero(n: &Number) -> bool {
     n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative())

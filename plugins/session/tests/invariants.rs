@@ -10,6 +10,9 @@ use dsh_session::{
 use proptest::prelude::*;
 use serde_json::json;
 
+mod support;
+use support::generated::{generate, turn_spec};
+
 /// Stamps drafts into a log with seq == index.
 fn log(drafts: Vec<EventDraft>) -> Vec<SessionEvent> {
     (0u64..)
@@ -341,113 +344,6 @@ fn violations_serialize_as_seq_rule_and_message() {
         found[0].to_string(),
         "seq 0 [turn-number] turn/start expected turn 1, got 2"
     );
-}
-
-/// One generated step: streamed chunks, tool calls (answered or not), an assistant message.
-#[derive(Clone, Debug)]
-struct StepSpec {
-    chunks: usize,
-    calls: Vec<bool>,
-    message: bool,
-}
-
-/// One generated turn: log-only events before it, request events inside it, its steps.
-#[derive(Clone, Debug)]
-struct TurnSpec {
-    between: Vec<u8>,
-    requests: Vec<u8>,
-    steps: Vec<StepSpec>,
-}
-
-fn step_spec() -> impl Strategy<Value = StepSpec> {
-    (
-        0..3usize,
-        prop::collection::vec(any::<bool>(), 0..3),
-        any::<bool>(),
-    )
-        .prop_map(|(chunks, calls, message)| StepSpec {
-            chunks,
-            calls,
-            message,
-        })
-}
-
-fn turn_spec() -> impl Strategy<Value = TurnSpec> {
-    (
-        prop::collection::vec(0..4u8, 0..3),
-        prop::collection::vec(0..3u8, 0..3),
-        prop::collection::vec(step_spec(), 0..4),
-    )
-        .prop_map(|(between, requests, steps)| TurnSpec {
-            between,
-            requests,
-            steps,
-        })
-}
-
-/// The drafts of a log made of `turns`; the last turn is left open when `open_end`.
-fn generate(turns: &[TurnSpec], open_end: bool) -> Vec<EventDraft> {
-    let mut out = Vec::new();
-    for (turn, spec) in (1u64..).zip(turns) {
-        for (i, kind) in spec.between.iter().enumerate() {
-            out.push(match kind {
-                0 => EventDraft::user_text(&format!("b{turn}-{i}"), "note", "user"),
-                1 => EventDraft::new(SESSION_END_SEED, json!({})),
-                2 => EventDraft::new("session/title", json!({"title": "t"})),
-                _ => EventDraft::new("approval/policy", json!({"policy": "ask"})),
-            });
-        }
-        out.push(EventDraft::turn_start(turn));
-        out.push(EventDraft::user_text(&format!("u{turn}"), "go", "user"));
-        for kind in &spec.requests {
-            out.push(match kind {
-                0 => EventDraft::new(
-                    REQUEST_HEADER,
-                    json!({"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"}),
-                ),
-                1 => EventDraft::new(REQUEST_CONTEXT, json!({"provider": "p", "model": "m"})),
-                _ => EventDraft::new(TODO_WRITE, json!({"todos": []})),
-            });
-        }
-        for (step, spec) in (1u64..).zip(&spec.steps) {
-            out.push(EventDraft::step_start(turn, step));
-            for index in 0..spec.chunks {
-                out.push(EventDraft::new(
-                    "assistant/chunk",
-                    json!({"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": index, "text": "x"}}),
-                ));
-            }
-            if spec.message {
-                out.push(EventDraft::assistant_text(
-                    turn,
-                    step,
-                    &format!("a{turn}-{step}"),
-                    "ok",
-                    "p",
-                    "m",
-                ));
-            }
-            for (n, answered) in spec.calls.iter().enumerate() {
-                let call = format!("c{turn}-{step}-{n}");
-                out.push(EventDraft::tool_call(turn, step, &call, "ls", "{}"));
-                if *answered {
-                    out.push(EventDraft::tool_result(
-                        turn,
-                        step,
-                        &format!("r{turn}-{step}-{n}"),
-                        &call,
-                        "out",
-                    ));
-                }
-            }
-            out.push(EventDraft::step_end(turn, step));
-        }
-        out.push(completed(turn));
-    }
-    if open_end {
-        out.pop();
-    }
-    out
 }
 
 proptest! {

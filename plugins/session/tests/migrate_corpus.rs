@@ -12,32 +12,10 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fs;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// `DSH_SHARED`, else `<workspace root>/../shared`.
-fn shared_dir() -> PathBuf {
-    match std::env::var_os("DSH_SHARED") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-    }
-}
-
-/// The converter's stem of an rc.8 file name (`convert.mjs`): `__session(.N).jsonl` ->
-/// `__s(.N)`.
-fn stem(name: &str) -> String {
-    let base = name.strip_suffix(".jsonl").unwrap_or(name);
-    if let Some(at) = base.rfind("__session") {
-        let tail = &base[at + "__session".len()..];
-        let numbered = tail.is_empty()
-            || (tail.starts_with('.')
-                && tail.len() > 1
-                && tail[1..].bytes().all(|b| b.is_ascii_digit()));
-        if numbered {
-            return format!("{}__s{tail}", &base[..at]);
-        }
-    }
-    base.to_owned()
-}
+mod support;
+use support::corpus::{rc8_names, shared_dir, stem};
 
 fn object(line: &str) -> Map<String, Value> {
     match serde_json::from_str(line) {
@@ -161,12 +139,7 @@ fn rc8_corpus_migrates_as_dsh_writes_it() {
                 ))
             })
             .collect();
-    let mut names: Vec<String> = fs::read_dir(&rc8)
-        .expect("the rc.8 corpus lists")
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".jsonl"))
-        .collect();
-    names.sort();
+    let names = rc8_names(&rc8);
     let mut passed = [0usize; 4];
     let mut compared = [0usize; 4];
     let mut same_bytes = [0usize; 4];

@@ -30,6 +30,9 @@
 
 mod envelope;
 pub(crate) mod rules;
+mod source_seqs;
+
+pub use source_seqs::{decode_source_seqs, encode_seq_ranges, SourceSeqRules};
 
 use crate::event::{SessionEvent, SurfaceOp};
 use crate::event_type::{is_known_type, ASSISTANT_CHUNK, SESSION_END_SEED, SURFACE_TYPES};
@@ -182,82 +185,67 @@ impl FormatVersion {
         }
     }
 
-    /// Reads a stored `sourceEventSeqs` of the event at `own_seq`: an array of non-negative
-    /// integers, and from v1 on also `[start, end]` pairs standing for `start..=end`, the
-    /// members strictly increasing and below `own_seq`. v0 (rc.8) reads plain seqs only and
-    /// leaves their rules to the surface check.
+    /// Whose rules a `sourceEventSeqs` stored in this version is read by: v0 rc.8's (plain
+    /// seqs), v1 dsh's shared-layout codec, v2 and v3 dsh's released codec.
+    pub fn source_seq_rules(self) -> SourceSeqRules {
+        match self {
+            FormatVersion::V0 => SourceSeqRules::Rc8,
+            FormatVersion::V1 => SourceSeqRules::Shared,
+            FormatVersion::V2 | FormatVersion::V3 => SourceSeqRules::Released,
+        }
+    }
+
+    /// Reads a stored `sourceEventSeqs` of the event at `own_seq` by this version's rules
+    /// ([`FormatVersion::source_seq_rules`], [`decode_source_seqs`]).
     ///
     /// # Errors
     ///
-    /// The reason, in dsh's words where it has some: not an array of seqs or pairs,
-    /// `sourceEventSeqs ranges must be strictly increasing`, `sourceEventSeqs range exceeds
-    /// its event seq`.
+    /// The reason, in dsh's words (see [`decode_source_seqs`]).
     pub fn decode_source_seqs(self, value: &Value, own_seq: u64) -> Result<Vec<u64>, String> {
-        let not_seqs = || "sourceEventSeqs is not an array of seqs".to_owned();
-        let members = value.as_array().ok_or_else(not_seqs)?;
-        if self == FormatVersion::V0 {
-            return members
-                .iter()
-                .map(Value::as_u64)
-                .collect::<Option<_>>()
-                .ok_or_else(not_seqs);
-        }
-        if !members.iter().any(Value::is_array) {
-            // Plain seqs: their rules are the surface check's, as in v0.
-            return members
-                .iter()
-                .map(Value::as_u64)
-                .collect::<Option<_>>()
-                .ok_or_else(not_seqs);
-        }
-        let mut seqs: Vec<u64> = Vec::new();
-        for member in members {
-            let (start, end) = match member {
-                Value::Array(pair) => match pair.as_slice() {
-                    [start, end] => (
-                        start.as_u64().ok_or_else(not_seqs)?,
-                        end.as_u64().ok_or_else(not_seqs)?,
-                    ),
-                    _ => return Err("sourceEventSeqs range is not a [start, end] pair".into()),
-                },
-                seq => {
-                    let seq = seq.as_u64().ok_or_else(not_seqs)?;
-                    (seq, seq)
-                }
-            };
-            if start > end || seqs.last().is_some_and(|last| *last >= start) {
-                return Err("sourceEventSeqs ranges must be strictly increasing".into());
-            }
-            if end >= own_seq {
-                return Err("sourceEventSeqs range exceeds its event seq".into());
-            }
-            seqs.extend(start..=end);
-        }
-        Ok(seqs)
+        decode_source_seqs(value, own_seq, self.source_seq_rules())
     }
 
-    /// The stored form of `seqs` in this version: v2 and v3 write every run of three or more
-    /// consecutive seqs as a `[start, end]` pair, v0 and v1 write the seqs as they are.
+    /// The stored form of `seqs` in this version: v2 and v3 write them as dsh's writers do
+    /// ([`encode_seq_ranges`]), v0 and v1 as they are.
     pub fn encode_source_seqs(self, seqs: &[u64]) -> Value {
         if self < FormatVersion::V2 {
             return json!(seqs);
         }
-        let mut out = Vec::new();
-        let mut i = 0;
-        while i < seqs.len() {
-            let mut j = i;
-            while j + 1 < seqs.len() && seqs[j].checked_add(1) == Some(seqs[j + 1]) {
-                j += 1;
-            }
-            if j - i >= 2 {
-                out.push(json!([seqs[i], seqs[j]]));
-            } else {
-                out.extend(seqs[i..=j].iter().map(|seq| json!(seq)));
-            }
-            i = j + 1;
-        }
-        Value::Array(out)
+        encode_seq_ranges(seqs)
     }
+}
+
+/// The members a v2 or v3 event row must have, and those it may have besides (dsh's released
+/// codec): `type`, `seq`, `time`, `data`; `ignorable`, `sourceEventSeqs`, `surfaceOp`.
+pub const RELEASED_ROW_KEYS: ([&str; 4], [&str; 3]) = (
+    ["type", "seq", "time", "data"],
+    ["ignorable", "sourceEventSeqs", "surfaceOp"],
+);
+
+/// The first member rule an object breaks under dsh's exact-key checks (see
+/// [`exact_keys_problem`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyProblem<'a> {
+    /// A required member is missing.
+    Lacks(&'a str),
+    /// A member is neither required nor optional.
+    Unexpected(&'a str),
+}
+
+/// dsh's exact-key check of the later packages: the first `required` member `map` lacks, else
+/// its first member neither `required` nor `optional`; `None` when it has exactly the members
+/// allowed.
+pub fn exact_keys_problem<'a>(
+    map: &'a serde_json::Map<String, Value>,
+    required: &[&'a str],
+    optional: &[&str],
+) -> Option<KeyProblem<'a>> {
+    if let Some(key) = required.iter().find(|k| !map.contains_key(**k)) {
+        return Some(KeyProblem::Lacks(key));
+    }
+    map.keys()
+        .find(|k| !required.contains(&k.as_str()) && !optional.contains(&k.as_str()))
+        .map(|k| KeyProblem::Unexpected(k))
 }
 
 /// The version a session file's name identifies: `session.jsonl[.zstd]` (and any other name
@@ -354,7 +342,7 @@ mod tests {
             FormatVersion::V1.encode_source_seqs(&[3, 4, 5]),
             json!([3, 4, 5])
         );
-        let err = v2.decode_source_seqs(&json!([[3, 5], 4]), 9).unwrap_err();
+        let err = v2.decode_source_seqs(&json!([[3, 5], 2]), 9).unwrap_err();
         assert!(err.contains("strictly increasing"), "{err}");
         let err = v2.decode_source_seqs(&json!([[3, 9]]), 9).unwrap_err();
         assert!(err.contains("exceeds its event seq"), "{err}");

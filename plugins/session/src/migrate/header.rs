@@ -254,3 +254,26 @@ pub(crate) fn encode_shared(source_row: &Map<String, Value>, version: u64) -> Ma
     out.insert("version".into(), version.into());
     out
 }
+
+/// What an edge's stage keeps of its source's logical header: the session id (`""` without),
+/// whether it names a `parentSession`, whether it is `isSeeded: true`.
+pub(crate) struct Lineage {
+    pub(crate) id: String,
+    pub(crate) parent: bool,
+    pub(crate) seeded: bool,
+}
+
+impl Lineage {
+    /// The lineage of the logical header `header`.
+    pub(crate) fn of(header: &Map<String, Value>) -> Lineage {
+        Lineage {
+            id: header
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            parent: header.contains_key("parentSession"),
+            seeded: header.get("isSeeded") == Some(&Value::Bool(true)),
+        }
+    }
+}

@@ -5,8 +5,8 @@ use serde_json::{Map, Value};
 
 use super::header::Decoded;
 use super::json::{count, js_template, kind, safe_integer, v2_keys, Checked, Fail};
-use super::ranges::{self, RangeRules};
 use super::v3_event;
+use crate::format::{decode_source_seqs, SourceSeqRules, RELEASED_ROW_KEYS};
 
 /// One event checked as the `version` codec decodes its row (v0/v1: the dense seq and valid
 /// `sourceEventSeqs` only; v2/v3: the exact envelope too, and for v3 the row admission and the
@@ -31,7 +31,9 @@ fn shared_row(event: &Map<String, Value>, index: u64) -> Checked<Map<String, Val
         let seq = count(event.get("seq"), &format!("{row} seq"))?;
         out.insert(
             "sourceEventSeqs".into(),
-            ranges::decode(stored, seq, RangeRules::Shared)?.into(),
+            decode_source_seqs(stored, seq, SourceSeqRules::Shared)
+                .map_err(Fail::format)?
+                .into(),
         );
     }
     gap(event, index, &row)?;
@@ -50,13 +52,8 @@ fn released_row(
         v3_event::v3_admission(event)?;
     }
     let row = format!("released v2 row {index}");
-    v2_keys(
-        event,
-        &["type", "seq", "time", "data"],
-        &["ignorable", "sourceEventSeqs", "surfaceOp"],
-        &row,
-        "lacks required field",
-    )?;
+    let (required, optional) = RELEASED_ROW_KEYS;
+    v2_keys(event, &required, &optional, &row, "lacks required field")?;
     if !event.get("type").is_some_and(Value::is_string) {
         return Err(Fail::format(format!("{row} type must be a string")));
     }
@@ -74,7 +71,9 @@ fn released_row(
         let seq = count(event.get("seq"), &format!("{row} seq"))?;
         out.insert(
             "sourceEventSeqs".into(),
-            ranges::decode(stored, seq, RangeRules::Released2)?.into(),
+            decode_source_seqs(stored, seq, SourceSeqRules::Released)
+                .map_err(Fail::format)?
+                .into(),
         );
     }
     gap(event, index, &row)?;

@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::format::{exact_keys_problem, KeyProblem};
+
 /// The largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`).
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
@@ -57,19 +59,7 @@ pub(crate) fn js_text(value: &Value) -> String {
     }
 }
 
-/// The value as a JavaScript safe integer (`Number.isSafeInteger`), negative zero excluded.
-pub(crate) fn safe_integer_of(value: &Value) -> Option<i64> {
-    let n = value.as_number()?;
-    if let Some(i) = n.as_i64() {
-        return (i.unsigned_abs() as f64 <= MAX_SAFE).then_some(i);
-    }
-    if let Some(u) = n.as_u64() {
-        return (u as f64 <= MAX_SAFE).then_some(u as i64);
-    }
-    let f = n.as_f64()?;
-    (f.fract() == 0.0 && f.abs() <= MAX_SAFE && !(f == 0.0 && f.is_sign_negative()))
-        .then_some(f as i64)
-}
+pub(crate) use crate::data::safe_integer_of;
 
 /// `sessionFormatCount`: a non-negative safe integer.
 pub(crate) fn count(value: Option<&Value>, label: &str) -> Checked<u64> {
@@ -134,8 +124,8 @@ pub(crate) fn v0_keys(
     Ok(())
 }
 
-/// The later packages' exact-key check: every `required` member first (`{label}{lacks} K`),
-/// then no other member (`{label} has unexpected field K`).
+/// The later packages' exact-key check ([`exact_keys_problem`]): every `required` member
+/// first (`{label} {lacks} K`), then no other member (`{label} has unexpected field K`).
 pub(crate) fn v2_keys(
     record: &Map<String, Value>,
     required: &[&str],
@@ -143,16 +133,13 @@ pub(crate) fn v2_keys(
     label: &str,
     lacks: &str,
 ) -> Checked<()> {
-    if let Some(key) = required.iter().find(|k| !record.contains_key(**k)) {
-        return Err(Fail::format(format!("{label} {lacks} {key}")));
+    match exact_keys_problem(record, required, optional) {
+        None => Ok(()),
+        Some(KeyProblem::Lacks(key)) => Err(Fail::format(format!("{label} {lacks} {key}"))),
+        Some(KeyProblem::Unexpected(key)) => {
+            Err(Fail::format(format!("{label} has unexpected field {key}")))
+        }
     }
-    if let Some(key) = record
-        .keys()
-        .find(|k| !required.contains(&k.as_str()) && !optional.contains(&k.as_str()))
-    {
-        return Err(Fail::format(format!("{label} has unexpected field {key}")));
-    }
-    Ok(())
 }
 
 /// The event's `type`, or `""` when it has none (the input check refuses that earlier).

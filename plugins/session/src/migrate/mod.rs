@@ -6,15 +6,14 @@
 //! ([`v0_to_v1`], [`v1_to_v2`], [`v2_to_v3`]), chained as one stream ([`stages`]) after the
 //! source's own reader checks ([`input`]) and followed by dsh's restore checks of the result
 //! ([`restore_check`], [`relationships`]); the stream packing of chunks ([`stream`]),
-//! reference remapping ([`remap`]), `sourceEventSeqs` range encoding ([`ranges`]), the
-//! headers ([`header`]), the frozen inventories and payload checks ([`payload`]), the v2 -> v3
-//! admission ([`v2_admission`]) and the v3 event checks ([`v3_event`]) in their own.
+//! reference remapping ([`remap`]), the headers ([`header`]), the frozen inventories and payload checks ([`payload`]), the v2 -> v3
+//! admission ([`v2_admission`]) and the v3 event checks ([`v3_event`]) in their own. The
+//! `sourceEventSeqs` range codec is the format module's ([`crate::format::decode_source_seqs`]).
 
 mod header;
 mod input;
 mod json;
 mod payload;
-mod ranges;
 mod relationships;
 mod remap;
 mod restore_check;
@@ -29,6 +28,7 @@ mod v3_event;
 use serde_json::{Map, Value};
 
 use crate::codes;
+use crate::format::encode_seq_ranges;
 use json::Fail;
 
 /// The newest format version the chain reaches.
@@ -319,7 +319,7 @@ fn encode_event(mut event: Map<String, Value>, version: u64) -> Map<String, Valu
     if version >= 2 {
         if let Some(Value::Array(seqs)) = event.get("sourceEventSeqs") {
             let plain: Vec<u64> = seqs.iter().filter_map(Value::as_u64).collect();
-            event.insert("sourceEventSeqs".into(), ranges::encode(&plain).into());
+            event.insert("sourceEventSeqs".into(), encode_seq_ranges(&plain));
         }
     }
     event

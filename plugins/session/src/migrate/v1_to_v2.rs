@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value};
 
+use super::header::Lineage;
 use super::json::{kind, obj, seq, time, Checked, Fail};
 use super::remap::{remap, Mapping, Style};
 use super::stream::Accumulator;
@@ -94,14 +95,10 @@ pub(crate) struct Stage {
 impl Stage {
     /// A stage for the source with logical header `header` and fork cut `cut`.
     pub(crate) fn new(header: &Map<String, Value>, cut: u64) -> Stage {
-        let seeded = header.get("isSeeded") == Some(&Value::Bool(true));
+        let Lineage { id, parent, seeded } = Lineage::of(header);
         Stage {
-            id: header
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            parent: header.contains_key("parentSession"),
+            id,
+            parent,
             seeded,
             source_cut: cut,
             mapping: Mapping::new(),

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::header::Lineage;
 use super::json::{kind, obj, seq, time, Checked, Fail};
 use super::remap::{remap, Mapping, Style};
 use super::v2_admission::admit_v2;
@@ -70,14 +71,10 @@ pub(crate) struct Stage {
 impl Stage {
     /// A stage for the v2 source with logical header `header`.
     pub(crate) fn new(header: &Map<String, Value>) -> Stage {
-        let seeded = header.get("isSeeded") == Some(&Value::Bool(true));
+        let Lineage { id, parent, seeded } = Lineage::of(header);
         Stage {
-            id: header
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            parent: header.contains_key("parentSession"),
+            id,
+            parent,
             seeded,
             source_inherited: 0,
             mapping: Mapping::new(),

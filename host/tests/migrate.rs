@@ -259,16 +259,20 @@ fn logical(path: &Path) -> (Value, Vec<Value>) {
     (header, events)
 }
 
+/// What [`migrate_the_corpus`] did: the sandboxes (their stores hold the migrated files) and
+/// each migrated generation with the name of dsh's file of that version.
+struct MigratedCorpus {
+    _sandboxes: Vec<Sandbox>,
+    generations: Vec<(PathBuf, String)>,
+    refused: usize,
+}
+
 /// Every rc.8 file of the shared corpus (its `{{tools}}` placeholder made `[]`, as the
-/// converter's README says), imported, then migrated to v1, v2 and v3 by `dsh migrate`: where
-/// dsh's own writers converted it, the new generation holds the same header and events as
-/// dsh's file of that version; where they did not (dsh refuses it), `--to 3` is refused with
-/// `MIGRATION_REFUSED` and nothing is written. The source is never changed.
-#[test]
-fn every_corpus_session_migrates_as_dshs_writers_migrated_it() {
-    let Some(shared) = shared() else {
-        return;
-    };
+/// converter's README says), imported, then migrated to v1, v2 and v3 in turn by `dsh migrate`:
+/// where dsh's own writers converted it, the new generation must exist; where they did not
+/// (dsh refuses it), `--to 3` must be refused with `MIGRATION_REFUSED` and write nothing. The
+/// source is never changed.
+fn migrate_the_corpus(shared: &Path) -> MigratedCorpus {
     let converted = shared.join("corpus/dsh-formats/files");
     let mut rc8: Vec<PathBuf> = std::fs::read_dir(shared.join("corpus/dsh-rc8"))
         .expect("rc.8 corpus")
@@ -276,7 +280,11 @@ fn every_corpus_session_migrates_as_dshs_writers_migrated_it() {
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect();
     rc8.sort();
-    let (mut equal, mut refused, mut not_imported) = (0, 0, 0);
+    let mut done = MigratedCorpus {
+        _sandboxes: Vec::new(),
+        generations: Vec::new(),
+        refused: 0,
+    };
     for file in &rc8 {
         let name = file.file_name().and_then(|n| n.to_str()).expect("name");
         let text = std::fs::read_to_string(file)
@@ -290,26 +298,18 @@ fn every_corpus_session_migrates_as_dshs_writers_migrated_it() {
             .filter(|_| imported[0]["ok"] == json!(true))
         else {
             // rc.8's reader refuses it (a header member missing): nothing to migrate.
-            not_imported += 1;
             continue;
         };
         let source = stored_file(&sandbox.store(), id);
         let source_bytes = std::fs::read(&source).expect("read");
         for version in 1..=3u64 {
-            let expected = converted.join(converted_name(name, version));
+            let expected = converted_name(name, version);
             let run = sandbox.json(&["migrate", id, "--to", &version.to_string()]);
-            if expected.is_file() {
+            if converted.join(&expected).is_file() {
                 run.ok();
-                let migrated = source
-                    .parent()
-                    .expect("folder")
-                    .join(format!("session.v{version}.jsonl"));
-                assert_eq!(
-                    logical(&migrated),
-                    logical(&expected),
-                    "{name} migrated to v{version}"
-                );
-                equal += 1;
+                let migrated = source.with_file_name(format!("session.v{version}.jsonl"));
+                assert!(migrated.is_file(), "{name} migrated to v{version}");
+                done.generations.push((migrated, expected));
             } else if version == 3 {
                 let before = contents(&sandbox.store());
                 run.error("MIGRATION_REFUSED");
@@ -318,7 +318,7 @@ fn every_corpus_session_migrates_as_dshs_writers_migrated_it() {
                     before,
                     "{name}: nothing written"
                 );
-                refused += 1;
+                done.refused += 1;
             }
             // Below v3, a session dsh's converter left out may still migrate: dsh refused
             // it somewhere on the way to v3, which the v3 target above checks.
@@ -328,11 +328,117 @@ fn every_corpus_session_migrates_as_dshs_writers_migrated_it() {
             source_bytes,
             "{name}: the source is unchanged"
         );
+        done._sandboxes.push(sandbox);
+    }
+    done
+}
+
+/// Every rc.8 session of the shared corpus migrated by `dsh migrate` ([`migrate_the_corpus`]):
+/// each new generation holds the same header and events as dsh's own file of that version,
+/// and the sessions dsh refuses are refused.
+#[test]
+fn every_corpus_session_migrates_as_dshs_writers_migrated_it() {
+    let Some(shared) = shared() else {
+        return;
+    };
+    let corpus = migrate_the_corpus(&shared);
+    let converted = shared.join("corpus/dsh-formats/files");
+    for (migrated, expected) in &corpus.generations {
+        assert_eq!(
+            logical(migrated),
+            logical(&converted.join(expected)),
+            "{expected}"
+        );
     }
     eprintln!(
-        "migrated as dsh did: {equal} generations; refused as dsh refuses: {refused}; not \
-         read by rc.8: {not_imported}"
+        "migrated as dsh did: {} generations; refused as dsh refuses: {}",
+        corpus.generations.len(),
+        corpus.refused
     );
-    assert_eq!(equal, 60 * 3, "every converted session, in each version");
-    assert!(refused > 0);
+    assert_eq!(
+        corpus.generations.len(),
+        60 * 3,
+        "every converted session, in each version"
+    );
+    assert!(corpus.refused > 0);
+}
+
+/// The facts dsh's reader restores from a file (an `oracle-v.mjs` row), without those of its
+/// physical form (file name, compression, rows, packed rows).
+fn restored_facts(row: &Value) -> Value {
+    let mut facts = row.clone();
+    if let Some(map) = facts.as_object_mut() {
+        for physical in [
+            "file",
+            "compressed",
+            "physical_rows",
+            "packed_rows",
+            "bad_lines",
+        ] {
+            map.remove(physical);
+        }
+    }
+    facts
+}
+
+/// dsh's own reader (`oracle-v.mjs` in `DSH_FORMATS_ORACLE`, dsh's published packages) on
+/// every generation `dsh migrate` wrote from the corpus: it restores each as it restores dsh's
+/// own file of that version (`expected.jsonl`), but for the physical form.
+#[test]
+#[ignore = "needs DSH_FORMATS_ORACLE, a folder where shared/tools/dsh-formats/setup.sh has run (node)"]
+fn every_migrated_generation_is_restored_by_dsh_as_its_own() {
+    let oracle = PathBuf::from(
+        std::env::var_os("DSH_FORMATS_ORACLE").expect("DSH_FORMATS_ORACLE names the oracle"),
+    );
+    let Some(shared) = shared() else {
+        return;
+    };
+    let expected: std::collections::HashMap<String, Value> =
+        std::fs::read_to_string(shared.join("corpus/dsh-formats/expected.jsonl"))
+            .expect("read")
+            .lines()
+            .map(|line| {
+                let row: Value = serde_json::from_str(line).expect("JSON");
+                (row["file"].as_str().expect("file").to_owned(), row)
+            })
+            .collect();
+    let corpus = migrate_the_corpus(&shared);
+    let output = std::process::Command::new("node")
+        .arg(oracle.join("oracle-v.mjs"))
+        .args(corpus.generations.iter().map(|(file, _)| file))
+        .output()
+        .expect("node runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let rows: Vec<Value> = String::from_utf8(output.stdout)
+        .expect("UTF-8")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("an oracle row"))
+        .collect();
+    assert_eq!(rows.len(), corpus.generations.len());
+    let mut failures = Vec::new();
+    for ((file, name), row) in corpus.generations.iter().zip(&rows) {
+        let theirs = restored_facts(&expected[name]);
+        let ours = restored_facts(row);
+        if ours != theirs {
+            failures.push(format!(
+                "{}:\n ours   {ours}\n theirs {theirs}",
+                file.display()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} generations differ:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
+    eprintln!(
+        "{} migrated generations restored by dsh as its own",
+        rows.len()
+    );
 }

@@ -195,7 +195,8 @@ pub(crate) fn tricky_event(seq: u64) -> SessionEvent {
         }),
     );
     event.ignorable = Some(true);
-    event.source_event_seqs = Some(vec![0]);
+    // Sources before the event itself, as every format's reader requires from v1 on.
+    event.source_event_seqs = (seq > 0).then(|| vec![0]);
     event
 }
 

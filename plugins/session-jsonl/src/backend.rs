@@ -259,7 +259,7 @@ impl JsonlPersistence {
             .as_ref()
             .map(|cursor| (cursor.next_seq, cursor.end.clone()));
         let cursor = self.cursor(id, &path, &locked, len, &mut cached)?;
-        check_storable(id, cursor.next_seq, events)?;
+        check_storable(id, cursor.next_seq, events, cursor.version)?;
         if events.is_empty() && cursor.end.len() == cursor.committed {
             // Nothing to cut. When the file changed since this backend read it, the torn tail
             // the caller saw was cut by another writer: the caller must not report it cut.
@@ -400,7 +400,8 @@ impl SessionPersistence for JsonlPersistence {
     ///
     /// [`PersistenceError::Conflict`] when the id is stored anywhere under the root
     /// (the stored file is left unchanged); [`PersistenceError::SeqMismatch`] when the seed's
-    /// seqs are not `0, 1, 2, …`; [`PersistenceError::Unstorable`] for an event whose type is
+    /// seqs are not `0, 1, 2, …`; [`PersistenceError::Unstorable`] for an event whose
+    /// `sourceEventSeqs` the header's version would not read back, or whose type is
     /// a packed row tag; [`PersistenceError::HeaderInvalid`] or
     /// [`PersistenceError::VersionUnsupported`] when the header would not read back (relative
     /// `cwd`, `origin` other than `"subagent"`, a version this build does not read (above 3),
@@ -416,10 +417,10 @@ impl SessionPersistence for JsonlPersistence {
         id.check()?;
         let slot = self.slot(id);
         let mut cached = slot.lock();
-        check_storable(id, 0, seed)?;
         // A version this build does not read is refused with the header below; the file's
         // name is that of the header's version.
         let version = FormatVersion::from_number(header.version).unwrap_or_default();
+        check_storable(id, 0, seed, version)?;
         let file_name = version.file_name(self.compression == Compression::Zstd);
         let file_name = OsStr::new(&file_name);
         let (cwd_name, id_name) = (cwd_folder(header.cwd.as_deref()), id_segment(id.as_str()));
@@ -481,7 +482,8 @@ impl SessionPersistence for JsonlPersistence {
     /// and for an empty `events` when another writer changed the file since this backend
     /// last read it and left no torn tail to cut (`got` is the event count this backend had
     /// seen): the tail its caller saw was cut by someone else;
-    /// [`PersistenceError::Unstorable`] for an event whose type is a packed row tag; the read
+    /// [`PersistenceError::Unstorable`] for an event whose type is a packed row tag, or whose
+    /// `sourceEventSeqs` the file's version would not read back; the read
     /// errors of [`SessionPersistence::load`] when the file must be rescanned;
     /// [`PersistenceError::Locked`] when another writer holds the file's write lock beyond the
     /// lock timeout, [`PersistenceError::LockFailed`] when the lock cannot be taken otherwise

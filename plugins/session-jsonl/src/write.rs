@@ -63,16 +63,29 @@ pub(crate) enum Step {
 /// How much of a new plain session file is written at a time: 64 KiB.
 pub(crate) const CREATE_CHUNK_BYTES: usize = 1 << 16;
 
-/// Refuses events whose seqs are not `first, first + 1, …`, and events whose type is a
-/// packed row tag (they would read back as rows).
+/// Refuses events whose seqs are not `first, first + 1, …`, events whose type is a packed row
+/// tag (they would read back as rows), and events whose `sourceEventSeqs` a reader of format
+/// `version` would refuse (v1 to v3: sources at or after the event's own seq, repeated or
+/// out of order, as [`FormatVersion::decode_source_seqs`] refuses them).
 pub(crate) fn check_storable(
     id: &SessionId,
     first: u64,
     events: &[Arc<SessionEvent>],
+    version: FormatVersion,
 ) -> Result<(), PersistenceError> {
     check_seqs(id, first, events)?;
     for event in events {
         crate::record::check_reads_back(id, event)?;
+        if let Some(seqs) = &event.source_event_seqs {
+            let stored = version.encode_source_seqs(seqs);
+            if let Err(reason) = version.decode_source_seqs(&stored, event.seq) {
+                return Err(PersistenceError::Unstorable {
+                    id: id.clone(),
+                    seq: event.seq,
+                    reason: format!("a format {version} reader refuses its sources: {reason}"),
+                });
+            }
+        }
         if is_row_tag(&event.kind) {
             return Err(PersistenceError::Unstorable {
                 id: id.clone(),

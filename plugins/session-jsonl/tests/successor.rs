@@ -195,3 +195,24 @@ fn a_zstd_backend_publishes_a_compressed_successor_that_reads_back() {
     let stored = JsonlPersistence::new(dir.path()).load(&id).expect("loads");
     assert_eq!((stored.header.version, stored.events.len()), (2, 4));
 }
+
+#[test]
+fn an_event_whose_sources_a_v3_reader_refuses_is_not_stored() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let backend = JsonlPersistence::new(dir.path());
+    let id = SessionId::from("s");
+    backend
+        .create(&header("s", 3), &turn(0, 1))
+        .expect("created");
+    let path = backend.locate(&id).expect("located").expect("stored");
+    let before = fs::read(&path).expect("read");
+    let mut citing_itself = SessionEvent::new("plugin/note", 4, 4, json!({}));
+    citing_itself.ignorable = Some(true);
+    citing_itself.source_event_seqs = Some(vec![2, 4]);
+    let refused = backend
+        .append(&id, &[Arc::new(citing_itself)])
+        .expect_err("unreadable sources");
+    assert_eq!(refused.code(), "EVENT_UNSTORABLE", "{refused}");
+    assert!(refused.to_string().contains("v3"), "{refused}");
+    assert_eq!(fs::read(&path).expect("read"), before, "nothing written");
+}

@@ -79,7 +79,7 @@ impl JsonlPersistence {
             }
         };
         check_current(id, &folder, &name, &path)?;
-        check_storable(id, 0, events)?;
+        check_storable(id, 0, events, version)?;
         let file_name = version.file_name(self.compression == Compression::Zstd);
         let target = folder.join(OsStr::new(&file_name));
         let line = encode_header_line(header).map_err(|e| header_error(&target, e))?;

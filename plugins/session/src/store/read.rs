@@ -154,7 +154,7 @@ impl SessionStore {
                 }
             } else {
                 self.entry(&session)
-                    .and_then(|entry| self.write_with(&entry, OnMismatch::Refuse).map(drop))
+                    .and_then(|entry| self.write_with(&entry, OnMismatch::Refuse, None).map(drop))
             };
         if let Err(error) = written {
             self.remove(id);
@@ -228,6 +228,10 @@ impl SessionStore {
         })?;
         let result = session.extend_stored(events);
         written.held = Some(session.len());
+        if tail.header.format() == crate::format::FormatVersion::V0 {
+            // The upgrade step may have rewritten what was read: not known to be as stored.
+            written.verbatim = written.verbatim.min(len);
+        }
         result.map_err(|source| StoreError::Append {
             id: id.clone(),
             source,

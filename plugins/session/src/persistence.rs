@@ -327,8 +327,9 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// generation is no longer current, or holds fewer events) copies.
     ///
     /// The default copies ([`SessionPersistence::create`] of every event): right for a backend
-    /// that keeps each session whole (the JSONL files, whose child file holds its seed so that
-    /// dsh reads it).
+    /// with nothing better. A backend that keeps each session whole may still copy faster (the
+    /// JSONL backend, whose child file holds its seed so that dsh reads it, copies the
+    /// parent file's bytes in the kernel).
     ///
     /// # Errors
     ///

@@ -5,7 +5,7 @@
 use dsh_core::{Context, LoadOptions};
 use dsh_session::format::FormatVersion;
 use dsh_session::{
-    CreateOptions, EventDraft, Session, SessionId, SessionMeta, SessionPlugin, SessionStore,
+    CreateOptions, EventDraft, Seed, Session, SessionId, SessionMeta, SessionPlugin, SessionStore,
     TurnEndReason,
 };
 use dsh_session_sqlite::SessionSqlitePlugin;
@@ -107,6 +107,52 @@ fn fork_chain_stores_references(version: FormatVersion) {
             (100, child_len, "child".to_owned())
         ],
         "the grandchild's spans name the sessions holding the rows"
+    );
+}
+
+/// A cold fork (a seed read from the stored parent, `read_stored_seed`, as `fork_stored`
+/// reads it) is stored by reference from format v1 on; a v0 parent's read may be rewritten by
+/// the upgrade step, so its child is a copy.
+fn cold_fork_stores(version: FormatVersion) -> (i64, Vec<(i64, i64, String)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let ctx = context(&db);
+    let store = ctx.expect::<SessionStore>();
+    let meta = SessionMeta::default().cwd("/w").version(version);
+    let root = store
+        .create(Some(SessionId::from("root")), CreateOptions::meta(meta))
+        .unwrap();
+    add_turns(&store, &root, 50);
+    drop(ctx);
+    let ctx = context(&db);
+    let store = ctx.expect::<SessionStore>();
+    let mut seed = store
+        .read_stored_seed(&SessionId::from("root"), Some(40))
+        .unwrap();
+    seed.truncate(40);
+    let meta = SessionMeta::default()
+        .cwd("/w")
+        .version(version)
+        .lineage(SessionId::from("root"), 40);
+    store
+        .create(
+            Some(SessionId::from("cold")),
+            CreateOptions::new(Seed::Stored(seed), meta),
+        )
+        .unwrap();
+    rows_of(&db, "cold")
+}
+
+#[test]
+fn a_cold_fork_stores_a_reference_from_v1_on() {
+    assert_eq!(
+        cold_fork_stores(FormatVersion::V3),
+        (1, vec![(0, 40, "root".to_owned())])
+    );
+    assert_eq!(
+        cold_fork_stores(FormatVersion::V0),
+        (40, vec![]),
+        "a v0 child is a copy"
     );
 }
 

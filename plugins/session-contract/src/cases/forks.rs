@@ -11,7 +11,7 @@ use crate::Fixture;
 use dsh_session::backend::PersistenceError;
 use dsh_session::event_type::{TURN_END, TURN_START};
 use dsh_session::format::FormatVersion;
-use dsh_session::{CreateOptions, Session, SessionId, SessionStore};
+use dsh_session::{CreateOptions, Seed, Session, SessionId, SessionStore};
 use std::sync::Arc;
 
 /// Forks `parent` (live in `store`) into child `id` inheriting its first `len` events, as the
@@ -132,7 +132,7 @@ pub fn fork_chains_read_back_the_events_a_copy_holds(fixture: &dyn Fixture) {
     for session in [&root, &child, &grandchild, &early, &deep_early, &child_own] {
         assert_reads_as_live(fixture, session);
     }
-    // A fresh context forks the stored children again (cold) and reads them back the same.
+    // A fresh context forks the stored children again and reads them back the same.
     drop(ctx);
     let ctx = context(fixture);
     let store = crate::support::store(&ctx);
@@ -143,6 +143,25 @@ pub fn fork_chains_read_back_the_events_a_copy_holds(fixture: &dyn Fixture) {
     add_turn(&store, &again);
     assert_reads_as_live(fixture, &again);
     assert_reads_as_live(fixture, &loaded);
+    // A cold fork of a stored session that is not live (as `fork_stored` forks it).
+    let source = SessionId::from("child");
+    let mut seed = store
+        .read_stored_seed(&source, None)
+        .expect("the child reads as a seed");
+    let cut = first_turn_end(&loaded);
+    seed.truncate(cut);
+    let mut meta = meta(1_700_000_000_200)
+        .version(seed.header().format())
+        .lineage(source, cut as u64);
+    meta.cwd = seed.header().cwd.clone();
+    let cold = store
+        .create(
+            Some(SessionId::from("cold")),
+            CreateOptions::new(Seed::Stored(seed), meta),
+        )
+        .expect("the cold fork is created");
+    add_turn(&store, &cold);
+    assert_reads_as_live(fixture, &cold);
 }
 
 /// A parent migrated (`publish_successor`: a later generation published beside it) after

@@ -19,6 +19,7 @@ pub use inspect::Inspected;
 pub use migrate::Migration;
 pub use types::{
     CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
+    StoredSeed,
 };
 
 use crate::event::SessionEvent;
@@ -209,6 +210,13 @@ impl SessionStore {
             Some(Seed::Snapshot(events)) if stored.is_none() => {
                 self.stored_prefix(&options.meta, version, events)
             }
+            Some(Seed::Stored(seed)) if stored.is_none() => seed.prefix.clone().filter(|prefix| {
+                let meta = &options.meta;
+                meta.parent_session.as_ref() == Some(&prefix.parent)
+                    && meta.seed_length == Some(prefix.len)
+                    && prefix.len > 0
+                    && prefix.version == version.number()
+            }),
             _ => None,
         };
         let (seed, surface) = match options.seed {
@@ -219,7 +227,7 @@ impl SessionStore {
             }
             // A log read back from persistence is checked as dsh restores it (no lossless
             // data rule); a seed handed to `create` gets every rule.
-            Some(Seed::Raw(events)) => {
+            Some(Seed::Raw(events) | Seed::Stored(StoredSeed { events, .. })) => {
                 admit_seed(events, stored.is_some(), version).map_err(|source| {
                     StoreError::InvalidSeed {
                         id: id.clone(),

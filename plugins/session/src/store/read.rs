@@ -279,7 +279,7 @@ impl SessionStore {
 
 impl SessionStore {
     /// [`SessionStore::read_stored`] as a seed for a fork child of the stored session `id`
-    /// ([`Seed::Stored`]): its header and first `len` events (all without `len`), and whether
+    /// ([`crate::Seed::Stored`]): its header and first `len` events (all without `len`), and whether
     /// they are its stored events unchanged (from format v1 on; a v0 log's upgrade may rewrite
     /// events), so that the child's first write may reference them instead of copying.
     ///

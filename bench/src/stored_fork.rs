@@ -10,7 +10,7 @@
 
 use crate::alloc;
 use crate::generate;
-use crate::measure::{median, time, us, Plan};
+use crate::measure::{median, median_ratio, time, us, Plan};
 use crate::persist::Backend;
 use dsh::session::{CreateOptions, Session, SessionMeta, SessionStore};
 use dsh::session_fork::{ForkSessionOptions, SessionFork, SessionForkPlugin};
@@ -62,53 +62,60 @@ fn jsonl_file(root: &Path, id: &str) -> Option<PathBuf> {
 /// `fork_persisted_peak_bytes_{name}_{N}`, then `fork_persisted_growth_{name}`; for JSONL
 /// also `fork_persisted_copy_mb_per_s_jsonl` (the child's file size over the fork time at the
 /// largest N) and `baseline_cp_mb_per_s_jsonl` (a copy of the parent's file).
+///
+/// Both parents live in one context and their forks alternate, a fork of each per repetition,
+/// so that a change of the machine's pace (another build, the disk's syncs) hits both alike;
+/// the growth is the median of the per-repetition ratios.
 fn measure_backend(
     backend: &Backend,
     reps: usize,
     progress: &mut impl FnMut(&str),
 ) -> Vec<(String, f64)> {
     let name = backend.name;
-    let mut figures = Vec::new();
-    let mut times = Vec::new();
-    for len in SIZES {
-        progress(&format!("stored fork of {len} events ({name})"));
-        let ctx = backend.context_with(vec![SessionForkPlugin.into()]);
-        let store = ctx.expect::<SessionStore>();
-        let fork = ctx.expect::<SessionFork>();
-        let source = store
-            .create(
-                None,
-                CreateOptions::new(generate::events(len), SessionMeta::default().cwd("/bench")),
-            )
-            .expect("the generated log is stored");
-        fork_once(&fork, &store, &source); // warm-up
-        let mut samples = Vec::new();
-        let mut peaks = Vec::new();
-        let mut child = String::new();
-        for _ in 0..reps {
-            let (t, peak, id) = fork_once(&fork, &store, &source);
-            samples.push(t);
-            peaks.push(peak);
-            child = id;
+    progress(&format!("stored forks of {SIZES:?} events ({name})"));
+    let ctx = backend.context_with(vec![SessionForkPlugin.into()]);
+    let store = ctx.expect::<SessionStore>();
+    let fork = ctx.expect::<SessionFork>();
+    let sources: Vec<Arc<Session>> = SIZES
+        .iter()
+        .map(|&len| {
+            let meta = SessionMeta::default().cwd("/bench");
+            let source = store
+                .create(None, CreateOptions::new(generate::events(len), meta))
+                .expect("the generated log is stored");
+            fork_once(&fork, &store, &source); // warm-up
+            source
+        })
+        .collect();
+    let mut samples = vec![Vec::new(); SIZES.len()];
+    let mut peaks = vec![Vec::new(); SIZES.len()];
+    let mut last_child = String::new();
+    for _ in 0..reps {
+        for (k, source) in sources.iter().enumerate() {
+            let (t, peak, id) = fork_once(&fork, &store, source);
+            samples[k].push(t);
+            peaks[k].push(peak);
+            last_child = id;
         }
-        let fork_us = median(samples);
+    }
+    let mut figures = Vec::new();
+    for (k, len) in SIZES.iter().enumerate() {
+        let fork_us = median(samples[k].clone());
         figures.push((format!("fork_persisted_us_{name}_{len}"), fork_us));
         figures.push((
             format!("fork_persisted_peak_bytes_{name}_{len}"),
-            median(peaks),
+            median(peaks[k].clone()),
         ));
-        times.push(fork_us);
-        if name == "jsonl" && len == SIZES[SIZES.len() - 1] {
-            figures.extend(jsonl_copy_rates(
-                backend,
-                source.id().as_str(),
-                &child,
-                fork_us,
-            ));
-        }
     }
-    if let (Some(first), Some(last)) = (times.first(), times.last()) {
-        figures.push((format!("fork_persisted_growth_{name}"), last / first));
+    let last = SIZES.len() - 1;
+    figures.push((
+        format!("fork_persisted_growth_{name}"),
+        median_ratio(&samples[last], &samples[0]),
+    ));
+    if name == "jsonl" {
+        let parent = sources[last].id().as_str();
+        let fork_us = median(samples[last].clone());
+        figures.extend(jsonl_copy_rates(backend, parent, &last_child, fork_us));
     }
     figures
 }
@@ -151,7 +158,7 @@ fn jsonl_copy_rates(
 /// # Panics
 /// When the folder cannot be made or a fork fails.
 pub fn measure(plan: Plan, mut progress: impl FnMut(&str)) -> Vec<(String, f64)> {
-    let reps = if plan == Plan::FULL { 21 } else { 5 };
+    let reps = if plan == Plan::FULL { 21 } else { 9 };
     let dir = tempfile::tempdir().expect("a temporary folder");
     Backend::all(dir.path())
         .iter()

@@ -172,3 +172,63 @@ pub(crate) fn end_of_child(
     let last = &last[last.len().saturating_sub(END_BYTES)..];
     Ok(FileEnd::at(len, last))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plain v0 file: a header line, then `n` one-event lines (each `pad` bytes of text).
+    fn parent(n: u64, pad: usize) -> (tempfile::NamedTempFile, Vec<u8>) {
+        let mut bytes =
+            b"{\"type\":\"session\",\"version\":0,\"id\":\"p\",\"createdAt\":1}\n".to_vec();
+        for seq in 0..n {
+            let line = format!(
+                "{{\"type\":\"plugin/note\",\"seq\":{seq},\"time\":1,\"data\":{{\"t\":\"{}\"}}}}\n",
+                "x".repeat(pad)
+            );
+            bytes.extend_from_slice(line.as_bytes());
+        }
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(&bytes).unwrap();
+        (file, bytes)
+    }
+
+    #[test]
+    fn the_prefix_ends_after_the_line_of_its_last_event_and_the_child_end_is_its_bytes() {
+        for (n, pad, len) in [(5, 3, 1), (5, 3, 5), (40, 300, 25), (3, 9000, 2)] {
+            let (file, bytes) = parent(n, pad);
+            let found = locate_prefix(file.as_file(), bytes.len() as u64, len, FormatVersion::V0)
+                .unwrap()
+                .expect("the cut is found");
+            let lines: Vec<usize> = (0..bytes.len()).filter(|&i| bytes[i] == b'\n').collect();
+            assert_eq!(found.start, lines[0] as u64 + 1);
+            assert_eq!(found.end, lines[len as usize] as u64 + 1);
+            let header = b"{\"type\":\"session\",\"id\":\"c\"}\n";
+            let own = b"{\"own\":1}\n";
+            let mut child = header.to_vec();
+            child.extend_from_slice(&bytes[found.start as usize..found.end as usize]);
+            child.extend_from_slice(own);
+            let end = end_of_child(header, file.as_file(), found, own).unwrap();
+            assert_eq!(end, FileEnd::of(&child), "n {n} pad {pad} len {len}");
+        }
+    }
+
+    #[test]
+    fn a_file_with_fewer_lines_or_another_seq_at_the_cut_has_no_cut() {
+        let (file, bytes) = parent(3, 1);
+        let len = bytes.len() as u64;
+        assert_eq!(
+            locate_prefix(file.as_file(), len, 4, FormatVersion::V0).unwrap(),
+            None
+        );
+        // The line of the second event must end it with seq 1: where it says seq 5 (its line
+        // holds other events than the first two), there is no cut.
+        let odd = String::from_utf8(bytes)
+            .unwrap()
+            .replace("\"seq\":1,", "\"seq\":5,");
+        let mut other = tempfile::NamedTempFile::new().unwrap();
+        other.write_all(odd.as_bytes()).unwrap();
+        let found = locate_prefix(other.as_file(), odd.len() as u64, 2, FormatVersion::V0);
+        assert_eq!(found.unwrap(), None);
+    }
+}

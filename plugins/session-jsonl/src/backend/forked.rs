@@ -51,6 +51,9 @@ impl JsonlPersistence {
             Err(PersistenceError::NotFound { .. }) => return Ok(None),
             Err(error) => return Err(error),
         };
+        if is_compressed(&path, &[]) {
+            return Ok(None);
+        }
         let (parent, len) = self.dir.open_file(&prefix.parent, &path)?;
         let failed = |e| io_error(&path, e);
         let bytes = match locate_prefix(&parent, len, prefix.len, version).map_err(failed)? {

@@ -2,7 +2,8 @@
 //! bench context has no persistence plugin), against deep-cloning a `Vec<SessionEvent>` of the
 //! same events in the same run. A fork shares the source's immutable events, so its cost is
 //! meant not to grow with N. The run also measures the lineage of deep stored fork chains
-//! ([`crate::lineage`]).
+//! ([`crate::lineage`]) and forks whose child is written by each persistence backend
+//! ([`crate::stored_fork`]).
 
 use crate::alloc::allocated;
 use crate::generate;
@@ -99,13 +100,16 @@ pub struct ForkReport {
     /// One entry per chain depth of [`crate::lineage::DEPTHS`] (the quick plan:
     /// [`crate::lineage::QUICK_DEPTHS`]).
     pub lineage: Vec<crate::lineage::LineageFigures>,
+    /// The stored-fork figures ([`crate::stored_fork::measure`]), in output order.
+    pub persisted: Vec<(String, f64)>,
 }
 
 impl ForkReport {
     /// The figures in output order: per N `fork_us_N`, `baseline_deep_clone_us_N`,
     /// `fork_bytes_N`; then `fork_ratio_100000` (baseline / fork at the largest N) and
     /// `fork_growth_100000` (fork time at the largest N over the smallest); then the lineage
-    /// figures ([`crate::lineage::figures`]).
+    /// figures ([`crate::lineage::figures`]); then the stored-fork figures
+    /// ([`crate::stored_fork`]).
     pub fn figures(&self) -> Vec<(String, f64)> {
         let mut out = Vec::new();
         for f in &self.sizes {
@@ -127,6 +131,7 @@ impl ForkReport {
             ));
         }
         out.extend(crate::lineage::figures(&self.lineage));
+        out.extend(self.persisted.iter().cloned());
         out
     }
 }
@@ -170,5 +175,6 @@ pub fn run_fork(plan: Plan, mut progress: impl FnMut(&str)) -> ForkReport {
         quick: plan != Plan::FULL,
         sizes,
         lineage: crate::lineage::measure(depths, &mut progress),
+        persisted: crate::stored_fork::measure(plan, &mut progress),
     }
 }

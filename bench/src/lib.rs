@@ -41,6 +41,7 @@ pub mod persist;
 pub mod reads;
 pub mod report;
 pub mod session;
+pub mod stored_fork;
 
 use lookup::{Lookup, Resolver};
 use measure::{paired_medians, Plan};

@@ -81,6 +81,14 @@ impl Backend {
     /// # Panics
     /// When the context does not build.
     pub fn context(&self) -> Context {
+        self.context_with(Vec::new())
+    }
+
+    /// [`Backend::context`] with the plugins `extra` added (the fork plugin, for instance).
+    ///
+    /// # Panics
+    /// When the context does not build.
+    pub fn context_with(&self, extra: Vec<AnyPlugin>) -> Context {
         let mut config = ContextConfig::default();
         let backends = backend_plugins();
         for other in &backends {
@@ -90,6 +98,7 @@ impl Backend {
         Context::builder()
             .add_plugin(SessionPlugin)
             .add_plugins(backends)
+            .add_plugins(extra)
             .with_config(config)
             .build()
             .expect("the session context builds")

@@ -15,9 +15,11 @@ use crate::support::{
 };
 use crate::Fixture;
 
+mod forks;
 mod generations;
 use dsh_session::backend::{PersistenceError, SessionPersistence};
 use dsh_session::{CreateOptions, EventDraft, SessionEvent, SessionId, SurfaceOp, TurnEndReason};
+pub use forks::*;
 pub use generations::*;
 use serde_json::json;
 use std::collections::BTreeSet;

@@ -183,6 +183,8 @@ macro_rules! contract_tests {
             a_published_successor_is_read_in_place_of_its_source,
             a_publish_is_refused_when_the_source_changed_or_the_version_is_not_later,
             a_writer_of_the_superseded_generation_is_refused,
+            fork_chains_read_back_the_events_a_copy_holds,
+            children_read_the_same_after_their_parent_is_migrated,
         }
     };
     (@tests ($attrs:tt ($fixture:expr)); $($case:ident),* $(,)?) => {
@@ -247,6 +249,7 @@ mod tests {
     fn defined_cases() -> BTreeSet<&'static str> {
         [
             include_str!("cases.rs"),
+            include_str!("cases/forks.rs"),
             include_str!("cases/generations.rs"),
         ]
         .into_iter()

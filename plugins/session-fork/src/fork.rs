@@ -7,7 +7,7 @@ use dsh_core::Dep;
 use dsh_session::event_type::TURN_END;
 use dsh_session::{
     CreateOptions, Events, Seed, Session, SessionEvent, SessionHeader, SessionId, SessionMeta,
-    SessionStore, MAX_SAFE_INTEGER,
+    SessionStore, StoredSeed, MAX_SAFE_INTEGER,
 };
 use std::sync::Arc;
 
@@ -194,7 +194,9 @@ impl SessionFork {
     /// only the header and the events the seed needs (the whole log without a boundary, the
     /// prefix through it with one). The source is not loaded into the store, not resumed and
     /// never written; the child is created live and persisted as usual. Its seed came from a
-    /// file, so the store validates it.
+    /// file, so the store validates it; a backend that can stores the child's seed as a
+    /// reference to the source's stored events (from format v1 on, whose events the read
+    /// leaves as stored).
     ///
     /// # Errors
     ///
@@ -221,11 +223,12 @@ impl SessionFork {
         if session_id.as_ref() == Some(&id) {
             return Err(SessionForkError::SessionAlreadyExists { id });
         }
-        let (header, mut events) = read_stored(&store, &id, boundary)?;
+        let mut seed = read_stored(&store, &id, boundary)?;
+        let events = seed.events();
         let len = seed_len(&id, boundary, events.len(), |i| events.get(i))?;
-        events.truncate(len);
-        let meta = child_meta(&header, len);
-        create_child(&store, &id, session_id, Seed::Raw(events), meta)
+        seed.truncate(len);
+        let meta = child_meta(seed.header(), len);
+        create_child(&store, &id, session_id, Seed::Stored(seed), meta)
     }
 }
 
@@ -325,16 +328,16 @@ fn seed_len<'a>(
 }
 
 /// Reads a stored source for a cold fork through the store's one read path (the backend,
-/// then dsh's upgrade step): its header and the events the seed needs.
+/// then dsh's upgrade step): its header and the events the seed needs, as a seed the child's
+/// first write may store by reference to them ([`SessionStore::read_stored_seed`]).
 fn read_stored(
     store: &SessionStore,
     id: &SessionId,
     boundary: Option<u64>,
-) -> Result<(SessionHeader, Vec<SessionEvent>), SessionForkError> {
-    let stored = store
-        .read_stored(id, boundary.map(|boundary| boundary.saturating_add(1)))
-        .map_err(|error| SessionForkError::from_store(id, StoreStep::ReadSource, error))?;
-    Ok((stored.header, stored.events))
+) -> Result<StoredSeed, SessionForkError> {
+    store
+        .read_stored_seed(id, boundary.map(|boundary| boundary.saturating_add(1)))
+        .map_err(|error| SessionForkError::from_store(id, StoreStep::ReadSource, error))
 }
 
 /// The child meta: `parentSession` = the source, `seedLength`, the source's `cwd` and its

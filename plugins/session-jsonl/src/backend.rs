@@ -1,11 +1,12 @@
 //! [`JsonlPersistence`]: the [`SessionPersistence`] backend over a folder of dsh rc.8 files.
 
+mod forked;
 mod successor;
 
 use successor::check_current;
 
 use crate::compressed::compress_frame;
-use crate::durable::{publish_new_with, PublishError};
+use crate::durable::{publish_new_file, PublishError};
 use crate::earlier_layout;
 use crate::error::{event_at, header_error, io_error, read_error};
 use crate::file_end::FileEnd;
@@ -22,10 +23,11 @@ use crate::store_dir::{dangling, StoreDir};
 use crate::tail::read_clean_tail;
 use crate::write::{check_storable, write_records, Cursor, Step, CREATE_CHUNK_BYTES};
 use dsh_session::backend::{
-    ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredSession, StoredTail,
+    ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredPrefix, StoredSession,
+    StoredTail,
 };
 use dsh_session::format::FormatVersion;
-use dsh_session::{SessionEvent, SessionHeader, SessionId};
+use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
@@ -329,6 +331,74 @@ impl JsonlPersistence {
         Ok(cached.as_mut().expect("the cursor is cached above"))
     }
 
+    /// Creates session `header.id`'s file (its id and events already checked by the caller)
+    /// in one durable step that never overwrites: `write_log` writes the whole file given
+    /// the header line (with its newline) and returns the written file's end; `next_seq` is
+    /// the number of events written. A create that fails removes the folders it made.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::create`].
+    pub(crate) fn create_file(
+        &self,
+        header: &SessionHeader,
+        next_seq: u64,
+        write_log: impl FnOnce(&mut File, &[u8]) -> io::Result<FileEnd>,
+    ) -> Result<(), PersistenceError> {
+        let id = &header.id;
+        let slot = self.slot(id);
+        let mut cached = slot.lock();
+        // A version this build does not read is refused with the header below; the file's
+        // name is that of the header's version.
+        let version = FormatVersion::from_number(header.version).unwrap_or_default();
+        let file_name = version.file_name(self.compression == Compression::Zstd);
+        let file_name = OsStr::new(&file_name);
+        let (cwd_name, id_name) = (cwd_folder(header.cwd.as_deref()), id_segment(id.as_str()));
+        let target = self.root().join(&cwd_name).join(&id_name).join(file_name);
+        let header_error = |e| header_error(&target, e);
+        let line = encode_header_line(header).map_err(header_error)?;
+        parse_header_line(&line).map_err(header_error)?;
+        if let Some(existing) = self.locate(id)? {
+            return Err(PersistenceError::Conflict {
+                id: id.clone(),
+                reason: format!("a session file exists at {}", existing.display()),
+            });
+        }
+        let mut header_line = line.into_bytes();
+        header_line.push(b'\n');
+        // Dropped on an error below, `folders.made` removes the folders made for this session.
+        let folders = self.dir.open_new_file_folders(id, &cwd_name, &id_name)?;
+        let target = folders.id.join(file_name);
+        // `locate` found no file: a link standing where the file goes leads to nothing.
+        if let Some(refused) = dangling(&target) {
+            return Err(refused);
+        }
+        let mut end = FileEnd::of(&header_line);
+        let write = |file: &mut File| -> io::Result<()> {
+            end = write_log(file, &header_line)?;
+            Ok(())
+        };
+        let also_sync = [&folders.cwd, &folders.root];
+        publish_new_file(&folders.id, file_name, &also_sync, write).map_err(|e| match e {
+            PublishError::Exists => PersistenceError::Conflict {
+                id: id.clone(),
+                reason: format!("a session file appeared at {}", target.display()),
+            },
+            PublishError::Io(path, source) => io_error(&path, source),
+        })?;
+        folders.made.keep();
+        self.seen.lock().insert(id.clone(), target.clone());
+        *cached = Some(Cursor {
+            path: target,
+            committed: end.len(),
+            carry: Vec::new(),
+            end,
+            next_seq,
+            version,
+        });
+        Ok(())
+    }
+
     /// Reads the whole stored file of session `id` at `path` (opened as
     /// [`StoreDir::open_file`] opens it) and checks that it belongs there; returns the scan
     /// and the file's end.
@@ -413,60 +483,45 @@ impl SessionPersistence for JsonlPersistence {
         header: &SessionHeader,
         seed: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError> {
-        let id = &header.id;
-        id.check()?;
-        let slot = self.slot(id);
-        let mut cached = slot.lock();
-        // A version this build does not read is refused with the header below; the file's
-        // name is that of the header's version.
+        header.id.check()?;
         let version = FormatVersion::from_number(header.version).unwrap_or_default();
-        check_storable(id, 0, seed, version)?;
-        let file_name = version.file_name(self.compression == Compression::Zstd);
-        let file_name = OsStr::new(&file_name);
-        let (cwd_name, id_name) = (cwd_folder(header.cwd.as_deref()), id_segment(id.as_str()));
-        let target = self.root().join(&cwd_name).join(&id_name).join(file_name);
-        let header_error = |e| header_error(&target, e);
-        let line = encode_header_line(header).map_err(header_error)?;
-        parse_header_line(&line).map_err(header_error)?;
-        if let Some(existing) = self.locate(id)? {
-            return Err(PersistenceError::Conflict {
-                id: id.clone(),
-                reason: format!("a session file exists at {}", existing.display()),
-            });
+        check_storable(&header.id, 0, seed, version)?;
+        let compression = self.compression;
+        self.create_file(header, seed.len() as u64, |file, header_line| {
+            let mut out = io::BufWriter::with_capacity(1 << 16, file);
+            let end = write_new_log(&mut out, compression, header_line, seed, version)?;
+            out.flush()?;
+            Ok(end)
+        })
+    }
+
+    /// Writes the child's file as [`SessionPersistence::create`] does, its seed's bytes
+    /// copied from the parent's file in the kernel (`copy_file_range`, a reflink where the
+    /// file system shares extents) after the child's header line, then its own events (a v2
+    /// or v3 child's inherited end-seed marker among them) written after them: no inherited
+    /// event is parsed or held, and a bounded scan finds where they end
+    /// ([`crate::fork_copy`]). The child's file holds its seed, as dsh reads it. When the
+    /// bytes cannot be copied as they are (this backend writes zstd, the parent's file is
+    /// compressed or of another version, or its lines do not end where the inherited events
+    /// do) the child is written from its events, as `create` writes it (streamed, a chunk
+    /// at a time).
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::create`].
+    fn create_forked(
+        &self,
+        header: &SessionHeader,
+        events: &Events,
+        prefix: &StoredPrefix,
+    ) -> Result<(), PersistenceError> {
+        match self.create_from_parent_bytes(header, events, prefix)? {
+            Some(()) => Ok(()),
+            None => {
+                let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
+                self.create(header, &all)
+            }
         }
-        let mut header_line = line.into_bytes();
-        header_line.push(b'\n');
-        // Dropped on an error below, `folders.made` removes the folders made for this session.
-        let folders = self.dir.open_new_file_folders(id, &cwd_name, &id_name)?;
-        let target = folders.id.join(file_name);
-        // `locate` found no file: a link standing where the file goes leads to nothing.
-        if let Some(refused) = dangling(&target) {
-            return Err(refused);
-        }
-        let mut end = FileEnd::of(&header_line);
-        let write = |out: &mut dyn Write| -> io::Result<()> {
-            end = write_new_log(out, self.compression, &header_line, seed, version)?;
-            Ok(())
-        };
-        let also_sync = [&folders.cwd, &folders.root];
-        publish_new_with(&folders.id, file_name, &also_sync, write).map_err(|e| match e {
-            PublishError::Exists => PersistenceError::Conflict {
-                id: id.clone(),
-                reason: format!("a session file appeared at {}", target.display()),
-            },
-            PublishError::Io(path, source) => io_error(&path, source),
-        })?;
-        folders.made.keep();
-        self.seen.lock().insert(id.clone(), target.clone());
-        *cached = Some(Cursor {
-            path: target,
-            committed: end.len(),
-            carry: Vec::new(),
-            end,
-            next_seq: seed.len() as u64,
-            version,
-        });
-        Ok(())
     }
 
     /// Appends `events` after the committed records, one line each (in a compressed file, as

@@ -60,12 +60,23 @@ pub(crate) fn publish_new_with(
     also_sync: &[&Folder],
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), PublishError> {
-    remove_stale_temps(dir, STALE_TEMP_AGE);
-    let mut temp = LockedTemp::write(dir, |file| {
+    publish_new_file(dir, name, also_sync, |file| {
         let mut out = io::BufWriter::with_capacity(1 << 16, file);
         write(&mut out)?;
         out.flush()
-    })?;
+    })
+}
+
+/// [`publish_new_with`], `write` writing to the temporary file itself (unbuffered), for a
+/// writer that copies into it in the kernel (`copy_file_range`).
+pub(crate) fn publish_new_file(
+    dir: &Folder,
+    name: &OsStr,
+    also_sync: &[&Folder],
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+) -> Result<(), PublishError> {
+    remove_stale_temps(dir, STALE_TEMP_AGE);
+    let mut temp = LockedTemp::write(dir, write)?;
     match dir.rename_new(&temp.name, name) {
         Ok(()) => temp.published = true,
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(PublishError::Exists),

@@ -33,6 +33,15 @@ impl FileEnd {
         }
     }
 
+    /// The end of a file of `len` bytes whose last bytes are `last` (at most 4 KiB kept: the
+    /// last of them).
+    pub(crate) fn at(len: u64, last: &[u8]) -> FileEnd {
+        FileEnd {
+            len,
+            last: last[last.len().saturating_sub(KEPT)..].to_vec(),
+        }
+    }
+
     /// The file's length in bytes.
     pub(crate) fn len(&self) -> u64 {
         self.len

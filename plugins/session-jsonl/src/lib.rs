@@ -31,6 +31,7 @@ mod error;
 mod file_end;
 mod folder;
 mod folders;
+mod fork_copy;
 mod header_line;
 mod json;
 pub mod layout;

@@ -2,16 +2,18 @@
 
 use crate::driver::{block, Driver};
 use crate::error::{is_duplicate_key, sql_error, write_error, OpenError, Place};
+use crate::fork::{fork_in, inherited_rows, select_spans_sql, spans_of_rows, NOT_REFERENCEABLE};
 use crate::publish::{header_params, publish_in};
 use crate::rows::{insert_events, PgRow};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
 use dsh_session::backend::{
-    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
+    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredPrefix, StoredSession,
+    StoredTail,
 };
-use dsh_session::{SessionEvent, SessionHeader, SessionId};
+use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use dsh_session_sql::{
-    check_new_session, list_entry, revision_sql, sql_count, sql_int, EventColumns, HeaderColumns,
-    SeenGenerations, StoredRows,
+    check_new_session, check_new_session_from, list_entry, revision_sql, span_rows_sql, sql_count,
+    sql_int, EventColumns, HeaderColumns, SeenGenerations, StoredRows,
 };
 use parking_lot::Mutex;
 use std::ops::{Deref, DerefMut};
@@ -63,9 +65,13 @@ const IDLE_CONNECTIONS: usize = 8;
 /// flushes the WAL for all of them at once), not one behind the other. A connection the server
 /// closed is not given back; the next call opens a new one.
 ///
-/// The revision ([`ListedSession::revision`]) of a stored session is the number of its stored
-/// events (one past its greatest seq), read from the `(session_id, seq)` primary key in the
-/// same snapshot as the rest of the read.
+/// The revision ([`ListedSession::revision`]) of a stored session is the number of its events
+/// (one past its greatest seq, stored or inherited), read from the `(session_id, seq)` primary
+/// key and the spans' key in the same snapshot as the rest of the read.
+///
+/// A fork child the store creates from a prefix this store holds of its parent
+/// ([`SessionPersistence::create_forked`]) is stored as its header, its spans
+/// ([`dsh_session_sql::SPANS_TABLE`]) and its own events: no row of the prefix is copied.
 ///
 /// Sessions of every released format version (v0 to v3) are stored alike. A migrated
 /// generation ([`SessionPersistence::publish_successor`]) replaces the id's rows in one
@@ -102,6 +108,8 @@ struct Prepared {
     next_seq: Statement,
     select_header: Statement,
     select_events: Statement,
+    select_spans: Statement,
+    select_span_rows: Statement,
     list: Statement,
 }
 
@@ -129,6 +137,8 @@ impl Conn {
             next_seq: prepare(&sql.next_seq)?,
             select_header: prepare(&sql.select_header)?,
             select_events: prepare(&sql.select_events)?,
+            select_spans: prepare(&sql.select_spans)?,
+            select_span_rows: prepare(&sql.select_span_rows)?,
             list: prepare(&sql.list)?,
         };
         Ok(Conn { client, st })
@@ -188,13 +198,15 @@ struct Statements {
     next_seq: String,
     select_header: String,
     select_events: String,
+    select_spans: String,
+    select_span_rows: String,
     list: String,
 }
 
-/// The revision of the session whose id `id` names (an SQL expression) in namespace `s`
-/// ([`revision_sql`]).
-fn revision(s: &str, id: &str) -> String {
-    revision_sql(&format!("{s}.events"), id)
+/// The revision of the generation whose id `id` and version `version` name (SQL expressions)
+/// in namespace `s` ([`revision_sql`]).
+fn revision(s: &str, id: &str, version: &str) -> String {
+    revision_sql(&format!("{s}."), id, version)
 }
 
 impl Statements {
@@ -217,19 +229,28 @@ impl Statements {
             lock_session: format!(
                 "SELECT version FROM {s}.sessions WHERE id = $1 FOR NO KEY UPDATE"
             ),
-            next_seq: format!("SELECT {}", revision(s, "$1")),
+            next_seq: format!(
+                "SELECT {}",
+                revision(
+                    s,
+                    "$1",
+                    &format!("(SELECT version FROM {s}.sessions WHERE id = $1)")
+                )
+            ),
             select_header: format!(
                 "SELECT {HEADER_SELECT}, {} FROM {s}.sessions s WHERE s.id = $1",
-                revision(s, "s.id")
+                revision(s, "s.id", "s.version")
             ),
             select_events: format!(
                 "SELECT {EVENT_SELECT} FROM {s}.events WHERE session_id = $1 AND seq >= $2 \
                  ORDER BY seq LIMIT $3"
             ),
+            select_spans: select_spans_sql(s),
+            select_span_rows: span_rows_sql(&format!("{s}."), EVENT_SELECT, |n| format!("${n}")),
             list: format!(
                 "SELECT {HEADER_SELECT}, {} FROM {s}.sessions s \
                  ORDER BY created_at, id COLLATE \"C\"",
-                revision(s, "s.id")
+                revision(s, "s.id", "s.version")
             ),
         }
     }
@@ -362,24 +383,29 @@ impl PostgresPersistence {
         let (key, first, most) = (id.as_str(), sql_int(from), sql_int(limit));
         let (header_params, events_params): ([&Param<'_>; 1], [&Param<'_>; 3]) =
             ([&key], [&key, &first, &most]);
-        let (row, rows) = block(async {
+        let (row, spans, rows) = block(async {
             tokio::join!(
                 tx.query_opt(&st.select_header, &header_params),
+                tx.query(&st.select_spans, &header_params),
                 tx.query(&st.select_events, &events_params),
             )
         });
-        // The first statement's error first: the second fails only because the first did.
+        // The first statement's error first: the others fail only because the first did.
         let row = row.map_err(self.failed())?.ok_or_else(not_found)?;
-        let rows = rows.map_err(self.failed())?;
+        let spans = spans_of_rows(&spans.map_err(self.failed())?).map_err(self.failed())?;
+        let own = rows.map_err(self.failed())?;
+        let mut rows = inherited_rows(&tx, &st.select_span_rows, &spans, from, limit)
+            .map_err(self.failed())?;
         let header = HeaderColumns::read(&PgRow(&row))
             .map_err(self.failed())?
             .read_header(&store)?;
         let revision = sql_count(row.try_get(HeaderColumns::COUNT).map_err(self.failed())?);
-        let rows = rows
-            .iter()
-            .map(|row| EventColumns::read(&PgRow(row)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(self.failed())?;
+        let room = usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(rows.len());
+        for row in own.iter().take(room) {
+            rows.push(EventColumns::read(&PgRow(row)).map_err(self.failed())?);
+        }
         let read = StoredRows::from_rows(&store, id, header, from, revision, rows)?;
         block(tx.commit()).map_err(self.failed())?;
         Ok(read)
@@ -474,6 +500,57 @@ impl SessionPersistence for PostgresPersistence {
         }
         self.seen.saw(id, header.version);
         Ok(())
+    }
+
+    /// Inserts the header row, the spans that read the parent's rows (no row of the prefix is
+    /// copied: [`dsh_session_sql::child_spans`]) and the child's own event rows, in one
+    /// transaction that holds the parent's row lock in share mode (a publish of the parent
+    /// waits for it), when the parent's current generation is `prefix.version` and holds
+    /// `prefix.len` events; otherwise (a migrated generation was published since) the child
+    /// is created whole, as [`SessionPersistence::create`].
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::create`].
+    fn create_forked(
+        &self,
+        header: &SessionHeader,
+        events: &Events,
+        prefix: &StoredPrefix,
+    ) -> Result<(), PersistenceError> {
+        let id = &header.id;
+        let first = usize::try_from(prefix.len).unwrap_or(usize::MAX);
+        let copy = || {
+            let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
+            self.create(header, &all)
+        };
+        if events.len() < first || prefix.parent.as_str().contains('\0') {
+            return copy();
+        }
+        let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
+        let store = self.place.to_string();
+        check_new_session_from(&store, header, prefix.len, &own)?;
+        let row = self.header_row(header)?;
+        self.check_storable(id, &own)?;
+        let mut client = self.client()?;
+        let s = &self.place.schema;
+        let refused = self
+            .write(&mut client, id, |tx, st| {
+                let statements = (&st.insert_session, &st.insert_events);
+                fork_in(tx, s, statements, (&row, &store), prefix, &own)
+            })
+            .map_err(|e| self.write_error(id, e))?;
+        match refused {
+            Some(PersistenceError::Unsupported {
+                operation: NOT_REFERENCEABLE,
+                ..
+            }) => copy(),
+            Some(refusal) => Err(refusal),
+            None => {
+                self.seen.saw(id, header.version);
+                Ok(())
+            }
+        }
     }
 
     /// Takes the session's row lock, checks that the first seq is the stored next seq and

@@ -36,6 +36,7 @@
 mod backend;
 mod driver;
 mod error;
+mod fork;
 pub mod plugin;
 mod publish;
 mod rows;

@@ -40,8 +40,11 @@ pub(crate) fn publish_in(
     };
     let version: i64 = locked.get(0);
     let revision: i64 = block(tx.query_one(
-        &format!("SELECT {}", revision_sql(&format!("{s}.events"), "$1")),
-        key,
+        &format!(
+            "SELECT {}",
+            revision_sql(&format!("{s}."), "$1", "$2::bigint")
+        ),
+        &[&row.id, &version],
     ))?
     .get(0);
     let (stored, successor) = (sql_count(version), sql_count(row.version));

@@ -19,8 +19,9 @@ use tokio_postgres::Client;
 /// [`PersistenceError::VersionUnsupported`].
 ///
 /// Schema 1 stored v0 sessions; schema 2 adds `sessions.is_seeded` (the fork flag of a v2 or
-/// v3 header) and the tables of superseded generations.
-pub const SCHEMA_VERSION: i32 = 2;
+/// v3 header) and the tables of superseded generations; schema 3 the table of inherited spans
+/// (a fork child's reference to its parent's rows, [`dsh_session_sql::SPANS_TABLE`]).
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// The namespace used when the config names none.
 pub const DEFAULT_SCHEMA: &str = "public";
@@ -142,9 +143,16 @@ CREATE TABLE {s}.events (
 /// the same transaction, kept as dsh keeps a migrated session's source file, and out of the way
 /// of every read and write of the id, which go to the current generation in `sessions` and
 /// `events`.
+///
+/// Schema 2 to 3: the table of inherited spans: a fork child's generation `(session_id,
+/// version)` reads its seqs `start_seq..end_seq` from the event rows of generation
+/// `(source_id, source_version)` (in `events` while it is current, in `superseded_events`
+/// after), indexed by source for the question a delete must ask first: does a span read this
+/// generation's rows? (A delete keeps them while one does.)
 fn upgrades(s: &str, from: i32) -> String {
-    let steps = [format!(
-        "
+    let steps = [
+        format!(
+            "
 ALTER TABLE {s}.sessions ADD COLUMN is_seeded BOOLEAN;
 CREATE TABLE {s}.superseded_sessions (
     id TEXT NOT NULL,
@@ -174,7 +182,22 @@ CREATE TABLE {s}.superseded_events (
     FOREIGN KEY (session_id, version) REFERENCES {s}.superseded_sessions (id, version)
 );
 "
-    )];
+        ),
+        format!(
+            "
+CREATE TABLE {s}.inherited_spans (
+    session_id TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    start_seq BIGINT NOT NULL,
+    end_seq BIGINT NOT NULL,
+    source_id TEXT NOT NULL,
+    source_version BIGINT NOT NULL,
+    PRIMARY KEY (session_id, version, start_seq)
+);
+CREATE INDEX inherited_spans_by_source ON {s}.inherited_spans (source_id, source_version);
+"
+        ),
+    ];
     let done = usize::try_from(from - 1).unwrap_or(0);
     steps.into_iter().skip(done).collect()
 }

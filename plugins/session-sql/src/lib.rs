@@ -10,7 +10,8 @@
 //! v3), the events of a read from its rows ([`StoredRows::from_rows`]),
 //! a listing entry ([`list_entry`]), the revision of a stored session ([`revision_sql`]), and
 //! the checks of a migrated generation published beside a stored one ([`check_publishable`],
-//! [`SeenGenerations`]).
+//! [`SeenGenerations`]), and the spans a fork child inherits by reference to its parent's
+//! rows instead of a copy ([`Span`], [`child_spans`], [`span_reads`]).
 //! It knows the session crate's backend door ([`dsh_session::backend`]) and no database: the
 //! backends own their driver, their schema and their statements.
 //!
@@ -36,10 +37,12 @@
 mod columns;
 mod generations;
 mod reads;
+mod spans;
 
 pub use columns::{
     check_header_fields, check_stored_version, sql_count, sql_int, ColumnError, EventColumns,
     HeaderColumns, Row,
 };
 pub use generations::{check_publishable, SeenGenerations};
-pub use reads::{check_new_session, list_entry, revision_sql, StoredRows};
+pub use reads::{check_new_session, check_new_session_from, list_entry, revision_sql, StoredRows};
+pub use spans::{child_spans, span_reads, span_rows_sql, Span, SpanRead, SPANS_TABLE};

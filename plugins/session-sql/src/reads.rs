@@ -6,6 +6,7 @@
 use crate::columns::{
     check_header_fields, check_stored_version, sql_count, EventColumns, HeaderColumns,
 };
+use crate::spans::SPANS_TABLE;
 use dsh_session::backend::{
     check_seqs, ListedSession, PersistenceError, StoredSession, StoredTail,
 };
@@ -27,26 +28,50 @@ pub fn check_new_session(
     header: &SessionHeader,
     seed: &[Arc<SessionEvent>],
 ) -> Result<(), PersistenceError> {
+    check_new_session_from(store, header, 0, seed)
+}
+
+/// [`check_new_session`] of a session whose events before seq `first` are inherited by
+/// reference (a fork child, [`crate::child_spans`]): `events` are its own, with seqs
+/// `first, first + 1, …`.
+///
+/// # Errors
+///
+/// As [`check_new_session`].
+pub fn check_new_session_from(
+    store: &str,
+    header: &SessionHeader,
+    first: u64,
+    events: &[Arc<SessionEvent>],
+) -> Result<(), PersistenceError> {
     header.id.check()?;
-    check_seqs(&header.id, 0, seed)?;
+    check_seqs(&header.id, first, events)?;
     check_stored_version(store, header)?;
     check_header_fields(store, header)
 }
 
-/// The SQL expression of the revision of the session whose id the SQL expression `session_id`
-/// names, over the events table `events` (qualified as the backend needs): one past its
-/// greatest stored seq, 0 for an empty log (the number of stored events, for a log without a
-/// gap), which is also the seq its next event must carry. One seek in the `(session_id, seq)`
-/// primary key, not a scan of the log.
+/// The SQL expression of the revision of the generation whose id the SQL expression
+/// `session_id` and whose format version the SQL expression `version` name, over the tables of
+/// namespace prefix `ns` (`""`, or a quoted schema name and a dot): one past its greatest
+/// stored seq, counting the seqs it inherits by reference ([`crate::SPANS_TABLE`]), 0 for an
+/// empty log (the number of its events, for a log without a gap), which is also the seq its
+/// next event must carry. One seek in the `(session_id, seq)` primary key and one in the
+/// spans' key, not a scan of the log.
 ///
 /// ```
 /// assert_eq!(
-///     dsh_session_sql::revision_sql("events", "s.id"),
-///     "(SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = s.id)"
+///     dsh_session_sql::revision_sql("", "s.id", "s.version"),
+///     "(SELECT MAX(n) FROM (SELECT COALESCE(MAX(seq) + 1, 0) AS n FROM events \
+///      WHERE session_id = s.id UNION ALL SELECT COALESCE(MAX(end_seq), 0) AS n FROM \
+///      inherited_spans WHERE session_id = s.id AND version = s.version) AS r)"
 /// );
 /// ```
-pub fn revision_sql(events: &str, session_id: &str) -> String {
-    format!("(SELECT COALESCE(MAX(seq) + 1, 0) FROM {events} WHERE session_id = {session_id})")
+pub fn revision_sql(ns: &str, session_id: &str, version: &str) -> String {
+    format!(
+        "(SELECT MAX(n) FROM (SELECT COALESCE(MAX(seq) + 1, 0) AS n FROM {ns}events \
+         WHERE session_id = {session_id} UNION ALL SELECT COALESCE(MAX(end_seq), 0) AS n FROM \
+         {ns}{SPANS_TABLE} WHERE session_id = {session_id} AND version = {version}) AS r)"
+    )
 }
 
 /// The listing entry of a `sessions` row of the database `store`, read as `row` (its header

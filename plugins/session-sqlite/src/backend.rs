@@ -1,17 +1,19 @@
 //! [`SqlitePersistence`]: the [`SessionPersistence`] backend over one SQLite database.
 
+use crate::inherit::{inherited_rows, insert_spans, is_stored, referenceable, spans_of};
 use crate::rows::{
     insert_events, insert_header, replace_header, supersede, SqliteRow, EVENT_COLUMNS,
     HEADER_COLUMNS,
 };
 use crate::schema::{connect, open_prepared, storage_error};
 use dsh_session::backend::{
-    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
+    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredPrefix, StoredSession,
+    StoredTail,
 };
-use dsh_session::{SessionEvent, SessionHeader, SessionId};
+use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use dsh_session_sql::{
-    check_new_session, check_publishable, list_entry, revision_sql, sql_count, sql_int,
-    EventColumns, HeaderColumns, SeenGenerations, StoredRows,
+    check_new_session, check_new_session_from, check_publishable, list_entry, revision_sql,
+    sql_count, sql_int, EventColumns, HeaderColumns, SeenGenerations, StoredRows,
 };
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -27,11 +29,15 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 /// at once, and closed again when they are done).
 const IDLE_READERS: usize = 4;
 
-/// The revision of the session row `s` ([`revision_sql`]): one past its greatest stored seq,
-/// 0 for an empty log.
+/// The revision of the session row `s` ([`revision_sql`]): one past its greatest stored or
+/// inherited seq, 0 for an empty log.
 fn revision() -> String {
-    revision_sql("events", "s.id")
+    revision_sql("", "s.id", "s.version")
 }
+
+/// The operation of the internal refusal of a fork by reference whose parent's generation is
+/// no longer the one named, or holds fewer events: the fork is then stored as a copy.
+const NOT_REFERENCEABLE: &str = "reference a prefix its parent's current generation lacks";
 
 /// Session persistence in one SQLite database file (schema in [`crate::schema`]).
 ///
@@ -59,8 +65,14 @@ fn revision() -> String {
 /// Events are stored column by column (`type`, `time`, `data` as JSON text, the optional
 /// envelope keys), and read back as the same JSON values, keys in the same order.
 ///
-/// The revision ([`ListedSession::revision`]) of a stored session is the number of its stored
-/// events (one past its greatest seq), read from the primary-key index.
+/// The revision ([`ListedSession::revision`]) of a stored session is the number of its events
+/// (one past its greatest seq, stored or inherited), read from the primary-key indexes.
+///
+/// A fork child the store creates from a prefix this database holds of its parent
+/// ([`SessionPersistence::create_forked`]) is stored as its header, its spans
+/// ([`dsh_session_sql::SPANS_TABLE`]: which generation's rows hold which of its seqs) and its
+/// own events: no row of the prefix is copied, so a fork costs the same whatever the parent's
+/// length, and every read returns what a copy would.
 ///
 /// Sessions of every released format version (v0 to v3) are stored alike. A migrated
 /// generation ([`SessionPersistence::publish_successor`]) replaces the id's rows in one
@@ -102,6 +114,13 @@ enum Write {
         header: Box<SessionHeader>,
         rows: Vec<EventColumns>,
     },
+    /// [`SessionPersistence::create_forked`]: the header, the prefix inherited by reference
+    /// and the child's own rows (seqs from `prefix.len`, checked).
+    Fork {
+        header: Box<SessionHeader>,
+        prefix: StoredPrefix,
+        rows: Vec<EventColumns>,
+    },
     /// [`SessionPersistence::append`]: rows with contiguous seqs (checked), to be stored at
     /// the stored next seq of the generation `seen` (the one the writer last saw, if any).
     Append {
@@ -122,7 +141,9 @@ impl Write {
     /// The session written.
     fn id(&self) -> &SessionId {
         match self {
-            Write::Create { header, .. } | Write::Publish { header, .. } => &header.id,
+            Write::Create { header, .. }
+            | Write::Fork { header, .. }
+            | Write::Publish { header, .. } => &header.id,
             Write::Append { id, .. } => id,
         }
     }
@@ -264,21 +285,25 @@ impl SqlitePersistence {
     fn apply(&self, conn: &Connection, write: &Write) -> Result<(), Refusal> {
         match write {
             Write::Create { header, rows } => {
+                self.check_free(conn, &header.id)?;
+                insert_header(conn, header)?;
+                insert_events(conn, &header.id, rows)?;
+            }
+            Write::Fork {
+                header,
+                prefix,
+                rows,
+            } => {
                 let id = &header.id;
-                let stored = conn
-                    .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
-                    .query_row([id.as_str()], |_| Ok(()))
-                    .optional()?;
-                if stored.is_some() {
-                    return Err(Refusal::Write(PersistenceError::Conflict {
+                self.check_free(conn, id)?;
+                if !referenceable(current_of(conn, &prefix.parent)?, prefix) {
+                    return Err(Refusal::Write(PersistenceError::Unsupported {
                         id: id.clone(),
-                        reason: format!(
-                            "a session with this id is stored in {}",
-                            self.path.display()
-                        ),
+                        operation: NOT_REFERENCEABLE,
                     }));
                 }
                 insert_header(conn, header)?;
+                insert_spans(conn, id, sql_int(header.version), prefix)?;
                 insert_events(conn, id, rows)?;
             }
             Write::Append { id, rows, seen } => {
@@ -310,6 +335,20 @@ impl SqlitePersistence {
                 replace_header(conn, header)?;
                 insert_events(conn, id, rows)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Refuses a create of `id` when a session `id` is stored.
+    fn check_free(&self, conn: &Connection, id: &SessionId) -> Result<(), Refusal> {
+        if is_stored(conn, id)? {
+            return Err(Refusal::Write(PersistenceError::Conflict {
+                id: id.clone(),
+                reason: format!(
+                    "a session with this id is stored in {}",
+                    self.path.display()
+                ),
+            }));
         }
         Ok(())
     }
@@ -351,19 +390,26 @@ impl SqlitePersistence {
             let failed = |e| self.error(id, &e);
             let tx = conn.transaction().map_err(failed)?;
             let (header, revision) = self.header(&tx, id)?;
+            let spans = spans_of(&tx, id.as_str(), sql_int(header.version)).map_err(failed)?;
+            let mut rows = inherited_rows(&tx, &spans, from, limit).map_err(failed)?;
             let mut select = tx
                 .prepare_cached(&format!(
                     "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 \
                      ORDER BY seq LIMIT ?3"
                 ))
                 .map_err(failed)?;
-            let rows = select
+            let own = usize::try_from(limit)
+                .unwrap_or(usize::MAX)
+                .saturating_sub(rows.len());
+            let own = select
                 .query_map((id.as_str(), sql_int(from), sql_int(limit)), |row| {
                     EventColumns::read(&SqliteRow(row))
                 })
                 .map_err(failed)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(failed)?;
+                .take(own);
+            for row in own {
+                rows.push(row.map_err(failed)?);
+            }
             StoredRows::from_rows(&self.store(), id, header, from, revision, rows)
         })
     }
@@ -459,6 +505,50 @@ impl SessionPersistence for SqlitePersistence {
         })?;
         self.seen.saw(&header.id, header.version);
         Ok(())
+    }
+
+    /// Inserts the header row, the spans that read the parent's rows (no row of the prefix is
+    /// copied: [`dsh_session_sql::child_spans`]) and the child's own event rows, in one
+    /// transaction (shared with the other writes of its group commit), when the parent's
+    /// current generation is `prefix.version` and holds `prefix.len` events; otherwise (a
+    /// migrated generation was published since, by another writer) the child is created
+    /// whole, as [`SessionPersistence::create`].
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::create`].
+    fn create_forked(
+        &self,
+        header: &SessionHeader,
+        events: &Events,
+        prefix: &StoredPrefix,
+    ) -> Result<(), PersistenceError> {
+        let first = usize::try_from(prefix.len).unwrap_or(usize::MAX);
+        let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
+        let copy = || {
+            let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
+            self.create(header, &all)
+        };
+        if events.len() < first {
+            return copy();
+        }
+        check_new_session_from(&self.store(), header, prefix.len, &own)?;
+        let forked = self.commit(Write::Fork {
+            header: Box::new(header.clone()),
+            prefix: prefix.clone(),
+            rows: own.iter().map(|event| EventColumns::of(event)).collect(),
+        });
+        match forked {
+            Err(PersistenceError::Unsupported {
+                operation: NOT_REFERENCEABLE,
+                ..
+            }) => copy(),
+            Err(error) => Err(error),
+            Ok(()) => {
+                self.seen.saw(&header.id, header.version);
+                Ok(())
+            }
+        }
     }
 
     /// Inserts `events` after checking that their seqs are contiguous and, in the transaction

@@ -6,8 +6,10 @@
 //! ([`dsh_session_sql`]), and [`SqlitePersistence`], which implements
 //! [`dsh_session::backend::SessionPersistence`] over them, plus the `dsh-session-sqlite` plugin
 //! ([`SessionSqlitePlugin`]). It knows the session crate's events, header and persistence seam,
-//! and nothing else: not fork (a fork child is persisted like any session, header with lineage
-//! plus its seed), not the JSONL backend, not the store's internals.
+//! and nothing else: not the fork service (a fork child is persisted like any session, header
+//! with lineage, except that its seed, when the store names it as a stored prefix of its
+//! parent, is stored as a reference to the parent's rows: [`dsh_session_sql::SPANS_TABLE`]),
+//! not the JSONL backend, not the store's internals.
 //!
 //! ```
 //! use dsh_session::backend::SessionPersistence;
@@ -29,6 +31,7 @@
 
 mod backend;
 mod file;
+mod inherit;
 pub mod plugin;
 mod rows;
 pub mod schema;

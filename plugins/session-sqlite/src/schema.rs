@@ -14,13 +14,14 @@ use std::time::Duration;
 /// version is refused with [`PersistenceError::VersionUnsupported`].
 ///
 /// Schema 1 stored v0 sessions; schema 2 adds `sessions.is_seeded` (the fork flag of a v2 or
-/// v3 header) and the tables of superseded generations.
-pub const SCHEMA_VERSION: i64 = 2;
+/// v3 header) and the tables of superseded generations; schema 3 the table of inherited spans
+/// (a fork child's reference to its parent's rows, [`dsh_session_sql::SPANS_TABLE`]).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The statements that upgrade a database of schema `N` to `N + 1`, at index `N - 1`. A fresh
 /// database gets schema 1's [`TABLES`] and then every upgrade, so that a fresh database and an
 /// upgraded one have one shape; all run in the transaction that sets the new `user_version`.
-const UPGRADES: [&[&str]; 1] = [&[ADD_IS_SEEDED, SUPERSEDED_TABLES]];
+const UPGRADES: [&[&str]; 2] = [&[ADD_IS_SEEDED, SUPERSEDED_TABLES], &[SPANS_TABLE]];
 
 /// Schema 1 to 2, first step: `is_seeded` (NULL in every stored v0 session, which keeps its cut
 /// in `seed_length`).
@@ -95,6 +96,24 @@ CREATE TABLE superseded_events (
     PRIMARY KEY (session_id, version, seq),
     FOREIGN KEY (session_id, version) REFERENCES superseded_sessions (id, version)
 ) WITHOUT ROWID;
+";
+
+/// The table of inherited spans (schema 3, [`dsh_session_sql::SPANS_TABLE`]): a fork child's
+/// generation `(session_id, version)` reads its seqs `start_seq..end_seq` from the event rows
+/// of generation `(source_id, source_version)` (in `events` while it is current, in
+/// `superseded_events` after). Indexed by source, for the question a delete must ask first:
+/// does a span read this generation's rows? (A delete keeps them while one does.)
+const SPANS_TABLE: &str = "
+CREATE TABLE inherited_spans (
+    session_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    start_seq INTEGER NOT NULL,
+    end_seq INTEGER NOT NULL,
+    source_id TEXT NOT NULL,
+    source_version INTEGER NOT NULL,
+    PRIMARY KEY (session_id, version, start_seq)
+) WITHOUT ROWID;
+CREATE INDEX inherited_spans_by_source ON inherited_spans (source_id, source_version);
 ";
 
 /// Opens (creating it and its parent folders when absent) the database at `path` with the
@@ -353,6 +372,63 @@ mod tests {
         // Opening the upgraded database again changes nothing.
         let again = SqlitePersistence::open(&path).unwrap();
         assert_eq!(again.list().unwrap().len(), 2);
+    }
+
+    /// A database of schema 2 (before inherited spans) is upgraded to schema 3 when opened:
+    /// its sessions read back, and a fork child of one of them is stored by reference.
+    #[test]
+    fn a_schema_2_database_is_upgraded_and_forks_by_reference() {
+        use crate::SqlitePersistence;
+        use dsh_session::backend::{SessionPersistence, StoredPrefix};
+        use dsh_session::{Events, SessionHeader, SessionId, SessionMeta};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(TABLES).unwrap();
+        for step in UPGRADES[0] {
+            old.execute_batch(step).unwrap();
+        }
+        old.pragma_update(None, "user_version", 2).unwrap();
+        old.execute_batch(
+            "INSERT INTO sessions (id, version, created_at, cwd, extra) \
+             VALUES ('old', 0, 5, '/w', '{}');
+             INSERT INTO events (session_id, seq, type, time, data) \
+             VALUES ('old', 0, 'plugin/note', 6, '{\"n\":0}'), \
+             ('old', 1, 'plugin/note', 7, '{\"n\":1}');",
+        )
+        .unwrap();
+        drop(old);
+
+        let db = SqlitePersistence::open(&path).unwrap();
+        let conn = Connection::open(&path).unwrap();
+        assert_eq!(schema_version(&conn).unwrap(), SCHEMA_VERSION);
+        let parent = db.load(&SessionId::from("old")).unwrap();
+        assert_eq!(parent.events.len(), 2);
+        let meta = SessionMeta::default()
+            .cwd("/w")
+            .lineage(SessionId::from("old"), 2);
+        let child = SessionHeader::new(SessionId::from("child"), 9, meta);
+        let prefix = StoredPrefix {
+            parent: SessionId::from("old"),
+            version: 0,
+            len: 2,
+        };
+        db.create_forked(&child, &Events::from_vec(parent.events.clone()), &prefix)
+            .unwrap();
+        let spans: i64 = conn
+            .query_row("SELECT COUNT(*) FROM inherited_spans", [], |r| r.get(0))
+            .unwrap();
+        let rows: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM events WHERE session_id = 'child'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!((spans, rows), (1, 0), "a reference, no copied row");
+        let read = db.load(&child.id).unwrap();
+        assert_eq!((read.header, read.events), (child, parent.events));
+        assert_eq!(read.revision, 2);
     }
 
     /// Another process writing the fresh file while it is switched to WAL makes SQLite refuse

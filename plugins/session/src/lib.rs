@@ -71,7 +71,7 @@ pub use plugin::{SessionConfig, SessionPlugin};
 pub use async_store::{AsyncPersistence, AsyncSessionStore};
 pub use store::{
     CreateOptions, Imported, Inspected, Migration, Resumed, Seed, SessionCreated, SessionDisposed,
-    SessionFlush, SessionStore, StoreError,
+    SessionFlush, SessionStore, StoreError, StoredSeed,
 };
 
 // A session, its events and their envelope, ids and the header.

@@ -14,7 +14,7 @@ use crate::event::SessionEvent;
 use crate::format::FormatVersion;
 use crate::header::SessionHeader;
 use crate::id::{SessionId, SessionIdError};
-use crate::session::Session;
+use crate::session::{Events, Session};
 use crate::stored_log::{ContainedLog, LoadedLog, StoredLog};
 use std::sync::Arc;
 
@@ -61,6 +61,21 @@ pub struct ListedSession {
     /// SQLite and PostgreSQL: the number of stored events); compare revisions of one backend
     /// only, for equality.
     pub revision: u64,
+}
+
+/// The stored prefix a new session starts with: the first `len` events of the generation of
+/// stored session `parent` whose format version is `version` (a generation is identified by
+/// its id and version: a migrated generation is always of a higher version than the one it
+/// supersedes). What [`SessionPersistence::create_forked`] may store a reference to instead
+/// of a copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredPrefix {
+    /// The stored session whose events the new one inherits.
+    pub parent: SessionId,
+    /// The format version of the parent's generation that holds them.
+    pub version: u64,
+    /// How many of its events are inherited (seqs `0..len`).
+    pub len: u64,
 }
 
 /// Errors of a persistence backend. Every variant names the session it concerns.
@@ -213,7 +228,7 @@ pub enum PersistenceError {
     /// after any failed write, and the next write checks the stored log first.
     #[error("the persistence backend panicked in {call}: {message}")]
     Panicked {
-        /// The backend method: `create`, `append`, `append_atomic`, `load`, `open_log` (and
+        /// The backend method: `create`, `create_forked`, `append`, `append_atomic`, `load`, `open_log` (and
         /// its log's `next_event`, `event_at`), `read_prefix`, `read_from`, `list`, `publish_successor`, `new_session_version`; `write` for the writes of a session to a backend that is going
         /// (drained before it is disabled or replaced).
         call: &'static str,
@@ -299,6 +314,36 @@ pub trait SessionPersistence: Send + Sync + 'static {
         header: &SessionHeader,
         seed: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError>;
+
+    /// Writes a new session whose first `prefix.len` events are the stored events of
+    /// `prefix.parent`'s generation of version `prefix.version` (a fork of a stored session):
+    /// `events` is the new session's whole log, `events[..prefix.len]` those inherited events
+    /// exactly as the parent's generation stores them (the store calls this only when it knows
+    /// so: it wrote them itself). A backend that can may store a reference to the parent's
+    /// prefix instead of a copy, so that a fork costs the same whatever the parent's length;
+    /// every read of the new session then returns what it would return had `events` been
+    /// copied, whatever happens to the parent later (appends, a migrated generation
+    /// published beside it). A backend that cannot reference the prefix (the parent's
+    /// generation is no longer current, or holds fewer events) copies.
+    ///
+    /// The default copies ([`SessionPersistence::create`] of every event): right for a backend
+    /// with nothing better. A backend that keeps each session whole may still copy faster (the
+    /// JSONL backend, whose child file holds its seed so that dsh reads it, copies the
+    /// parent file's bytes in the kernel).
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::create`].
+    fn create_forked(
+        &self,
+        header: &SessionHeader,
+        events: &Events,
+        prefix: &StoredPrefix,
+    ) -> Result<(), PersistenceError> {
+        let _ = prefix;
+        let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
+        self.create(header, &all)
+    }
 
     /// Appends `events` to a stored session; the first seq must equal the stored length
     /// ([`PersistenceError::SeqMismatch`] otherwise). A torn final record left by a crash is
@@ -455,6 +500,17 @@ impl SessionPersistence for Contained {
         contain("create", || self.0.create(header, seed))
     }
 
+    fn create_forked(
+        &self,
+        header: &SessionHeader,
+        events: &Events,
+        prefix: &StoredPrefix,
+    ) -> Result<(), PersistenceError> {
+        contain("create_forked", || {
+            self.0.create_forked(header, events, prefix)
+        })
+    }
+
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
         contain("append", || self.0.append(id, events))
     }
@@ -576,7 +632,9 @@ pub enum PersistenceMode {
 /// dsh does, take over a stored session of that id at the same `cwd` whose log is a prefix of
 /// the live one, appending the rest and keeping the stored header (so a session created anew
 /// with another `createdAt`, a stored empty session, or one disposed before its first append
-/// is taken over). Returns what the write stored.
+/// is taken over). Returns what the write stored. With `prefix` (a fork child whose seed is a
+/// stored prefix of its parent) a new session is created by
+/// [`SessionPersistence::create_forked`].
 ///
 /// Beyond dsh, the lineage (`parentSession`, `seedLength`, `isSeeded`) must be the same too,
 /// so a fork child never takes over a session forked from elsewhere and inherits a wrong
@@ -594,15 +652,23 @@ pub enum PersistenceMode {
 pub(crate) fn first_write(
     backend: &dyn SessionPersistence,
     session: &Session,
+    prefix: Option<&StoredPrefix>,
 ) -> Result<Landed, PersistenceError> {
     match backend.load(session.id()) {
         Err(PersistenceError::NotFound { .. }) => {
-            let all: Vec<Arc<SessionEvent>> = session.events().iter().cloned().collect();
-            match backend.create(session.header(), &all) {
+            let events = session.events();
+            let created = match prefix {
+                Some(prefix) => backend.create_forked(session.header(), &events, prefix),
+                None => {
+                    let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
+                    backend.create(session.header(), &all)
+                }
+            };
+            match created {
                 Ok(()) => Ok(Landed {
-                    held: all.len(),
+                    held: events.len(),
                     created: true,
-                    events: all.len(),
+                    events: events.len(),
                 }),
                 Err(PersistenceError::Conflict { .. }) => match backend.load(session.id()) {
                     Ok(stored) => take_over(backend, session, stored),
@@ -741,7 +807,7 @@ pub(crate) fn catch_up(
         Err(mismatch @ PersistenceError::SeqMismatch { .. })
             if on_mismatch == OnMismatch::Adopt =>
         {
-            match first_write(backend, session) {
+            match first_write(backend, session, None) {
                 Err(PersistenceError::Conflict { .. }) => Err(mismatch),
                 adopted => adopted.map(|landed| landed.held),
             }

@@ -103,6 +103,19 @@ impl Events {
         }
     }
 
+    /// This view followed by `event` (which must carry the seq `self.len()`; not checked),
+    /// without copying this view's events: the result branches off them, so no other view
+    /// ever sees `event`. The result carries no surface fold.
+    pub(crate) fn followed_by(&self, event: SessionEvent) -> Events {
+        let mut chain = self.chain.branch();
+        chain.push(Arc::new(event));
+        Events {
+            chain,
+            surface: None,
+            trace: None,
+        }
+    }
+
     /// The events in seq order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<SessionEvent>> + '_ {
         self.chain.iter()

@@ -3,11 +3,12 @@
 
 use dsh_core::{plugin_fn, Context, LoadOptions};
 use dsh_session::backend::{
-    ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
+    ListedSession, PersistenceError, SessionPersistence, StoredPrefix, StoredSession, StoredTail,
 };
+use dsh_session::format::FormatVersion;
 use dsh_session::{
-    CreateOptions, EventDraft, SessionCreated, SessionEvent, SessionEventAppended, SessionHeader,
-    SessionId, SessionMeta, SessionPlugin, SessionStore, TurnEndReason,
+    CreateOptions, EventDraft, Events, SessionCreated, SessionEvent, SessionEventAppended,
+    SessionHeader, SessionId, SessionMeta, SessionPlugin, SessionStore, TurnEndReason,
 };
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -25,6 +26,8 @@ struct Memory {
     panic_next: AtomicBool,
     /// The ids the store released, in order.
     released: Mutex<Vec<SessionId>>,
+    /// The stored prefixes the store named in `create_forked`, in order.
+    forked: Mutex<Vec<StoredPrefix>>,
 }
 
 impl Memory {
@@ -59,6 +62,17 @@ impl SessionPersistence for Memory {
         let events = seed.iter().map(|e| SessionEvent::clone(e)).collect();
         sessions.insert(header.id.clone(), (header.clone(), events));
         Ok(())
+    }
+
+    fn create_forked(
+        &self,
+        header: &SessionHeader,
+        events: &Events,
+        prefix: &StoredPrefix,
+    ) -> Result<(), PersistenceError> {
+        self.forked.lock().unwrap().push(prefix.clone());
+        let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
+        self.create(header, &all)
     }
 
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
@@ -542,4 +556,80 @@ fn the_store_releases_a_session_to_the_backend_once_it_is_written_and_removed() 
     );
     assert!(!store.dispose(&SessionId::from("kept")).unwrap());
     assert_eq!(memory.released.lock().unwrap().len(), 1, "released once");
+}
+
+/// A fork child whose seed is its live parent's own view of a prefix the backend holds as it
+/// is live is created with `create_forked` naming that prefix (so a backend may store a
+/// reference); a seed that is a copy, a prefix not yet written, or a v0 parent read back
+/// (whose events the upgrade step may have rewritten) is created whole, as before.
+#[test]
+fn a_fork_of_a_written_live_prefix_is_created_by_reference() {
+    for version in [FormatVersion::V0, FormatVersion::V3] {
+        let memory = Arc::new(Memory::default());
+        let ctx = context(&memory);
+        let store = ctx.expect::<SessionStore>();
+        let parent = create(
+            &ctx,
+            "parent",
+            CreateOptions::meta(meta(1).version(version)),
+        );
+        for draft in turn_drafts(1) {
+            parent.append(draft).unwrap();
+        }
+        store.flush(&parent).unwrap();
+        let len = parent.len();
+        let child_meta = |len: usize| {
+            meta(2)
+                .version(version)
+                .lineage(parent.id().clone(), len as u64)
+        };
+        create(
+            &ctx,
+            "child",
+            CreateOptions::new(parent.events(), child_meta(len)),
+        );
+        let expected = StoredPrefix {
+            parent: parent.id().clone(),
+            version: version.number(),
+            len: len as u64,
+        };
+        assert_eq!(*memory.forked.lock().unwrap(), vec![expected]);
+        let child = memory.stored("child").unwrap().1;
+        let parent_stored = memory.stored("parent").unwrap().1;
+        assert_eq!(child[..len], parent_stored[..], "v{}", version.number());
+
+        // A copy of the events, and a prefix not written yet: created whole.
+        let copy = Events::from_vec(parent.events().to_vec());
+        create(&ctx, "copied", CreateOptions::new(copy, child_meta(len)));
+        for draft in turn_drafts(2) {
+            parent.append(draft).unwrap();
+        }
+        create(
+            &ctx,
+            "unwritten",
+            CreateOptions::new(parent.events(), child_meta(parent.len())),
+        );
+        assert_eq!(
+            memory.forked.lock().unwrap().len(),
+            1,
+            "v{}",
+            version.number()
+        );
+
+        // The parent read back in a new context: by reference from v1 on, whole for v0.
+        drop(ctx);
+        memory.forked.lock().unwrap().clear();
+        let ctx = context(&memory);
+        let loaded = ctx.expect::<SessionStore>().load(parent.id()).unwrap();
+        let child_meta = meta(3)
+            .version(version)
+            .lineage(loaded.id().clone(), loaded.len() as u64);
+        create(
+            &ctx,
+            "again",
+            CreateOptions::new(loaded.events(), child_meta),
+        );
+        let by_reference = memory.forked.lock().unwrap().len();
+        assert_eq!(by_reference, usize::from(version != FormatVersion::V0));
+    }
 }

@@ -59,6 +59,17 @@ impl TestSchema {
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
+    /// The one value of the one row `sql` selects, behind the backend's back, `{s}` standing
+    /// for the quoted schema.
+    pub fn query_one<T: for<'a> postgres::types::FromSql<'a>>(&self, sql: &str) -> T {
+        let sql = sql.replace("{s}", &format!("\"{}\"", self.name));
+        self.admin
+            .lock()
+            .query_one(&sql, &[])
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .get(0)
+    }
+
     /// A new connection to the test server.
     pub fn connect(&self) -> Client {
         Client::connect(&self.url, NoTls).expect("connects to the test server")

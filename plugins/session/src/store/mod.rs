@@ -19,6 +19,7 @@ pub use inspect::Inspected;
 pub use migrate::Migration;
 pub use types::{
     CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
+    StoredSeed,
 };
 
 use crate::event::SessionEvent;
@@ -29,7 +30,7 @@ use crate::header::{SessionHeader, SESSION_FORMAT_VERSION};
 use crate::id::SessionId;
 use crate::persistence::{
     catch_up, contain, first_write, Contained, Landed, OnMismatch, PersistenceMode,
-    SessionPersistence,
+    SessionPersistence, StoredPrefix,
 };
 use crate::session::{admit_seed, fold_trusted, now_ms, Events, Link, Session};
 use dsh_core::{Emitter, Optional, PluginState, Unavailable};
@@ -55,6 +56,10 @@ struct Written {
     /// How many of its events were drained to a backend that then went: with no backend
     /// active, a session drained whole has nothing left to lose.
     drained: Option<usize>,
+    /// How many of its first events are known to be stored exactly as they are live (the
+    /// store wrote them itself, or read them unchanged by the upgrade step): the prefix a fork
+    /// child may reference instead of copying ([`SessionPersistence::create_forked`]).
+    verbatim: usize,
 }
 
 impl Entry {
@@ -199,6 +204,21 @@ impl SessionStore {
                 ),
             });
         };
+        // A fork child whose seed is a prefix the backend holds of a live parent may be stored
+        // by reference to it.
+        let prefix = match &options.seed {
+            Some(Seed::Snapshot(events)) if stored.is_none() => {
+                self.stored_prefix(&options.meta, version, events)
+            }
+            Some(Seed::Stored(seed)) if stored.is_none() => seed.prefix.clone().filter(|prefix| {
+                let meta = &options.meta;
+                meta.parent_session.as_ref() == Some(&prefix.parent)
+                    && meta.seed_length == Some(prefix.len)
+                    && prefix.len > 0
+                    && prefix.version == version.number()
+            }),
+            _ => None,
+        };
         let (seed, surface) = match options.seed {
             None => (Events::empty(), Surface::of_version(version)),
             Some(Seed::Snapshot(events)) => {
@@ -207,7 +227,7 @@ impl SessionStore {
             }
             // A log read back from persistence is checked as dsh restores it (no lossless
             // data rule); a seed handed to `create` gets every rule.
-            Some(Seed::Raw(events)) => {
+            Some(Seed::Raw(events) | Seed::Stored(StoredSeed { events, .. })) => {
                 admit_seed(events, stored.is_some(), version).map_err(|source| {
                     StoreError::InvalidSeed {
                         id: id.clone(),
@@ -245,6 +265,11 @@ impl SessionStore {
             written: Arc::new(Mutex::new(Written {
                 held: stored,
                 drained: None,
+                // A v0 log read back went through the upgrade step, which may rewrite events.
+                verbatim: match stored {
+                    Some(_) if version == FormatVersion::V0 => 0,
+                    _ => usize::MAX,
+                },
             })),
         };
         {
@@ -271,7 +296,7 @@ impl SessionStore {
         }
         let mut landed = None;
         if stored.is_none() {
-            match self.write(&entry) {
+            match self.write_with(&entry, OnMismatch::Adopt, prefix.as_ref()) {
                 Ok(first) => landed = first,
                 Err(error) => {
                     self.remove(&id);
@@ -373,7 +398,38 @@ impl SessionStore {
     /// write (or the takeover of a stored prefix), the new events after that. Returns what
     /// the write stored, `None` when there is no backend to write to.
     fn write(&self, entry: &Entry) -> Result<Option<Landed>, StoreError> {
-        self.write_with(entry, OnMismatch::Adopt)
+        self.write_with(entry, OnMismatch::Adopt, None)
+    }
+
+    /// The stored prefix a new session seeded with `seed` and created with `meta` (format
+    /// `version`) inherits, when it may be referenced rather than copied
+    /// ([`SessionPersistence::create_forked`]): `meta` names a parent live in this store, in
+    /// the same format version, and `seed` is that parent's own view of its first
+    /// `seedLength` events (shared, not copied), every one of them held by the backend
+    /// exactly as it is live. `None` otherwise (the child is then written whole, as before).
+    fn stored_prefix(
+        &self,
+        meta: &crate::header::SessionMeta,
+        version: FormatVersion,
+        seed: &Events,
+    ) -> Option<StoredPrefix> {
+        let parent_id = meta.parent_session.as_ref()?;
+        let len = usize::try_from(meta.seed_length?).ok()?;
+        if len == 0 || seed.len() != len {
+            return None;
+        }
+        let parent = self.live.lock().by_id.get(parent_id).map(Entry::share)?;
+        if parent.session.header().version != version.number() {
+            return None;
+        }
+        let written = *parent.written.lock();
+        let held = written.held?;
+        let shared = seed.same_storage(&parent.session.events().prefix(len));
+        (held >= len && written.verbatim >= len && shared).then(|| StoredPrefix {
+            parent: parent_id.clone(),
+            version: version.number(),
+            len: len as u64,
+        })
     }
 
     /// [`SessionStore::write`], a stored log that no longer ends where the store thought
@@ -382,6 +438,7 @@ impl SessionStore {
         &self,
         entry: &Entry,
         on_mismatch: OnMismatch,
+        prefix: Option<&StoredPrefix>,
     ) -> Result<Option<Landed>, StoreError> {
         let id = entry.session.id();
         let mut written = entry.written.lock();
@@ -392,7 +449,13 @@ impl SessionStore {
             Err(_) if written.drained == Some(entry.session.len()) => return Ok(None),
             Err(error) => return Err(error),
         };
-        let landed = write_to(backend.as_ref(), &entry.session, written.held, on_mismatch)?;
+        let landed = write_to(
+            backend.as_ref(),
+            &entry.session,
+            written.held,
+            on_mismatch,
+            prefix,
+        )?;
         written.held = Some(landed.held);
         Ok(Some(landed))
     }
@@ -474,7 +537,13 @@ impl SessionStore {
         };
         for entry in entries {
             let mut written = entry.written.lock();
-            match write_to(backend, &entry.session, written.held, OnMismatch::Adopt) {
+            match write_to(
+                backend,
+                &entry.session,
+                written.held,
+                OnMismatch::Adopt,
+                None,
+            ) {
                 Ok(landed) => written.drained = Some(landed.held),
                 Err(error) => {
                     tracing::error!(session = %entry.session.id(), code = error.code(), %error, "session not drained to the leaving backend");
@@ -535,12 +604,14 @@ fn contained(backend: Arc<dyn SessionPersistence>) -> Arc<dyn SessionPersistence
 
 /// Writes what `backend` lacks of `session`, given how many of its events it holds
 /// (`None`: it does not know the session yet), a stored log that no longer ends there being
-/// handled as `on_mismatch` says ([`catch_up`]). Returns what the write stored.
+/// handled as `on_mismatch` says ([`catch_up`]), a first write of a fork child by reference to
+/// `prefix` when given ([`first_write`]). Returns what the write stored.
 fn write_to(
     backend: &dyn SessionPersistence,
     session: &Session,
     written: Option<usize>,
     on_mismatch: OnMismatch,
+    prefix: Option<&StoredPrefix>,
 ) -> Result<Landed, StoreError> {
     // The backends the store hands out contain their panics call by call; a backend that is
     // going is written to as it is, so its writes are contained as a whole.
@@ -550,7 +621,7 @@ fn write_to(
             created: false,
             events: held - cursor,
         }),
-        None => first_write(backend, session),
+        None => first_write(backend, session, prefix),
     })
     .map_err(|source| StoreError::Persistence {
         id: session.id().clone(),
@@ -577,14 +648,12 @@ impl PersistenceMode {
 /// inherited event count, `format::inherited_cut`). The marker is log-only: the seed's surface
 /// fold is the log's.
 fn mark_inherited(seed: &Events) -> Events {
-    let mut events = seed.to_vec();
-    events.push(SessionEvent::new(
+    seed.followed_by(SessionEvent::new(
         SESSION_END_SEED,
-        events.len() as u64,
+        seed.len() as u64,
         now_ms(),
         json!({ "inherited": true }),
-    ));
-    Events::from_vec(events)
+    ))
 }
 
 /// Why a new v2 or v3 session's `isSeeded` disagrees with its log (`marked`: whether the log

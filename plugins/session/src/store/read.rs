@@ -3,11 +3,13 @@
 //! durably), cold forks ([`SessionStore::read_stored`]) and followers
 //! ([`SessionStore::refresh`]: what another writer stored since).
 
-use super::{CreateOptions, Resumed, SessionStore, StoreError};
+use super::{CreateOptions, Resumed, SessionStore, StoreError, StoredSeed};
 use crate::chain::Chain;
 use crate::event::SessionEvent;
+use crate::format::FormatVersion;
 use crate::header::SessionMeta;
 use crate::id::SessionId;
+use crate::persistence::StoredPrefix;
 use crate::persistence::{OnMismatch, PersistenceError, StoredSession};
 use crate::restore::{restore_each, RestoreError, Restored};
 use crate::session::{Events, Session};
@@ -154,7 +156,7 @@ impl SessionStore {
                 }
             } else {
                 self.entry(&session)
-                    .and_then(|entry| self.write_with(&entry, OnMismatch::Refuse).map(drop))
+                    .and_then(|entry| self.write_with(&entry, OnMismatch::Refuse, None).map(drop))
             };
         if let Err(error) = written {
             self.remove(id);
@@ -228,6 +230,10 @@ impl SessionStore {
         })?;
         let result = session.extend_stored(events);
         written.held = Some(session.len());
+        if tail.header.format() == crate::format::FormatVersion::V0 {
+            // The upgrade step may have rewritten what was read: not known to be as stored.
+            written.verbatim = written.verbatim.min(len);
+        }
         result.map_err(|source| StoreError::Append {
             id: id.clone(),
             source,
@@ -268,6 +274,34 @@ impl SessionStore {
                 },
             )?;
         Ok(stored)
+    }
+}
+
+impl SessionStore {
+    /// [`SessionStore::read_stored`] as a seed for a fork child of the stored session `id`
+    /// ([`crate::Seed::Stored`]): its header and first `len` events (all without `len`), and whether
+    /// they are its stored events unchanged (from format v1 on; a v0 log's upgrade may rewrite
+    /// events), so that the child's first write may reference them instead of copying.
+    ///
+    /// # Errors
+    /// As [`SessionStore::read_stored`].
+    pub fn read_stored_seed(
+        &self,
+        id: &SessionId,
+        len: Option<u64>,
+    ) -> Result<StoredSeed, StoreError> {
+        let stored = self.read_stored(id, len)?;
+        let verbatim = stored.header.format() != FormatVersion::V0;
+        let prefix = verbatim.then(|| StoredPrefix {
+            parent: id.clone(),
+            version: stored.header.version,
+            len: stored.events.len() as u64,
+        });
+        Ok(StoredSeed {
+            header: stored.header,
+            events: stored.events,
+            prefix,
+        })
     }
 }
 

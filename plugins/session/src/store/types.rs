@@ -2,7 +2,8 @@
 //! and the lifecycle events it publishes for observers.
 
 use crate::event::SessionEvent;
-use crate::header::SessionMeta;
+use crate::header::{SessionHeader, SessionMeta};
+use crate::persistence::StoredPrefix;
 use crate::session::{Events, Session};
 use std::sync::Arc;
 
@@ -14,6 +15,44 @@ pub enum Seed {
     Raw(Vec<SessionEvent>),
     /// A snapshot of a live session: already valid, shared without copying or re-validation.
     Snapshot(Events),
+    /// The first events of a stored session as the store read them
+    /// ([`crate::SessionStore::read_stored_seed`]): validated as [`Seed::Raw`] is, and, for a
+    /// fork child of that session (its meta naming it as parent with these events' count as
+    /// the seed length), written by the backend as a reference to the stored events where it
+    /// can ([`crate::backend::SessionPersistence::create_forked`]).
+    Stored(StoredSeed),
+}
+
+/// The first events of a stored session, read by [`crate::SessionStore::read_stored_seed`]
+/// through the backend and the format upgrade, with what the store knows of them: whether
+/// they are the stored events as they are (the upgrade step rewrites nothing from format v1
+/// on), so that a fork child seeded with them may reference them.
+#[derive(Clone, Debug)]
+pub struct StoredSeed {
+    pub(crate) header: SessionHeader,
+    pub(crate) events: Vec<SessionEvent>,
+    /// The stored prefix these events are, when they are its events unchanged.
+    pub(crate) prefix: Option<StoredPrefix>,
+}
+
+impl StoredSeed {
+    /// The stored session's header, exactly as stored.
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// The events read (seq `i` at index `i`).
+    pub fn events(&self) -> &[SessionEvent] {
+        &self.events
+    }
+
+    /// Keeps the first `len` events (all of them when there are fewer).
+    pub fn truncate(&mut self, len: usize) {
+        self.events.truncate(len);
+        if let Some(prefix) = &mut self.prefix {
+            prefix.len = self.events.len() as u64;
+        }
+    }
 }
 
 impl From<Vec<SessionEvent>> for Seed {

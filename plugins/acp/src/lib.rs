@@ -49,6 +49,7 @@ pub mod error;
 pub mod fork;
 mod handlers;
 mod list;
+pub mod message_id;
 pub mod plugin;
 mod prompt;
 pub mod runner;

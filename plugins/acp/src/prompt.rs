@@ -14,10 +14,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
 use dsh_session::event_type::{STEP_END, USER_MESSAGE};
-use dsh_session::{
-    interrupted_turn_closers, open_turn, AsyncSessionStore, EventDraft, Session, SessionEvent,
-    SessionId, TurnEndReason,
-};
+use dsh_session::{AsyncSessionStore, Session, SessionEvent, SessionId, TurnEndReason};
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -213,27 +210,13 @@ pub(crate) fn send_updates(
 /// Closes a turn the runner left open, as dsh closes a turn a crash interrupted; returns the
 /// events appended (none when the last turn is closed).
 fn close_open_turn(session: &Arc<Session>) -> Result<Vec<Arc<SessionEvent>>, AcpError> {
-    let events = session.events();
-    if open_turn(&events).is_none() {
-        return Ok(Vec::new());
+    let appended = dsh_session::close_open_turn(session).map_err(|error| AcpError::Turn {
+        id: session.id().clone(),
+        source: TurnError::from(error),
+    })?;
+    if !appended.is_empty() {
+        tracing::warn!(session = %session.id(), "the turn runner left the turn open: closed as interrupted");
     }
-    let closers = interrupted_turn_closers(events.iter().map(|event| &**event));
-    let mut appended = Vec::with_capacity(closers.len());
-    for closer in closers {
-        let draft = EventDraft {
-            kind: closer.kind,
-            data: closer.data.to_value(),
-            surface_op: closer.surface_op,
-            source_event_seqs: closer.source_event_seqs,
-            ignorable: closer.ignorable,
-        };
-        let event = session.append(draft).map_err(|error| AcpError::Turn {
-            id: session.id().clone(),
-            source: TurnError::from(error),
-        })?;
-        appended.push(event);
-    }
-    tracing::warn!(session = %session.id(), "the turn runner left the turn open: closed as interrupted");
     Ok(appended)
 }
 

@@ -11,10 +11,13 @@
 //! | `session/title` | `session_info_update` with the title |
 //!
 //! Other events (turn and step boundaries, request headers, plugin events) have no update.
-//! Blocks other than text (images, files) are left out of chunks.
+//! Blocks other than text (images, files) are left out of chunks. Every chunk carries the
+//! `messageId` of the message it belongs to ([`crate::message_id`]): a user message's, or the
+//! one message of an assistant step (its thoughts and its text).
 
+use crate::message_id;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallId,
+    ContentBlock, ContentChunk, MessageId, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallId,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use dsh_session::event_type::{
@@ -39,6 +42,10 @@ pub(crate) struct Updates {
     streamed_reasoning: bool,
     /// Tool calls announced with `tool_call` already.
     announced: HashSet<String>,
+    /// The message id of the step whose chunks were seen last.
+    step_id: Option<MessageId>,
+    /// The message id of the last event pushed that belongs to a message.
+    message: Option<MessageId>,
 }
 
 impl Updates {
@@ -55,23 +62,42 @@ impl Updates {
         }
     }
 
+    /// The message id of the last event pushed that belongs to a message (a `user/message`,
+    /// an `assistant/chunk` or an `assistant/message`), whether or not it gave updates.
+    pub(crate) fn message_id(&self) -> Option<&MessageId> {
+        self.message.as_ref()
+    }
+
     /// Adds the updates of `event` to `out`.
     pub(crate) fn push(&mut self, event: &SessionEvent, out: &mut Vec<SessionUpdate>) {
         match event.kind.as_str() {
-            USER_MESSAGE if !self.live => {
+            USER_MESSAGE => {
                 if let Ok(message) = event.data.parse_as::<Message>() {
-                    chunks(&message.content, out, |text| {
-                        SessionUpdate::UserMessageChunk(chunk(text))
-                    });
+                    let id = message_id::own(message.id.as_deref())
+                        .unwrap_or_else(|| message_id::derived(event));
+                    self.message = Some(id.clone());
+                    if !self.live {
+                        chunks(&message.content, out, |text| {
+                            SessionUpdate::UserMessageChunk(chunk(text, &id))
+                        });
+                    }
                 }
             }
             ASSISTANT_CHUNK => {
                 if let Ok(data) = event.data.parse_as::<ChunkData>() {
+                    if self.step != Some((data.turn, data.step)) {
+                        self.enter((data.turn, data.step), message_id::derived(event));
+                    }
                     self.chunk(data, out);
                 }
             }
             ASSISTANT_MESSAGE => {
                 if let Ok(data) = event.data.parse_as::<StepMessage>() {
+                    if self.step != Some((data.turn, data.step)) {
+                        let id = message_id::own(data.message.id.as_deref())
+                            .unwrap_or_else(|| message_id::derived(event));
+                        self.enter((data.turn, data.step), id);
+                    }
                     self.assistant(data, out);
                 }
             }
@@ -96,40 +122,47 @@ impl Updates {
         }
     }
 
-    /// Enters step `(turn, step)`, forgetting what the previous step streamed.
-    fn enter(&mut self, step: (u64, u64)) {
-        if self.step != Some(step) {
-            self.step = Some(step);
-            self.streamed_text = false;
-            self.streamed_reasoning = false;
-        }
+    /// Enters step `(turn, step)`, whose message has id `id`, forgetting what the previous
+    /// step streamed.
+    fn enter(&mut self, step: (u64, u64), id: MessageId) {
+        self.step = Some(step);
+        self.step_id = Some(id);
+        self.streamed_text = false;
+        self.streamed_reasoning = false;
+    }
+
+    /// The current step's message id, made the last message seen.
+    fn step_message(&mut self) -> MessageId {
+        let id = self.step_id.clone().unwrap_or_else(|| MessageId::new(""));
+        self.message = Some(id.clone());
+        id
     }
 
     fn chunk(&mut self, data: ChunkData, out: &mut Vec<SessionUpdate>) {
-        self.enter((data.turn, data.step));
+        let id = self.step_message();
         let Some(text) = data.chunk.text else { return };
         match data.chunk.kind.as_str() {
             "text-delta" => {
                 self.streamed_text = true;
-                out.push(SessionUpdate::AgentMessageChunk(chunk(text)));
+                out.push(SessionUpdate::AgentMessageChunk(chunk(text, &id)));
             }
             "reasoning-delta" => {
                 self.streamed_reasoning = true;
-                out.push(SessionUpdate::AgentThoughtChunk(chunk(text)));
+                out.push(SessionUpdate::AgentThoughtChunk(chunk(text, &id)));
             }
             _ => {}
         }
     }
 
     fn assistant(&mut self, data: StepMessage, out: &mut Vec<SessionUpdate>) {
-        self.enter((data.turn, data.step));
+        let id = self.step_message();
         for block in data.message.content {
             match (block.kind.as_str(), block.text) {
                 ("text", Some(text)) if !self.streamed_text => {
-                    out.push(SessionUpdate::AgentMessageChunk(chunk(text)));
+                    out.push(SessionUpdate::AgentMessageChunk(chunk(text, &id)));
                 }
                 ("reasoning", Some(text)) if !self.streamed_reasoning => {
-                    out.push(SessionUpdate::AgentThoughtChunk(chunk(text)));
+                    out.push(SessionUpdate::AgentThoughtChunk(chunk(text, &id)));
                 }
                 ("tool-call", _) => {
                     let Some(id) = block.id else { continue };
@@ -205,8 +238,8 @@ fn chunks(
     }
 }
 
-fn chunk(text: String) -> ContentChunk {
-    ContentChunk::new(ContentBlock::from(text))
+fn chunk(text: String, id: &MessageId) -> ContentChunk {
+    ContentChunk::new(ContentBlock::from(text)).message_id(id.clone())
 }
 
 /// A tool call's arguments as the client sees them: the JSON they hold (dsh stores them as
@@ -221,19 +254,39 @@ fn arguments(raw: Value) -> Value {
 /// A message as dsh stores it (`user/message` data, the `message` of the others); the members
 /// the fold reads.
 #[derive(Deserialize)]
-struct Message {
+pub(crate) struct Message {
+    /// The message's own id.
+    pub(crate) id: Option<String>,
     #[serde(default)]
-    content: Vec<Block>,
+    pub(crate) content: Vec<Block>,
+}
+
+impl Message {
+    /// The text the message shows: its `text` blocks concatenated in order.
+    pub(crate) fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter(|block| block.kind == "text")
+            .filter_map(|block| block.text.as_deref())
+            .collect()
+    }
+
+    /// Whether the message has a `text` block.
+    pub(crate) fn has_text(&self) -> bool {
+        self.content
+            .iter()
+            .any(|block| block.kind == "text" && block.text.is_some())
+    }
 }
 
 /// The data of `assistant/message` and `tool/result`.
 #[derive(Deserialize)]
-struct StepMessage {
+pub(crate) struct StepMessage {
     #[serde(default)]
     turn: u64,
     #[serde(default)]
     step: u64,
-    message: Message,
+    pub(crate) message: Message,
 }
 
 /// The data of `assistant/chunk`.
@@ -265,7 +318,7 @@ struct ToolCallData {
 
 /// A content block of a dsh message: `text`, `reasoning`, `tool-call`, `tool-result`, ...
 #[derive(Deserialize)]
-struct Block {
+pub(crate) struct Block {
     #[serde(rename = "type")]
     kind: String,
     text: Option<String>,
@@ -364,5 +417,31 @@ mod tests {
             .iter()
             .all(|u| u["sessionUpdate"] != "user_message_chunk"));
         assert_eq!(updates.len(), 6);
+    }
+
+    #[test]
+    fn every_chunk_carries_its_messages_id_the_same_live_and_replayed() {
+        let replayed = fold(turn(), Updates::replay());
+        let ids: Vec<(&str, &str)> = replayed
+            .iter()
+            .filter_map(|u| Some((u["sessionUpdate"].as_str()?, u["messageId"].as_str()?)))
+            .collect();
+        let streamed = crate::message_id::derived(&turn().remove(4).into_event(4, 0)).0;
+        assert_eq!(
+            ids,
+            [
+                ("user_message_chunk", "u1"),
+                // the step streamed: the id of its first chunk, before the message existed
+                ("agent_thought_chunk", &*streamed),
+                // a step that did not stream: the message's own id
+                ("agent_message_chunk", "a2"),
+            ]
+        );
+        let live = fold(turn(), Updates::live());
+        let live_ids: Vec<&str> = live
+            .iter()
+            .filter_map(|u| u["messageId"].as_str())
+            .collect();
+        assert_eq!(live_ids, [&*streamed, "a2"]);
     }
 }

@@ -64,6 +64,7 @@ impl Updates {
 
     /// The message id of the last event pushed that belongs to a message (a `user/message`,
     /// an `assistant/chunk` or an `assistant/message`), whether or not it gave updates.
+    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
     pub(crate) fn message_id(&self) -> Option<&MessageId> {
         self.message.as_ref()
     }
@@ -263,6 +264,7 @@ pub(crate) struct Message {
 
 impl Message {
     /// The text the message shows: its `text` blocks concatenated in order.
+    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
     pub(crate) fn text(&self) -> String {
         self.content
             .iter()
@@ -271,7 +273,19 @@ impl Message {
             .collect()
     }
 
+    /// The message's `text` blocks as ACP content (a prompt to give back to a composer).
+    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
+    pub(crate) fn text_blocks(&self) -> Vec<ContentBlock> {
+        self.content
+            .iter()
+            .filter(|block| block.kind == "text")
+            .filter_map(|block| block.text.as_deref())
+            .map(ContentBlock::from)
+            .collect()
+    }
+
     /// Whether the message has a `text` block.
+    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
     pub(crate) fn has_text(&self) -> bool {
         self.content
             .iter()

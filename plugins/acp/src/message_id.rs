@@ -76,6 +76,8 @@ mod tests {
         assert_ne!(derived(&a), derived(&c));
         let id = derived(&a).0;
         assert_eq!(Uuid::parse_str(&id).expect("a UUID").get_version_num(), 5);
+        // Pinned: a change of the derivation changes the ids every client kept.
+        assert_eq!(&*id, "bdb11cbf-c6f2-53bc-a95a-6ddec676f4f3");
     }
 
     #[test]

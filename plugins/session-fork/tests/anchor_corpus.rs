@@ -1,5 +1,7 @@
 //! Issue 25 part 1, property over real sessions: every session of the rc.8 corpus
-//! (`corpus/dsh-rc8`, real dsh files) that dsh loads, stored in a JSONL store, is forked at
+//! (`corpus/dsh-rc8`, real dsh files, format v0) that dsh loads, and every v3 session of the
+//! converted corpus (`corpus/dsh-formats`: the same sessions written as v3 by dsh, whose children
+//! mark their cut with an inherited `session/end-seed`), stored in a JSONL store, is forked at
 //! every one of its messages through the fork service's message anchors:
 //!
 //! - an `assistant/message` through it ([`ForkSessionOptions::through_message`]); one with
@@ -86,14 +88,14 @@ struct Tally {
 
 /// Forks the session of corpus file `file` (loaded by dsh) at every message, in a new store
 /// under `root`, checking each child as the module doc says.
-fn fork_at_every_message(root: &Path, file: &Path, tally: &mut Tally) {
+fn fork_at_every_message(root: &Path, file: &Path, stored_as: &str, tally: &mut Tally) {
     let label = file.file_name().expect("a name").to_string_lossy();
     let text = fs::read_to_string(file).expect("read");
     let header: Value = serde_json::from_str(text.lines().next().expect("a header")).expect("JSON");
     let id = header["id"].as_str().expect("an id").to_owned();
     let folder = session_dir(root, header["cwd"].as_str(), &id);
     fs::create_dir_all(&folder).expect("a folder");
-    fs::write(folder.join("session.jsonl"), &text).expect("write the source");
+    fs::write(folder.join(stored_as), &text).expect("write the source");
 
     let ctx = context(root);
     let store = ctx.expect::<SessionStore>();
@@ -200,7 +202,7 @@ fn every_corpus_session_forks_at_every_message_into_a_valid_child_cut_there() {
     for (n, name) in loaded.iter().enumerate() {
         // Ids repeat across the corpus: a store each.
         let store = root.path().join(format!("store-{n}"));
-        fork_at_every_message(&store, &corpus.join(name), &mut tally);
+        fork_at_every_message(&store, &corpus.join(name), "session.jsonl", &mut tally);
     }
     println!(
         "{} sessions, {} children, {} assistant messages with nothing but tool calls",
@@ -210,4 +212,35 @@ fn every_corpus_session_forks_at_every_message_into_a_valid_child_cut_there() {
     );
     assert!(loaded.len() >= 80, "{} sessions", loaded.len());
     assert!(tally.children >= 250, "{} children", tally.children);
+}
+
+#[test]
+fn every_v3_corpus_session_forks_at_every_message_into_a_valid_child_cut_there() {
+    let corpus = shared_dir().join("corpus/dsh-formats/files");
+    let Ok(listing) = fs::read_dir(&corpus) else {
+        println!(
+            "skipped: {} is absent (set DSH_SHARED to the shared folder)",
+            corpus.display()
+        );
+        return;
+    };
+    let mut files: Vec<PathBuf> = listing
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.to_string_lossy().ends_with(".session.v3.jsonl"))
+        .collect();
+    files.sort();
+    let root = tempfile::tempdir().expect("temp dir");
+    let mut tally = Tally::default();
+    for (n, file) in files.iter().enumerate() {
+        let store = root.path().join(format!("store-{n}"));
+        fork_at_every_message(&store, file, "session.v3.jsonl", &mut tally);
+    }
+    println!(
+        "{} v3 sessions, {} children, {} assistant messages with nothing but tool calls",
+        files.len(),
+        tally.children,
+        tally.tool_call_only
+    );
+    assert!(files.len() >= 60, "{} sessions", files.len());
+    assert!(tally.children >= 200, "{} children", tally.children);
 }

@@ -219,11 +219,9 @@ fn not_found(id: &SessionId, anchor: &AirFork, why: String) -> AcpError {
 /// replay shows for them.
 fn candidates<'a>(events: impl Iterator<Item = &'a SessionEvent>) -> Vec<Candidate> {
     let mut fold = Updates::replay();
-    let mut scratch = Vec::new();
     let mut out = Vec::new();
     for event in events {
-        scratch.clear();
-        fold.push(event, &mut scratch);
+        let shown = fold.track(event);
         let message = match event.kind.as_str() {
             USER_MESSAGE => event.data.parse_as::<Message>().ok(),
             ASSISTANT_MESSAGE => event
@@ -234,7 +232,7 @@ fn candidates<'a>(events: impl Iterator<Item = &'a SessionEvent>) -> Vec<Candida
                 .filter(Message::has_text),
             _ => None,
         };
-        let (Some(message), Some(shown)) = (message, fold.message_id()) else {
+        let (Some(message), Some(shown)) = (message, shown) else {
             continue;
         };
         let text = message.text();

@@ -44,8 +44,6 @@ pub(crate) struct Updates {
     announced: HashSet<String>,
     /// The message id of the step whose chunks were seen last.
     step_id: Option<MessageId>,
-    /// The message id of the last event pushed that belongs to a message.
-    message: Option<MessageId>,
 }
 
 impl Updates {
@@ -62,57 +60,74 @@ impl Updates {
         }
     }
 
-    /// The message id of the last event pushed that belongs to a message (a `user/message`,
-    /// an `assistant/chunk` or an `assistant/message`), whether or not it gave updates.
-    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
-    pub(crate) fn message_id(&self) -> Option<&MessageId> {
-        self.message.as_ref()
+    /// The id of the message `event` belongs to (a `user/message`, an `assistant/chunk` or an
+    /// `assistant/message`; `None` for other events), tracking the step it enters. [`push`]
+    /// calls it first, so ids come from this one place, live, in replays and where a fork
+    /// resolves a message id; it reads only the members ids depend on (turn, step, own `id`),
+    /// never a chunk's content.
+    ///
+    /// [`push`]: Updates::push
+    pub(crate) fn track(&mut self, event: &SessionEvent) -> Option<MessageId> {
+        match event.kind.as_str() {
+            USER_MESSAGE => {
+                let own = event.data.parse_as::<OwnId>().ok()?;
+                Some(
+                    message_id::own(own.id.as_deref())
+                        .unwrap_or_else(|| message_id::derived(event)),
+                )
+            }
+            ASSISTANT_CHUNK => {
+                let key = event.data.parse_as::<StepKey>().ok()?;
+                if self.step != Some((key.turn, key.step)) {
+                    self.enter((key.turn, key.step), message_id::derived(event));
+                }
+                Some(self.step_message())
+            }
+            ASSISTANT_MESSAGE => {
+                let key = event.data.parse_as::<StepOwnId>().ok()?;
+                if self.step != Some((key.turn, key.step)) {
+                    let id = message_id::own(key.message.id.as_deref())
+                        .unwrap_or_else(|| message_id::derived(event));
+                    self.enter((key.turn, key.step), id);
+                }
+                Some(self.step_message())
+            }
+            _ => None,
+        }
     }
 
     /// Adds the updates of `event` to `out`.
     pub(crate) fn push(&mut self, event: &SessionEvent, out: &mut Vec<SessionUpdate>) {
-        match event.kind.as_str() {
-            USER_MESSAGE => {
+        let id = self.track(event);
+        match (event.kind.as_str(), id) {
+            (USER_MESSAGE, Some(id)) if !self.live => {
                 if let Ok(message) = event.data.parse_as::<Message>() {
-                    let id = message_id::own(message.id.as_deref())
-                        .unwrap_or_else(|| message_id::derived(event));
-                    self.message = Some(id.clone());
-                    if !self.live {
-                        chunks(&message.content, out, |text| {
-                            SessionUpdate::UserMessageChunk(chunk(text, &id))
-                        });
-                    }
+                    chunks(&message.content, out, |text| {
+                        SessionUpdate::UserMessageChunk(chunk(text, &id))
+                    });
                 }
             }
-            ASSISTANT_CHUNK => {
+            (ASSISTANT_CHUNK, Some(id)) => {
                 if let Ok(data) = event.data.parse_as::<ChunkData>() {
-                    if self.step != Some((data.turn, data.step)) {
-                        self.enter((data.turn, data.step), message_id::derived(event));
-                    }
-                    self.chunk(data, out);
+                    self.chunk(data, &id, out);
                 }
             }
-            ASSISTANT_MESSAGE => {
+            (ASSISTANT_MESSAGE, Some(id)) => {
                 if let Ok(data) = event.data.parse_as::<StepMessage>() {
-                    if self.step != Some((data.turn, data.step)) {
-                        let id = message_id::own(data.message.id.as_deref())
-                            .unwrap_or_else(|| message_id::derived(event));
-                        self.enter((data.turn, data.step), id);
-                    }
-                    self.assistant(data, out);
+                    self.assistant(data, &id, out);
                 }
             }
-            TOOL_CALL => {
+            (TOOL_CALL, _) => {
                 if let Ok(call) = event.data.parse_as::<ToolCallData>() {
                     self.tool_call(call, out);
                 }
             }
-            TOOL_RESULT => {
+            (TOOL_RESULT, _) => {
                 if let Ok(data) = event.data.parse_as::<StepMessage>() {
                     tool_result(&data.message, out);
                 }
             }
-            SESSION_TITLE => {
+            (SESSION_TITLE, _) => {
                 if let Some(title) = event.data.get_str("title") {
                     out.push(SessionUpdate::SessionInfoUpdate(
                         SessionInfoUpdate::new().title(title),
@@ -132,38 +147,34 @@ impl Updates {
         self.streamed_reasoning = false;
     }
 
-    /// The current step's message id, made the last message seen.
-    fn step_message(&mut self) -> MessageId {
-        let id = self.step_id.clone().unwrap_or_else(|| MessageId::new(""));
-        self.message = Some(id.clone());
-        id
+    /// The current step's message id.
+    fn step_message(&self) -> MessageId {
+        self.step_id.clone().unwrap_or_else(|| MessageId::new(""))
     }
 
-    fn chunk(&mut self, data: ChunkData, out: &mut Vec<SessionUpdate>) {
-        let id = self.step_message();
+    fn chunk(&mut self, data: ChunkData, id: &MessageId, out: &mut Vec<SessionUpdate>) {
         let Some(text) = data.chunk.text else { return };
         match data.chunk.kind.as_str() {
             "text-delta" => {
                 self.streamed_text = true;
-                out.push(SessionUpdate::AgentMessageChunk(chunk(text, &id)));
+                out.push(SessionUpdate::AgentMessageChunk(chunk(text, id)));
             }
             "reasoning-delta" => {
                 self.streamed_reasoning = true;
-                out.push(SessionUpdate::AgentThoughtChunk(chunk(text, &id)));
+                out.push(SessionUpdate::AgentThoughtChunk(chunk(text, id)));
             }
             _ => {}
         }
     }
 
-    fn assistant(&mut self, data: StepMessage, out: &mut Vec<SessionUpdate>) {
-        let id = self.step_message();
+    fn assistant(&mut self, data: StepMessage, id: &MessageId, out: &mut Vec<SessionUpdate>) {
         for block in data.message.content {
             match (block.kind.as_str(), block.text) {
                 ("text", Some(text)) if !self.streamed_text => {
-                    out.push(SessionUpdate::AgentMessageChunk(chunk(text, &id)));
+                    out.push(SessionUpdate::AgentMessageChunk(chunk(text, id)));
                 }
                 ("reasoning", Some(text)) if !self.streamed_reasoning => {
-                    out.push(SessionUpdate::AgentThoughtChunk(chunk(text, &id)));
+                    out.push(SessionUpdate::AgentThoughtChunk(chunk(text, id)));
                 }
                 ("tool-call", _) => {
                     let Some(id) = block.id else { continue };
@@ -257,6 +268,7 @@ fn arguments(raw: Value) -> Value {
 #[derive(Deserialize)]
 pub(crate) struct Message {
     /// The message's own id.
+    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
     pub(crate) id: Option<String>,
     #[serde(default)]
     pub(crate) content: Vec<Block>,
@@ -293,23 +305,40 @@ impl Message {
     }
 }
 
-/// The data of `assistant/message` and `tool/result`.
+/// The data of `assistant/message` and `tool/result`: the message (its step is read by [`StepOwnId`]).
 #[derive(Deserialize)]
 pub(crate) struct StepMessage {
-    #[serde(default)]
-    turn: u64,
-    #[serde(default)]
-    step: u64,
     pub(crate) message: Message,
 }
 
-/// The data of `assistant/chunk`.
+/// What ids read of a message: its own `id`.
 #[derive(Deserialize)]
-struct ChunkData {
+struct OwnId {
+    id: Option<String>,
+}
+
+/// What ids read of an `assistant/chunk`: its step.
+#[derive(Deserialize)]
+struct StepKey {
     #[serde(default)]
     turn: u64,
     #[serde(default)]
     step: u64,
+}
+
+/// What ids read of an `assistant/message`: its step and the message's own `id`.
+#[derive(Deserialize)]
+struct StepOwnId {
+    #[serde(default)]
+    turn: u64,
+    #[serde(default)]
+    step: u64,
+    message: OwnId,
+}
+
+/// The data of `assistant/chunk`: the chunk (its step is read by [`StepKey`]).
+#[derive(Deserialize)]
+struct ChunkData {
     chunk: Chunk,
 }
 

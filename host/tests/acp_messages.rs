@@ -218,6 +218,59 @@ fn a_fork_at_an_assistant_message_ends_with_it_and_keeps_its_ids() {
 }
 
 #[test]
+fn a_fork_at_a_message_with_a_tool_call_leaves_the_call_out_and_closes_the_turn() {
+    // The example with a text block added to turn 1's first step, whose message also calls
+    // `ls` (its call and result follow it).
+    let text = std::fs::read_to_string(EXAMPLE).expect("the example");
+    let reasoning = r#"{"type":"reasoning","text":"I should list the directory."}"#;
+    let edited = text.replacen(
+        reasoning,
+        &format!(r#"{reasoning},{{"type":"text","text":"Let me look."}}"#),
+        1,
+    );
+    assert_ne!(edited, text);
+    let sandbox = Sandbox::new();
+    sandbox.import_text("edited.jsonl", &edited);
+    let mut peer = Peer::dsh(&sandbox, &[]);
+    peer.initialize();
+    let parent = replay(&mut peer, 1, EXAMPLE_ID);
+    let (_, look, _) = parent
+        .iter()
+        .find(|(kind, _, text)| kind == "agent_message_chunk" && text == "Let me look.")
+        .expect("the step's text")
+        .clone();
+    let answer = fork(&mut peer, 2, air(json!({"version": 1, "messageId": look})));
+    let dsh = &answer["result"]["_meta"]["dsh"];
+    assert_eq!(
+        dsh["seedLength"], 10,
+        "the prefix before the message: {answer}"
+    );
+    let child = answer["result"]["sessionId"]
+        .as_str()
+        .expect("a child")
+        .to_owned();
+    let shown = sandbox.json(&["show", &child]).ok();
+    assert_eq!(shown["openTurn"], json!(false), "{shown}");
+    assert_eq!(shown["lastType"], json!("turn/end"), "{shown}");
+    // The child's replay: the parent's first messages, with their ids, ending with the text.
+    let replayed = replay(&mut peer, 3, &child);
+    assert_eq!(replayed, parent[..5], "{replayed:?}");
+    assert_eq!(replayed[4].2, "Let me look.");
+    let history = sandbox.json(&["history", &child]).ok();
+    let last = history
+        .as_array()
+        .and_then(|h| h.last())
+        .expect("a history")
+        .clone();
+    assert_eq!(
+        last["content"],
+        json!([{"type": "reasoning", "text": "I should list the directory."},
+               {"type": "text", "text": "Let me look."}]),
+        "the call is not inherited"
+    );
+}
+
+#[test]
 fn a_fork_at_a_user_message_ends_before_its_turn_and_returns_the_prompt() {
     let sandbox = example();
     let mut peer = Peer::dsh(&sandbox, &[]);

@@ -134,25 +134,47 @@ fn live_ids_are_the_ids_a_later_replay_shows() {
         json!({"sessionId": session, "prompt": [{"type": "text", "text": "hello"}]}),
     );
     let mut live = Vec::new();
-    loop {
+    let prompt_id = loop {
         let message = peer.next();
         if message["id"] == json!(2) {
             assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
-            break;
+            break message["result"]["_meta"]["dsh"]["userMessageId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("the prompt's id in {message}"))
+                .to_owned();
         }
         live.extend(message_chunk(&message));
-    }
+    };
     assert!(!live.is_empty());
     peer.close_stdin();
     drop(peer);
     let mut later = Peer::echo(&sandbox, &binary, &[]);
     later.initialize();
     let replayed = replay(&mut later, 1, &session);
-    let agent: Vec<_> = replayed
+    let (user, agent): (Vec<_>, Vec<_>) = replayed
         .into_iter()
-        .filter(|(kind, _, _)| kind != "user_message_chunk")
-        .collect();
+        .partition(|(kind, _, _)| kind == "user_message_chunk");
     assert_eq!(agent, live);
+    assert_eq!(
+        user,
+        [(
+            "user_message_chunk".to_owned(),
+            prompt_id.clone(),
+            "hello".to_owned()
+        )]
+    );
+    // Edit-and-resubmit of the prompt just answered: fork before it with the answer's id.
+    let fork = later.call(
+        json!(2),
+        "session/fork",
+        json!({"sessionId": session, "cwd": "/home/dev/project",
+            "_meta": {"jetbrains": {"air": {"fork": {"version": 1, "messageId": prompt_id}}}}}),
+    );
+    assert_eq!(fork["result"]["_meta"]["dsh"]["seedLength"], 0, "{fork}");
+    assert_eq!(
+        fork["result"]["_meta"]["dsh"]["prompt"],
+        json!([{"type": "text", "text": "hello"}])
+    );
 }
 
 #[test]

@@ -69,13 +69,7 @@ impl Updates {
     /// [`push`]: Updates::push
     pub(crate) fn track(&mut self, event: &SessionEvent) -> Option<MessageId> {
         match event.kind.as_str() {
-            USER_MESSAGE => {
-                let own = event.data.parse_as::<OwnId>().ok()?;
-                Some(
-                    message_id::own(own.id.as_deref())
-                        .unwrap_or_else(|| message_id::derived(event)),
-                )
-            }
+            USER_MESSAGE => user_message_id(event),
             ASSISTANT_CHUNK => {
                 let key = event.data.parse_as::<StepKey>().ok()?;
                 if self.step != Some((key.turn, key.step)) {
@@ -207,6 +201,14 @@ impl Updates {
             self.announced.insert(call.call_id);
         }
     }
+}
+
+/// The id of `user/message` `event` (its own `id`, else derived from it): what its replayed
+/// chunks carry, and what a prompt's answer names in `_meta.dsh.userMessageId`. `None` when its
+/// data is not a message.
+pub(crate) fn user_message_id(event: &SessionEvent) -> Option<MessageId> {
+    let own = event.data.parse_as::<OwnId>().ok()?;
+    Some(message_id::own(own.id.as_deref()).unwrap_or_else(|| message_id::derived(event)))
 }
 
 /// A `tool/result` message: one `tool_call_update` per `tool-result` block.

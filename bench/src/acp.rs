@@ -14,6 +14,12 @@
 //!   target <= 1.2). `fork_rpc_persisted_us_N` is the same round trip with the JSONL backend,
 //!   where the child's file is written with its seed before the answer (dsh's file format
 //!   holds the whole seed), so it grows with N: shown, not targeted.
+//! - `fork_message_rpc_us_N`: a `session/fork` round trip at a message
+//!   (`_meta.jetbrains.air.fork`, the user message of turn 2, so the child is the same small
+//!   prefix at both sizes) of an open session of N = 1,000 and 100,000 events, without a
+//!   backend: the id is resolved by folding the source's log as a replay would (every message
+//!   event parsed), so it grows with N; `fork_message_growth` (100,000 over 1,000): shown, not
+//!   targeted.
 //! - `prompt_rpc_us`: a `session/prompt` round trip of a one-step turn run by [`BenchRunner`]
 //!   (the prompt, a yield where a model call would be, one assistant message), in a store
 //!   without a backend; `prompt_rpc_persisted_us` the same with the JSONL backend, where the
@@ -259,7 +265,23 @@ pub fn load_once(
 /// # Panics
 /// When the fork fails.
 pub fn fork_once(runtime: &tokio::runtime::Runtime, client: &mut Client, id: &SessionId) -> f64 {
-    let params = json!({"sessionId": id.as_str(), "cwd": "/bench"});
+    fork_once_with(runtime, client, id, None)
+}
+
+/// As [`fork_once`], with the request's `_meta` (a message anchor) when given.
+///
+/// # Panics
+/// When the fork or the close fails.
+pub fn fork_once_with(
+    runtime: &tokio::runtime::Runtime,
+    client: &mut Client,
+    id: &SessionId,
+    meta: Option<Value>,
+) -> f64 {
+    let mut params = json!({"sessionId": id.as_str(), "cwd": "/bench"});
+    if let Some(meta) = meta {
+        params["_meta"] = meta;
+    }
     let mut child = Value::Null;
     let elapsed = time(|| child = runtime.block_on(client.ok("session/fork", params)).0);
     let child = child["sessionId"]
@@ -354,6 +376,29 @@ pub fn measure(plan: Plan, mut progress: impl FnMut(&str)) -> Vec<(String, f64)>
         fork_us.push(rpc);
     }
     figures.push(("fork_rpc_growth".to_owned(), fork_us[1] / fork_us[0]));
+
+    let mut message_us = Vec::new();
+    for len in FORK_SIZES {
+        progress(&format!(
+            "session/fork at a message of a {len}-event session"
+        ));
+        let ctx = context(None);
+        let id = create(&ctx, "acp-fork-message", len);
+        let mut client = Client::connect(&runtime, &ctx.expect::<AcpServer>());
+        let anchor = json!({"jetbrains": {"air": {"fork": {"version": 1, "messageId": "user-2"}}}});
+        fork_once_with(&runtime, &mut client, &id, Some(anchor.clone())); // warm-up
+        let rpc = median(
+            (0..reps)
+                .map(|_| fork_once_with(&runtime, &mut client, &id, Some(anchor.clone())))
+                .collect(),
+        );
+        figures.push((format!("fork_message_rpc_us_{len}"), rpc));
+        message_us.push(rpc);
+    }
+    figures.push((
+        "fork_message_growth".to_owned(),
+        message_us[1] / message_us[0],
+    ));
 
     for len in FORK_SIZES {
         progress(&format!("session/fork of a {len}-event session, JSONL"));

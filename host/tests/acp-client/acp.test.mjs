@@ -249,6 +249,78 @@ test("fork inside an open turn is OPEN_TURN in the error data, and nothing is cr
   snapshot("fork-open-turn", run.transcript);
 });
 
+/** The message chunks of `updates` as `[sessionUpdate, messageId, text]`. */
+function messageChunks(updates) {
+  return updates
+    .map(({ update }) => update)
+    .filter((u) => u.sessionUpdate.endsWith("_chunk"))
+    .map((u) => [u.sessionUpdate, u.messageId, u.content.text]);
+}
+
+test("message ids: every replayed chunk has one, the same in another process and in a fork child", async () => {
+  const dir = storeWithExample();
+  const first = agent(dsh, ["--store", dir, "acp"]);
+  const child = await first.run(async (a) => {
+    await initialize(a);
+    await a.request(S.load, { sessionId: EXAMPLE_ID, cwd: EXAMPLE_CWD, mcpServers: [] });
+    const forked = await a.request(S.fork, {
+      sessionId: EXAMPLE_ID,
+      cwd: EXAMPLE_CWD,
+      _meta: { dsh: { atSeq: 20 } },
+    });
+    return forked.sessionId;
+  });
+  const parent = messageChunks(first.updates);
+  assert.ok(parent.every(([, id]) => typeof id === "string" && id.length > 0));
+  assert.deepEqual(
+    [...new Set(parent.map(([, id]) => id))].length,
+    5,
+    "a user message, two streamed steps, a user message, an answer",
+  );
+  const second = agent(dsh, ["--store", dir, "acp"]);
+  await second.run(async (a) => {
+    await initialize(a);
+    await a.request(S.load, { sessionId: EXAMPLE_ID, cwd: EXAMPLE_CWD, mcpServers: [] });
+    await a.request(S.load, { sessionId: child, cwd: EXAMPLE_CWD, mcpServers: [] });
+  });
+  const again = messageChunks(second.updates.filter((u) => u.sessionId === EXAMPLE_ID));
+  const inherited = messageChunks(second.updates.filter((u) => u.sessionId === child));
+  assert.deepEqual(again, parent, "another process shows the same ids");
+  assert.deepEqual(inherited, parent.slice(0, 7), "the child shows its parent's ids for turn 1");
+  snapshot("message-ids", second.transcript);
+});
+
+test("fork at a message: through an assistant message, before a user message's turn, and the errors", async () => {
+  const dir = storeWithExample();
+  const run = agent(dsh, ["--store", dir, "acp"]);
+  const before = dshJson(dir, "sessions").length;
+  const air = (fork) => ({ jetbrains: { air: { fork } } });
+  const request = (meta) => ({ sessionId: EXAMPLE_ID, cwd: EXAMPLE_CWD, _meta: meta });
+  const [init, through, beforeTurn] = await run.run(async (a) => {
+    const init = await initialize(a);
+    await a.request(S.load, { sessionId: EXAMPLE_ID, cwd: EXAMPLE_CWD, mcpServers: [] });
+    const answer = messageChunks(run.updates).find(([kind]) => kind === "agent_message_chunk")[1];
+    const through = await a.request(S.fork, request(air({ version: 1, messageId: answer })));
+    const beforeTurn = await a.request(S.fork, request(air({ version: 1, messageId: "msg-user-2" })));
+    const version = await rejection(a.request(S.fork, request(air({ version: 2, messageId: answer }))));
+    assert.equal(version.code, -32602);
+    assert.equal(version.data.code, "FORK_VERSION_UNSUPPORTED");
+    assert.match(version.message, /^Unsupported jetbrains\.air\.fork version/);
+    const unknown = await rejection(a.request(S.fork, request(air({ version: 1, messageId: "no-such" }))));
+    assert.equal(unknown.code, -32602);
+    assert.equal(unknown.data.code, "MESSAGE_NOT_FOUND");
+    assert.match(unknown.message, /no-such/);
+    assert.ok(unknown.message.includes(EXAMPLE_ID));
+    return [init, through, beforeTurn];
+  });
+  assert.deepEqual(init.agentCapabilities._meta, { jetbrains: { air: { fork: { version: 1, inclusive: true } } } });
+  assert.equal(through._meta.dsh.seedLength, 21);
+  assert.equal(beforeTurn._meta.dsh.seedLength, 21);
+  assert.deepEqual(beforeTurn._meta.dsh.prompt, [{ type: "text", text: "Thanks. What does README.md say?" }]);
+  assert.equal(dshJson(dir, "sessions").length, before + 2, "two children, none for the errors");
+  snapshot("fork-message", run.transcript);
+});
+
 test("resume after a crash closes the interrupted turn durably, without replay", async () => {
   const dir = storeWithOpenTurn();
   assert.equal(dshJson(dir, "show", EXAMPLE_ID).openTurn, true);

@@ -119,11 +119,13 @@ export async function rejection(promise) {
 
 /**
  * The transcript as JSON lines with the ids and times normalised: session ids (UUIDs) become
- * `<session-N>` and JSON-RPC request ids `<id-N>` in order of appearance, RFC 3339 times
+ * `<session-N>`, derived message ids (UUID v5) `<message-N>` and JSON-RPC request ids `<id-N>`
+ * in order of appearance, RFC 3339 times
  * `<time>`, epoch milliseconds `<ms>`.
  */
 export function normalise(transcript) {
   const sessions = new Map();
+  const messages = new Map();
   const ids = new Map();
   const label = (map, key, prefix) => {
     if (!map.has(key)) map.set(key, `<${prefix}-${map.size + 1}>`);
@@ -136,7 +138,8 @@ export function normalise(transcript) {
       if ("id" in copy && copy.id !== null) copy.id = label(ids, JSON.stringify(copy.id), "id");
       return JSON.stringify({ [dir]: copy })
         .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) =>
-          label(sessions, id, "session"),
+          // UUID v5: a message id dsh derived from its event; any other: a session id
+          id[14] === "5" ? label(messages, id, "message") : label(sessions, id, "session"),
         )
         .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, "<time>")
         .replace(/\b1\d{12}\b/g, "<ms>"); // epoch milliseconds (list cursors)

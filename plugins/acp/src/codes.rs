@@ -15,3 +15,9 @@ pub const RUNNER_PANICKED: &str = "RUNNER_PANICKED";
 pub const CONNECTION_FAILED: &str = "CONNECTION_FAILED";
 /// A `session/list` cursor that no answer gave.
 pub const INVALID_CURSOR: &str = "INVALID_CURSOR";
+/// A `session/fork` whose `_meta.jetbrains.air.fork` has a version other than 1.
+pub const FORK_VERSION_UNSUPPORTED: &str = "FORK_VERSION_UNSUPPORTED";
+/// A `session/fork` whose message anchor is malformed.
+pub const FORK_ANCHOR_INVALID: &str = "FORK_ANCHOR_INVALID";
+/// A `session/fork` whose message anchor matches no message of the source.
+pub const MESSAGE_NOT_FOUND: &str = "MESSAGE_NOT_FOUND";

@@ -87,6 +87,40 @@ pub enum AcpError {
         /// The error the turn recorded.
         message: String,
     },
+    /// A `session/fork` whose `_meta.jetbrains.air.fork.version` is not 1
+    /// (`FORK_VERSION_UNSUPPORTED`).
+    #[error(
+        "Unsupported jetbrains.air.fork version {version} for a fork of session \"{id}\": \
+         this agent serves version 1"
+    )]
+    ForkVersion {
+        /// The source session.
+        id: SessionId,
+        /// The version as sent (as an error shows a client's value), or `none`.
+        version: String,
+    },
+    /// A `session/fork` whose message anchor is malformed (`FORK_ANCHOR_INVALID`).
+    #[error("invalid _meta.jetbrains.air.fork for a fork of session \"{id}\": {problem}")]
+    ForkAnchor {
+        /// The source session.
+        id: SessionId,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A `session/fork` whose message anchor matches no completed message of the source
+    /// (`MESSAGE_NOT_FOUND`): no fork is made, never a whole-session one.
+    #[error(
+        "no completed assistant message of session \"{id}\" has messageId \"{message_id}\" \
+         ({why}): nothing was forked"
+    )]
+    NoSuchMessage {
+        /// The source session.
+        id: SessionId,
+        /// The id as sent (as an error shows a client's value).
+        message_id: String,
+        /// Why the fingerprint did not find it either.
+        why: String,
+    },
     /// The stored sessions could not be listed: the backend's error, with its code.
     #[error("cannot list the stored sessions: {0}")]
     Persistence(#[from] dsh_session::backend::PersistenceError),
@@ -123,13 +157,17 @@ impl AcpError {
             AcpError::Persistence(error) => error.code(),
             AcpError::Connection { .. } => codes::CONNECTION_FAILED,
             AcpError::InvalidCursor { .. } => codes::INVALID_CURSOR,
+            AcpError::ForkVersion { .. } => codes::FORK_VERSION_UNSUPPORTED,
+            AcpError::ForkAnchor { .. } => codes::FORK_ANCHOR_INVALID,
+            AcpError::NoSuchMessage { .. } => codes::MESSAGE_NOT_FOUND,
         }
     }
 
     /// The JSON-RPC error a client receives: `-32002` (resource not found) for
     /// `SESSION_NOT_FOUND`, `-32602` (invalid params) for what the request asked that cannot
     /// be (`OPEN_TURN`, `INVALID_BOUNDARY`, `HEADER_INVALID`, `SESSION_ALREADY_EXISTS`,
-    /// `SESSION_NOT_LIVE`, `TURN_IN_PROGRESS`, `INVALID_CURSOR`), `-32603` (internal error)
+    /// `SESSION_NOT_LIVE`, `TURN_IN_PROGRESS`, `INVALID_CURSOR`, `FORK_VERSION_UNSUPPORTED`,
+    /// `FORK_ANCHOR_INVALID`, `MESSAGE_NOT_FOUND`), `-32603` (internal error)
     /// otherwise; `data` is `{"code": CODE, "message": MESSAGE}`.
     pub fn to_rpc(&self) -> RpcError {
         let code = self.code();
@@ -143,7 +181,10 @@ impl AcpError {
             | session_codes::SESSION_ALREADY_EXISTS
             | session_codes::SESSION_NOT_LIVE
             | codes::TURN_IN_PROGRESS
-            | codes::INVALID_CURSOR => ErrorCode::INVALID_PARAMS,
+            | codes::INVALID_CURSOR
+            | codes::FORK_VERSION_UNSUPPORTED
+            | codes::FORK_ANCHOR_INVALID
+            | codes::MESSAGE_NOT_FOUND => ErrorCode::INVALID_PARAMS,
             _ => ErrorCode::INTERNAL_ERROR,
         };
         let message = self.to_string();

@@ -18,6 +18,17 @@
 //! `_meta.dsh` has `parentSession` and `seedLength`. The request's `cwd` is not used: a fork
 //! keeps its source's.
 //!
+//! A fork at a message: `_meta.jetbrains.air.fork = {"version": 1, "messageId": ID,
+//! "messageFingerprint"?: "sha256:HEX", "messageOccurrence"?: N}` (module [`crate::anchor`]
+//! for the shape, its sources and how it resolves), advertised in `initialize` as
+//! `agentCapabilities._meta.jetbrains.air.fork = {"version": 1, "inclusive": true}` while the
+//! fork plugin is live. An assistant message forks through it, inclusive (the fork service's
+//! named anchor, [`dsh_session_fork::anchor`]: a turn it cuts is closed in the child, its tool
+//! calls are not inherited); a user message forks before its turn, and the answer's
+//! `_meta.dsh.prompt` is that prompt's content (ACP content blocks), for an editor to put back
+//! in its composer. The answer's `_meta.dsh` also has `messageId` (the id the replay shows for
+//! the message forked at). An anchor and `_meta.dsh.atSeq` together are `FORK_ANCHOR_INVALID`.
+//!
 //! [`SessionFork::fork_stored`]: dsh_session_fork::SessionFork::fork_stored
 
 /// The `_meta` member under which dsh's fork options are read: `{"dsh": {"atSeq": SEQ}}`.
@@ -31,6 +42,7 @@ pub const RUNNING_TURN: &str = "runningTurn";
 #[cfg(feature = "session-fork")]
 mod served {
     use super::{AT_SEQ, META_KEY, RUNNING_TURN};
+    use crate::anchor::{self, AirFork, Resolved};
     use crate::error::AcpError;
     use crate::shared::Shared;
     use agent_client_protocol::v1::schema::{
@@ -53,7 +65,24 @@ mod served {
             let source = SessionId::from(request.session_id.0.as_ref());
             let mut options = ForkSessionOptions::new(source.clone());
             let mut left_out = None;
-            if let Some(at) = at_seq(&source, request.meta.as_ref())? {
+            let air = anchor::air_fork(&source, request.meta.as_ref())?;
+            let at = at_seq(&source, request.meta.as_ref())?;
+            let mut resolved = None;
+            if let Some(air) = air {
+                if at.is_some() {
+                    return Err(AcpError::ForkAnchor {
+                        id: source,
+                        problem: "pass _meta.dsh.atSeq or _meta.jetbrains.air.fork, not both"
+                            .into(),
+                    });
+                }
+                let found = self.resolve_anchor(&source, &air).await?;
+                options = match &found {
+                    Resolved::Through { seq, .. } => options.through_message(*seq),
+                    Resolved::Before { seq, .. } => options.before_turn_of(*seq),
+                };
+                resolved = Some(found);
+            } else if let Some(at) = at {
                 options = options.at(at);
             } else if let Some((at, turn)) = self.before_running_turn(&source) {
                 options = options.at(at);
@@ -69,9 +98,34 @@ mod served {
                 dsh[AT_SEQ] = json!(at);
                 dsh[RUNNING_TURN] = json!(turn);
             }
+            match resolved {
+                Some(Resolved::Through { message_id, .. }) => dsh["messageId"] = json!(message_id),
+                Some(Resolved::Before {
+                    message_id, prompt, ..
+                }) => {
+                    dsh["messageId"] = json!(message_id);
+                    dsh["prompt"] = serde_json::to_value(prompt).unwrap_or_default();
+                }
+                None => {}
+            }
             let mut meta = Meta::new();
             meta.insert(META_KEY.into(), dsh);
             Ok(ForkSessionResponse::new(AcpSessionId::new(child.id().as_str())).meta(meta))
+        }
+
+        /// The message `air` names in session `source`: its live log, else the stored one.
+        async fn resolve_anchor(
+            &self,
+            source: &SessionId,
+            air: &AirFork,
+        ) -> Result<Resolved, AcpError> {
+            let store = self.store()?;
+            if let Some(session) = store.store().get(source) {
+                let events = session.events();
+                return anchor::resolve(source, events.iter().map(|e| &**e), air);
+            }
+            let stored = store.read_stored(source, None).await?;
+            anchor::resolve(source, stored.events.iter(), air)
         }
 
         /// While a turn of session `source` runs in this server: the seq of the last

@@ -21,27 +21,39 @@ use std::sync::Arc;
 
 impl Shared {
     /// The answer to `initialize` (ACP v1): `loadSession`, and the session capabilities `list`,
-    /// `resume`, `close`, and `fork` exactly while the fork plugin is live.
+    /// `resume`, `close`, and `fork` exactly while the fork plugin is live, with the message
+    /// anchor's capability in `agentCapabilities._meta` ([`fork_meta`]).
     fn initialize(&self, _request: &InitializeRequest) -> InitializeResponse {
         let sessions = SessionCapabilities::new()
             .list(SessionListCapabilities::new())
             .resume(SessionResumeCapabilities::new())
             .close(SessionCloseCapabilities::new());
+        #[cfg_attr(not(feature = "session-fork"), allow(unused_mut))]
+        let mut agent = AgentCapabilities::new().load_session(true);
         #[cfg(feature = "session-fork")]
         let sessions = match self.fork.get() {
             Some(_) => {
+                agent = agent.meta(fork_meta());
                 sessions.fork(agent_client_protocol::v1::schema::SessionForkCapabilities::new())
             }
             None => sessions,
         };
         InitializeResponse::new(ProtocolVersion::V1)
-            .agent_capabilities(
-                AgentCapabilities::new()
-                    .load_session(true)
-                    .session_capabilities(sessions),
-            )
+            .agent_capabilities(agent.session_capabilities(sessions))
             .agent_info(Implementation::new("dsh", env!("CARGO_PKG_VERSION")))
     }
+}
+
+/// The capability of forks at a message (module [`crate::anchor`]):
+/// `{"jetbrains": {"air": {"fork": {"version": 1, "inclusive": true}}}}`, nested objects.
+#[cfg(feature = "session-fork")]
+fn fork_meta() -> agent_client_protocol::v1::schema::Meta {
+    let mut meta = agent_client_protocol::v1::schema::Meta::new();
+    meta.insert(
+        "jetbrains".into(),
+        serde_json::json!({"air": {"fork": {"version": crate::anchor::VERSION, "inclusive": true}}}),
+    );
+    meta
 }
 
 /// Sends `result` as the answer to a request, its error as a JSON-RPC error with the code in

@@ -16,7 +16,7 @@
 //! | `session/resume` | opens it the same way, without the replay |
 //! | `session/list` | stored and open sessions, newest first, `cwd` filter, cursor paging |
 //! | `session/close` | cancels its turn, writes what is left, disposes it |
-//! | `session/fork` | forks at the last `turn/end` or at `_meta.dsh.atSeq` (module [`fork`]); "method not found" while the fork plugin is not live |
+//! | `session/fork` | forks at the last `turn/end`, at `_meta.dsh.atSeq`, or at a message (`_meta.jetbrains.air.fork`, module [`anchor`]) (module [`fork`]); "method not found" while the fork plugin is not live |
 //! | `session/prompt`, `session/cancel` | a turn run by the [`TurnRunner`] capability, streamed as it is written |
 //!
 //! Errors are JSON-RPC errors whose `data` is `{"code": CODE, "message": ...}` with the stable
@@ -41,6 +41,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "session-fork")]
+pub mod anchor;
 pub mod codes;
 pub mod config;
 pub mod connection;
@@ -49,6 +51,7 @@ pub mod error;
 pub mod fork;
 mod handlers;
 mod list;
+pub mod message_id;
 pub mod plugin;
 mod prompt;
 pub mod runner;

@@ -1,24 +1,24 @@
 //! `session/prompt` and `session/cancel`: a turn delegated to the [`TurnRunner`], its events
 //! streamed to the client as they are appended, the session flushed once the prompt is in,
 //! at each step's end and at the turn's end, and the stop reason read from the `turn/end` the
-//! runner wrote.
+//! runner wrote. The answer's `_meta.dsh.userMessageId` is the id of the prompt's
+//! `user/message` (the id a replay shows for it: a client that forks before it with that id
+//! gets edit-and-resubmit of a prompt it never saw replayed), when the runner appended one.
 
 use crate::error::AcpError;
 use crate::runner::{Turn, TurnError};
 use crate::shared::Shared;
 use crate::turns::ConnectionTurns;
-use crate::updates::Updates;
+use crate::updates::{user_message_id, Updates};
 use agent_client_protocol::v1::schema::{
-    PromptRequest, PromptResponse, SessionNotification, SessionUpdate, StopReason,
+    MessageId, Meta, PromptRequest, PromptResponse, SessionNotification, SessionUpdate, StopReason,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
 use dsh_session::event_type::{STEP_END, USER_MESSAGE};
-use dsh_session::{
-    interrupted_turn_closers, open_turn, AsyncSessionStore, EventDraft, Session, SessionEvent,
-    SessionId, TurnEndReason,
-};
+use dsh_session::{AsyncSessionStore, Session, SessionEvent, SessionId, TurnEndReason};
 use futures::FutureExt;
+use serde_json::json;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,6 +74,7 @@ impl Shared {
             cx: &cx,
             session: &request.session_id,
             fold: Updates::live(),
+            prompt_id: None,
             lost: None,
         };
         let run = runner.run(Turn::new(
@@ -139,11 +140,19 @@ impl Shared {
             id: id.clone(),
             message,
         })?;
-        Ok(PromptResponse::new(if cancelled {
+        let response = PromptResponse::new(if cancelled {
             StopReason::Cancelled
         } else {
             stop
-        }))
+        });
+        Ok(match stream.prompt_id {
+            Some(id) => {
+                let mut meta = Meta::new();
+                meta.insert("dsh".into(), json!({ "userMessageId": id }));
+                response.meta(meta)
+            }
+            None => response,
+        })
     }
 }
 
@@ -176,6 +185,8 @@ struct Stream<'a> {
     cx: &'a ConnectionTo<Client>,
     session: &'a agent_client_protocol::v1::schema::SessionId,
     fold: Updates,
+    /// The id of the turn's prompt (its first `user/message`), once appended.
+    prompt_id: Option<MessageId>,
     /// Why the client could not be reached, once it could not.
     lost: Option<AcpError>,
 }
@@ -183,6 +194,9 @@ struct Stream<'a> {
 impl Stream<'_> {
     /// Sends the updates of `event`; returns whether the client is still reached.
     fn send(&mut self, event: &SessionEvent) -> bool {
+        if self.prompt_id.is_none() && event.kind == USER_MESSAGE {
+            self.prompt_id = user_message_id(event);
+        }
         if self.lost.is_none() {
             if let Err(error) = send_updates(self.cx, self.session, &mut self.fold, event) {
                 self.lost = Some(error);
@@ -213,27 +227,13 @@ pub(crate) fn send_updates(
 /// Closes a turn the runner left open, as dsh closes a turn a crash interrupted; returns the
 /// events appended (none when the last turn is closed).
 fn close_open_turn(session: &Arc<Session>) -> Result<Vec<Arc<SessionEvent>>, AcpError> {
-    let events = session.events();
-    if open_turn(&events).is_none() {
-        return Ok(Vec::new());
+    let appended = dsh_session::close_open_turn(session).map_err(|error| AcpError::Turn {
+        id: session.id().clone(),
+        source: TurnError::from(error),
+    })?;
+    if !appended.is_empty() {
+        tracing::warn!(session = %session.id(), "the turn runner left the turn open: closed as interrupted");
     }
-    let closers = interrupted_turn_closers(events.iter().map(|event| &**event));
-    let mut appended = Vec::with_capacity(closers.len());
-    for closer in closers {
-        let draft = EventDraft {
-            kind: closer.kind,
-            data: closer.data.to_value(),
-            surface_op: closer.surface_op,
-            source_event_seqs: closer.source_event_seqs,
-            ignorable: closer.ignorable,
-        };
-        let event = session.append(draft).map_err(|error| AcpError::Turn {
-            id: session.id().clone(),
-            source: TurnError::from(error),
-        })?;
-        appended.push(event);
-    }
-    tracing::warn!(session = %session.id(), "the turn runner left the turn open: closed as interrupted");
     Ok(appended)
 }
 

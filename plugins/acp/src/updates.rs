@@ -11,10 +11,13 @@
 //! | `session/title` | `session_info_update` with the title |
 //!
 //! Other events (turn and step boundaries, request headers, plugin events) have no update.
-//! Blocks other than text (images, files) are left out of chunks.
+//! Blocks other than text (images, files) are left out of chunks. Every chunk carries the
+//! `messageId` of the message it belongs to ([`crate::message_id`]): a user message's, or the
+//! one message of an assistant step (its thoughts and its text).
 
+use crate::message_id;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallId,
+    ContentBlock, ContentChunk, MessageId, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallId,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use dsh_session::event_type::{
@@ -39,6 +42,8 @@ pub(crate) struct Updates {
     streamed_reasoning: bool,
     /// Tool calls announced with `tool_call` already.
     announced: HashSet<String>,
+    /// The message id of the step whose chunks were seen last.
+    step_id: Option<MessageId>,
 }
 
 impl Updates {
@@ -55,37 +60,68 @@ impl Updates {
         }
     }
 
+    /// The id of the message `event` belongs to (a `user/message`, an `assistant/chunk` or an
+    /// `assistant/message`; `None` for other events), tracking the step it enters. [`push`]
+    /// calls it first, so ids come from this one place, live, in replays and where a fork
+    /// resolves a message id; it reads only the members ids depend on (turn, step, own `id`),
+    /// never a chunk's content.
+    ///
+    /// [`push`]: Updates::push
+    pub(crate) fn track(&mut self, event: &SessionEvent) -> Option<MessageId> {
+        match event.kind.as_str() {
+            USER_MESSAGE => user_message_id(event),
+            ASSISTANT_CHUNK => {
+                let key = event.data.parse_as::<StepKey>().ok()?;
+                if self.step != Some((key.turn, key.step)) {
+                    self.enter((key.turn, key.step), message_id::derived(event));
+                }
+                Some(self.step_message())
+            }
+            ASSISTANT_MESSAGE => {
+                let key = event.data.parse_as::<StepOwnId>().ok()?;
+                if self.step != Some((key.turn, key.step)) {
+                    let id = message_id::own(key.message.id.as_deref())
+                        .unwrap_or_else(|| message_id::derived(event));
+                    self.enter((key.turn, key.step), id);
+                }
+                Some(self.step_message())
+            }
+            _ => None,
+        }
+    }
+
     /// Adds the updates of `event` to `out`.
     pub(crate) fn push(&mut self, event: &SessionEvent, out: &mut Vec<SessionUpdate>) {
-        match event.kind.as_str() {
-            USER_MESSAGE if !self.live => {
+        let id = self.track(event);
+        match (event.kind.as_str(), id) {
+            (USER_MESSAGE, Some(id)) if !self.live => {
                 if let Ok(message) = event.data.parse_as::<Message>() {
                     chunks(&message.content, out, |text| {
-                        SessionUpdate::UserMessageChunk(chunk(text))
+                        SessionUpdate::UserMessageChunk(chunk(text, &id))
                     });
                 }
             }
-            ASSISTANT_CHUNK => {
+            (ASSISTANT_CHUNK, Some(id)) => {
                 if let Ok(data) = event.data.parse_as::<ChunkData>() {
-                    self.chunk(data, out);
+                    self.chunk(data, &id, out);
                 }
             }
-            ASSISTANT_MESSAGE => {
+            (ASSISTANT_MESSAGE, Some(id)) => {
                 if let Ok(data) = event.data.parse_as::<StepMessage>() {
-                    self.assistant(data, out);
+                    self.assistant(data, &id, out);
                 }
             }
-            TOOL_CALL => {
+            (TOOL_CALL, _) => {
                 if let Ok(call) = event.data.parse_as::<ToolCallData>() {
                     self.tool_call(call, out);
                 }
             }
-            TOOL_RESULT => {
+            (TOOL_RESULT, _) => {
                 if let Ok(data) = event.data.parse_as::<StepMessage>() {
                     tool_result(&data.message, out);
                 }
             }
-            SESSION_TITLE => {
+            (SESSION_TITLE, _) => {
                 if let Some(title) = event.data.get_str("title") {
                     out.push(SessionUpdate::SessionInfoUpdate(
                         SessionInfoUpdate::new().title(title),
@@ -96,40 +132,43 @@ impl Updates {
         }
     }
 
-    /// Enters step `(turn, step)`, forgetting what the previous step streamed.
-    fn enter(&mut self, step: (u64, u64)) {
-        if self.step != Some(step) {
-            self.step = Some(step);
-            self.streamed_text = false;
-            self.streamed_reasoning = false;
-        }
+    /// Enters step `(turn, step)`, whose message has id `id`, forgetting what the previous
+    /// step streamed.
+    fn enter(&mut self, step: (u64, u64), id: MessageId) {
+        self.step = Some(step);
+        self.step_id = Some(id);
+        self.streamed_text = false;
+        self.streamed_reasoning = false;
     }
 
-    fn chunk(&mut self, data: ChunkData, out: &mut Vec<SessionUpdate>) {
-        self.enter((data.turn, data.step));
+    /// The current step's message id.
+    fn step_message(&self) -> MessageId {
+        self.step_id.clone().unwrap_or_else(|| MessageId::new(""))
+    }
+
+    fn chunk(&mut self, data: ChunkData, id: &MessageId, out: &mut Vec<SessionUpdate>) {
         let Some(text) = data.chunk.text else { return };
         match data.chunk.kind.as_str() {
             "text-delta" => {
                 self.streamed_text = true;
-                out.push(SessionUpdate::AgentMessageChunk(chunk(text)));
+                out.push(SessionUpdate::AgentMessageChunk(chunk(text, id)));
             }
             "reasoning-delta" => {
                 self.streamed_reasoning = true;
-                out.push(SessionUpdate::AgentThoughtChunk(chunk(text)));
+                out.push(SessionUpdate::AgentThoughtChunk(chunk(text, id)));
             }
             _ => {}
         }
     }
 
-    fn assistant(&mut self, data: StepMessage, out: &mut Vec<SessionUpdate>) {
-        self.enter((data.turn, data.step));
+    fn assistant(&mut self, data: StepMessage, id: &MessageId, out: &mut Vec<SessionUpdate>) {
         for block in data.message.content {
             match (block.kind.as_str(), block.text) {
                 ("text", Some(text)) if !self.streamed_text => {
-                    out.push(SessionUpdate::AgentMessageChunk(chunk(text)));
+                    out.push(SessionUpdate::AgentMessageChunk(chunk(text, id)));
                 }
                 ("reasoning", Some(text)) if !self.streamed_reasoning => {
-                    out.push(SessionUpdate::AgentThoughtChunk(chunk(text)));
+                    out.push(SessionUpdate::AgentThoughtChunk(chunk(text, id)));
                 }
                 ("tool-call", _) => {
                     let Some(id) = block.id else { continue };
@@ -162,6 +201,14 @@ impl Updates {
             self.announced.insert(call.call_id);
         }
     }
+}
+
+/// The id of `user/message` `event` (its own `id`, else derived from it): what its replayed
+/// chunks carry, and what a prompt's answer names in `_meta.dsh.userMessageId`. `None` when its
+/// data is not a message.
+pub(crate) fn user_message_id(event: &SessionEvent) -> Option<MessageId> {
+    let own = event.data.parse_as::<OwnId>().ok()?;
+    Some(message_id::own(own.id.as_deref()).unwrap_or_else(|| message_id::derived(event)))
 }
 
 /// A `tool/result` message: one `tool_call_update` per `tool-result` block.
@@ -205,8 +252,8 @@ fn chunks(
     }
 }
 
-fn chunk(text: String) -> ContentChunk {
-    ContentChunk::new(ContentBlock::from(text))
+fn chunk(text: String, id: &MessageId) -> ContentChunk {
+    ContentChunk::new(ContentBlock::from(text)).message_id(id.clone())
 }
 
 /// A tool call's arguments as the client sees them: the JSON they hold (dsh stores them as
@@ -221,28 +268,79 @@ fn arguments(raw: Value) -> Value {
 /// A message as dsh stores it (`user/message` data, the `message` of the others); the members
 /// the fold reads.
 #[derive(Deserialize)]
-struct Message {
+pub(crate) struct Message {
+    /// The message's own id.
+    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
+    pub(crate) id: Option<String>,
     #[serde(default)]
-    content: Vec<Block>,
+    pub(crate) content: Vec<Block>,
 }
 
-/// The data of `assistant/message` and `tool/result`.
+impl Message {
+    /// The text the message shows: its `text` blocks concatenated in order.
+    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
+    pub(crate) fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter(|block| block.kind == "text")
+            .filter_map(|block| block.text.as_deref())
+            .collect()
+    }
+
+    /// The message's `text` blocks as ACP content (a prompt to give back to a composer).
+    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
+    pub(crate) fn text_blocks(&self) -> Vec<ContentBlock> {
+        self.content
+            .iter()
+            .filter(|block| block.kind == "text")
+            .filter_map(|block| block.text.as_deref())
+            .map(ContentBlock::from)
+            .collect()
+    }
+
+    /// Whether the message has a `text` block.
+    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
+    pub(crate) fn has_text(&self) -> bool {
+        self.content
+            .iter()
+            .any(|block| block.kind == "text" && block.text.is_some())
+    }
+}
+
+/// The data of `assistant/message` and `tool/result`: the message (its step is read by [`StepOwnId`]).
 #[derive(Deserialize)]
-struct StepMessage {
+pub(crate) struct StepMessage {
+    pub(crate) message: Message,
+}
+
+/// What ids read of a message: its own `id`.
+#[derive(Deserialize)]
+struct OwnId {
+    id: Option<String>,
+}
+
+/// What ids read of an `assistant/chunk`: its step.
+#[derive(Deserialize)]
+struct StepKey {
     #[serde(default)]
     turn: u64,
     #[serde(default)]
     step: u64,
-    message: Message,
 }
 
-/// The data of `assistant/chunk`.
+/// What ids read of an `assistant/message`: its step and the message's own `id`.
+#[derive(Deserialize)]
+struct StepOwnId {
+    #[serde(default)]
+    turn: u64,
+    #[serde(default)]
+    step: u64,
+    message: OwnId,
+}
+
+/// The data of `assistant/chunk`: the chunk (its step is read by [`StepKey`]).
 #[derive(Deserialize)]
 struct ChunkData {
-    #[serde(default)]
-    turn: u64,
-    #[serde(default)]
-    step: u64,
     chunk: Chunk,
 }
 
@@ -265,7 +363,7 @@ struct ToolCallData {
 
 /// A content block of a dsh message: `text`, `reasoning`, `tool-call`, `tool-result`, ...
 #[derive(Deserialize)]
-struct Block {
+pub(crate) struct Block {
     #[serde(rename = "type")]
     kind: String,
     text: Option<String>,
@@ -364,5 +462,31 @@ mod tests {
             .iter()
             .all(|u| u["sessionUpdate"] != "user_message_chunk"));
         assert_eq!(updates.len(), 6);
+    }
+
+    #[test]
+    fn every_chunk_carries_its_messages_id_the_same_live_and_replayed() {
+        let replayed = fold(turn(), Updates::replay());
+        let ids: Vec<(&str, &str)> = replayed
+            .iter()
+            .filter_map(|u| Some((u["sessionUpdate"].as_str()?, u["messageId"].as_str()?)))
+            .collect();
+        let streamed = crate::message_id::derived(&turn().remove(4).into_event(4, 0)).0;
+        assert_eq!(
+            ids,
+            [
+                ("user_message_chunk", "u1"),
+                // the step streamed: the id of its first chunk, before the message existed
+                ("agent_thought_chunk", &*streamed),
+                // a step that did not stream: the message's own id
+                ("agent_message_chunk", "a2"),
+            ]
+        );
+        let live = fold(turn(), Updates::live());
+        let live_ids: Vec<&str> = live
+            .iter()
+            .filter_map(|u| u["messageId"].as_str())
+            .collect();
+        assert_eq!(live_ids, [&*streamed, "a2"]);
     }
 }

@@ -4,7 +4,9 @@
 use crate::codes;
 use dsh_core::Unavailable;
 use dsh_session::backend::PersistenceError;
-use dsh_session::{codes as session_codes, SessionId, SessionIdError, StoreError, StoredLogError};
+use dsh_session::{
+    codes as session_codes, AppendError, SessionId, SessionIdError, StoreError, StoredLogError,
+};
 use std::fmt;
 
 /// Why a fork boundary is `INVALID_BOUNDARY`.
@@ -100,6 +102,29 @@ pub enum SessionForkError {
         /// The type of the event at the boundary.
         event_type: String,
     },
+    /// `INVALID_BOUNDARY`: a message anchor ([`crate::MessageAnchor`]) names no event of the
+    /// source, or an event that is not the message it must be (or an assistant message with
+    /// nothing but tool calls). Nothing was created.
+    #[error("invalid fork anchor at seq {seq} of session \"{id}\": {problem}")]
+    InvalidAnchor {
+        /// The source id.
+        id: SessionId,
+        /// The anchor's seq.
+        seq: u64,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The child of a message anchor could not close the turn it inherited cut (its own
+    /// first events, appended after its creation; the source is untouched): the append's
+    /// code. The child exists in the store, cut inside the turn, as a crash would leave it.
+    #[error("cannot close the turn fork child \"{id}\" inherited: {source}")]
+    CloseChild {
+        /// The child id.
+        id: SessionId,
+        /// The append's error.
+        #[source]
+        source: AppendError,
+    },
     /// A stored source could not be read: its file is refused by the backend (corrupt,
     /// foreign version, invalid header) or the read failed.
     #[error("cannot read stored session \"{id}\" to fork it: {source}")]
@@ -158,7 +183,10 @@ impl SessionForkError {
             SessionForkError::OpenTurn { .. } | SessionForkError::OpenTurnAt { .. } => {
                 codes::OPEN_TURN
             }
-            SessionForkError::InvalidBoundary { .. } => codes::INVALID_BOUNDARY,
+            SessionForkError::InvalidBoundary { .. } | SessionForkError::InvalidAnchor { .. } => {
+                codes::INVALID_BOUNDARY
+            }
+            SessionForkError::CloseChild { source, .. } => source.code(),
             SessionForkError::Persistence { source, .. } => source.code(),
             SessionForkError::StoredLog { source, .. } => source.code(),
             SessionForkError::Unavailable { source, .. } => source.code(),

@@ -2,12 +2,13 @@
 //! extensions of reference sections 7 and 8: an earlier boundary, forks of stored sessions that
 //! are not live (`fork_stored`), and lineage queries (in [`crate::lineage`]).
 
+use crate::anchor::{self, MessageAnchor};
 use crate::error::{BoundaryProblem, SessionForkError, StoreStep};
 use dsh_core::Dep;
 use dsh_session::event_type::TURN_END;
 use dsh_session::{
-    CreateOptions, Events, Seed, Session, SessionEvent, SessionHeader, SessionId, SessionMeta,
-    SessionStore, StoredSeed, MAX_SAFE_INTEGER,
+    close_open_turn, CreateOptions, EventDraft, Events, Seed, Session, SessionEvent, SessionHeader,
+    SessionId, SessionMeta, SessionStore, StoredSeed, MAX_SAFE_INTEGER,
 };
 use std::sync::Arc;
 
@@ -90,6 +91,8 @@ pub struct ForkSessionOptions {
     /// The seq of the source's `turn/end` to fork at; the seed is the prefix through it.
     /// `None` forks at the source's end (the RFC's rule: empty, or last event `turn/end`).
     pub boundary: Option<u64>,
+    /// A message to fork at instead ([`crate::anchor`]): the one fork that clips a turn.
+    pub anchor: Option<MessageAnchor>,
 }
 
 impl ForkSessionOptions {
@@ -99,6 +102,7 @@ impl ForkSessionOptions {
             source: source.into(),
             session_id: None,
             boundary: None,
+            anchor: None,
         }
     }
 
@@ -108,6 +112,28 @@ impl ForkSessionOptions {
     /// this seq or it is not a safe integer, `OPEN_TURN` when that event is not `turn/end`.
     pub fn at(mut self, seq: u64) -> ForkSessionOptions {
         self.boundary = Some(seq);
+        self.anchor = None;
+        self
+    }
+
+    /// Fork through the `assistant/message` at seq `seq`, inclusive: the child's history ends
+    /// with that message; a turn it does not end is closed in the child (module
+    /// [`crate::anchor`]). Replaces a boundary set with [`ForkSessionOptions::at`]. Errors
+    /// when forking: `INVALID_BOUNDARY` when no event has this seq, it is not an
+    /// `assistant/message`, or the message has nothing but tool calls.
+    pub fn through_message(mut self, seq: u64) -> ForkSessionOptions {
+        self.anchor = Some(MessageAnchor::Through(seq));
+        self.boundary = None;
+        self
+    }
+
+    /// Fork before the turn of the `user/message` at seq `seq`: the child is the prefix
+    /// through the last `turn/end` before it (module [`crate::anchor`]). Replaces a boundary
+    /// set with [`ForkSessionOptions::at`]. Errors when forking: `INVALID_BOUNDARY` when no
+    /// event has this seq or it is not a `user/message`.
+    pub fn before_turn_of(mut self, seq: u64) -> ForkSessionOptions {
+        self.anchor = Some(MessageAnchor::BeforeTurnOf(seq));
+        self.boundary = None;
         self
     }
 
@@ -180,12 +206,23 @@ impl SessionFork {
             source,
             session_id,
             boundary,
+            anchor,
         } = options;
         let store = self.store(source.id())?;
         check_child(&store, session_id.as_ref())?;
         let source = resolve_live(&store, source)?;
-        let (seed, meta) = cut_live(&source, boundary)?;
-        create_child(&store, source.id(), session_id, Seed::Snapshot(seed), meta)
+        let Some(anchor) = anchor else {
+            let (seed, meta) = cut_live(&source, boundary)?;
+            return create_child(&store, source.id(), session_id, Seed::Snapshot(seed), meta);
+        };
+        let events = source.events();
+        let cut = anchor::cut(source.id(), anchor, events.len(), |i| {
+            events.get(i).map(|e| &**e)
+        })?;
+        let meta = child_meta(source.header(), cut.seed_len);
+        let seed = Seed::Snapshot(events.prefix(cut.seed_len));
+        let child = create_child(&store, source.id(), session_id, seed, meta)?;
+        close_child(&store, child, cut.copy)
     }
 
     /// As [`SessionFork::fork`], for a source that may be stored but not live: a live source
@@ -216,6 +253,7 @@ impl SessionFork {
         let ForkSessionOptions {
             session_id,
             boundary,
+            anchor,
             ..
         } = options;
         check_child(&store, session_id.as_ref())?;
@@ -223,12 +261,23 @@ impl SessionFork {
         if session_id.as_ref() == Some(&id) {
             return Err(SessionForkError::SessionAlreadyExists { id });
         }
-        let mut seed = read_stored(&store, &id, boundary)?;
+        let limit = match anchor {
+            Some(anchor) => anchor.read_limit(),
+            None => boundary.map(|boundary| boundary.saturating_add(1)),
+        };
+        let mut seed = read_stored(&store, &id, limit)?;
         let events = seed.events();
-        let len = seed_len(&id, boundary, events.len(), |i| events.get(i))?;
-        seed.truncate(len);
-        let meta = child_meta(seed.header(), len);
-        create_child(&store, &id, session_id, Seed::Stored(seed), meta)
+        let Some(anchor) = anchor else {
+            let len = seed_len(&id, boundary, events.len(), |i| events.get(i))?;
+            seed.truncate(len);
+            let meta = child_meta(seed.header(), len);
+            return create_child(&store, &id, session_id, Seed::Stored(seed), meta);
+        };
+        let cut = anchor::cut(&id, anchor, events.len(), |i| events.get(i))?;
+        seed.truncate(cut.seed_len);
+        let meta = child_meta(seed.header(), cut.seed_len);
+        let child = create_child(&store, &id, session_id, Seed::Stored(seed), meta)?;
+        close_child(&store, child, cut.copy)
     }
 }
 
@@ -327,16 +376,38 @@ fn seed_len<'a>(
     Ok(index.map_or(0, |index| index + 1))
 }
 
+/// The child of a message anchor, made whole: `copy` (the anchor message without its tool
+/// calls) appended, then the closers of a turn it inherited open, then written.
+fn close_child(
+    store: &SessionStore,
+    child: Arc<Session>,
+    copy: Option<EventDraft>,
+) -> Result<Arc<Session>, SessionForkError> {
+    let refused = |source| SessionForkError::CloseChild {
+        id: child.id().clone(),
+        source,
+    };
+    if let Some(copy) = copy {
+        child.append(copy).map_err(refused)?;
+    }
+    close_open_turn(&child).map_err(refused)?;
+    store
+        .flush(&child)
+        .map_err(|error| SessionForkError::from_store(child.id(), StoreStep::CreateChild, error))?;
+    Ok(child)
+}
+
 /// Reads a stored source for a cold fork through the store's one read path (the backend,
-/// then dsh's upgrade step): its header and the events the seed needs, as a seed the child's
-/// first write may store by reference to them ([`SessionStore::read_stored_seed`]).
+/// then dsh's upgrade step): its header and its first `limit` events (all when `None`), as a
+/// seed the child's first write may store by reference to them
+/// ([`SessionStore::read_stored_seed`]).
 fn read_stored(
     store: &SessionStore,
     id: &SessionId,
-    boundary: Option<u64>,
+    limit: Option<u64>,
 ) -> Result<StoredSeed, SessionForkError> {
     store
-        .read_stored_seed(id, boundary.map(|boundary| boundary.saturating_add(1)))
+        .read_stored_seed(id, limit)
         .map_err(|error| SessionForkError::from_store(id, StoreStep::ReadSource, error))
 }
 

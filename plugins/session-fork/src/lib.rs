@@ -2,7 +2,8 @@
 //!
 //! Owns fork policy: the [`SessionFork`] service with `snapshot` and `fork`, the structural
 //! boundary rule (empty log, or last event `turn/end` with any reason) and
-//! [`SessionForkError`]; beyond the RFC, an earlier boundary ([`ForkSessionOptions::at`]),
+//! [`SessionForkError`]; beyond the RFC, an earlier boundary ([`ForkSessionOptions::at`]), a
+//! message anchor (module [`anchor`]: the one fork that clips a turn, and closes it in the child),
 //! forks of stored sessions that are not live ([`SessionFork::fork_stored`], through the
 //! `dyn SessionPersistence` seam) and lineage queries ([`SessionFork::lineage`]). It adds no event types and no persistence code: a child is created
 //! through `SessionStore::create` and persisted by whatever backend is active. It knows the
@@ -26,6 +27,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod anchor;
 #[cfg(feature = "tokio")]
 pub mod async_fork;
 pub mod codes;
@@ -34,6 +36,7 @@ pub mod fork;
 pub mod lineage;
 pub mod plugin;
 
+pub use anchor::MessageAnchor;
 #[cfg(feature = "tokio")]
 pub use async_fork::AsyncSessionFork;
 pub use error::{BoundaryProblem, SessionForkError};

@@ -87,7 +87,7 @@ pub use fold::{project, Surface, SurfaceError};
 pub use invariants::{check_invariants, InvariantChecker, InvariantRule, InvariantViolation};
 // Migration of a raw session through dsh's chain of format versions v0 -> v1 -> v2 -> v3.
 pub use migrate::{migrate_records, Edge, MigrateError, RawSession, MIGRATION_TARGET_MAX};
-pub use repair::{interrupted_turn_closers, open_turn};
+pub use repair::{close_open_turn, interrupted_turn_closers, open_turn};
 pub use restore::{restore_each, RestoreError, Restored};
 pub use upgrade::{prepare_stored_events, prepare_stored_events_in, StoredLogError};
 pub use validate::{

@@ -13,11 +13,12 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::codes::{TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN};
+use crate::event::EventDraft;
 use crate::event::{SessionEvent, SurfaceOp};
 use crate::event_type::{
     ASSISTANT_MESSAGE, STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START,
 };
-use crate::session::Events;
+use crate::session::{AppendError, Events, Session};
 
 /// Model-facing text of a [`TOOL_OUTCOME_UNKNOWN`] result (dsh writes it verbatim).
 const TEXT_OUTCOME_UNKNOWN: &str = "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.";
@@ -100,6 +101,34 @@ pub fn interrupted_turn_closers<E: Borrow<SessionEvent>>(
     }
     trace.last = last;
     trace.closers()
+}
+
+/// Closes the turn left open at the end of live `session` as dsh closes a turn a crash
+/// interrupted: appends [`interrupted_turn_closers`] of its log, in order, and returns them
+/// as appended (none when no turn is open). Used where a turn must end without its runner:
+/// a runner that returned with its turn open, a fork child cut inside a turn.
+///
+/// # Errors
+///
+/// The [`AppendError`] of the first closer the session refuses (it is not live any more, or
+/// a listener re-entered); the closers before it stay appended.
+pub fn close_open_turn(session: &Arc<Session>) -> Result<Vec<Arc<SessionEvent>>, AppendError> {
+    let events = session.events();
+    if open_turn(&events).is_none() {
+        return Ok(Vec::new());
+    }
+    let closers = interrupted_turn_closers(events.iter().map(|event| &**event));
+    let mut appended = Vec::with_capacity(closers.len());
+    for closer in closers {
+        appended.push(session.append(EventDraft {
+            kind: closer.kind,
+            data: closer.data.to_value(),
+            surface_op: closer.surface_op,
+            source_event_seqs: closer.source_event_seqs,
+            ignorable: closer.ignorable,
+        })?);
+    }
+    Ok(appended)
 }
 
 /// What [`interrupted_turn_closers`] reads of a log, fed one event at a time: the open turn

@@ -500,7 +500,7 @@ impl SessionPersistence for JsonlPersistence {
     /// file system shares extents) after the child's header line, then its own events (a v2
     /// or v3 child's inherited end-seed marker among them) written after them: no inherited
     /// event is parsed or held, and a bounded scan finds where they end
-    /// ([`crate::fork_copy`]). The child's file holds its seed, as dsh reads it. When the
+    /// (the crate's `fork_copy` module). The child's file holds its seed, as dsh reads it. When the
     /// bytes cannot be copied as they are (this backend writes zstd, the parent's file is
     /// compressed or of another version, or its lines do not end where the inherited events
     /// do) the child is written from its events, as `create` writes it (streamed, a chunk

@@ -23,8 +23,8 @@ use crate::store_dir::{dangling, StoreDir};
 use crate::tail::read_clean_tail;
 use crate::write::{check_storable, write_records, Cursor, Step, CREATE_CHUNK_BYTES};
 use dsh_session::backend::{
-    ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredPrefix, StoredSession,
-    StoredTail,
+    create_whole, ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredPrefix,
+    StoredSession, StoredTail,
 };
 use dsh_session::format::FormatVersion;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
@@ -355,17 +355,13 @@ impl JsonlPersistence {
         let file_name = OsStr::new(&file_name);
         let (cwd_name, id_name) = (cwd_folder(header.cwd.as_deref()), id_segment(id.as_str()));
         let target = self.root().join(&cwd_name).join(&id_name).join(file_name);
-        let header_error = |e| header_error(&target, e);
-        let line = encode_header_line(header).map_err(header_error)?;
-        parse_header_line(&line).map_err(header_error)?;
+        let header_line = header_line_of(header, &target)?;
         if let Some(existing) = self.locate(id)? {
             return Err(PersistenceError::Conflict {
                 id: id.clone(),
                 reason: format!("a session file exists at {}", existing.display()),
             });
         }
-        let mut header_line = line.into_bytes();
-        header_line.push(b'\n');
         // Dropped on an error below, `folders.made` removes the folders made for this session.
         let folders = self.dir.open_new_file_folders(id, &cwd_name, &id_name)?;
         let target = folders.id.join(file_name);
@@ -379,13 +375,8 @@ impl JsonlPersistence {
             Ok(())
         };
         let also_sync = [&folders.cwd, &folders.root];
-        publish_new_file(&folders.id, file_name, &also_sync, write).map_err(|e| match e {
-            PublishError::Exists => PersistenceError::Conflict {
-                id: id.clone(),
-                reason: format!("a session file appeared at {}", target.display()),
-            },
-            PublishError::Io(path, source) => io_error(&path, source),
-        })?;
+        publish_new_file(&folders.id, file_name, &also_sync, write)
+            .map_err(|e| publish_error(id, &target, e))?;
         folders.made.keep();
         self.seen.lock().insert(id.clone(), target.clone());
         *cached = Some(Cursor {
@@ -411,6 +402,32 @@ impl JsonlPersistence {
         let (scanned, end) = crate::log::scan_file(path, &file)?;
         check_placement(self.root(), id, &scanned.header, path)?;
         Ok((scanned, end))
+    }
+}
+
+/// The header line of `header` as a new file `target` stores it, its newline included,
+/// checked to read back as it was meant.
+///
+/// # Errors
+///
+/// As [`header_error`] for `target`: a header that would not read back.
+fn header_line_of(header: &SessionHeader, target: &Path) -> Result<Vec<u8>, PersistenceError> {
+    let line = encode_header_line(header).map_err(|e| header_error(target, e))?;
+    parse_header_line(&line).map_err(|e| header_error(target, e))?;
+    let mut bytes = line.into_bytes();
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// The error of a failed publication of session `id`'s new file `target`: another file
+/// appeared there first ([`PersistenceError::Conflict`]), or an I/O error.
+fn publish_error(id: &SessionId, target: &Path, error: PublishError) -> PersistenceError {
+    match error {
+        PublishError::Exists => PersistenceError::Conflict {
+            id: id.clone(),
+            reason: format!("a session file appeared at {}", target.display()),
+        },
+        PublishError::Io(path, source) => io_error(&path, source),
     }
 }
 
@@ -517,10 +534,7 @@ impl SessionPersistence for JsonlPersistence {
     ) -> Result<(), PersistenceError> {
         match self.create_from_parent_bytes(header, events, prefix)? {
             Some(()) => Ok(()),
-            None => {
-                let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
-                self.create(header, &all)
-            }
+            None => create_whole(self, header, events),
         }
     }
 

@@ -7,8 +7,8 @@ use crate::publish::{header_params, publish_in};
 use crate::rows::{insert_events, PgRow};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
 use dsh_session::backend::{
-    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredPrefix, StoredSession,
-    StoredTail,
+    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredPrefix,
+    StoredSession, StoredTail,
 };
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use dsh_session_sql::{
@@ -520,10 +520,7 @@ impl SessionPersistence for PostgresPersistence {
     ) -> Result<(), PersistenceError> {
         let id = &header.id;
         let first = usize::try_from(prefix.len).unwrap_or(usize::MAX);
-        let copy = || {
-            let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
-            self.create(header, &all)
-        };
+        let copy = || create_whole(self, header, events);
         if events.len() < first || prefix.parent.as_str().contains('\0') {
             return copy();
         }

@@ -7,8 +7,8 @@ use crate::rows::{
 };
 use crate::schema::{connect, open_prepared, storage_error};
 use dsh_session::backend::{
-    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredPrefix, StoredSession,
-    StoredTail,
+    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredPrefix,
+    StoredSession, StoredTail,
 };
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use dsh_session_sql::{
@@ -525,10 +525,7 @@ impl SessionPersistence for SqlitePersistence {
     ) -> Result<(), PersistenceError> {
         let first = usize::try_from(prefix.len).unwrap_or(usize::MAX);
         let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
-        let copy = || {
-            let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
-            self.create(header, &all)
-        };
+        let copy = || create_whole(self, header, events);
         if events.len() < first {
             return copy();
         }

@@ -30,8 +30,8 @@
 pub use crate::config_path::non_empty_path;
 pub use crate::data::{deserialize_deep, nesting_depth, MAX_DEPTH};
 pub use crate::persistence::{
-    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredPrefix, StoredSession,
-    StoredTail,
+    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredPrefix,
+    StoredSession, StoredTail,
 };
 pub use crate::stored_log::{LoadedLog, StoredLog};
 pub use crate::validate::check_storable;

@@ -341,8 +341,7 @@ pub trait SessionPersistence: Send + Sync + 'static {
         prefix: &StoredPrefix,
     ) -> Result<(), PersistenceError> {
         let _ = prefix;
-        let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
-        self.create(header, &all)
+        create_whole(self, header, events)
     }
 
     /// Appends `events` to a stored session; the first seq must equal the stored length
@@ -486,6 +485,22 @@ pub(crate) fn contain<T>(
         tracing::error!(call, %message, "the persistence backend panicked; contained");
         Err(PersistenceError::Panicked { call, message })
     })
+}
+
+/// Creates the session of `header` with every event of `events` as its seed, through
+/// `backend`'s [`SessionPersistence::create`]: a fork's child written whole, its prefix copied
+/// (what [`SessionPersistence::create_forked`] does when it cannot reference the prefix).
+///
+/// # Errors
+///
+/// As [`SessionPersistence::create`].
+pub fn create_whole(
+    backend: &(impl SessionPersistence + ?Sized),
+    header: &SessionHeader,
+    events: &Events,
+) -> Result<(), PersistenceError> {
+    let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
+    backend.create(header, &all)
 }
 
 /// A backend whose every call is run under [`contain`]: what the store hands out and calls.
@@ -659,10 +674,7 @@ pub(crate) fn first_write(
             let events = session.events();
             let created = match prefix {
                 Some(prefix) => backend.create_forked(session.header(), &events, prefix),
-                None => {
-                    let all: Vec<Arc<SessionEvent>> = events.iter().cloned().collect();
-                    backend.create(session.header(), &all)
-                }
+                None => create_whole(backend, session.header(), &events),
             };
             match created {
                 Ok(()) => Ok(Landed {

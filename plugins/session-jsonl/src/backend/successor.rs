@@ -7,11 +7,10 @@
 //! (`session.v3.jsonl` beside `session.jsonl`), and readers take the highest canonical
 //! generation (`shared/reference/dsh-formats.md` §1, §2).
 
-use super::{write_new_log, Compression, JsonlPersistence};
-use crate::durable::{publish_new_with, PublishError};
-use crate::error::{header_error, io_error};
+use super::{header_line_of, publish_error, write_new_log, Compression, JsonlPersistence};
+use crate::durable::publish_new_with;
+use crate::error::io_error;
 use crate::folder::Folder;
-use crate::header_line::{encode_header_line, parse_header_line};
 use crate::lock::lock_exclusive;
 use crate::write::check_storable;
 use dsh_session::backend::PersistenceError;
@@ -82,20 +81,12 @@ impl JsonlPersistence {
         check_storable(id, 0, events, version)?;
         let file_name = version.file_name(self.compression == Compression::Zstd);
         let target = folder.join(OsStr::new(&file_name));
-        let line = encode_header_line(header).map_err(|e| header_error(&target, e))?;
-        parse_header_line(&line).map_err(|e| header_error(&target, e))?;
-        let mut header_line = line.into_bytes();
-        header_line.push(b'\n');
+        let header_line = header_line_of(header, &target)?;
         let write = |out: &mut dyn Write| {
             write_new_log(out, self.compression, &header_line, events, version).map(drop)
         };
-        publish_new_with(&folder, OsStr::new(&file_name), &[], write).map_err(|e| match e {
-            PublishError::Exists => PersistenceError::Conflict {
-                id: id.clone(),
-                reason: format!("a session file appeared at {}", target.display()),
-            },
-            PublishError::Io(path, source) => io_error(&path, source),
-        })
+        publish_new_with(&folder, OsStr::new(&file_name), &[], write)
+            .map_err(|e| publish_error(id, &target, e))
     }
 }
 

@@ -39,10 +39,12 @@
 use crate::error::AcpError;
 use crate::message_id;
 use crate::updates::{Message, StepMessage, Updates};
-use agent_client_protocol::v1::schema::{ContentBlock, Meta};
+use agent_client_protocol::v1::schema::{ContentBlock, MessageId, Meta};
 use dsh_session::event_type::{ASSISTANT_MESSAGE, USER_MESSAGE};
 use dsh_session::{SessionEvent, SessionId};
 use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The version of `_meta.jetbrains.air.fork` served.
 pub const VERSION: u64 = 1;
@@ -127,14 +129,49 @@ fn is_fingerprint(text: &str) -> bool {
         .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// A message of the source a replay shows.
-struct Candidate {
+/// A message of the source a replay shows: a user message, or an assistant message with text.
+#[derive(Clone, Debug)]
+pub(crate) struct Candidate {
     seq: u64,
     user: bool,
+    /// The id a replay shows for it.
     shown: String,
+    /// Its own `id`.
     own: Option<String>,
     fingerprint: String,
+    /// A user message's prompt (text blocks); empty for an assistant message.
     content: Vec<ContentBlock>,
+}
+
+impl Candidate {
+    /// Whether the candidate is named `id` (the id a replay shows for it, or its own).
+    fn named(&self, id: &str) -> bool {
+        self.shown == id || self.own.as_deref() == Some(id)
+    }
+
+    /// Whether its fingerprint is the one `anchor` gives, if any.
+    fn fits(&self, anchor: &AirFork) -> bool {
+        anchor
+            .fingerprint
+            .as_ref()
+            .is_none_or(|f| *f == self.fingerprint)
+    }
+
+    /// Where forking at the candidate forks.
+    fn resolved(&self) -> Resolved {
+        if self.user {
+            Resolved::Before {
+                seq: self.seq,
+                message_id: self.shown.clone(),
+                prompt: self.content.clone(),
+            }
+        } else {
+            Resolved::Through {
+                seq: self.seq,
+                message_id: self.shown.clone(),
+            }
+        }
+    }
 }
 
 /// Resolves `anchor` among the messages of `events`, the log of session `id` (module
@@ -150,19 +187,9 @@ pub(crate) fn resolve<'a>(
     anchor: &AirFork,
 ) -> Result<Resolved, AcpError> {
     let candidates = candidates(events);
-    let fits = |c: &&Candidate| {
-        anchor
-            .fingerprint
-            .as_ref()
-            .is_none_or(|f| *f == c.fingerprint)
-    };
-    let named = |c: &&Candidate| {
-        c.shown == anchor.message_id || c.own.as_deref() == Some(anchor.message_id.as_str())
-    };
     let by_id = candidates
         .iter()
-        .filter(named)
-        .filter(fits)
+        .filter(|c| c.named(&anchor.message_id) && c.fits(anchor))
         .min_by_key(|c| c.user); // an assistant message first
     let found = match (by_id, &anchor.fingerprint) {
         (Some(found), _) => found,
@@ -193,18 +220,7 @@ pub(crate) fn resolve<'a>(
         }
         (None, None) => return Err(not_found(id, anchor, "no fingerprint was given".into())),
     };
-    Ok(if found.user {
-        Resolved::Before {
-            seq: found.seq,
-            message_id: found.shown.clone(),
-            prompt: found.content.clone(),
-        }
-    } else {
-        Resolved::Through {
-            seq: found.seq,
-            message_id: found.shown.clone(),
-        }
-    })
+    Ok(found.resolved())
 }
 
 fn not_found(id: &SessionId, anchor: &AirFork, why: String) -> AcpError {
@@ -219,33 +235,91 @@ fn not_found(id: &SessionId, anchor: &AirFork, why: String) -> AcpError {
 /// replay shows for them.
 fn candidates<'a>(events: impl Iterator<Item = &'a SessionEvent>) -> Vec<Candidate> {
     let mut fold = Updates::replay();
-    let mut out = Vec::new();
-    for event in events {
-        let shown = fold.track(event);
-        let message = match event.kind.as_str() {
-            USER_MESSAGE => event.data.parse_as::<Message>().ok(),
-            ASSISTANT_MESSAGE => event
-                .data
-                .parse_as::<StepMessage>()
-                .ok()
-                .map(|step| step.message)
-                .filter(Message::has_text),
-            _ => None,
+    events
+        .filter_map(|event| {
+            let shown = fold.track(event)?;
+            candidate(event, &shown)
+        })
+        .collect()
+}
+
+/// `event` as a candidate, shown with id `shown`: `None` when it is neither a user message
+/// nor an assistant message with text.
+pub(crate) fn candidate(event: &SessionEvent, shown: &MessageId) -> Option<Candidate> {
+    let user = event.kind == USER_MESSAGE;
+    let message = match event.kind.as_str() {
+        USER_MESSAGE => event.data.parse_as::<Message>().ok(),
+        ASSISTANT_MESSAGE => event
+            .data
+            .parse_as::<StepMessage>()
+            .ok()
+            .map(|step| step.message)
+            .filter(Message::has_text),
+        _ => None,
+    }?;
+    Some(Candidate {
+        seq: event.seq,
+        user,
+        shown: shown.0.to_string(),
+        own: message.id.clone(),
+        fingerprint: message_id::fingerprint(&message.text()),
+        content: if user {
+            message.text_blocks()
+        } else {
+            Vec::new()
+        },
+    })
+}
+
+/// The messages of one session a replay showed, by id: the first assistant message and the
+/// first user message named by each id (the id a replay shows, and a message's own `id`), so
+/// that an anchor naming one resolves without reading the log again. It holds per message
+/// its ids, seq and fingerprint, and a user message's prompt text.
+#[derive(Debug, Default)]
+pub(crate) struct MessageIndex {
+    by_id: HashMap<String, Named>,
+}
+
+/// The first assistant and user messages named by one id.
+#[derive(Debug, Default)]
+struct Named {
+    assistant: Option<Arc<Candidate>>,
+    user: Option<Arc<Candidate>>,
+}
+
+impl MessageIndex {
+    /// Records `event` (the next event of the log, in seq order) shown with id `shown`.
+    pub(crate) fn record(&mut self, event: &SessionEvent, shown: Option<&MessageId>) {
+        let Some(found) = shown.and_then(|shown| candidate(event, shown)) else {
+            return;
         };
-        let (Some(message), Some(shown)) = (message, shown) else {
-            continue;
-        };
-        let text = message.text();
-        out.push(Candidate {
-            seq: event.seq,
-            user: event.kind == USER_MESSAGE,
-            shown: shown.0.to_string(),
-            own: message.id.clone(),
-            fingerprint: message_id::fingerprint(&text),
-            content: message.text_blocks(),
-        });
+        let found = Arc::new(found);
+        let keys = std::iter::once(found.shown.clone())
+            .chain(found.own.clone().filter(|own| *own != found.shown));
+        for key in keys {
+            let named = self.by_id.entry(key).or_default();
+            let slot = if found.user {
+                &mut named.user
+            } else {
+                &mut named.assistant
+            };
+            slot.get_or_insert_with(|| found.clone());
+        }
     }
-    out
+
+    /// Where `anchor` forks when the index decides it as [`resolve`] over the whole log
+    /// would: the message its id names whose fingerprint fits (an assistant message first).
+    /// `None` when the index cannot decide (no message with that id, or the first one's
+    /// fingerprint differs): [`resolve`] then reads the log.
+    pub(crate) fn resolve(&self, anchor: &AirFork) -> Option<Resolved> {
+        let named = self.by_id.get(&anchor.message_id)?;
+        match (&named.assistant, &named.user) {
+            (Some(assistant), _) if assistant.fits(anchor) => Some(assistant.resolved()),
+            (Some(_), _) => None,
+            (None, Some(user)) if user.fits(anchor) => Some(user.resolved()),
+            (None, _) => None,
+        }
+    }
 }
 
 #[cfg(test)]

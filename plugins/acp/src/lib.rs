@@ -52,6 +52,7 @@ pub mod fork;
 mod handlers;
 mod list;
 pub mod message_id;
+mod opened;
 pub mod plugin;
 mod prompt;
 pub mod runner;

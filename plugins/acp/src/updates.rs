@@ -21,7 +21,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use dsh_session::event_type::{
-    ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE,
+    ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE,
 };
 use dsh_session::SessionEvent;
 use serde::Deserialize;
@@ -90,25 +90,33 @@ impl Updates {
         }
     }
 
-    /// Adds the updates of `event` to `out`.
-    pub(crate) fn push(&mut self, event: &SessionEvent, out: &mut Vec<SessionUpdate>) {
+    /// Adds the updates of `event` to `out`; returns the id of the message it belongs to
+    /// ([`Updates::track`]'s).
+    pub(crate) fn push(
+        &mut self,
+        event: &SessionEvent,
+        out: &mut Vec<SessionUpdate>,
+    ) -> Option<MessageId> {
         let id = self.track(event);
-        match (event.kind.as_str(), id) {
+        match (event.kind.as_str(), id.as_ref()) {
+            // A tool call is announced and run within its turn: what the fold remembers of
+            // the calls stays the size of a turn, whatever the log's length.
+            (TURN_START, _) => self.announced.clear(),
             (USER_MESSAGE, Some(id)) if !self.live => {
                 if let Ok(message) = event.data.parse_as::<Message>() {
                     chunks(&message.content, out, |text| {
-                        SessionUpdate::UserMessageChunk(chunk(text, &id))
+                        SessionUpdate::UserMessageChunk(chunk(text, id))
                     });
                 }
             }
             (ASSISTANT_CHUNK, Some(id)) => {
                 if let Ok(data) = event.data.parse_as::<ChunkData>() {
-                    self.chunk(data, &id, out);
+                    self.chunk(data, id, out);
                 }
             }
             (ASSISTANT_MESSAGE, Some(id)) => {
                 if let Ok(data) = event.data.parse_as::<StepMessage>() {
-                    self.assistant(data, &id, out);
+                    self.assistant(data, id, out);
                 }
             }
             (TOOL_CALL, _) => {
@@ -130,6 +138,7 @@ impl Updates {
             }
             _ => {}
         }
+        id
     }
 
     /// Enters step `(turn, step)`, whose message has id `id`, forgetting what the previous

@@ -441,4 +441,44 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    #[test]
+    fn the_index_decides_an_id_as_the_whole_log_does_or_leaves_it_to_the_log() {
+        let id = SessionId::from("s");
+        let mut index = MessageIndex::default();
+        let mut fold = Updates::live();
+        for event in log() {
+            let shown = fold.track(&event);
+            index.record(&event, shown.as_ref());
+        }
+        let same = message_id::fingerprint("same");
+        let other = message_id::fingerprint("other");
+        let anchors = [
+            json!({"version": 1, "messageId": "a1"}),
+            json!({"version": 1, "messageId": "a2"}),
+            json!({"version": 1, "messageId": "u1"}),
+            json!({"version": 1, "messageId": "u2"}),
+            json!({"version": 1, "messageId": "a2", "messageFingerprint": same}),
+            json!({"version": 1, "messageId": "a2", "messageFingerprint": other}),
+            json!({"version": 1, "messageId": "none", "messageFingerprint": same, "messageOccurrence": 2}),
+        ];
+        let mut decided = 0;
+        for anchor in anchors {
+            let air = air_fork(&id, meta(anchor.clone()).as_ref())
+                .unwrap()
+                .expect("an anchor");
+            if let Some(found) = index.resolve(&air) {
+                decided += 1;
+                assert_eq!(
+                    Ok(found),
+                    resolve(&id, log().iter(), &air).map_err(|e| e.code()),
+                    "{anchor}"
+                );
+            }
+        }
+        assert_eq!(
+            decided, 5,
+            "every id the replay showed, with a fitting fingerprint"
+        );
+    }
 }

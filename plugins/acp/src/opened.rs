@@ -84,7 +84,6 @@ impl Opened {
     pub(crate) fn with<T>(&self, id: &SessionId, f: impl FnOnce(&mut OpenState) -> T) -> Option<T> {
         self.sessions.lock().get_mut(id).map(f)
     }
-
 }
 
 impl Shared {

@@ -202,14 +202,16 @@ impl Stream<'_> {
             self.prompt_id = user_message_id(event);
         }
         let shown = match self.lost {
-            None => send_updates(self.cx, self.session, &mut self.fold, event)
-                .unwrap_or_else(|error| {
+            None => {
+                send_updates(self.cx, self.session, &mut self.fold, event).unwrap_or_else(|error| {
                     self.lost = Some(error);
                     None
-                }),
+                })
+            }
             Some(_) => self.fold.track(event),
         };
-        self.opened.with(&self.id, |state| state.see(event, shown.as_ref()));
+        self.opened
+            .with(&self.id, |state| state.see(event, shown.as_ref()));
         self.lost.is_none()
     }
 }

@@ -1,0 +1,648 @@
+//! Issue 25 part 3a in process, over the real wire of a connection: `session/load` streams the
+//! stored log (its first updates reach the client while the backend's reader is held after a
+//! few events), does not make the session live until a prompt needs it, closes a
+//! crash-interrupted turn durably, ends with the store's code after the updates before a
+//! damaged line, and a fork at a message after a load resolves the id from the replay's index
+//! without reading the log. The backend is JSONL behind a wrapper that can hold its reader
+//! and counts whole reads.
+
+use dsh_acp::{AcpPlugin, AcpServer, Turn, TurnError, TurnFuture, TurnRunner};
+use dsh_core::{BoxError, Context, ContextConfig, NoConfig, Plugin, Scope, ServiceKey};
+use dsh_session::backend::{
+    ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredPrefix, StoredSession,
+    StoredTail,
+};
+use dsh_session::format::FormatVersion;
+use dsh_session::{
+    CreateOptions, EventDraft, Events, SessionEvent, SessionHeader, SessionId, SessionMeta,
+    SessionPlugin, SessionStore, TurnEndReason,
+};
+use dsh_session_fork::SessionForkPlugin;
+use dsh_session_jsonl::JsonlPersistence;
+use futures::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use futures::StreamExt;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+/// How long a test waits for a message before it fails (a guard against a hang, not a
+/// measurement).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// What the tests see of the wrapper backend: its reader's gate and the reads it served.
+#[derive(Default)]
+struct Probe {
+    /// When set: a log opened after this holds its reader after this many events, until the
+    /// sender's message (or its drop).
+    gate: Mutex<Option<(u64, mpsc::Receiver<()>)>>,
+    /// Events handed out by the logs opened.
+    events_read: AtomicU64,
+    /// Whole reads (`load`) and logs opened (`open_log`).
+    loads: AtomicU64,
+    opened_logs: AtomicU64,
+}
+
+/// JSONL persistence behind the [`Probe`].
+struct Gated {
+    inner: JsonlPersistence,
+    probe: Arc<Probe>,
+}
+
+/// A log whose reader waits at the gate.
+struct GatedLog {
+    inner: Box<dyn StoredLog>,
+    probe: Arc<Probe>,
+    gate: Option<(u64, mpsc::Receiver<()>)>,
+    handed: u64,
+}
+
+impl StoredLog for GatedLog {
+    fn header(&self) -> &SessionHeader {
+        self.inner.header()
+    }
+
+    fn next_event(&mut self) -> Result<Option<SessionEvent>, PersistenceError> {
+        if let Some((after, _)) = &self.gate {
+            if self.handed == *after {
+                let (_, open) = self.gate.take().expect("a gate");
+                let _ = open.recv();
+            }
+        }
+        let next = self.inner.next_event()?;
+        if next.is_some() {
+            self.handed += 1;
+            self.probe.events_read.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(next)
+    }
+
+    fn event_at(&mut self, seq: u64) -> Result<Option<SessionEvent>, PersistenceError> {
+        self.inner.event_at(seq)
+    }
+
+    fn dropped_tail(&self) -> Option<&str> {
+        self.inner.dropped_tail()
+    }
+
+    fn revision(&self) -> u64 {
+        self.inner.revision()
+    }
+}
+
+impl SessionPersistence for Gated {
+    fn create(
+        &self,
+        header: &SessionHeader,
+        seed: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        self.inner.create(header, seed)
+    }
+
+    fn create_forked(
+        &self,
+        header: &SessionHeader,
+        events: &Events,
+        prefix: &StoredPrefix,
+    ) -> Result<(), PersistenceError> {
+        self.inner.create_forked(header, events, prefix)
+    }
+
+    fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
+        self.inner.append(id, events)
+    }
+
+    fn append_atomic(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        self.inner.append_atomic(id, events)
+    }
+
+    fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        self.probe.loads.fetch_add(1, Ordering::SeqCst);
+        self.inner.load(id)
+    }
+
+    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
+        self.probe.opened_logs.fetch_add(1, Ordering::SeqCst);
+        Ok(Box::new(GatedLog {
+            inner: self.inner.open_log(id)?,
+            probe: self.probe.clone(),
+            gate: self.probe.gate.lock().take(),
+            handed: 0,
+        }))
+    }
+
+    fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
+        self.inner.read_prefix(id, len)
+    }
+
+    fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
+        self.inner.read_from(id, from)
+    }
+
+    fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
+        self.inner.list()
+    }
+
+    fn publish_successor(
+        &self,
+        header: &SessionHeader,
+        events: &[Arc<SessionEvent>],
+        source_revision: u64,
+    ) -> Result<(), PersistenceError> {
+        self.inner
+            .publish_successor(header, events, source_revision)
+    }
+
+    fn new_session_version(&self) -> FormatVersion {
+        self.inner.new_session_version()
+    }
+
+    fn release(&self, id: &SessionId) {
+        self.inner.release(id);
+    }
+}
+
+/// The plugin providing [`Gated`] over the JSONL store at its config's `root`.
+struct GatedPlugin(Arc<Probe>);
+
+#[derive(serde::Deserialize, Default)]
+struct GatedConfig {
+    root: PathBuf,
+}
+
+impl Plugin for GatedPlugin {
+    const NAME: &'static str = "gated-jsonl";
+    const VERSION: &'static str = "0.1.0";
+    const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<dyn SessionPersistence>()];
+    type Config = GatedConfig;
+    type Deps = ();
+
+    fn apply(&self, scope: &Scope, config: GatedConfig, (): ()) -> Result<(), BoxError> {
+        let backend: Arc<dyn SessionPersistence> = Arc::new(Gated {
+            inner: JsonlPersistence::open(config.root)?,
+            probe: self.0.clone(),
+        });
+        scope.provide(backend)?;
+        Ok(())
+    }
+}
+
+/// A runner whose turn answers the prompt in one step: `echo: PROMPT`.
+struct EchoRunner;
+
+impl TurnRunner for EchoRunner {
+    fn run(&self, turn: Turn) -> TurnFuture {
+        Box::pin(async move {
+            let (n, session) = (turn.number(), &turn.session);
+            session.append(EventDraft::turn_start(n))?;
+            session.append(EventDraft::user_text(
+                &format!("prompt-{n}"),
+                &turn.prompt_text(),
+                "user",
+            ))?;
+            session.append(EventDraft::step_start(n, 1))?;
+            session.append(EventDraft::assistant_text(
+                n,
+                1,
+                &format!("answer-{n}"),
+                &format!("echo: {}", turn.prompt_text()),
+                "p",
+                "m",
+            ))?;
+            session.append(EventDraft::step_end(n, 1))?;
+            session.append(EventDraft::turn_end(n, TurnEndReason::Completed))?;
+            Ok::<(), TurnError>(())
+        })
+    }
+}
+
+struct EchoRunnerPlugin;
+
+impl Plugin for EchoRunnerPlugin {
+    const NAME: &'static str = "echo-runner";
+    const VERSION: &'static str = "0.1.0";
+    const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<dyn TurnRunner>()];
+    type Config = NoConfig;
+    type Deps = ();
+
+    fn apply(&self, scope: &Scope, _: NoConfig, (): ()) -> Result<(), BoxError> {
+        scope.provide::<dyn TurnRunner>(Arc::new(EchoRunner))?;
+        Ok(())
+    }
+}
+
+/// A context: the session plugin over [`Gated`] JSONL under `root`, the fork plugin, `dsh-acp`
+/// and the echo runner.
+async fn context(root: &Path, probe: Arc<Probe>) -> Context {
+    let root = root.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let mut config = ContextConfig::default();
+        config.set_config(GatedPlugin::NAME, json!({ "root": root }));
+        Context::builder()
+            .add_plugin(SessionPlugin)
+            .add_plugin(GatedPlugin(probe))
+            .add_plugin(SessionForkPlugin)
+            .add_plugin(AcpPlugin)
+            .add_plugin(EchoRunnerPlugin)
+            .with_config(config)
+            .build()
+    })
+    .await
+    .expect("the build runs")
+    .expect("the context builds")
+}
+
+/// The messages of `turns` completed turns, a user message and an assistant answer each, and
+/// with `open` a last turn a crash interrupted after its prompt.
+fn log(turns: u64, open: bool) -> Vec<SessionEvent> {
+    log_padded(turns, open, 0)
+}
+
+/// As [`log`], each answer padded with `pad` bytes of text after its first line.
+fn log_padded(turns: u64, open: bool, pad: usize) -> Vec<SessionEvent> {
+    let padding = if pad == 0 {
+        String::new()
+    } else {
+        format!("\n{}", "x".repeat(pad))
+    };
+    let mut drafts = Vec::new();
+    for n in 1..=turns {
+        drafts.push(EventDraft::turn_start(n));
+        drafts.push(EventDraft::user_text(
+            &format!("user-{n}"),
+            &format!("q{n}"),
+            "user",
+        ));
+        drafts.push(EventDraft::step_start(n, 1));
+        drafts.push(EventDraft::assistant_text(
+            n,
+            1,
+            &format!("asst-{n}"),
+            &format!("a{n}{padding}"),
+            "p",
+            "m",
+        ));
+        drafts.push(EventDraft::step_end(n, 1));
+        drafts.push(EventDraft::turn_end(n, TurnEndReason::Completed));
+    }
+    if open {
+        let n = turns + 1;
+        drafts.push(EventDraft::turn_start(n));
+        drafts.push(EventDraft::user_text(
+            &format!("user-{n}"),
+            &format!("q{n}"),
+            "user",
+        ));
+    }
+    drafts
+        .into_iter()
+        .enumerate()
+        .map(|(seq, draft)| draft.into_event(seq as u64, 1_700_000_000_000 + seq as i64))
+        .collect()
+}
+
+/// Stores session `id` with `events` and leaves it closed (not live).
+async fn store_session(ctx: &Context, id: &str, events: Vec<SessionEvent>) {
+    let store = ctx.expect::<SessionStore>();
+    let id = SessionId::from(id);
+    tokio::task::spawn_blocking(move || {
+        let meta = SessionMeta::default().cwd("/work/stream");
+        store
+            .create(Some(id.clone()), CreateOptions::new(events, meta))
+            .expect("a valid log");
+        assert!(store.dispose(&id).expect("written"));
+    })
+    .await
+    .expect("the store runs");
+}
+
+/// The stored events of session `id`.
+async fn stored(ctx: &Context, id: &str) -> Vec<SessionEvent> {
+    let store = ctx.expect::<SessionStore>();
+    let id = SessionId::from(id);
+    tokio::task::spawn_blocking(move || store.read_stored(&id, None))
+        .await
+        .expect("the read runs")
+        .expect("the session is stored")
+        .events
+}
+
+/// A client of a connection served in process, over pipes.
+struct Client {
+    requests: piper::Writer,
+    lines: futures::io::Lines<BufReader<piper::Reader>>,
+}
+
+impl Client {
+    async fn connect(ctx: &Context) -> Client {
+        let server = ctx.expect::<AcpServer>();
+        let (input, requests) = piper::pipe(1 << 16);
+        let (lines, output) = piper::pipe(1 << 16);
+        tokio::spawn(async move { server.serve(input, output).await });
+        let mut client = Client {
+            requests,
+            lines: BufReader::new(lines).lines(),
+        };
+        client
+            .send(
+                0,
+                "initialize",
+                json!({"protocolVersion": 1, "clientCapabilities": {}}),
+            )
+            .await;
+        assert!(client.answer(0).await.0["result"].is_object());
+        client
+    }
+
+    async fn send(&mut self, id: u64, method: &str, params: Value) {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.requests
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .expect("the server reads");
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(PATIENCE, self.lines.next())
+            .await
+            .expect("a message in time (a hang guard)")
+            .expect("a line")
+            .expect("readable");
+        serde_json::from_str(&line).expect("JSON")
+    }
+
+    /// Reads until the answer to request `id`: it and the updates before it.
+    async fn answer(&mut self, id: u64) -> (Value, Vec<Value>) {
+        let mut updates = Vec::new();
+        loop {
+            let message = self.next().await;
+            if message["id"] == json!(id) {
+                return (message, updates);
+            }
+            if message["method"] == "session/update" {
+                updates.push(message["params"]["update"].clone());
+            }
+        }
+    }
+
+    async fn load(&mut self, id: u64, session: &str) -> (Value, Vec<Value>) {
+        self.send(
+            id,
+            "session/load",
+            json!({"sessionId": session, "cwd": "/work/stream", "mcpServers": []}),
+        )
+        .await;
+        self.answer(id).await
+    }
+}
+
+fn texts(updates: &[Value]) -> Vec<String> {
+    updates
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_replay_reaches_the_client_while_the_log_is_still_being_read() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let probe = Arc::new(Probe::default());
+    let ctx = context(dir.path(), probe.clone()).await;
+    store_session(&ctx, "s-stream", log(20, false)).await;
+    // The reader stops after the first turn (6 events) until the client has its updates.
+    let (open, gate) = mpsc::channel();
+    *probe.gate.lock() = Some((6, gate));
+    let mut client = Client::connect(&ctx).await;
+    client
+        .send(
+            1,
+            "session/load",
+            json!({"sessionId": "s-stream", "cwd": "/work/stream", "mcpServers": []}),
+        )
+        .await;
+    let mut first = Vec::new();
+    while first.len() < 2 {
+        let message = client.next().await;
+        assert_ne!(message["id"], json!(1), "no answer while the read is held");
+        first.push(message["params"]["update"].clone());
+    }
+    assert_eq!(texts(&first), ["q1", "a1"], "the first turn's messages");
+    assert_eq!(
+        probe.events_read.load(Ordering::SeqCst),
+        6,
+        "the reader is held at its gate: the updates came before the read finished"
+    );
+    open.send(()).expect("the reader waits");
+    let (answer, rest) = client.answer(1).await;
+    assert!(answer["result"].is_object(), "{answer}");
+    assert_eq!(texts(&rest).len(), 38, "the other 19 turns");
+    assert_eq!(probe.events_read.load(Ordering::SeqCst), 120);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loaded_session_is_made_live_by_its_first_prompt() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let probe = Arc::new(Probe::default());
+    let ctx = context(dir.path(), probe.clone()).await;
+    store_session(&ctx, "s-lazy", log(3, false)).await;
+    let store = ctx.expect::<SessionStore>();
+    let id = SessionId::from("s-lazy");
+    let mut client = Client::connect(&ctx).await;
+    let (answer, replayed) = client.load(1, "s-lazy").await;
+    assert!(answer["result"].is_object(), "{answer}");
+    assert_eq!(texts(&replayed), ["q1", "a1", "q2", "a2", "q3", "a3"]);
+    assert!(store.get(&id).is_none(), "the load holds no live session");
+    client
+        .send(
+            2,
+            "session/prompt",
+            json!({"sessionId": "s-lazy", "prompt": [{"type": "text", "text": "more"}]}),
+        )
+        .await;
+    let (answer, updates) = client.answer(2).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(
+        texts(&updates),
+        ["echo: more"],
+        "the turn's updates, nothing replayed again"
+    );
+    assert!(store.get(&id).is_some(), "live once prompted");
+    assert_eq!(stored(&ctx, "s-lazy").await.len(), 24);
+    // A second loaded session that is never prompted closes without becoming live.
+    store_session(&ctx, "s-closed", log(1, false)).await;
+    assert!(client.load(3, "s-closed").await.0["result"].is_object());
+    client
+        .send(4, "session/close", json!({"sessionId": "s-closed"}))
+        .await;
+    let (answer, _) = client.answer(4).await;
+    assert!(answer["result"].is_object(), "{answer}");
+    client
+        .send(5, "session/close", json!({"sessionId": "s-closed"}))
+        .await;
+    let (answer, _) = client.answer(5).await;
+    assert_eq!(
+        answer["error"]["data"]["code"], "SESSION_NOT_FOUND",
+        "{answer}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_stored_by_another_writer_after_the_load_are_sent_before_the_prompt_runs() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let probe = Arc::new(Probe::default());
+    let ctx = context(dir.path(), probe.clone()).await;
+    store_session(&ctx, "s-grown", log(1, false)).await;
+    let mut client = Client::connect(&ctx).await;
+    assert_eq!(texts(&client.load(1, "s-grown").await.1), ["q1", "a1"]);
+    // Another process appends a turn to the stored log.
+    let other = JsonlPersistence::open(dir.path()).expect("the store folder");
+    let grown: Vec<Arc<SessionEvent>> = log(2, false).into_iter().skip(6).map(Arc::new).collect();
+    tokio::task::spawn_blocking(move || other.append(&SessionId::from("s-grown"), &grown))
+        .await
+        .expect("the append runs")
+        .expect("appended");
+    client
+        .send(
+            2,
+            "session/prompt",
+            json!({"sessionId": "s-grown", "prompt": [{"type": "text", "text": "third"}]}),
+        )
+        .await;
+    let (answer, updates) = client.answer(2).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(texts(&updates), ["q2", "a2", "echo: third"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_interrupted_turn_is_closed_durably_at_the_load() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let probe = Arc::new(Probe::default());
+    let ctx = context(dir.path(), probe.clone()).await;
+    store_session(&ctx, "s-crash", log(2, true)).await;
+    assert_eq!(stored(&ctx, "s-crash").await.len(), 14);
+    let mut client = Client::connect(&ctx).await;
+    let (answer, replayed) = client.load(1, "s-crash").await;
+    assert!(answer["result"].is_object(), "{answer}");
+    assert_eq!(texts(&replayed), ["q1", "a1", "q2", "a2", "q3"]);
+    let events = stored(&ctx, "s-crash").await;
+    let last = events.last().expect("events");
+    assert_eq!(last.kind, "turn/end", "the closers are in the file");
+    assert!(events.len() > 14, "closers appended");
+    assert!(
+        ctx.expect::<SessionStore>()
+            .get(&SessionId::from("s-crash"))
+            .is_none(),
+        "closed without being made live"
+    );
+    // A prompt continues after the closers.
+    client
+        .send(
+            2,
+            "session/prompt",
+            json!({"sessionId": "s-crash", "prompt": [{"type": "text", "text": "again"}]}),
+        )
+        .await;
+    let (answer, updates) = client.answer(2).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(texts(&updates), ["echo: again"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_damaged_mid_way_ends_the_load_with_its_code_after_the_updates_before_it() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let probe = Arc::new(Probe::default());
+    let ctx = context(dir.path(), probe.clone()).await;
+    // 2 MiB of turns: the reader goes through the file a piece at a time, so damage near
+    // its end comes after the events before it were handed out.
+    store_session(&ctx, "s-damaged", log_padded(200, false, 10_000)).await;
+    let file = JsonlPersistence::new(dir.path())
+        .locate(&SessionId::from("s-damaged"))
+        .expect("located")
+        .expect("stored");
+    let text = std::fs::read_to_string(&file).expect("the file reads");
+    let mut lines: Vec<&str> = text.lines().collect();
+    let damaged_line = 6 * 190 + 1;
+    lines[damaged_line] = "{\"type\": \"turn/start\", \"seq\": broken";
+    let damaged = format!("{}\n", lines.join("\n"));
+    std::fs::write(&file, &damaged).expect("the file is written");
+    let mut client = Client::connect(&ctx).await;
+    let (answer, replayed) = client.load(1, "s-damaged").await;
+    assert_eq!(answer["error"]["data"]["code"], "LOG_CORRUPT", "{answer}");
+    let shown = texts(&replayed);
+    assert!(
+        shown.len() > 2 && shown[0] == "q1",
+        "the updates before the damage were sent: {} texts",
+        shown.len()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("the file reads"),
+        damaged,
+        "nothing written"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_at_a_message_after_a_load_resolves_the_replayed_id_without_reading_the_log() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let probe = Arc::new(Probe::default());
+    let ctx = context(dir.path(), probe.clone()).await;
+    store_session(&ctx, "s-fork", log(4, false)).await;
+    let mut client = Client::connect(&ctx).await;
+    let (_, replayed) = client.load(1, "s-fork").await;
+    let ids: Vec<&str> = replayed
+        .iter()
+        .filter_map(|u| u["messageId"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 8);
+    let reads = || probe.loads.load(Ordering::SeqCst) + probe.opened_logs.load(Ordering::SeqCst);
+    // What a fork reads of the source by itself: a fork at a turn/end by seq.
+    let before = reads();
+    client
+        .send(
+            2,
+            "session/fork",
+            json!({"sessionId": "s-fork", "cwd": "/work/stream", "_meta": {"dsh": {"atSeq": 11}}}),
+        )
+        .await;
+    assert!(client.answer(2).await.0["result"].is_object());
+    let fork_reads = reads() - before;
+    // A fork through an assistant message reads the source whole once more by itself (the
+    // fork service looks for the end of the message's turn); a fork before a user message's
+    // turn reads what a fork at that turn's start reads.
+    for (n, (id, seq, prompt, service_reads)) in [
+        (ids[5], 18, None, fork_reads + 1),
+        (ids[4], 12, Some("q3"), fork_reads),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let request = 3 + n as u64;
+        let before = reads();
+        client
+            .send(
+                request,
+                "session/fork",
+                json!({"sessionId": "s-fork", "cwd": "/work/stream",
+                       "_meta": {"jetbrains": {"air": {"fork": {"version": 1, "messageId": id}}}}}),
+            )
+            .await;
+        let (answer, _) = client.answer(request).await;
+        let dsh = &answer["result"]["_meta"]["dsh"];
+        assert_eq!(dsh["messageId"], id, "{answer}");
+        assert_eq!(dsh["seedLength"], seq, "{answer}");
+        if let Some(prompt) = prompt {
+            assert_eq!(dsh["prompt"][0]["text"], prompt, "{answer}");
+        }
+        assert_eq!(
+            reads() - before,
+            service_reads,
+            "the id was resolved from the replay's index, not by reading the log again"
+        );
+    }
+}

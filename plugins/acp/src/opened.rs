@@ -23,7 +23,7 @@ pub(crate) struct Opened {
 }
 
 /// What the server knows of a session it opened.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct OpenState {
     /// How many of the session's events the fold has seen (shown by a replay, or streamed by
     /// a turn of this server).
@@ -36,6 +36,16 @@ pub(crate) struct OpenState {
 }
 
 impl OpenState {
+    /// The state of a session opened before any of its events was seen.
+    pub(crate) fn new() -> OpenState {
+        OpenState {
+            seen: 0,
+            fold: Updates::replay(),
+            #[cfg(feature = "session-fork")]
+            index: crate::anchor::MessageIndex::default(),
+        }
+    }
+
     /// Records `event`, shown with message id `shown` (the next event of the log).
     pub(crate) fn see(&mut self, event: &SessionEvent, shown: Option<&MessageId>) {
         #[cfg(feature = "session-fork")]

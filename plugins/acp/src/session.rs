@@ -41,8 +41,7 @@ impl Shared {
             .store()?
             .create(None, CreateOptions::meta(SessionMeta::default().cwd(cwd)))
             .await?;
-        self.opened
-            .insert(session.id().clone(), OpenState::default());
+        self.opened.insert(session.id().clone(), OpenState::new());
         Ok(NewSessionResponse::new(AcpSessionId::new(
             session.id().as_str(),
         )))
@@ -90,7 +89,7 @@ impl Shared {
     ) -> Result<(), AcpError> {
         let id = SessionId::from(acp_id.0.as_ref());
         let store = self.store()?;
-        let mut state = OpenState::default();
+        let mut state = OpenState::new();
         if let Some(session) = store.store().get(&id) {
             for event in session.events().iter() {
                 state.replay(cx, acp_id, event)?;

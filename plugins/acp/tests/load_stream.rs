@@ -17,7 +17,6 @@ use dsh_session::{
     CreateOptions, EventDraft, Events, SessionEvent, SessionHeader, SessionId, SessionMeta,
     SessionPlugin, SessionStore, TurnEndReason,
 };
-use dsh_session_fork::SessionForkPlugin;
 use dsh_session_jsonl::JsonlPersistence;
 use futures::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use futures::StreamExt;
@@ -237,21 +236,21 @@ impl Plugin for EchoRunnerPlugin {
     }
 }
 
-/// A context: the session plugin over [`Gated`] JSONL under `root`, the fork plugin, `dsh-acp`
-/// and the echo runner.
+/// A context: the session plugin over [`Gated`] JSONL under `root`, the fork plugin (when
+/// built), `dsh-acp` and the echo runner.
 async fn context(root: &Path, probe: Arc<Probe>) -> Context {
     let root = root.to_owned();
     tokio::task::spawn_blocking(move || {
         let mut config = ContextConfig::default();
         config.set_config(GatedPlugin::NAME, json!({ "root": root }));
-        Context::builder()
+        let builder = Context::builder()
             .add_plugin(SessionPlugin)
             .add_plugin(GatedPlugin(probe))
-            .add_plugin(SessionForkPlugin)
             .add_plugin(AcpPlugin)
-            .add_plugin(EchoRunnerPlugin)
-            .with_config(config)
-            .build()
+            .add_plugin(EchoRunnerPlugin);
+        #[cfg(feature = "session-fork")]
+        let builder = builder.add_plugin(dsh_session_fork::SessionForkPlugin);
+        builder.with_config(config).build()
     })
     .await
     .expect("the build runs")
@@ -587,6 +586,7 @@ async fn a_log_damaged_mid_way_ends_the_load_with_its_code_after_the_updates_bef
     );
 }
 
+#[cfg(feature = "session-fork")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_at_a_message_after_a_load_resolves_the_replayed_id_without_reading_the_log() {
     let dir = tempfile::tempdir().expect("a temporary folder");

@@ -1,5 +1,6 @@
 //! The async face of the store for tokio hosts (Cargo feature `tokio`): [`AsyncSessionStore`]
-//! and [`AsyncPersistence`].
+//! (with [`ReopenStream`], a stored read streamed over a bounded channel) and
+//! [`AsyncPersistence`].
 
 use std::sync::Arc;
 

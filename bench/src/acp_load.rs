@@ -1,20 +1,23 @@
-//! `acp` figures of a streamed `session/load` ([`measure`]): stored JSONL sessions of about
-//! 1, 10 and 100 MB (generated turns, [`crate::generate`]), each loaded once over an
-//! in-process connection:
+//! `acp` figures of a streamed `session/load` ([`measure`]): stored sessions of about 1, 10
+//! and 100 MB as JSONL (generated turns, [`crate::generate`]; the same events in every
+//! backend of [`Backend::all`]: `jsonl`, `sqlite`, and `postgres` when configured), each
+//! loaded once over an in-process connection, figures named `..._BACKEND_Smb`:
 //!
 //! - `load_first_update_ms_S`: from the request written to the first `session/update` read
 //!   by the client, in milliseconds (target: within 50 ms at 100 MB);
 //! - `load_peak_bytes_S`: the most heap the process held during the request above what it
 //!   held before it ([`crate::alloc::peak`]; 0 where the counting allocator is not installed),
 //!   in bytes (target: flat in the size);
-//! - `load_stored_mb_S`: the stored file's size, in MB, as generated.
+//! - `load_stored_mb_S` (JSONL): the stored file's size, in MB, as generated.
 //!
 //! The session is stored and closed before the load, so the load streams the file.
 
-use crate::acp::{context, create, Client};
+use crate::acp::{context, create, BenchRunnerPlugin, Client};
 use crate::alloc;
-use dsh::acp::AcpServer;
+use crate::persist::Backend;
+use dsh::acp::{AcpPlugin, AcpServer};
 use dsh::session::SessionStore;
+use dsh::session_fork::SessionForkPlugin;
 use serde_json::json;
 use std::path::Path;
 
@@ -63,33 +66,45 @@ pub fn measure(
     let per_mb = events_per_mb(&dir.join("load-probe"));
     let mut figures = Vec::new();
     for mb in SIZES_MB {
-        progress(&format!("streamed session/load of a {mb} MB JSONL session"));
-        let root = dir.join(format!("load-{mb}mb"));
-        let ctx = context(Some(&root));
         let len = ((mb as f64 * per_mb) as usize).max(crate::generate::TURN_LEN + 1);
-        let id = create(&ctx, "acp-load-stream", len);
-        ctx.expect::<SessionStore>()
-            .dispose(&id)
-            .expect("written and closed");
-        let stored_mb = file_bytes(&root) as f64 / 1e6;
-        let mut client = Client::connect(runtime, &ctx.expect::<AcpServer>());
-        let params = json!({"sessionId": id.as_str(), "cwd": "/bench", "mcpServers": []});
-        let before = alloc::live();
-        alloc::reset_peak();
-        let (answer, updates, first) = runtime.block_on(client.call_timed("session/load", params));
-        let peak = alloc::peak().saturating_sub(before);
-        assert!(answer["error"].is_null(), "session/load: {answer}");
-        assert!(updates > 0, "the load replayed nothing");
-        let first = first.expect("a first update");
-        figures.push((
-            format!("load_first_update_ms_{mb}mb"),
-            first.as_secs_f64() * 1e3,
-        ));
-        figures.push((format!("load_peak_bytes_{mb}mb"), peak as f64));
-        figures.push((format!("load_stored_mb_{mb}mb"), stored_mb));
-        drop(client);
-        drop(ctx);
-        std::fs::remove_dir_all(&root).expect("the session's folder is removed");
+        for backend in Backend::all(&dir.join(format!("load-{mb}mb"))) {
+            let name = backend.name;
+            progress(&format!(
+                "streamed session/load of a {mb} MB session ({len} events), {name}"
+            ));
+            let ctx = backend.context_with(vec![
+                SessionForkPlugin.into(),
+                AcpPlugin.into(),
+                BenchRunnerPlugin.into(),
+            ]);
+            let id = create(&ctx, "acp-load-stream", len);
+            ctx.expect::<SessionStore>()
+                .dispose(&id)
+                .expect("written and closed");
+            if name == "jsonl" {
+                let stored = file_bytes(&dir.join(format!("load-{mb}mb"))) as f64 / 1e6;
+                figures.push((format!("load_stored_mb_{mb}mb"), stored));
+            }
+            let mut client = Client::connect(runtime, &ctx.expect::<AcpServer>());
+            let params = json!({"sessionId": id.as_str(), "cwd": "/bench", "mcpServers": []});
+            let before = alloc::live();
+            alloc::reset_peak();
+            let (answer, updates, first) =
+                runtime.block_on(client.call_timed("session/load", params));
+            let peak = alloc::peak().saturating_sub(before);
+            assert!(answer["error"].is_null(), "session/load: {answer}");
+            assert!(updates > 0, "the load replayed nothing");
+            let first = first.expect("a first update");
+            figures.push((
+                format!("load_first_update_ms_{name}_{mb}mb"),
+                first.as_secs_f64() * 1e3,
+            ));
+            figures.push((format!("load_peak_bytes_{name}_{mb}mb"), peak as f64));
+            drop(client);
+            drop(ctx);
+        }
+        std::fs::remove_dir_all(dir.join(format!("load-{mb}mb")))
+            .expect("the sessions' folder is removed");
     }
     figures
 }

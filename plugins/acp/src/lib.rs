@@ -53,6 +53,7 @@ mod handlers;
 mod list;
 pub mod message_id;
 mod opened;
+mod pace;
 pub mod plugin;
 mod prompt;
 pub mod runner;

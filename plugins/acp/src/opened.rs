@@ -55,7 +55,8 @@ impl OpenState {
         self.seen = self.seen.max(event.seq + 1);
     }
 
-    /// Sends the updates of `event` to `cx` (none without a client), and records it.
+    /// Sends the updates of `event` to `cx` (none without a client), and records it; returns
+    /// the number of updates sent.
     ///
     /// # Errors
     /// `CONNECTION_FAILED` when the client cannot be reached.
@@ -64,13 +65,13 @@ impl OpenState {
         cx: Option<&ConnectionTo<Client>>,
         session: &AcpSessionId,
         event: &SessionEvent,
-    ) -> Result<(), AcpError> {
-        let shown = match cx {
+    ) -> Result<usize, AcpError> {
+        let (shown, sent) = match cx {
             Some(cx) => send_updates(cx, session, &mut self.fold, event)?,
-            None => self.fold.track(event),
+            None => (self.fold.track(event), 0),
         };
         self.see(event, shown.as_ref());
-        Ok(())
+        Ok(sent)
     }
 }
 
@@ -125,7 +126,7 @@ impl Shared {
                 let from = usize::try_from(state.seen).unwrap_or(usize::MAX);
                 events
                     .iter_from(from)
-                    .try_for_each(|event| state.replay(Some(cx), &acp_id, event))
+                    .try_for_each(|event| state.replay(Some(cx), &acp_id, event).map(drop))
             })
             .transpose()?;
         Ok(session)

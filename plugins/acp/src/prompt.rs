@@ -202,12 +202,13 @@ impl Stream<'_> {
             self.prompt_id = user_message_id(event);
         }
         let shown = match self.lost {
-            None => {
-                send_updates(self.cx, self.session, &mut self.fold, event).unwrap_or_else(|error| {
+            None => match send_updates(self.cx, self.session, &mut self.fold, event) {
+                Ok((shown, _)) => shown,
+                Err(error) => {
                     self.lost = Some(error);
                     None
-                })
-            }
+                }
+            },
             Some(_) => self.fold.track(event),
         };
         self.opened
@@ -217,22 +218,23 @@ impl Stream<'_> {
 }
 
 /// Sends the updates of `event` to the client; returns the id of the message it belongs to
-/// ([`Updates::push`]'s).
+/// ([`Updates::push`]'s) and the number of updates sent.
 pub(crate) fn send_updates(
     cx: &ConnectionTo<Client>,
     session: &agent_client_protocol::v1::schema::SessionId,
     fold: &mut Updates,
     event: &SessionEvent,
-) -> Result<Option<MessageId>, AcpError> {
+) -> Result<(Option<MessageId>, usize), AcpError> {
     let mut updates: Vec<SessionUpdate> = Vec::new();
     let shown = fold.push(event, &mut updates);
+    let count = updates.len();
     for update in updates {
         cx.send_notification(SessionNotification::new(session.clone(), update))
             .map_err(|error| AcpError::Connection {
                 message: error.message,
             })?;
     }
-    Ok(shown)
+    Ok((shown, count))
 }
 
 /// Closes a turn the runner left open, as dsh closes a turn a crash interrupted; returns the

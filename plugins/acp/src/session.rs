@@ -16,6 +16,7 @@
 
 use crate::error::AcpError;
 use crate::opened::OpenState;
+use crate::pace::{Pace, Written};
 use crate::shared::Shared;
 use agent_client_protocol::v1::schema::{
     CloseSessionRequest, CloseSessionResponse, LoadSessionRequest, LoadSessionResponse,
@@ -24,7 +25,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
-use dsh_session::{CreateOptions, SessionId, SessionMeta};
+use dsh_session::{CreateOptions, SessionEvent, SessionId, SessionMeta};
 
 /// How many events a streamed replay's reader may read ahead of the updates sent.
 const REPLAY_CHANNEL_EVENTS: usize = 64;
@@ -60,8 +61,9 @@ impl Shared {
         &self,
         request: LoadSessionRequest,
         cx: &ConnectionTo<Client>,
+        written: &Written,
     ) -> Result<LoadSessionResponse, AcpError> {
-        self.open(&request.session_id, Some(cx)).await?;
+        self.open(&request.session_id, Some((cx, written))).await?;
         Ok(LoadSessionResponse::new())
     }
 
@@ -78,30 +80,41 @@ impl Shared {
         Ok(ResumeSessionResponse::new())
     }
 
-    /// Opens session `id`, its events replayed to `cx` when given: from memory when it is
-    /// live in the store, else streamed from its stored log as it is read
+    /// Opens session `id`, its events replayed to the client when given (a connection, paced
+    /// by what it wrote: [`crate::pace`]): from memory when it is live in the store, else
+    /// streamed from its stored log as it is read
     /// ([`dsh_session::AsyncSessionStore::reopen_streamed`]: a crash-interrupted turn closed
     /// durably, its closers replayed last). Records it opened with what was replayed.
     async fn open(
         &self,
         acp_id: &AcpSessionId,
-        cx: Option<&ConnectionTo<Client>>,
+        client: Option<(&ConnectionTo<Client>, &Written)>,
     ) -> Result<(), AcpError> {
         let id = SessionId::from(acp_id.0.as_ref());
         let store = self.store()?;
+        let cx = client.map(|(cx, _)| cx);
+        let mut pace = client.map(|(_, written)| Pace::new(written));
         let mut state = OpenState::new();
+        let mut replay = async |state: &mut OpenState, event: &SessionEvent| {
+            let sent = state.replay(cx, acp_id, event)?;
+            if let Some(pace) = &mut pace {
+                pace.sent(sent).await;
+            }
+            Ok::<(), AcpError>(())
+        };
         if let Some(session) = store.store().get(&id) {
-            for event in session.events().iter() {
-                state.replay(cx, acp_id, event)?;
+            let events = session.events();
+            for event in events.iter() {
+                replay(&mut state, event).await?;
             }
         } else {
             let mut stream = store.reopen_streamed(&id, REPLAY_CHANNEL_EVENTS);
             while let Some(event) = stream.next().await {
-                state.replay(cx, acp_id, &event)?;
+                replay(&mut state, &event).await?;
             }
             let reopened = stream.finish().await?;
             for closer in &reopened.appended {
-                state.replay(cx, acp_id, closer)?;
+                replay(&mut state, closer).await?;
             }
         }
         self.opened.insert(id, state);

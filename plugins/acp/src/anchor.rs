@@ -43,8 +43,6 @@ use agent_client_protocol::v1::schema::{ContentBlock, MessageId, Meta};
 use dsh_session::event_type::{ASSISTANT_MESSAGE, USER_MESSAGE};
 use dsh_session::{SessionEvent, SessionId};
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::Arc;
 
 /// The version of `_meta.jetbrains.air.fork` served.
 pub const VERSION: u64 = 1;
@@ -130,8 +128,7 @@ fn is_fingerprint(text: &str) -> bool {
 }
 
 /// A message of the source a replay shows: a user message, or an assistant message with text.
-#[derive(Clone, Debug)]
-pub(crate) struct Candidate {
+struct Candidate {
     seq: u64,
     user: bool,
     /// The id a replay shows for it.
@@ -245,18 +242,9 @@ fn candidates<'a>(events: impl Iterator<Item = &'a SessionEvent>) -> Vec<Candida
 
 /// `event` as a candidate, shown with id `shown`: `None` when it is neither a user message
 /// nor an assistant message with text.
-pub(crate) fn candidate(event: &SessionEvent, shown: &MessageId) -> Option<Candidate> {
+fn candidate(event: &SessionEvent, shown: &MessageId) -> Option<Candidate> {
     let user = event.kind == USER_MESSAGE;
-    let message = match event.kind.as_str() {
-        USER_MESSAGE => event.data.parse_as::<Message>().ok(),
-        ASSISTANT_MESSAGE => event
-            .data
-            .parse_as::<StepMessage>()
-            .ok()
-            .map(|step| step.message)
-            .filter(Message::has_text),
-        _ => None,
-    }?;
+    let message = message_of(event)?;
     Some(Candidate {
         seq: event.seq,
         user,
@@ -271,54 +259,18 @@ pub(crate) fn candidate(event: &SessionEvent, shown: &MessageId) -> Option<Candi
     })
 }
 
-/// The messages of one session a replay showed, by id: the first assistant message and the
-/// first user message named by each id (the id a replay shows, and a message's own `id`), so
-/// that an anchor naming one resolves without reading the log again. It holds per message
-/// its ids, seq and fingerprint, and a user message's prompt text.
-#[derive(Debug, Default)]
-pub(crate) struct MessageIndex {
-    by_id: HashMap<String, Named>,
-}
-
-/// The first assistant and user messages named by one id.
-#[derive(Debug, Default)]
-struct Named {
-    assistant: Option<Arc<Candidate>>,
-    user: Option<Arc<Candidate>>,
-}
-
-impl MessageIndex {
-    /// Records `event` (the next event of the log, in seq order) shown with id `shown`.
-    pub(crate) fn record(&mut self, event: &SessionEvent, shown: Option<&MessageId>) {
-        let Some(found) = shown.and_then(|shown| candidate(event, shown)) else {
-            return;
-        };
-        let found = Arc::new(found);
-        let keys = std::iter::once(found.shown.clone())
-            .chain(found.own.clone().filter(|own| *own != found.shown));
-        for key in keys {
-            let named = self.by_id.entry(key).or_default();
-            let slot = if found.user {
-                &mut named.user
-            } else {
-                &mut named.assistant
-            };
-            slot.get_or_insert_with(|| found.clone());
-        }
-    }
-
-    /// Where `anchor` forks when the index decides it as [`resolve`] over the whole log
-    /// would: the message its id names whose fingerprint fits (an assistant message first).
-    /// `None` when the index cannot decide (no message with that id, or the first one's
-    /// fingerprint differs): [`resolve`] then reads the log.
-    pub(crate) fn resolve(&self, anchor: &AirFork) -> Option<Resolved> {
-        let named = self.by_id.get(&anchor.message_id)?;
-        match (&named.assistant, &named.user) {
-            (Some(assistant), _) if assistant.fits(anchor) => Some(assistant.resolved()),
-            (Some(_), _) => None,
-            (None, Some(user)) if user.fits(anchor) => Some(user.resolved()),
-            (None, _) => None,
-        }
+/// The message of `event` when a fork can be anchored at it: a user message, or an assistant
+/// message with text.
+pub(crate) fn message_of(event: &SessionEvent) -> Option<Message> {
+    match event.kind.as_str() {
+        USER_MESSAGE => event.data.parse_as::<Message>().ok(),
+        ASSISTANT_MESSAGE => event
+            .data
+            .parse_as::<StepMessage>()
+            .ok()
+            .map(|step| step.message)
+            .filter(Message::has_text),
+        _ => None,
     }
 }
 
@@ -444,12 +396,33 @@ mod tests {
 
     #[test]
     fn the_index_decides_an_id_as_the_whole_log_does_or_leaves_it_to_the_log() {
+        use crate::message_index::MessageIndex;
         let id = SessionId::from("s");
+        // The log, then a turn whose step streamed: its message is shown with the id derived
+        // from its first chunk, and named by its own id too.
+        let mut events = log();
+        let streamed = [
+            EventDraft::turn_start(3),
+            EventDraft::user_text("u3", "stream", "user"),
+            EventDraft::step_start(3, 1),
+            EventDraft::new(
+                dsh_session::event_type::ASSISTANT_CHUNK,
+                json!({"turn": 3, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "s"}}),
+            ),
+            EventDraft::assistant_text(3, 1, "a3", "s", "p", "m"),
+            EventDraft::step_end(3, 1),
+            EventDraft::turn_end(3, TurnEndReason::Completed),
+        ];
+        for draft in streamed {
+            let seq = events.len() as u64;
+            events.push(draft.into_event(seq, 0));
+        }
+        let derived = message_id::derived(&events[15]).0.to_string();
         let mut index = MessageIndex::default();
         let mut fold = Updates::live();
-        for event in log() {
-            let shown = fold.track(&event);
-            index.record(&event, shown.as_ref());
+        for event in &events {
+            let shown = fold.track(event);
+            index.record(event, shown.as_ref());
         }
         let same = message_id::fingerprint("same");
         let other = message_id::fingerprint("other");
@@ -461,6 +434,9 @@ mod tests {
             json!({"version": 1, "messageId": "a2", "messageFingerprint": same}),
             json!({"version": 1, "messageId": "a2", "messageFingerprint": other}),
             json!({"version": 1, "messageId": "none", "messageFingerprint": same, "messageOccurrence": 2}),
+            json!({"version": 1, "messageId": "a3"}),
+            json!({"version": 1, "messageId": derived}),
+            json!({"version": 1, "messageId": "u3"}),
         ];
         let mut decided = 0;
         for anchor in anchors {
@@ -471,13 +447,13 @@ mod tests {
                 decided += 1;
                 assert_eq!(
                     Ok(found),
-                    resolve(&id, log().iter(), &air).map_err(|e| e.code()),
+                    resolve(&id, events.iter(), &air).map_err(|e| e.code()),
                     "{anchor}"
                 );
             }
         }
         assert_eq!(
-            decided, 5,
+            decided, 8,
             "every id the replay showed, with a fitting fingerprint"
         );
     }

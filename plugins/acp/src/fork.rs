@@ -114,7 +114,7 @@ mod served {
         }
 
         /// The message `air` names in session `source`: from the messages a replay or a
-        /// turn of this server showed when they decide it ([`anchor::MessageIndex`]), else
+        /// turn of this server showed when they decide it ([`crate::message_index::MessageIndex`]), else
         /// from its live log, else from the stored one.
         async fn resolve_anchor(
             &self,

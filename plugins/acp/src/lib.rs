@@ -52,6 +52,8 @@ pub mod fork;
 mod handlers;
 mod list;
 pub mod message_id;
+#[cfg(feature = "session-fork")]
+mod message_index;
 mod opened;
 mod pace;
 pub mod plugin;

@@ -32,7 +32,7 @@ pub(crate) struct OpenState {
     pub(crate) fold: Updates,
     /// The messages seen, by id: what a fork at a message resolves first.
     #[cfg(feature = "session-fork")]
-    pub(crate) index: crate::anchor::MessageIndex,
+    pub(crate) index: crate::message_index::MessageIndex,
 }
 
 impl OpenState {
@@ -42,7 +42,7 @@ impl OpenState {
             seen: 0,
             fold: Updates::replay(),
             #[cfg(feature = "session-fork")]
-            index: crate::anchor::MessageIndex::default(),
+            index: crate::message_index::MessageIndex::default(),
         }
     }
 

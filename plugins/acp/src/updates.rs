@@ -286,33 +286,31 @@ pub(crate) struct Message {
 }
 
 impl Message {
-    /// The text the message shows: its `text` blocks concatenated in order.
+    /// The message's `text` blocks' texts, in order.
     #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
-    pub(crate) fn text(&self) -> String {
+    pub(crate) fn texts(&self) -> impl Iterator<Item = &str> {
         self.content
             .iter()
             .filter(|block| block.kind == "text")
             .filter_map(|block| block.text.as_deref())
-            .collect()
+    }
+
+    /// The text the message shows: its `text` blocks concatenated in order.
+    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
+    pub(crate) fn text(&self) -> String {
+        self.texts().collect()
     }
 
     /// The message's `text` blocks as ACP content (a prompt to give back to a composer).
     #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
     pub(crate) fn text_blocks(&self) -> Vec<ContentBlock> {
-        self.content
-            .iter()
-            .filter(|block| block.kind == "text")
-            .filter_map(|block| block.text.as_deref())
-            .map(ContentBlock::from)
-            .collect()
+        self.texts().map(ContentBlock::from).collect()
     }
 
     /// Whether the message has a `text` block.
     #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
     pub(crate) fn has_text(&self) -> bool {
-        self.content
-            .iter()
-            .any(|block| block.kind == "text" && block.text.is_some())
+        self.texts().next().is_some()
     }
 }
 

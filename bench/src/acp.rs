@@ -446,6 +446,7 @@ pub fn measure(plan: Plan, mut progress: impl FnMut(&str)) -> Vec<(String, f64)>
     figures.extend(crate::acp_load::measure(
         &runtime,
         dir.path(),
+        reps.min(5),
         &mut progress,
     ));
 

@@ -69,7 +69,7 @@ fn a_crash_interrupted_turn_is_closed_durably_without_making_the_session_live() 
         .expect("reopened");
     assert_eq!(seen, (0..9).collect::<Vec<u64>>());
     assert_eq!(reopened.read, 9);
-    let expected = interrupted_turn_closers(&crashed());
+    let expected = interrupted_turn_closers(crashed());
     assert!(!expected.is_empty());
     assert_eq!(reopened.appended.len(), expected.len());
     assert_eq!(reopened.len(), 9 + expected.len() as u64);
@@ -97,7 +97,9 @@ fn a_writer_that_appends_during_the_read_makes_the_closers_seq_mismatch() {
     let error = store
         .reopen(&id, |event| {
             if event.seq == 8 {
-                other.append(&id, &[theirs.clone()]).expect("theirs lands");
+                other
+                    .append(&id, std::slice::from_ref(&theirs))
+                    .expect("theirs lands");
             }
         })
         .expect_err("the log changed since the read");
@@ -151,5 +153,5 @@ async fn the_stream_hands_out_every_event_through_a_channel_of_one() {
 
 #[cfg(feature = "tokio")]
 fn reopened_closers() -> usize {
-    interrupted_turn_closers(&crashed()).len()
+    interrupted_turn_closers(crashed()).len()
 }

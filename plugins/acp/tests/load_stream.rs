@@ -1,6 +1,7 @@
 //! Issue 25 part 3a in process, over the real wire of a connection: `session/load` streams the
 //! stored log (its first updates reach the client while the backend's reader is held after a
-//! few events), does not make the session live until a prompt needs it, closes a
+//! few events), is paced by a client that reads slowly, does not make the session live until
+//! a prompt needs it, closes a
 //! crash-interrupted turn durably, ends with the store's code after the updates before a
 //! damaged line, and a fork at a message after a load resolves the id from the replay's index
 //! without reading the log. The backend is JSONL behind a wrapper that can hold its reader
@@ -340,9 +341,14 @@ struct Client {
 
 impl Client {
     async fn connect(ctx: &Context) -> Client {
+        Client::connect_with(ctx, 1 << 16).await
+    }
+
+    /// A client whose end of the server's output holds `bytes` bytes.
+    async fn connect_with(ctx: &Context, bytes: usize) -> Client {
         let server = ctx.expect::<AcpServer>();
         let (input, requests) = piper::pipe(1 << 16);
-        let (lines, output) = piper::pipe(1 << 16);
+        let (lines, output) = piper::pipe(bytes);
         tokio::spawn(async move { server.serve(input, output).await });
         let mut client = Client {
             requests,
@@ -432,16 +438,58 @@ async fn the_replay_reaches_the_client_while_the_log_is_still_being_read() {
         first.push(message["params"]["update"].clone());
     }
     assert_eq!(texts(&first), ["q1", "a1"], "the first turn's messages");
-    assert_eq!(
-        probe.events_read.load(Ordering::SeqCst),
-        6,
-        "the reader is held at its gate: the updates came before the read finished"
+    let read = probe.events_read.load(Ordering::SeqCst);
+    assert!(
+        read <= 6,
+        "the reader is held at its gate (read {read} of 120 events): the updates came before \
+         the read finished"
     );
     open.send(()).expect("the reader waits");
     let (answer, rest) = client.answer(1).await;
     assert!(answer["result"].is_object(), "{answer}");
     assert_eq!(texts(&rest).len(), 38, "the other 19 turns");
     assert_eq!(probe.events_read.load(Ordering::SeqCst), 120);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_reads_slowly_slows_the_read() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let probe = Arc::new(Probe::default());
+    let ctx = context(dir.path(), probe.clone()).await;
+    // 2,000 turns: 12,000 events, 2 updates per turn.
+    store_session(&ctx, "s-slow", log(2_000, false)).await;
+    let mut client = Client::connect_with(&ctx, 4096).await;
+    client
+        .send(
+            1,
+            "session/load",
+            json!({"sessionId": "s-slow", "cwd": "/work/stream", "mcpServers": []}),
+        )
+        .await;
+    // What may be read ahead of the lines the client read: the lines in the pipe and the
+    // client's buffer (well under 400 of these), the 256 updates the replay may send before
+    // they are written, 64 events in the channel: 3 events per update at most, and slack.
+    let ahead = |lines: u64| 6 * (lines + 400) + 100;
+    let mut lines = 0;
+    loop {
+        let message = client.next().await;
+        lines += 1;
+        let read = probe.events_read.load(Ordering::SeqCst);
+        assert!(
+            read <= ahead(lines),
+            "{read} events read when the client had read {lines} lines"
+        );
+        if message["id"] == json!(1) {
+            assert!(message["result"].is_object(), "{message}");
+            break;
+        }
+        if lines % 16 == 0 {
+            // A slow client: the reader would run ahead of it, were it not paced.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    assert_eq!(lines, 4_001, "every update, then the answer");
+    assert_eq!(probe.events_read.load(Ordering::SeqCst), 12_000);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,10 +1,9 @@
 //! Issue 25 part 3a in process, over the real wire of a connection: `session/load` streams the
 //! stored log (its first updates reach the client while the backend's reader is held after a
 //! few events), is paced by a client that reads slowly, does not make the session live until
-//! a prompt needs it, closes a
-//! crash-interrupted turn durably, ends with the store's code after the updates before a
-//! damaged line, and a fork at a message after a load resolves the id from the replay's index
-//! without reading the log. The backend is JSONL behind a wrapper that can hold its reader
+//! a prompt needs it, closes a crash-interrupted turn durably, ends with the store's code
+//! after the updates before a damaged line, and a fork at a message after a load resolves the
+//! id from the replay's index without reading the log. The backend is JSONL behind a wrapper that can hold its reader
 //! and counts whole reads.
 
 use dsh_acp::{AcpPlugin, AcpServer, Turn, TurnError, TurnFuture, TurnRunner};

@@ -16,10 +16,11 @@
 //!   holds the whole seed), so it grows with N: shown, not targeted.
 //! - `fork_message_rpc_us_N`: a `session/fork` round trip at a message
 //!   (`_meta.jetbrains.air.fork`, the user message of turn 2, so the child is the same small
-//!   prefix at both sizes) of an open session of N = 1,000 and 100,000 events, without a
-//!   backend: the id is resolved by folding the source's log as a replay would (every message
-//!   event parsed), so it grows with N; `fork_message_growth` (100,000 over 1,000): shown, not
-//!   targeted.
+//!   prefix at both sizes) of a session of N = 1,000 and 100,000 events opened by a
+//!   `session/load`, without a backend: the id is resolved from the index the replay built,
+//!   so it stays flat; `fork_message_growth` (100,000 over 1,000; target flat).
+//! - `load_first_update_ms_S` and `load_peak_bytes_S` ([`crate::acp_load`]): `session/load`
+//!   of a stored JSONL session of S = 1, 10 and 100 MB.
 //! - `prompt_rpc_us`: a `session/prompt` round trip of a one-step turn run by [`BenchRunner`]
 //!   (the prompt, a yield where a model call would be, one assistant message), in a store
 //!   without a backend; `prompt_rpc_persisted_us` the same with the JSONL backend, where the
@@ -211,6 +212,45 @@ impl Client {
         }
     }
 
+    /// [`Client::call`], also timing the first `session/update` from the request's send:
+    /// the answer, the notifications before it, and that time (`None` when none came).
+    ///
+    /// # Panics
+    /// When the connection closes first.
+    pub async fn call_timed(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> (Value, usize, Option<std::time::Duration>) {
+        let start = std::time::Instant::now();
+        self.next_id += 1;
+        let id = self.next_id;
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.requests
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .expect("the server reads");
+        let (mut notifications, mut first) = (0, None);
+        loop {
+            let line = self
+                .lines
+                .next()
+                .await
+                .expect("the server answers")
+                .expect("the server's output reads");
+            if line.contains("\"method\":\"session/update\"") {
+                first.get_or_insert_with(|| start.elapsed());
+                notifications += 1;
+                black_box(&line);
+                continue;
+            }
+            let answer: Value = serde_json::from_str(&line).expect("an answer is JSON");
+            if answer["id"] == json!(id) {
+                return (answer, notifications, first);
+            }
+        }
+    }
+
     /// [`Client::call`] for a request that must succeed: its result.
     ///
     /// # Panics
@@ -385,6 +425,9 @@ pub fn measure(plan: Plan, mut progress: impl FnMut(&str)) -> Vec<(String, f64)>
         let ctx = context(None);
         let id = create(&ctx, "acp-fork-message", len);
         let mut client = Client::connect(&runtime, &ctx.expect::<AcpServer>());
+        // Opened by a load, as an editor opens it: the replay indexes the message ids.
+        let params = json!({"sessionId": id.as_str(), "cwd": "/bench", "mcpServers": []});
+        runtime.block_on(client.ok("session/load", params));
         let anchor = json!({"jetbrains": {"air": {"fork": {"version": 1, "messageId": "user-2"}}}});
         fork_once_with(&runtime, &mut client, &id, Some(anchor.clone())); // warm-up
         let rpc = median(
@@ -398,6 +441,13 @@ pub fn measure(plan: Plan, mut progress: impl FnMut(&str)) -> Vec<(String, f64)>
     figures.push((
         "fork_message_growth".to_owned(),
         message_us[1] / message_us[0],
+    ));
+
+    figures.extend(crate::acp_load::measure(
+        &runtime,
+        dir.path(),
+        reps.min(5),
+        &mut progress,
     ));
 
     for len in FORK_SIZES {

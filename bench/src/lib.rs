@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 pub mod acp;
+pub mod acp_load;
 #[allow(unsafe_code)]
 pub mod alloc;
 pub mod async_face;

@@ -54,7 +54,8 @@ enum Command {
     /// The ACP server of `dsh acp`, in process: session/load of a 100,000-event JSONL session
     /// (events replayed per second) against what `dsh history --json` does with it,
     /// session/fork round trips at 1,000 and 100,000 events (in memory, and with JSONL), and
-    /// session/prompt round trips of a one-step turn (in memory, and with JSONL).
+    /// session/prompt round trips of a one-step turn (in memory, and with JSONL), and the
+    /// streamed session/load of 1, 10 and 100 MB JSONL sessions (first update, peak heap).
     Acp(RunOptions),
 }
 

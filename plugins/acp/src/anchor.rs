@@ -39,7 +39,7 @@
 use crate::error::AcpError;
 use crate::message_id;
 use crate::updates::{Message, StepMessage, Updates};
-use agent_client_protocol::v1::schema::{ContentBlock, Meta};
+use agent_client_protocol::v1::schema::{ContentBlock, MessageId, Meta};
 use dsh_session::event_type::{ASSISTANT_MESSAGE, USER_MESSAGE};
 use dsh_session::{SessionEvent, SessionId};
 use serde_json::Value;
@@ -127,14 +127,48 @@ fn is_fingerprint(text: &str) -> bool {
         .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// A message of the source a replay shows.
+/// A message of the source a replay shows: a user message, or an assistant message with text.
 struct Candidate {
     seq: u64,
     user: bool,
+    /// The id a replay shows for it.
     shown: String,
+    /// Its own `id`.
     own: Option<String>,
     fingerprint: String,
+    /// A user message's prompt (text blocks); empty for an assistant message.
     content: Vec<ContentBlock>,
+}
+
+impl Candidate {
+    /// Whether the candidate is named `id` (the id a replay shows for it, or its own).
+    fn named(&self, id: &str) -> bool {
+        self.shown == id || self.own.as_deref() == Some(id)
+    }
+
+    /// Whether its fingerprint is the one `anchor` gives, if any.
+    fn fits(&self, anchor: &AirFork) -> bool {
+        anchor
+            .fingerprint
+            .as_ref()
+            .is_none_or(|f| *f == self.fingerprint)
+    }
+
+    /// Where forking at the candidate forks.
+    fn resolved(&self) -> Resolved {
+        if self.user {
+            Resolved::Before {
+                seq: self.seq,
+                message_id: self.shown.clone(),
+                prompt: self.content.clone(),
+            }
+        } else {
+            Resolved::Through {
+                seq: self.seq,
+                message_id: self.shown.clone(),
+            }
+        }
+    }
 }
 
 /// Resolves `anchor` among the messages of `events`, the log of session `id` (module
@@ -150,19 +184,9 @@ pub(crate) fn resolve<'a>(
     anchor: &AirFork,
 ) -> Result<Resolved, AcpError> {
     let candidates = candidates(events);
-    let fits = |c: &&Candidate| {
-        anchor
-            .fingerprint
-            .as_ref()
-            .is_none_or(|f| *f == c.fingerprint)
-    };
-    let named = |c: &&Candidate| {
-        c.shown == anchor.message_id || c.own.as_deref() == Some(anchor.message_id.as_str())
-    };
     let by_id = candidates
         .iter()
-        .filter(named)
-        .filter(fits)
+        .filter(|c| c.named(&anchor.message_id) && c.fits(anchor))
         .min_by_key(|c| c.user); // an assistant message first
     let found = match (by_id, &anchor.fingerprint) {
         (Some(found), _) => found,
@@ -193,18 +217,7 @@ pub(crate) fn resolve<'a>(
         }
         (None, None) => return Err(not_found(id, anchor, "no fingerprint was given".into())),
     };
-    Ok(if found.user {
-        Resolved::Before {
-            seq: found.seq,
-            message_id: found.shown.clone(),
-            prompt: found.content.clone(),
-        }
-    } else {
-        Resolved::Through {
-            seq: found.seq,
-            message_id: found.shown.clone(),
-        }
-    })
+    Ok(found.resolved())
 }
 
 fn not_found(id: &SessionId, anchor: &AirFork, why: String) -> AcpError {
@@ -219,33 +232,46 @@ fn not_found(id: &SessionId, anchor: &AirFork, why: String) -> AcpError {
 /// replay shows for them.
 fn candidates<'a>(events: impl Iterator<Item = &'a SessionEvent>) -> Vec<Candidate> {
     let mut fold = Updates::replay();
-    let mut out = Vec::new();
-    for event in events {
-        let shown = fold.track(event);
-        let message = match event.kind.as_str() {
-            USER_MESSAGE => event.data.parse_as::<Message>().ok(),
-            ASSISTANT_MESSAGE => event
-                .data
-                .parse_as::<StepMessage>()
-                .ok()
-                .map(|step| step.message)
-                .filter(Message::has_text),
-            _ => None,
-        };
-        let (Some(message), Some(shown)) = (message, shown) else {
-            continue;
-        };
-        let text = message.text();
-        out.push(Candidate {
-            seq: event.seq,
-            user: event.kind == USER_MESSAGE,
-            shown: shown.0.to_string(),
-            own: message.id.clone(),
-            fingerprint: message_id::fingerprint(&text),
-            content: message.text_blocks(),
-        });
+    events
+        .filter_map(|event| {
+            let shown = fold.track(event)?;
+            candidate(event, &shown)
+        })
+        .collect()
+}
+
+/// `event` as a candidate, shown with id `shown`: `None` when it is neither a user message
+/// nor an assistant message with text.
+fn candidate(event: &SessionEvent, shown: &MessageId) -> Option<Candidate> {
+    let user = event.kind == USER_MESSAGE;
+    let message = message_of(event)?;
+    Some(Candidate {
+        seq: event.seq,
+        user,
+        shown: shown.0.to_string(),
+        own: message.id.clone(),
+        fingerprint: message_id::fingerprint(&message.text()),
+        content: if user {
+            message.text_blocks()
+        } else {
+            Vec::new()
+        },
+    })
+}
+
+/// The message of `event` when a fork can be anchored at it: a user message, or an assistant
+/// message with text.
+pub(crate) fn message_of(event: &SessionEvent) -> Option<Message> {
+    match event.kind.as_str() {
+        USER_MESSAGE => event.data.parse_as::<Message>().ok(),
+        ASSISTANT_MESSAGE => event
+            .data
+            .parse_as::<StepMessage>()
+            .ok()
+            .map(|step| step.message)
+            .filter(Message::has_text),
+        _ => None,
     }
-    out
 }
 
 #[cfg(test)]
@@ -366,5 +392,69 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn the_index_decides_an_id_as_the_whole_log_does_or_leaves_it_to_the_log() {
+        use crate::message_index::MessageIndex;
+        let id = SessionId::from("s");
+        // The log, then a turn whose step streamed: its message is shown with the id derived
+        // from its first chunk, and named by its own id too.
+        let mut events = log();
+        let streamed = [
+            EventDraft::turn_start(3),
+            EventDraft::user_text("u3", "stream", "user"),
+            EventDraft::step_start(3, 1),
+            EventDraft::new(
+                dsh_session::event_type::ASSISTANT_CHUNK,
+                json!({"turn": 3, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "s"}}),
+            ),
+            EventDraft::assistant_text(3, 1, "a3", "s", "p", "m"),
+            EventDraft::step_end(3, 1),
+            EventDraft::turn_end(3, TurnEndReason::Completed),
+        ];
+        for draft in streamed {
+            let seq = events.len() as u64;
+            events.push(draft.into_event(seq, 0));
+        }
+        let derived = message_id::derived(&events[15]).0.to_string();
+        let mut index = MessageIndex::default();
+        let mut fold = Updates::live();
+        for event in &events {
+            let shown = fold.track(event);
+            index.record(event, shown.as_ref());
+        }
+        let same = message_id::fingerprint("same");
+        let other = message_id::fingerprint("other");
+        let anchors = [
+            json!({"version": 1, "messageId": "a1"}),
+            json!({"version": 1, "messageId": "a2"}),
+            json!({"version": 1, "messageId": "u1"}),
+            json!({"version": 1, "messageId": "u2"}),
+            json!({"version": 1, "messageId": "a2", "messageFingerprint": same}),
+            json!({"version": 1, "messageId": "a2", "messageFingerprint": other}),
+            json!({"version": 1, "messageId": "none", "messageFingerprint": same, "messageOccurrence": 2}),
+            json!({"version": 1, "messageId": "a3"}),
+            json!({"version": 1, "messageId": derived}),
+            json!({"version": 1, "messageId": "u3"}),
+        ];
+        let mut decided = 0;
+        for anchor in anchors {
+            let air = air_fork(&id, meta(anchor.clone()).as_ref())
+                .unwrap()
+                .expect("an anchor");
+            if let Some(found) = index.resolve(&air) {
+                decided += 1;
+                assert_eq!(
+                    Ok(found),
+                    resolve(&id, events.iter(), &air).map_err(|e| e.code()),
+                    "{anchor}"
+                );
+            }
+        }
+        assert_eq!(
+            decided, 8,
+            "every id the replay showed, with a fitting fingerprint"
+        );
     }
 }

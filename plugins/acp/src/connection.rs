@@ -16,6 +16,7 @@
 
 use crate::error::AcpError;
 use crate::handlers::builder;
+use crate::pace::Written;
 use crate::shared::Shared;
 use crate::transport::{frame, LineReader, LineWriter};
 use crate::turns::ConnectionTurns;
@@ -61,12 +62,14 @@ where
     W: AsyncWrite + Unpin + Send,
 {
     let turns = Arc::new(ConnectionTurns::default());
+    let written = Arc::new(Written::default());
     let (sdk_side, our_side) = Channel::duplex();
     let (mut from_sdk, to_sdk) = our_side.into_parts();
-    let mut protocol = pin!(builder(shared.clone(), turns.clone()).connect_to(sdk_side));
+    let mut protocol =
+        pin!(builder(shared.clone(), turns.clone(), written.clone()).connect_to(sdk_side));
     let mut protocol_done = false;
     let mut writer = LineWriter::new(output);
-    let mut write = pin!(write_lines(&mut from_sdk, &mut writer));
+    let mut write = pin!(write_lines(&mut from_sdk, &mut writer, &written));
     let mut write_done = false;
     let mut reader = LineReader::new(input);
     let end = {
@@ -150,13 +153,17 @@ async fn read_lines<R: AsyncRead + Unpin>(
 async fn write_lines<W: AsyncWrite + Unpin>(
     from_sdk: &mut UnboundedReceiver<TransportFrame>,
     writer: &mut LineWriter<W>,
+    written: &Written,
 ) -> io::Result<()> {
     while let Some(frame) = from_sdk.next().await {
         writer.write(&frame).await?;
+        let mut frames = 1;
         while let Ok(frame) = from_sdk.try_recv() {
             writer.write(&frame).await?;
+            frames += 1;
         }
         writer.flush().await?;
+        written.add(frames);
     }
     writer.flush().await
 }

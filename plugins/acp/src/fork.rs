@@ -113,12 +113,21 @@ mod served {
             Ok(ForkSessionResponse::new(AcpSessionId::new(child.id().as_str())).meta(meta))
         }
 
-        /// The message `air` names in session `source`: its live log, else the stored one.
+        /// The message `air` names in session `source`: from the messages a replay or a
+        /// turn of this server showed when they decide it ([`crate::message_index::MessageIndex`]), else
+        /// from its live log, else from the stored one.
         async fn resolve_anchor(
             &self,
             source: &SessionId,
             air: &AirFork,
         ) -> Result<Resolved, AcpError> {
+            if let Some(found) = self
+                .opened
+                .with(source, |state| state.index.resolve(air))
+                .flatten()
+            {
+                return Ok(found);
+            }
             let store = self.store()?;
             if let Some(session) = store.store().get(source) {
                 let events = session.events();

@@ -3,6 +3,7 @@
 //! `session/prompt` runs as a task of the connection's turns.
 
 use crate::error::AcpError;
+use crate::pace::Written;
 use crate::shared::Shared;
 use crate::turns::ConnectionTurns;
 use agent_client_protocol::schema::ProtocolVersion;
@@ -65,8 +66,8 @@ pub(crate) fn reply<T: agent_client_protocol::JsonRpcResponse>(
     responder.respond_with_result(result.map_err(|error| error.to_rpc()))
 }
 
-/// Registers the handler of requests of type `$request`: `Shared::$method(request)` (with the
-/// connection, for a method that sends notifications), answered with [`reply`].
+/// Registers the handler of requests of type `$request`: `Shared::$method(request)`, answered
+/// with [`reply`].
 macro_rules! method {
     ($builder:expr, $shared:expr, $request:ty => $method:ident) => {
         $builder.on_receive_request(
@@ -79,23 +80,14 @@ macro_rules! method {
             on_receive_request!(),
         )
     };
-    ($builder:expr, $shared:expr, $request:ty => $method:ident with connection) => {
-        $builder.on_receive_request(
-            {
-                let s = $shared.clone();
-                async move |request: $request, responder, cx: ConnectionTo<Client>| {
-                    reply(responder, s.$method(request, &cx).await)
-                }
-            },
-            on_receive_request!(),
-        )
-    };
 }
 
-/// The agent's handlers of one connection, one per method; its turns run in `turns`.
+/// The agent's handlers of one connection, one per method; its turns run in `turns`, its
+/// replays are paced by what it `written`.
 pub(crate) fn builder(
     shared: Arc<Shared>,
     turns: Arc<ConnectionTurns>,
+    written: Arc<Written>,
 ) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
 {
     let builder = Agent.v1().name("dsh-acp").on_receive_request(
@@ -110,7 +102,15 @@ pub(crate) fn builder(
         on_receive_request!(),
     );
     let builder = method!(builder, shared, NewSessionRequest => new_session);
-    let builder = method!(builder, shared, LoadSessionRequest => load_session with connection);
+    let builder = builder.on_receive_request(
+        {
+            let s = shared.clone();
+            async move |request: LoadSessionRequest, responder, cx: ConnectionTo<Client>| {
+                reply(responder, s.load_session(request, &cx, &written).await)
+            }
+        },
+        on_receive_request!(),
+    );
     let builder = method!(builder, shared, ResumeSessionRequest => resume_session);
     let builder = method!(builder, shared, ListSessionsRequest => list_sessions);
     let builder = method!(builder, shared, CloseSessionRequest => close_session);

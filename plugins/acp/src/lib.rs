@@ -12,10 +12,10 @@
 //! | --- | --- |
 //! | `initialize` | ACP v1; `loadSession`, `sessionCapabilities` `list`, `resume`, `close`, and `fork` only while `ctx.get::<SessionFork>()` is `Some` |
 //! | `session/new` | a new session in the store at the request's `cwd` |
-//! | `session/load` | opens a stored session (a crash-interrupted turn closed durably first) and replays its log as `session/update`s, in order, before it answers |
+//! | `session/load` | replays the session's log as `session/update`s, in order, before it answers: streamed from the stored log as it is read (a crash-interrupted turn closed durably at its end), the session opened without being made live until a prompt needs it |
 //! | `session/resume` | opens it the same way, without the replay |
 //! | `session/list` | stored and open sessions, newest first, `cwd` filter, cursor paging |
-//! | `session/close` | cancels its turn, writes what is left, disposes it |
+//! | `session/close` | cancels its turn, writes what is left, disposes it (an opened session never made live just closes) |
 //! | `session/fork` | forks at the last `turn/end`, at `_meta.dsh.atSeq`, or at a message (`_meta.jetbrains.air.fork`, module [`anchor`]) (module [`fork`]); "method not found" while the fork plugin is not live |
 //! | `session/prompt`, `session/cancel` | a turn run by the [`TurnRunner`] capability, streamed as it is written |
 //!
@@ -52,6 +52,10 @@ pub mod fork;
 mod handlers;
 mod list;
 pub mod message_id;
+#[cfg(feature = "session-fork")]
+mod message_index;
+mod opened;
+mod pace;
 pub mod plugin;
 mod prompt;
 pub mod runner;

@@ -53,7 +53,12 @@ pub(crate) fn own(id: Option<&str>) -> Option<MessageId> {
 /// The fingerprint of a message whose text is `text`: `sha256:` and 64 lowercase hex digits.
 #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
 pub(crate) fn fingerprint(text: &str) -> String {
-    let digest = Sha256::digest(text.as_bytes());
+    shown_fingerprint(&Sha256::digest(text.as_bytes()).into())
+}
+
+/// The fingerprint whose SHA-256 is `digest`, as [`fingerprint`] shows it.
+#[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
+pub(crate) fn shown_fingerprint(digest: &[u8; 32]) -> String {
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");
     for byte in digest {

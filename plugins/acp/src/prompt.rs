@@ -6,6 +6,7 @@
 //! gets edit-and-resubmit of a prompt it never saw replayed), when the runner appended one.
 
 use crate::error::AcpError;
+use crate::opened::Opened;
 use crate::runner::{Turn, TurnError};
 use crate::shared::Shared;
 use crate::turns::ConnectionTurns;
@@ -62,10 +63,7 @@ impl Shared {
                 message: format!("the connection is ending: no turn of session \"{id}\" starts"),
             });
         }
-        let session = store
-            .store()
-            .get(&id)
-            .ok_or_else(|| AcpError::NotOpen { id: id.clone() })?;
+        let session = self.live(&id, &cx).await?;
         let (registered, mut events) = self.turns.begin(&id)?;
         let start = session.len();
         // A client that goes away mid-turn cancels the turn; the turn still ends and is
@@ -76,6 +74,8 @@ impl Shared {
             fold: Updates::live(),
             prompt_id: None,
             lost: None,
+            opened: &self.opened,
+            id: id.clone(),
         };
         let run = runner.run(Turn::new(
             session.clone(),
@@ -189,6 +189,10 @@ struct Stream<'a> {
     prompt_id: Option<MessageId>,
     /// Why the client could not be reached, once it could not.
     lost: Option<AcpError>,
+    /// The sessions opened, where the turn's messages are recorded.
+    opened: &'a Opened,
+    /// The session's id in the store.
+    id: SessionId,
 }
 
 impl Stream<'_> {
@@ -197,31 +201,40 @@ impl Stream<'_> {
         if self.prompt_id.is_none() && event.kind == USER_MESSAGE {
             self.prompt_id = user_message_id(event);
         }
-        if self.lost.is_none() {
-            if let Err(error) = send_updates(self.cx, self.session, &mut self.fold, event) {
-                self.lost = Some(error);
-            }
-        }
+        let shown = match self.lost {
+            None => match send_updates(self.cx, self.session, &mut self.fold, event) {
+                Ok((shown, _)) => shown,
+                Err(error) => {
+                    self.lost = Some(error);
+                    None
+                }
+            },
+            Some(_) => self.fold.track(event),
+        };
+        self.opened
+            .with(&self.id, |state| state.see(event, shown.as_ref()));
         self.lost.is_none()
     }
 }
 
-/// Sends the updates of `event` to the client.
+/// Sends the updates of `event` to the client; returns the id of the message it belongs to
+/// ([`Updates::push`]'s) and the number of updates sent.
 pub(crate) fn send_updates(
     cx: &ConnectionTo<Client>,
     session: &agent_client_protocol::v1::schema::SessionId,
     fold: &mut Updates,
     event: &SessionEvent,
-) -> Result<(), AcpError> {
+) -> Result<(Option<MessageId>, usize), AcpError> {
     let mut updates: Vec<SessionUpdate> = Vec::new();
-    fold.push(event, &mut updates);
+    let shown = fold.push(event, &mut updates);
+    let count = updates.len();
     for update in updates {
         cx.send_notification(SessionNotification::new(session.clone(), update))
             .map_err(|error| AcpError::Connection {
                 message: error.message,
             })?;
     }
-    Ok(())
+    Ok((shown, count))
 }
 
 /// Closes a turn the runner left open, as dsh closes a turn a crash interrupted; returns the

@@ -1,16 +1,23 @@
-//! `session/new`, `session/load`, `session/resume` and `session/close`: sessions opened in the
-//! store (live, so that prompts can append to them) and closed again.
+//! `session/new`, `session/load`, `session/resume` and `session/close`: the sessions the
+//! server opens ([`crate::opened`]) and closes again.
 //!
-//! `session/load` and `session/resume` open a stored session as dsh's load does
-//! ([`dsh_session::SessionStore::resume`]): a turn a crash left open is closed durably first
-//! (the interrupted-turn closers are appended and written), so that the session can be
-//! continued. `session/load` then replays the whole log as `session/update`s
-//! ([`crate::updates`]) before it answers; `session/resume` does not replay.
+//! `session/load` replays the session's log as `session/update`s ([`crate::updates`]) before
+//! it answers. A session live in the store is replayed from memory; any other is streamed
+//! from its stored log as it is read, in bounded memory (a reader on tokio's blocking pool
+//! a bounded channel ahead of the updates sent: a client that reads slowly slows the read),
+//! and a turn a crash left open at the log's end is closed durably by appending dsh's
+//! interrupted-turn closers to the stored log, as dsh's load does, which are replayed last.
+//! A log refused mid-way (damage) ends the request with the store's code after the updates
+//! of the events before the damage were sent; nothing is written then. The session is not
+//! made live by the load: it is recorded as opened, and made live (the events stored beyond
+//! those replayed sent first) by the first request that appends to it
+//! ([`Shared::live`]). `session/resume` opens the same way without the replay.
+//! `session/close` forgets an opened session, and disposes it when it is live.
 
 use crate::error::AcpError;
-use crate::prompt::send_updates;
+use crate::opened::OpenState;
+use crate::pace::{Pace, Written};
 use crate::shared::Shared;
-use crate::updates::Updates;
 use agent_client_protocol::v1::schema::{
     CloseSessionRequest, CloseSessionResponse, LoadSessionRequest, LoadSessionResponse,
     NewSessionRequest, NewSessionResponse, ResumeSessionRequest, ResumeSessionResponse,
@@ -18,8 +25,10 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
-use dsh_session::{CreateOptions, Session, SessionId, SessionMeta};
-use std::sync::Arc;
+use dsh_session::{CreateOptions, SessionEvent, SessionId, SessionMeta};
+
+/// How many events a streamed replay's reader may read ahead of the updates sent.
+const REPLAY_CHANNEL_EVENTS: usize = 64;
 
 impl Shared {
     /// `session/new`: a new session in the store at the request's `cwd` (which must be
@@ -33,34 +42,32 @@ impl Shared {
             .store()?
             .create(None, CreateOptions::meta(SessionMeta::default().cwd(cwd)))
             .await?;
+        self.opened.insert(session.id().clone(), OpenState::new());
         Ok(NewSessionResponse::new(AcpSessionId::new(
             session.id().as_str(),
         )))
     }
 
-    /// `session/load`: opens the stored (or live) session, closing a crash-interrupted turn
-    /// durably, and replays its log to the client as `session/update`s, in order, before it
-    /// answers.
+    /// `session/load`: replays session `id` to the client as `session/update`s, in order,
+    /// before it answers, and records it as opened (module documentation).
     ///
     /// # Errors
     ///
     /// `SESSION_NOT_FOUND`, the backend's code for a file it refuses (`LOG_CORRUPT`,
-    /// ...), `CONNECTION_FAILED`.
+    /// ...: after the updates of the events before the damage were sent), `SEQ_MISMATCH`
+    /// when another writer changed the log before a crash's closers were written,
+    /// `CONNECTION_FAILED`.
     pub(crate) async fn load_session(
         &self,
         request: LoadSessionRequest,
         cx: &ConnectionTo<Client>,
+        written: &Written,
     ) -> Result<LoadSessionResponse, AcpError> {
-        let session = self.open(&request.session_id).await?;
-        let mut fold = Updates::replay();
-        for event in session.events().iter() {
-            send_updates(cx, &request.session_id, &mut fold, event)?;
-        }
+        self.open(&request.session_id, Some((cx, written))).await?;
         Ok(LoadSessionResponse::new())
     }
 
-    /// `session/resume`: opens the stored (or live) session as `session/load` does, without
-    /// the replay.
+    /// `session/resume`: opens the session as `session/load` does, without the replay.
     ///
     /// # Errors
     ///
@@ -69,14 +76,49 @@ impl Shared {
         &self,
         request: ResumeSessionRequest,
     ) -> Result<ResumeSessionResponse, AcpError> {
-        self.open(&request.session_id).await?;
+        self.open(&request.session_id, None).await?;
         Ok(ResumeSessionResponse::new())
     }
 
-    /// Opens session `id` as dsh's load does ([`dsh_session::SessionStore::resume`]).
-    async fn open(&self, id: &AcpSessionId) -> Result<Arc<Session>, AcpError> {
-        let id = SessionId::from(id.0.as_ref());
-        Ok(self.store()?.resume(&id).await?.session)
+    /// Opens session `id`, its events replayed to the client when given (a connection, paced
+    /// by what it wrote: [`crate::pace`]): from memory when it is live in the store, else
+    /// streamed from its stored log as it is read
+    /// ([`dsh_session::AsyncSessionStore::reopen_streamed`]: a crash-interrupted turn closed
+    /// durably, its closers replayed last). Records it opened with what was replayed.
+    async fn open(
+        &self,
+        acp_id: &AcpSessionId,
+        client: Option<(&ConnectionTo<Client>, &Written)>,
+    ) -> Result<(), AcpError> {
+        let id = SessionId::from(acp_id.0.as_ref());
+        let store = self.store()?;
+        let cx = client.map(|(cx, _)| cx);
+        let mut pace = client.map(|(_, written)| Pace::new(written));
+        let mut state = OpenState::new();
+        let mut replay = async |state: &mut OpenState, event: &SessionEvent| {
+            let sent = state.replay(cx, acp_id, event)?;
+            if let Some(pace) = &mut pace {
+                pace.sent(sent).await;
+            }
+            Ok::<(), AcpError>(())
+        };
+        if let Some(session) = store.store().get(&id) {
+            let events = session.events();
+            for event in events.iter() {
+                replay(&mut state, event).await?;
+            }
+        } else {
+            let mut stream = store.reopen_streamed(&id, REPLAY_CHANNEL_EVENTS);
+            while let Some(event) = stream.next().await {
+                replay(&mut state, &event).await?;
+            }
+            let reopened = stream.finish().await?;
+            for closer in &reopened.appended {
+                replay(&mut state, closer).await?;
+            }
+        }
+        self.opened.insert(id, state);
+        Ok(())
     }
 
     /// `session/close`: cancels the session's running turn, if any, and disposes the session
@@ -89,7 +131,8 @@ impl Shared {
     ) -> Result<CloseSessionResponse, AcpError> {
         let id = SessionId::from(request.session_id.0.as_ref());
         self.turns.cancel(&id);
-        if !self.store()?.dispose(&id).await? {
+        let disposed = self.store()?.dispose(&id).await?;
+        if !self.opened.remove(&id) && !disposed {
             return Err(AcpError::NotOpen { id });
         }
         Ok(CloseSessionResponse::new())

@@ -5,6 +5,7 @@
 
 use crate::config::AcpConfig;
 use crate::error::AcpError;
+use crate::opened::Opened;
 use crate::runner::{Cancellation, TurnRunner};
 use crate::turns::Turns;
 use dsh_core::{Dep, Optional};
@@ -29,6 +30,8 @@ pub(crate) struct Shared {
     pub(crate) fork: ForkService,
     pub(crate) runner: Optional<dyn TurnRunner>,
     pub(crate) turns: Arc<Turns>,
+    /// The sessions opened by this server's connections.
+    pub(crate) opened: Opened,
     /// Sessions per `session/list` page.
     pub(crate) page_size: AtomicUsize,
     /// The longest line a connection reads, in bytes.
@@ -55,6 +58,7 @@ impl Shared {
             fork,
             runner,
             turns,
+            opened: Opened::default(),
             page_size: AtomicUsize::new(0),
             max_line_bytes: AtomicUsize::new(0),
             stop_timeout_ms: AtomicU64::new(0),

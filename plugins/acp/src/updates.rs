@@ -21,7 +21,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use dsh_session::event_type::{
-    ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE,
+    ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE,
 };
 use dsh_session::SessionEvent;
 use serde::Deserialize;
@@ -90,25 +90,33 @@ impl Updates {
         }
     }
 
-    /// Adds the updates of `event` to `out`.
-    pub(crate) fn push(&mut self, event: &SessionEvent, out: &mut Vec<SessionUpdate>) {
+    /// Adds the updates of `event` to `out`; returns the id of the message it belongs to
+    /// ([`Updates::track`]'s).
+    pub(crate) fn push(
+        &mut self,
+        event: &SessionEvent,
+        out: &mut Vec<SessionUpdate>,
+    ) -> Option<MessageId> {
         let id = self.track(event);
-        match (event.kind.as_str(), id) {
+        match (event.kind.as_str(), id.as_ref()) {
+            // A tool call is announced and run within its turn: what the fold remembers of
+            // the calls stays the size of a turn, whatever the log's length.
+            (TURN_START, _) => self.announced.clear(),
             (USER_MESSAGE, Some(id)) if !self.live => {
                 if let Ok(message) = event.data.parse_as::<Message>() {
                     chunks(&message.content, out, |text| {
-                        SessionUpdate::UserMessageChunk(chunk(text, &id))
+                        SessionUpdate::UserMessageChunk(chunk(text, id))
                     });
                 }
             }
             (ASSISTANT_CHUNK, Some(id)) => {
                 if let Ok(data) = event.data.parse_as::<ChunkData>() {
-                    self.chunk(data, &id, out);
+                    self.chunk(data, id, out);
                 }
             }
             (ASSISTANT_MESSAGE, Some(id)) => {
                 if let Ok(data) = event.data.parse_as::<StepMessage>() {
-                    self.assistant(data, &id, out);
+                    self.assistant(data, id, out);
                 }
             }
             (TOOL_CALL, _) => {
@@ -130,6 +138,7 @@ impl Updates {
             }
             _ => {}
         }
+        id
     }
 
     /// Enters step `(turn, step)`, whose message has id `id`, forgetting what the previous
@@ -277,33 +286,31 @@ pub(crate) struct Message {
 }
 
 impl Message {
-    /// The text the message shows: its `text` blocks concatenated in order.
+    /// The message's `text` blocks' texts, in order.
     #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
-    pub(crate) fn text(&self) -> String {
+    pub(crate) fn texts(&self) -> impl Iterator<Item = &str> {
         self.content
             .iter()
             .filter(|block| block.kind == "text")
             .filter_map(|block| block.text.as_deref())
-            .collect()
+    }
+
+    /// The text the message shows: its `text` blocks concatenated in order.
+    #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
+    pub(crate) fn text(&self) -> String {
+        self.texts().collect()
     }
 
     /// The message's `text` blocks as ACP content (a prompt to give back to a composer).
     #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
     pub(crate) fn text_blocks(&self) -> Vec<ContentBlock> {
-        self.content
-            .iter()
-            .filter(|block| block.kind == "text")
-            .filter_map(|block| block.text.as_deref())
-            .map(ContentBlock::from)
-            .collect()
+        self.texts().map(ContentBlock::from).collect()
     }
 
     /// Whether the message has a `text` block.
     #[cfg_attr(not(feature = "session-fork"), allow(dead_code))] // read by the fork anchor
     pub(crate) fn has_text(&self) -> bool {
-        self.content
-            .iter()
-            .any(|block| block.kind == "text" && block.text.is_some())
+        self.texts().next().is_some()
     }
 }
 

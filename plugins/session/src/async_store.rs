@@ -1,5 +1,6 @@
 //! The async face of the store for tokio hosts (Cargo feature `tokio`): [`AsyncSessionStore`]
-//! and [`AsyncPersistence`].
+//! (with [`ReopenStream`], a stored read streamed over a bounded channel) and
+//! [`AsyncPersistence`].
 
 use std::sync::Arc;
 
@@ -11,7 +12,9 @@ use crate::persistence::{
     ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
 };
 use crate::session::Session;
-use crate::store::{CreateOptions, Imported, Migration, Resumed, SessionStore, StoreError};
+use crate::store::{
+    CreateOptions, Imported, Migration, Reopened, Resumed, SessionStore, StoreError,
+};
 use dsh_core::{run_blocking, Unavailable};
 
 /// The async face of a [`SessionStore`]: the same calls, run off the runtime's workers. Cheap
@@ -161,6 +164,30 @@ impl AsyncSessionStore {
         run_blocking(move || store.read_stored(&id, len)).await
     }
 
+    /// [`SessionStore::reopen`] streamed: the read runs on tokio's blocking pool and hands
+    /// each event over a bounded channel of `capacity` events (at least 1) to the returned
+    /// [`ReopenStream`], as it is read. The reader waits while the channel is full, so a
+    /// consumer that is slow (a client reading its updates slowly) slows the read, and the
+    /// memory the stream holds is `capacity` events, whatever the session's length. Starts
+    /// at once; the outcome comes from [`ReopenStream::finish`].
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn reopen_streamed(&self, id: &SessionId, capacity: usize) -> ReopenStream {
+        let (sender, events) = tokio::sync::mpsc::channel(capacity.max(1));
+        let (store, id) = (self.store.clone(), id.clone());
+        let done = tokio::task::spawn_blocking(move || {
+            // Once the consumer is gone the events go nowhere; the read still ends, so that
+            // a crash-interrupted turn is closed as the consumer asked.
+            store.reopen(&id, |event| {
+                if !sender.is_closed() {
+                    let _ = sender.blocking_send(event);
+                }
+            })
+        });
+        ReopenStream { events, done }
+    }
+
     /// [`SessionStore::migrate`], off the workers.
     ///
     /// # Errors
@@ -259,5 +286,42 @@ impl AsyncPersistence {
     pub async fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
         let backend = self.backend.clone();
         run_blocking(move || backend.list()).await
+    }
+}
+
+/// A stored session read by [`AsyncSessionStore::reopen_streamed`]: its events as they are
+/// read ([`ReopenStream::next`]), then the outcome ([`ReopenStream::finish`]).
+#[derive(Debug)]
+pub struct ReopenStream {
+    events: tokio::sync::mpsc::Receiver<SessionEvent>,
+    done: tokio::task::JoinHandle<Result<Reopened, StoreError>>,
+}
+
+impl ReopenStream {
+    /// The next event read, in seq order; `None` once the read has ended (every event read
+    /// was handed out), whatever its outcome.
+    pub async fn next(&mut self) -> Option<SessionEvent> {
+        self.events.recv().await
+    }
+
+    /// The outcome of the read ([`SessionStore::reopen`]'s): what it read and wrote. Events
+    /// not taken with [`ReopenStream::next`] yet are dropped (the read goes on to its end
+    /// without them).
+    ///
+    /// # Errors
+    /// As [`SessionStore::reopen`]: the events handed out belong to no verdict then.
+    ///
+    /// # Panics
+    /// As [`run_blocking`]: when the read panicked (the backend's own panics are contained as
+    /// errors first), or the runtime shut down before it ran.
+    pub async fn finish(self) -> Result<Reopened, StoreError> {
+        drop(self.events);
+        match self.done.await {
+            Ok(outcome) => outcome,
+            Err(error) => match error.try_into_panic() {
+                Ok(payload) => std::panic::resume_unwind(payload),
+                Err(_) => panic!("the tokio runtime shut down before the stored read ran"),
+            },
+        }
     }
 }

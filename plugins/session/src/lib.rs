@@ -68,10 +68,10 @@ pub use plugin::{SessionConfig, SessionPlugin};
 
 // The store, its calls' options and results, its errors and its events.
 #[cfg(feature = "tokio")]
-pub use async_store::{AsyncPersistence, AsyncSessionStore};
+pub use async_store::{AsyncPersistence, AsyncSessionStore, ReopenStream};
 pub use store::{
-    CreateOptions, Imported, Inspected, Migration, Resumed, Seed, SessionCreated, SessionDisposed,
-    SessionFlush, SessionStore, StoreError, StoredSeed,
+    CreateOptions, Imported, Inspected, Migration, Reopened, Resumed, Seed, SessionCreated,
+    SessionDisposed, SessionFlush, SessionStore, StoreError, StoredSeed,
 };
 
 // A session, its events and their envelope, ids and the header.

@@ -12,11 +12,13 @@ mod error;
 mod inspect;
 mod migrate;
 mod read;
+mod reopen;
 mod types;
 
 pub use error::StoreError;
 pub use inspect::Inspected;
 pub use migrate::Migration;
+pub use reopen::Reopened;
 pub use types::{
     CreateOptions, Imported, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush,
     StoredSeed,

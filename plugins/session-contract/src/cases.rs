@@ -17,6 +17,7 @@ use crate::Fixture;
 
 mod forks;
 mod generations;
+mod titles;
 use dsh_session::backend::{PersistenceError, SessionPersistence};
 use dsh_session::{CreateOptions, EventDraft, SessionEvent, SessionId, SurfaceOp, TurnEndReason};
 pub use forks::*;
@@ -24,6 +25,7 @@ pub use generations::*;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+pub use titles::*;
 
 /// A header with every field its version has (lineage with the cut, origin, depth, preset, in
 /// v0 an unmodelled field) and a two-turn seed read back identical, by the writing instance

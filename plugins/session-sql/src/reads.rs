@@ -75,17 +75,18 @@ pub fn revision_sql(ns: &str, session_id: &str, version: &str) -> String {
 }
 
 /// The listing entry of a `sessions` row of the database `store`, read as `row` (its header
-/// columns and its revision, or the error reading them): `None`, with a warning in the log,
-/// when the row could not be read or its header is refused (a foreign version, a bad column),
-/// so that a listing skips it.
+/// columns, its revision and its `title` column, or the error reading them): `None`, with a
+/// warning in the log, when the row could not be read or its header is refused (a foreign
+/// version, a bad column), so that a listing skips it.
 pub fn list_entry(
     store: &str,
-    row: Result<(HeaderColumns, i64), PersistenceError>,
+    row: Result<(HeaderColumns, i64, Option<String>), PersistenceError>,
 ) -> Option<ListedSession> {
-    let read = row.and_then(|(columns, revision)| {
+    let read = row.and_then(|(columns, revision, title)| {
         Ok(ListedSession {
             header: columns.read_header(store)?,
             revision: sql_count(revision),
+            title,
         })
     });
     read.inspect_err(|error| tracing::warn!(%error, "skipping an unreadable session header"))

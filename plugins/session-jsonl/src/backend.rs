@@ -719,6 +719,12 @@ impl SessionPersistence for JsonlPersistence {
     /// it, and it stays the same while nobody writes. It is the revision `load`, `read_prefix`
     /// and `read_from` report for the file as they read it.
     ///
+    /// The title of a session ([`ListedSession::title`]) comes from the title cache in its
+    /// folder ([`crate::title_cache`]): when the file grew since the cache was written, only
+    /// the bytes after the cached offset are read; without a cache that matches the file, the
+    /// whole file is read once. The cache is then written (best effort, a failure is no error);
+    /// it is the only thing a listing writes.
+    ///
     /// # Errors
     ///
     /// [`PersistenceError::Io`] when a folder cannot be listed;

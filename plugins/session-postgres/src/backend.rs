@@ -10,6 +10,7 @@ use dsh_session::backend::{
     check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredPrefix,
     StoredSession, StoredTail,
 };
+use dsh_session::event_type::last_title;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use dsh_session_sql::{
     check_new_session, check_new_session_from, list_entry, revision_sql, span_rows_sql, sql_count,
@@ -111,6 +112,7 @@ struct Prepared {
     select_spans: Statement,
     select_span_rows: Statement,
     list: Statement,
+    set_title: Statement,
 }
 
 impl Conn {
@@ -140,6 +142,7 @@ impl Conn {
             select_spans: prepare(&sql.select_spans)?,
             select_span_rows: prepare(&sql.select_span_rows)?,
             list: prepare(&sql.list)?,
+            set_title: prepare(&sql.set_title)?,
         };
         Ok(Conn { client, st })
     }
@@ -201,6 +204,18 @@ struct Statements {
     select_spans: String,
     select_span_rows: String,
     list: String,
+    set_title: String,
+}
+
+/// Sets the `title` column (schema 4) of session `id` to `title`, in transaction `tx`.
+fn set_title(
+    tx: &mut Transaction<'_>,
+    st: &Prepared,
+    id: &SessionId,
+    title: Option<String>,
+) -> Result<(), tokio_postgres::Error> {
+    block(tx.execute(&st.set_title, &[&id.as_str(), &title]))?;
+    Ok(())
 }
 
 /// The revision of the generation whose id `id` and version `version` name (SQL expressions)
@@ -248,10 +263,11 @@ impl Statements {
             select_spans: select_spans_sql(s),
             select_span_rows: span_rows_sql(&format!("{s}."), EVENT_SELECT, |n| format!("${n}")),
             list: format!(
-                "SELECT {HEADER_SELECT}, {} FROM {s}.sessions s \
+                "SELECT {HEADER_SELECT}, {}, s.title FROM {s}.sessions s \
                  ORDER BY created_at, id COLLATE \"C\"",
                 revision(s, "s.id", "s.version")
             ),
+            set_title: format!("UPDATE {s}.sessions SET title = $2 WHERE id = $1"),
         }
     }
 }
@@ -488,6 +504,7 @@ impl SessionPersistence for PostgresPersistence {
                 let inserted = block(tx.execute(&st.insert_session, &header_params(&row)))?;
                 if inserted == 1 {
                     insert_events(tx, &st.insert_events, id, seed)?;
+                    set_title(tx, st, id, last_title(seed.iter().map(Arc::as_ref)))?;
                 }
                 Ok(inserted == 1)
             })
@@ -534,7 +551,11 @@ impl SessionPersistence for PostgresPersistence {
         let refused = self
             .write(&mut client, id, |tx, st| {
                 let statements = (&st.insert_session, &st.insert_events);
-                fork_in(tx, s, statements, (&row, &store), prefix, &own)
+                let refused = fork_in(tx, s, statements, (&row, &store), prefix, &own)?;
+                if refused.is_none() {
+                    set_title(tx, st, id, events.title())?;
+                }
+                Ok(refused)
             })
             .map_err(|e| self.write_error(id, e))?;
         match refused {
@@ -590,7 +611,13 @@ impl SessionPersistence for PostgresPersistence {
             let version: i64 = locked.get(0);
             let current = SeenGenerations::check_write(id, seen, sql_count(version));
             match current.and_then(|()| check_seqs(id, sql_count(next), events)) {
-                Ok(()) => insert_events(tx, &st.insert_events, id, events),
+                Ok(()) => {
+                    insert_events(tx, &st.insert_events, id, events)?;
+                    match last_title(events.iter().map(Arc::as_ref)) {
+                        Some(title) => set_title(tx, st, id, Some(title)),
+                        None => Ok(()),
+                    }
+                }
                 Err(mismatch) => {
                     refused = Some(mismatch);
                     Ok(())
@@ -658,7 +685,13 @@ impl SessionPersistence for PostgresPersistence {
         let mut listed = Vec::with_capacity(rows.len());
         for row in &rows {
             let read = HeaderColumns::read(&PgRow(row))
-                .and_then(|columns| Ok((columns, row.try_get(HeaderColumns::COUNT)?)))
+                .and_then(|columns| {
+                    Ok((
+                        columns,
+                        row.try_get(HeaderColumns::COUNT)?,
+                        row.try_get(HeaderColumns::COUNT + 1)?,
+                    ))
+                })
                 .map_err(self.failed());
             listed.extend(list_entry(&store, read));
         }
@@ -690,7 +723,8 @@ impl SessionPersistence for PostgresPersistence {
         let refused = self
             .write(&mut client, id, |tx, st| {
                 publish_in(tx, s, &row, source_revision, |tx| {
-                    insert_events(tx, &st.insert_events, id, events)
+                    insert_events(tx, &st.insert_events, id, events)?;
+                    set_title(tx, st, id, last_title(events.iter().map(Arc::as_ref)))
                 })
             })
             .map_err(|e| self.write_error(id, e))?;

@@ -49,7 +49,10 @@ impl Entry {
     /// The entry of an open session: its title and last event as they are now ([`Session::title`]
     /// is kept as events are appended: no scan of the log).
     fn live(session: &Session) -> Option<Entry> {
-        let mut entry = Entry::of(session.header(), session.title().map(String::from))?;
+        let mut entry = Entry::of(
+            session.header(),
+            session.title().as_deref().map(str::to_owned),
+        )?;
         entry.updated_ms = session.events().last().map(|event| event.time);
         Some(entry)
     }

@@ -93,20 +93,22 @@ pub fn list_entry(
         .ok()
 }
 
-/// The events of stored session `id` from its rows in seq order, checking that the log has no
-/// gap (row `i` holds seq `i`). `store` names the database in errors.
+/// The events of stored session `id` from its rows in seq order from seq `first`, checking
+/// that the log has no gap (row `i` holds seq `first + i`). `store` names the database in
+/// errors.
 ///
 /// # Errors
 ///
 /// [`PersistenceError::Corrupt`] naming the session: a row that is not an event
 /// ([`EventColumns::into_event`]), or a seq stored where another belongs.
-fn events_from_rows(
+pub(crate) fn events_from_rows(
     store: &str,
     id: &SessionId,
+    first: u64,
     rows: impl IntoIterator<Item = EventColumns>,
 ) -> Result<Vec<SessionEvent>, PersistenceError> {
     let mut events = Vec::new();
-    for (index, row) in (0u64..).zip(rows) {
+    for (index, row) in (first..).zip(rows) {
         let event = row.into_event().map_err(|bad| bad.corrupt(store, id))?;
         if event.seq != index {
             return Err(PersistenceError::Corrupt {
@@ -156,7 +158,7 @@ impl StoredRows {
         rows: Vec<EventColumns>,
     ) -> Result<StoredRows, PersistenceError> {
         let events = match from {
-            0 => events_from_rows(store, id, rows)?,
+            0 => events_from_rows(store, id, 0, rows)?,
             _ => tail_from_rows(store, id, from, revision, rows)?,
         };
         Ok(StoredRows {

@@ -7,14 +7,15 @@ use crate::rows::{
 };
 use crate::schema::{connect, open_prepared, storage_error};
 use dsh_session::backend::{
-    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredPrefix,
-    StoredSession, StoredTail,
+    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredLog,
+    StoredPrefix, StoredSession, StoredTail,
 };
 use dsh_session::event_type::last_title;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use dsh_session_sql::{
     check_new_session, check_new_session_from, check_publishable, list_entry, revision_sql,
-    sql_count, sql_int, EventColumns, HeaderColumns, SeenGenerations, StoredRows,
+    sql_count, sql_int, EventColumns, HeaderColumns, PageSource, PagedLog, SeenGenerations, Span,
+    StoredRows,
 };
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -493,6 +494,28 @@ impl SqlitePersistence {
     }
 }
 
+/// The pages of a [`PagedLog`], read on the read connection the log keeps.
+struct Pages {
+    conn: Connection,
+    /// The database, as errors name it.
+    path: PathBuf,
+}
+
+impl PageSource for Pages {
+    fn rows(
+        &mut self,
+        spans: &[Span],
+        from: u64,
+        limit: u64,
+    ) -> Result<Vec<EventColumns>, PersistenceError> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| storage_error(&self.path, &e))?;
+        inherited_rows(&tx, spans, from, limit).map_err(|e| storage_error(&self.path, &e))
+    }
+}
+
 /// The format version of stored session `id`'s current generation and its revision
 /// ([`revision`]), which is also the seq its next event must carry; `None` when no session
 /// `id` is stored.
@@ -612,6 +635,42 @@ impl SessionPersistence for SqlitePersistence {
         let read = self.read(id, 0, len)?;
         self.seen.saw(id, read.header.version);
         Ok(read.into_stored())
+    }
+
+    /// Opens the log to read it a page of rows at a time ([`dsh_session_sql::PagedLog`], pages
+    /// of [`dsh_session_sql::PAGE_ROWS`] rows, keyset by seq, inherited rows read where the
+    /// spans say): a reader holds one page, never the log. The header, revision and spans are
+    /// read in one transaction when it opens, on a read connection the log keeps; each page is
+    /// a read transaction of its own. The events and refusals are those of
+    /// [`SessionPersistence::load`], a gap or a bad row refused when the read reaches it.
+    /// Never writes.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::load`] for the header: [`PersistenceError::NotFound`],
+    /// [`PersistenceError::VersionUnsupported`], [`PersistenceError::HeaderInvalid`],
+    /// [`PersistenceError::Io`].
+    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
+        let mut conn = self.open_reader()?;
+        let failed = |e| self.error(id, &e);
+        let (header, revision, spans) = {
+            let tx = conn.transaction().map_err(failed)?;
+            let (header, revision) = self.header(&tx, id)?;
+            let spans = spans_of(&tx, id.as_str(), sql_int(header.version)).map_err(failed)?;
+            (header, revision, spans)
+        };
+        self.seen.saw(id, header.version);
+        let pages = Pages {
+            conn,
+            path: self.path.clone(),
+        };
+        Ok(Box::new(PagedLog::new(
+            self.store(),
+            header,
+            revision,
+            spans,
+            pages,
+        )))
     }
 
     /// Reads the header and the events with seq `from` and later (`WHERE seq >= from` on the

@@ -3,12 +3,13 @@
 use crate::driver::{block, Driver};
 use crate::error::{is_duplicate_key, sql_error, write_error, OpenError, Place};
 use crate::fork::{fork_in, inherited_rows, select_spans_sql, spans_of_rows, NOT_REFERENCEABLE};
+use crate::log::open_paged;
 use crate::publish::{header_params, publish_in};
 use crate::rows::{insert_events, PgRow};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
 use dsh_session::backend::{
-    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredPrefix,
-    StoredSession, StoredTail,
+    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredLog,
+    StoredPrefix, StoredSession, StoredTail,
 };
 use dsh_session::event_type::last_title;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
@@ -87,8 +88,9 @@ pub struct PostgresPersistence {
     sql: Statements,
     /// Idle connections, at most [`IDLE_CONNECTIONS`] (dropped before the driver).
     idle: Mutex<Vec<Conn>>,
-    /// The runtime the connections' sockets run on.
-    driver: Driver,
+    /// The runtime the connections' sockets run on (shared with the logs `open_log` opened,
+    /// which keep a connection of their own).
+    driver: Arc<Driver>,
     /// The generation of each session this instance last loaded, created or wrote.
     seen: SeenGenerations,
 }
@@ -96,21 +98,21 @@ pub struct PostgresPersistence {
 /// An open connection, set up for the store's writes (`lock_timeout`, `synchronous_commit`
 /// set for its whole session) with the store's statements prepared on it, so that a write
 /// costs one round trip per statement.
-struct Conn {
-    client: Client,
-    st: Prepared,
+pub(crate) struct Conn {
+    pub(crate) client: Client,
+    pub(crate) st: Prepared,
 }
 
 /// The store's statements ([`Statements`]) prepared on one connection.
-struct Prepared {
+pub(crate) struct Prepared {
     insert_session: Statement,
     insert_events: Statement,
     lock_session: Statement,
     next_seq: Statement,
-    select_header: Statement,
+    pub(crate) select_header: Statement,
     select_events: Statement,
-    select_spans: Statement,
-    select_span_rows: Statement,
+    pub(crate) select_spans: Statement,
+    pub(crate) select_span_rows: Statement,
     list: Statement,
     set_title: Statement,
 }
@@ -170,6 +172,15 @@ impl DerefMut for Pooled<'_> {
         self.conn
             .as_mut()
             .expect("a pooled connection is held until dropped")
+    }
+}
+
+impl Pooled<'_> {
+    /// The connection, no longer given back to the idle ones.
+    fn take(mut self) -> Conn {
+        self.conn
+            .take()
+            .expect("a pooled connection holds one until dropped")
     }
 }
 
@@ -325,7 +336,7 @@ impl PostgresPersistence {
             place,
             lock_timeout,
             idle: Mutex::new(vec![conn]),
-            driver,
+            driver: Arc::new(driver),
             seen: SeenGenerations::default(),
         })
     }
@@ -661,6 +672,27 @@ impl SessionPersistence for PostgresPersistence {
         let read = self.read(id, 0, len)?;
         self.seen.saw(id, read.header.version);
         Ok(read.into_stored())
+    }
+
+    /// Opens the log to read it a page of rows at a time ([`dsh_session_sql::PagedLog`], pages
+    /// of [`dsh_session_sql::PAGE_ROWS`] rows, keyset by seq, inherited rows read where the
+    /// spans say): a reader holds one page, never the log. The header, revision and spans are
+    /// read in one snapshot when it opens, on a connection the log keeps (taken from the idle
+    /// ones, or a new one; closed with the log); each page is a read-only transaction of its
+    /// own. The events and refusals are those of [`SessionPersistence::load`], a gap or a bad
+    /// row refused when the read reaches it. Never writes.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::load`] for the header.
+    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
+        if id.as_str().contains('\0') {
+            return Err(PersistenceError::NotFound { id: id.clone() });
+        }
+        let conn = self.client()?.take();
+        let log = open_paged(conn, self.driver.clone(), &self.place, id)?;
+        self.seen.saw(id, log.header().version);
+        Ok(Box::new(log))
     }
 
     /// Reads the header and the events with seq `from` and later (`WHERE seq >= from` on the

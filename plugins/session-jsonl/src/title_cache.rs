@@ -300,3 +300,34 @@ impl LineScan {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::LineScan;
+
+    /// Fed in two pieces split anywhere, the scan finds the last title of the complete lines
+    /// and counts the bytes through the last newline, as fed whole.
+    #[test]
+    fn a_text_split_anywhere_scans_as_whole() {
+        let text = concat!(
+            r#"{"type":"session/title","seq":0,"time":1,"data":{"title":"one"}}"#,
+            "\n",
+            r#"{"type":"plugin/note","seq":1,"time":1,"data":{"t":"\"session/title\""}}"#,
+            "\n",
+            r#"{"type":"session/title","seq":2,"time":1,"data":{"title":"two","x":"\"session/title\""}}"#,
+            "\n",
+            r#"{"type":"session/title-llm-request","seq":3,"time":1,"data":{"title":"no"}}"#,
+            "\n",
+            r#"{"type":"session/title","seq":4,"time":1,"data":{"title":"torn"#,
+        )
+        .as_bytes();
+        let complete = text.iter().rposition(|b| *b == b'\n').unwrap() as u64 + 1;
+        for split in 0..=text.len() {
+            let mut scan = LineScan::default();
+            scan.feed(&text[..split]);
+            scan.feed(&text[split..]);
+            assert_eq!(scan.title.as_deref(), Some("two"), "split at {split}");
+            assert_eq!(scan.complete, complete, "split at {split}");
+        }
+    }
+}

@@ -117,10 +117,13 @@ fn a_torn_line_is_scanned_once_complete() {
     assert_eq!(title(&backend).as_deref(), Some("Torn"));
 }
 
+/// A change made to a cache, given the file's length.
+type Change = fn(&mut Value, u64);
+
 /// Every cache that does not describe the file as it is now is rebuilt from the file.
 #[test]
 fn a_cache_that_does_not_match_the_file_is_rebuilt() {
-    let cases: [(&str, fn(&mut Value, u64)); 6] = [
+    let cases: [(&str, Change); 6] = [
         ("another generation", |c, _| {
             c["file"] = json!("session.v3.jsonl")
         }),

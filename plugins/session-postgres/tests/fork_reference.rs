@@ -94,7 +94,7 @@ fn a_schema_3_store_is_upgraded_and_its_titles_filled() {
         SessionEvent::new("session/title", seq, 1, json!({ "title": title }))
     };
     let parent = SessionHeader::new(SessionId::from("p"), 1, SessionMeta::default().cwd("/w"));
-    let events = vec![
+    let events = [
         note(0),
         title(1, json!("First")),
         title(2, json!("Sec\"ond")),

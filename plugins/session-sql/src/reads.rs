@@ -261,11 +261,15 @@ mod tests {
     #[test]
     fn a_listing_skips_a_row_it_cannot_read() {
         let columns = HeaderColumns::of(&header());
-        let listed = list_entry("db", Ok((columns.clone(), 4))).unwrap();
-        assert_eq!((listed.header, listed.revision), (header(), 4));
+        let title = Some("a title".to_owned());
+        let listed = list_entry("db", Ok((columns.clone(), 4, title.clone()))).unwrap();
+        assert_eq!(
+            (listed.header, listed.revision, listed.title),
+            (header(), 4, title)
+        );
         let mut foreign = columns;
         foreign.version = 9;
-        assert!(list_entry("db", Ok((foreign, 4))).is_none());
+        assert!(list_entry("db", Ok((foreign, 4, None))).is_none());
         let unread = PersistenceError::NotFound { id: "s".into() };
         assert!(list_entry("db", Err(unread)).is_none());
     }

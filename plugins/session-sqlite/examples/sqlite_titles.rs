@@ -2,7 +2,7 @@
 //! each (default 1000 and 1), each titled; the title is a column of the session's row, so
 //! listing reads no event row.
 //!
-//! `cargo run --release -p dsh-session-sqlite --example list_titles -- [N] [MB]` (the
+//! `cargo run --release -p dsh-session-sqlite --example sqlite_titles -- [N] [MB]` (the
 //! database is a temporary file, removed at the end).
 
 use dsh_session::backend::SessionPersistence;

@@ -3,7 +3,7 @@
 //! title cache: every file read once), warm (every cache holds), and after one titled event
 //! was appended to every session (only the appended bytes read).
 //!
-//! `cargo run --release -p dsh-session-jsonl --example list_titles -- [N] [MB] [zstd]`
+//! `cargo run --release -p dsh-session-jsonl --example jsonl_titles -- [N] [MB] [zstd]`
 //! (the store is a temporary folder, removed at the end).
 
 use dsh_session::backend::SessionPersistence;

@@ -15,15 +15,20 @@
 //! byte search for `"session/title"` first, a JSON parse only of the lines it finds. The
 //! cache is then replaced (a temporary file renamed over it), best effort: a store that
 //! cannot be written lists the same titles, and a failed write is never an error of `list`.
+//! The backend's own writes keep it current too ([`record_written`], [`record_appended`]),
+//! so that a listing after them reads nothing but the cache.
 
 use crate::compressed::{FrameText, Frames};
+use crate::durable::{TEMP_PREFIX, TEMP_SUFFIX};
+use crate::folder::Folder;
 use crate::limits::MAX_FRAME_BYTES;
 use dsh_session::event_type::SESSION_TITLE;
 use memchr::memmem;
-use std::fs::{self, File};
+use std::ffi::OsStr;
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The name of the title cache in a session's folder.
 pub const CACHE_FILE: &str = "title-cache.json";
@@ -63,24 +68,25 @@ pub(crate) struct TitleCache {
     pub(crate) title: Option<String>,
 }
 
-/// The title of the session whose file `file` (opened, `len` bytes long) is at `path`, of
-/// creation time `created_at`, compressed when `compressed`: from its cache when that holds,
-/// else from what the file holds beyond it (or from all of it), the cache then brought up to
-/// date. `None` when the log holds no title, or when the file cannot be read (logged).
+/// The title of the session whose file is `name` in `folder` (opened as `file`, `len` bytes
+/// long; `path` names it in the log), of creation time `created_at`, compressed when
+/// `compressed`: from the cache when that holds, else from what the file holds beyond it (or
+/// from all of it), the cache then brought up to date. `None` when the log holds no title, or
+/// when the file cannot be read (logged).
 pub(crate) fn listed_title(
-    path: &Path,
+    folder: &Folder,
+    (name, path): (&OsStr, &Path),
     file: &File,
     len: u64,
     created_at: u64,
     compressed: bool,
 ) -> Option<String> {
-    let name = path.file_name()?.to_string_lossy().into_owned();
-    let cache_path = path.with_file_name(CACHE_FILE);
-    let cached = read_cache(&cache_path)
-        .filter(|cache| holds(cache, &name, created_at, file, len))
+    let file_name = name.to_string_lossy().into_owned();
+    let cached = read_cache(folder)
+        .filter(|cache| holds(cache, &file_name, created_at, file, len))
         .unwrap_or_else(|| TitleCache {
             shape: SHAPE,
-            file: name,
+            file: file_name,
             created_at,
             scanned: 0,
             tail: String::new(),
@@ -109,25 +115,77 @@ pub(crate) fn listed_title(
         title: title.clone(),
         ..cached
     };
-    if let Err(error) = write_cache(&cache_path, &updated) {
-        tracing::debug!(path = %cache_path.display(), %error, "title cache not written");
-    }
+    write_cache(folder, &updated);
     title
 }
 
-/// The cache at `path` when it is there, readable and of this shape; `None` otherwise (a
-/// link is not followed).
-pub(crate) fn read_cache(path: &Path) -> Option<TitleCache> {
-    use rustix::fs::{Mode, OFlags};
-    let fd = rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-        Mode::empty(),
-    )
-    .ok()?;
-    let file = File::from(fd);
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.len() > MAX_CACHE_BYTES {
+/// Records, after this backend wrote the whole file `name` of `folder` (a create, a fork
+/// child, a migrated generation: complete records only) for the session created at
+/// `created_at`, that its title is `title`: a listing then reads nothing but the cache. Best
+/// effort, as every cache write.
+pub(crate) fn record_written(
+    folder: &Folder,
+    name: &OsStr,
+    created_at: u64,
+    title: Option<String>,
+) {
+    let Ok(file) = folder.open_file(name, false) else {
+        return;
+    };
+    let Ok(len) = file.metadata().map(|meta| meta.len()) else {
+        return;
+    };
+    let Ok(tail) = tail_of(&file, len) else {
+        return;
+    };
+    let cache = TitleCache {
+        shape: SHAPE,
+        file: name.to_string_lossy().into_owned(),
+        created_at,
+        scanned: len,
+        tail,
+        title,
+    };
+    write_cache(folder, &cache);
+}
+
+/// Records, after this backend appended complete records from offset `from` to the end of
+/// the file `name` of `folder` (under its write lock), that they set the title `title` (`None`:
+/// they set none): when the cache held the file up to `from`, it is moved to the end, so a
+/// listing reads nothing but the cache; otherwise it is left for the listing to rebuild.
+pub(crate) fn record_appended(folder: &Folder, name: &OsStr, from: u64, title: Option<String>) {
+    let Some(cached) = read_cache(folder) else {
+        return;
+    };
+    let Ok(file) = folder.open_file(name, false) else {
+        return;
+    };
+    let Ok(len) = file.metadata().map(|meta| meta.len()) else {
+        return;
+    };
+    let current = cached.scanned == from
+        && cached.file == name.to_string_lossy()
+        && holds(&cached, &cached.file, cached.created_at, &file, len);
+    if !current {
+        return;
+    }
+    let Ok(tail) = tail_of(&file, len) else {
+        return;
+    };
+    let cache = TitleCache {
+        scanned: len,
+        tail,
+        title: title.or(cached.title),
+        ..cached
+    };
+    write_cache(folder, &cache);
+}
+
+/// The cache of `folder` when it is there, a regular file (a link is not followed), not too
+/// large, and of this shape; `None` otherwise.
+fn read_cache(folder: &Folder) -> Option<TitleCache> {
+    let file = folder.open_file(OsStr::new(CACHE_FILE), false).ok()?;
+    if file.metadata().ok()?.len() > MAX_CACHE_BYTES {
         return None;
     }
     let mut text = Vec::new();
@@ -154,30 +212,26 @@ fn tail_of(file: &File, end: u64) -> io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Replaces the cache at `path` with `cache`: a temporary file beside it, renamed over it.
-fn write_cache(path: &Path, cache: &TitleCache) -> io::Result<()> {
-    let text = serde_json::to_vec(cache).map_err(io::Error::other)?;
-    let temp = temp_path(path);
+/// Replaces the cache of `folder` with `cache`: a temporary file of the backend's temporary
+/// names (removed once stale if a crash leaves it), renamed over it, through the folder's
+/// handle (no link followed). Not synced: a cache lost in a crash is rebuilt. Best effort:
+/// a failure is logged at debug level and is no error of the caller.
+fn write_cache(folder: &Folder, cache: &TitleCache) {
     let written = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        file.write_all(&text)?;
-        fs::rename(&temp, path)
+        let text = serde_json::to_vec(cache).map_err(io::Error::other)?;
+        let (mut temp, temp_name) = folder.create_unique_file(TEMP_PREFIX, TEMP_SUFFIX)?;
+        let published = temp
+            .write_all(&text)
+            .and_then(|()| folder.rename(&temp_name, OsStr::new(CACHE_FILE)));
+        if published.is_err() {
+            let _ = folder.remove_file(&temp_name);
+        }
+        published
     })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temp);
+    if let Err(error) = written {
+        let path = folder.join(OsStr::new(CACHE_FILE));
+        tracing::debug!(path = %path.display(), %error, "title cache not written");
     }
-    written
-}
-
-/// A temporary name beside `path`, unique to this process and call.
-fn temp_path(path: &Path) -> PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{CACHE_FILE}.{}.{n}.tmp", std::process::id()))
 }
 
 /// Scans the plain file `file` from offset `from` (the start of a line) to its end: returns

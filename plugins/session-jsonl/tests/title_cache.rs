@@ -162,7 +162,80 @@ fn a_cache_that_does_not_match_the_file_is_rebuilt() {
 fn a_cache_that_cannot_be_written_is_no_error_of_list() {
     let root = tempfile::tempdir().unwrap();
     let (backend, file) = titled(root.path(), Compression::None);
+    fs::remove_file(cache_path(&file)).unwrap();
     fs::create_dir(cache_path(&file)).unwrap();
     assert_eq!(title(&backend).as_deref(), Some("First"));
     assert_eq!(title(&backend).as_deref(), Some("First"));
+}
+
+/// The backend's own writes keep the cache current, so that a listing after them reads
+/// nothing but the cache: a create records its seed's title, an append moves the cache to the
+/// file's end (a cache marked behind the backend's back keeps its mark: nothing before was
+/// read again), a fork child's cache is seeded from the events it is created from, and a
+/// migrated generation's cache names the new file.
+#[test]
+fn the_backend_writes_keep_the_cache_current() {
+    use dsh_session::backend::StoredPrefix;
+    use dsh_session::format::FormatVersion;
+    use dsh_session::Events;
+    for compression in [Compression::None, Compression::Zstd] {
+        let root = tempfile::tempdir().unwrap();
+        let (backend, file) = titled(root.path(), compression);
+        assert_eq!(
+            cache(&file)["scanned"],
+            json!(len(&file)),
+            "{compression:?}"
+        );
+        assert_eq!(cache(&file)["title"], json!("First"));
+        set_cache(&file, |cache| cache["title"] = json!("Marked"));
+        let id = SessionId::from("s");
+        let note = SessionEvent::new("plugin/note", 2, 3, json!({}));
+        backend.append(&id, &[Arc::new(note)]).unwrap();
+        assert_eq!(cache(&file)["scanned"], json!(len(&file)));
+        assert_eq!(
+            title(&backend).as_deref(),
+            Some("Marked"),
+            "{compression:?}"
+        );
+        let retitle = SessionEvent::new("session/title", 3, 4, json!({"title": "Second"}));
+        backend.append_atomic(&id, &[Arc::new(retitle)]).unwrap();
+        assert_eq!(cache(&file)["scanned"], json!(len(&file)));
+        assert_eq!(cache(&file)["title"], json!("Second"));
+
+        let stored = backend.load(&id).unwrap();
+        let meta = SessionMeta::default().cwd("/p").lineage(id.clone(), 4);
+        let child = SessionHeader::new(SessionId::from("child"), 2, meta);
+        let prefix = StoredPrefix {
+            parent: id.clone(),
+            version: 0,
+            len: 4,
+        };
+        backend
+            .create_forked(&child, &Events::from_vec(stored.events.clone()), &prefix)
+            .unwrap();
+        let child_file = backend.locate(&child.id).unwrap().unwrap();
+        assert_eq!(cache(&child_file)["scanned"], json!(len(&child_file)));
+        assert_eq!(cache(&child_file)["title"], json!("Second"), "inherited");
+
+        let meta = SessionMeta::default().cwd("/p").version(FormatVersion::V3);
+        let mut v3 = SessionHeader::new(id.clone(), 1, meta);
+        v3.is_seeded = Some(false);
+        let migrated = [
+            SessionEvent::new("plugin/note", 0, 1, json!({})),
+            SessionEvent::new("session/title", 1, 2, json!({"title": "Migrated"})),
+        ];
+        let migrated: Vec<_> = migrated.into_iter().map(Arc::new).collect();
+        backend
+            .publish_successor(&v3, &migrated, len(&file))
+            .unwrap();
+        let cache = cache(&file);
+        assert!(
+            cache["file"]
+                .as_str()
+                .unwrap()
+                .starts_with("session.v3.jsonl"),
+            "{cache}"
+        );
+        assert_eq!(cache["title"], json!("Migrated"));
+    }
 }

@@ -1,7 +1,8 @@
 //! Measures `list` with titles over a JSONL store: `N` sessions of about `MB` megabytes each
 //! (default 1000 and 1), each titled twice (near its start and near its end), listed cold (no
-//! title cache: every file read once), warm (every cache holds), and after one titled event
-//! was appended to every session (only the appended bytes read).
+//! title cache: every file read once), warm (every cache holds), after this backend appended
+//! a titled event to every session (the cache kept current by the append), and after another
+//! process appended one to every file (only the appended bytes read).
 //!
 //! `cargo run --release -p dsh-session-jsonl --example jsonl_titles -- [N] [MB] [zstd]`
 //! (the store is a temporary folder, removed at the end).
@@ -76,8 +77,28 @@ fn main() {
         let event = SessionEvent::new("session/title", per_session, 2, json!({"title": "later"}));
         backend.append(&id, &[Arc::new(event)]).expect("appended");
     }
-    let listed = list("after an append to each");
+    let listed = list("after this backend appended to each (the cache kept current)");
     assert!(listed.iter().all(|l| l.title.as_deref() == Some("later")));
+    // Another process appends: only its bytes are read.
+    for n in 0..sessions {
+        let id = SessionId::new(format!("s{n}"));
+        let path = backend.locate(&id).expect("located").expect("stored");
+        let line = format!(
+            "{{\"type\":\"session/title\",\"seq\":{},\"time\":3,\"data\":{{\"title\":\"raw\"}}}}\n",
+            per_session + 1
+        );
+        let bytes = match compression {
+            Compression::Zstd => zstd::bulk::compress(line.as_bytes(), 3).expect("compressed"),
+            Compression::None => line.into_bytes(),
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .expect("opened");
+        std::io::Write::write_all(&mut file, &bytes).expect("appended");
+    }
+    let listed = list("after another process appended to each");
+    assert!(listed.iter().all(|l| l.title.as_deref() == Some("raw")));
 }
 
 /// Every file under `dir`.

@@ -15,8 +15,8 @@
 //! byte search for `"session/title"` first, a JSON parse only of the lines it finds. The
 //! cache is then replaced (a temporary file renamed over it), best effort: a store that
 //! cannot be written lists the same titles, and a failed write is never an error of `list`.
-//! The backend's own writes keep it current too ([`record_written`], [`record_appended`]),
-//! so that a listing after them reads nothing but the cache.
+//! The backend's own writes keep it current too (a create, a fork child, a migrated
+//! generation, an append), so that a listing after them reads nothing but the cache.
 
 use crate::compressed::{FrameText, Frames};
 use crate::durable::{TEMP_PREFIX, TEMP_SUFFIX};

@@ -37,11 +37,34 @@ fn the_child_appears_in_sessions_with_its_lineage() {
     let entries = sessions.as_array().expect("array");
     assert_eq!(entries.len(), 2);
     assert!(entries.contains(
-        &json!({"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null, "version": 0})
+        &json!({"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null, "version": 0, "title": "List the project files"})
     ));
     assert!(entries.contains(
-        &json!({"id": child, "cwd": CWD, "parentSession": EXAMPLE_ID, "seedLength": 27, "version": 0})
+        &json!({"id": child, "cwd": CWD, "parentSession": EXAMPLE_ID, "seedLength": 27, "version": 0, "title": "List the project files"})
     ));
+}
+
+/// `dsh sessions` shows each session's title, the child's inherited from the example's
+/// `session/title`, at the end of its line.
+#[test]
+fn the_text_listing_shows_the_titles() {
+    let sandbox = with_example();
+    sandbox.json(&["fork", EXAMPLE_ID, "--id", "child"]).ok();
+    let listing = sandbox.human(&["sessions"]);
+    assert_eq!(listing.code, 0, "{}", listing.stderr);
+    let lines: Vec<&str> = listing.stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!("{EXAMPLE_ID}  {CWD}  title: List the project files"),
+            format!(
+                "child  {CWD}  forked from {EXAMPLE_ID} (seed length 27)  title: List the project \
+                 files"
+            ),
+        ],
+        "{}",
+        listing.stdout
+    );
 }
 
 #[test]

@@ -133,7 +133,7 @@ fn a_v3_session_forks_into_a_v3_child_whose_cut_is_an_inherited_marker() {
     let sessions = sandbox.json(&["sessions"]).ok();
     assert!(
         sessions.as_array().expect("array").contains(
-            &json!({"id": "child", "cwd": CWD, "parentSession": "s", "seedLength": null, "version": 3})
+            &json!({"id": "child", "cwd": CWD, "parentSession": "s", "seedLength": null, "version": 3, "title": null})
         ),
         "{sessions}"
     );

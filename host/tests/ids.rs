@@ -11,6 +11,9 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 /// Every file the run created: nothing outside `files/` (the fixtures) and `store/`.
+/// The JSONL backend's title cache, written beside a session file by a listing.
+const TITLE_CACHE: &str = dsh::session_jsonl::title_cache::CACHE_FILE;
+
 fn assert_everything_inside_the_store(sandbox: &Sandbox) {
     let root = sandbox.root().canonicalize().unwrap();
     let store = sandbox.store().canonicalize().unwrap();
@@ -31,10 +34,11 @@ fn assert_everything_inside_the_store(sandbox: &Sandbox) {
     top.sort();
     assert_eq!(top, ["files", "store"], "entries of the sandbox");
     for file in files_under(&store) {
-        assert_eq!(
-            file.file_name().and_then(|n| n.to_str()),
-            Some("session.jsonl"),
-            "only session files are stored: {}",
+        // Beside each session file, the listing's title cache.
+        let name = file.file_name().and_then(|n| n.to_str());
+        assert!(
+            [Some("session.jsonl"), Some(TITLE_CACHE)].contains(&name),
+            "only session files and their title caches are stored: {}",
             file.display()
         );
         // <store>/<cwd folder>/<id folder>/session.jsonl
@@ -74,7 +78,10 @@ fn round_trip(ids: &[&str]) {
         let stored = stored_file(&sandbox.store(), id);
         assert!(stored.starts_with(sandbox.store()), "{}", stored.display());
     }
-    assert_eq!(files_under(&sandbox.store()).len(), ids.len());
+    let sessions = files_under(&sandbox.store())
+        .into_iter()
+        .filter(|file| file.file_name().and_then(|n| n.to_str()) != Some(TITLE_CACHE));
+    assert_eq!(sessions.count(), ids.len());
     assert_everything_inside_the_store(&sandbox);
 }
 
@@ -217,7 +224,7 @@ fn a_hostile_cwd_stays_one_folder_inside_the_store() {
     sandbox.import_text("odd.jsonl", &jsonl(&odd, &complete_events()));
     assert_eq!(
         sandbox.json(&["sessions"]).ok(),
-        json!([{"id": "odd-cwd", "cwd": "/../../..\\..//x\u{1}", "parentSession": null, "seedLength": null, "version": 0}])
+        json!([{"id": "odd-cwd", "cwd": "/../../..\\..//x\u{1}", "parentSession": null, "seedLength": null, "version": 0, "title": null}])
     );
     assert_everything_inside_the_store(&sandbox);
 }

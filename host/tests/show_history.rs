@@ -29,8 +29,8 @@ fn sessions_lists_each_header_with_null_lineage() {
     assert_eq!(
         sandbox.json(&["sessions"]).ok(),
         json!([
-            {"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null, "version": 0},
-            {"id": "no-cwd", "cwd": null, "parentSession": null, "seedLength": null, "version": 0},
+            {"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null, "version": 0, "title": "List the project files"},
+            {"id": "no-cwd", "cwd": null, "parentSession": null, "seedLength": null, "version": 0, "title": null},
         ])
     );
 }
@@ -46,7 +46,7 @@ fn sessions_reports_lineage_from_imported_headers() {
     sandbox.import_text("child.jsonl", &jsonl(&child, &events));
     assert_eq!(
         sandbox.json(&["sessions"]).ok(),
-        json!([{"id": "child", "cwd": CWD, "parentSession": "parent", "seedLength": 6, "version": 0}])
+        json!([{"id": "child", "cwd": CWD, "parentSession": "parent", "seedLength": 6, "version": 0, "title": null}])
     );
 }
 

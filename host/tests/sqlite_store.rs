@@ -103,7 +103,7 @@ fn import_sessions_show_and_history_work_on_sqlite() {
     let sessions = sqlite(&sandbox, &["sessions"]).ok();
     assert_eq!(
         sessions,
-        json!([{"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null, "version": 0}])
+        json!([{"id": EXAMPLE_ID, "cwd": CWD, "parentSession": null, "seedLength": null, "version": 0, "title": "List the project files"}])
     );
     // The same facts as from a JSONL store.
     sandbox.import(&[Path::new(EXAMPLE)]);

@@ -199,6 +199,24 @@ test("list pages through the sessions with its cursor and filters by cwd", async
   snapshot("list", run.transcript);
 });
 
+test("list answers the title of stored sessions, inherited by a fork child, and of open ones", async () => {
+  const dir = storeWithExample();
+  dshJson(dir, "fork", EXAMPLE_ID, "--id", "child");
+  const run = agent(dsh, ["--store", dir, "acp"]);
+  await run.run(async (a) => {
+    await initialize(a);
+    const fresh = await a.request(S.new, { cwd: EXAMPLE_CWD, mcpServers: [] });
+    const { sessions } = await a.request(S.list, {});
+    const titles = Object.fromEntries(sessions.map((s) => [s.sessionId, s.title ?? null]));
+    assert.deepEqual(titles, {
+      [EXAMPLE_ID]: "List the project files",
+      child: "List the project files",
+      [fresh.sessionId]: null,
+    });
+  });
+  snapshot("list-titles", run.transcript);
+});
+
 test("fork at the end and at an earlier turn/end stores children with their lineage", async () => {
   const dir = storeWithExample();
   const run = agent(dsh, ["--store", dir, "acp"]);

@@ -326,8 +326,12 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
 
 /// Every file under `dir` with its bytes: compare two of them to prove nothing changed.
 pub fn contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    // A listing (`dsh sessions`, `session/list`) writes the JSONL title cache: a cache, not
+    // stored content.
+    let cache = std::ffi::OsStr::new(dsh::session_jsonl::title_cache::CACHE_FILE);
     files_under(dir)
         .into_iter()
+        .filter(|path| path.file_name() != Some(cache))
         .map(|path| {
             let bytes = std::fs::read(&path).expect("readable file");
             (path, bytes)

@@ -1,19 +1,20 @@
 //! `session/list`: the stored sessions (and those open in the store), newest first, a page at
 //! a time, optionally those of one `cwd` only.
 //!
-//! Each entry has the session's id and cwd, its title when it is known (the last
-//! `session/title` of an open session) and `updatedAt` (the time of an open session's last
-//! event, else the session's creation time), in RFC 3339. Sessions are ordered by creation
+//! Each entry has the session's id and cwd, its title when it has one (the last
+//! `session/title` of its log, inherited events included: an open session's as it is now, a
+//! stored one's as the backend lists it, without reading its log) and `updatedAt` (the time
+//! of an open session's last event, else the session's creation time), in RFC 3339. Sessions are ordered by creation
 //! time, newest first, then by id; the cursor is the position after the last entry of a page,
 //! so that a page does not shift when sessions are created meanwhile. Sessions stored without
 //! a cwd are not listed (ACP requires one).
 
 use crate::error::AcpError;
 use crate::shared::Shared;
-use crate::updates::SESSION_TITLE;
 use agent_client_protocol::v1::schema::{
     ListSessionsRequest, ListSessionsResponse, SessionId as AcpSessionId, SessionInfo,
 };
+use dsh_session::backend::ListedSession;
 use dsh_session::{Session, SessionHeader, SessionId};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -29,24 +30,30 @@ struct Entry {
 }
 
 impl Entry {
-    fn stored(header: &SessionHeader) -> Option<Entry> {
+    /// The entry of `header` with `title`, not open.
+    fn of(header: &SessionHeader, title: Option<String>) -> Option<Entry> {
         Some(Entry {
             id: header.id.clone(),
             cwd: header.cwd.clone()?,
             created_at: header.created_at,
-            title: None,
+            title,
             updated_ms: None,
         })
     }
 
+    /// The entry of a stored session, its title as listed.
+    fn stored(listed: &ListedSession) -> Option<Entry> {
+        Entry::of(&listed.header, listed.title.clone())
+    }
+
+    /// The entry of an open session: its title and last event as they are now ([`Session::title`]
+    /// is kept as events are appended: no scan of the log).
     fn live(session: &Session) -> Option<Entry> {
-        let events = session.events();
-        let mut entry = Entry::stored(session.header())?;
-        entry.updated_ms = events.last().map(|event| event.time);
-        entry.title = events
-            .newest_first()
-            .find(|event| event.kind == SESSION_TITLE)
-            .and_then(|event| event.data.get_str("title"));
+        let mut entry = Entry::of(
+            session.header(),
+            session.title().as_deref().map(str::to_owned),
+        )?;
+        entry.updated_ms = session.events().last().map(|event| event.time);
         Some(entry)
     }
 
@@ -85,7 +92,7 @@ impl Shared {
         let stored = store.persistence()?.list().await?;
         let mut entries: BTreeMap<SessionId, Entry> = stored
             .iter()
-            .filter_map(|listed| Entry::stored(&listed.header))
+            .filter_map(Entry::stored)
             .map(|entry| (entry.id.clone(), entry))
             .collect();
         for session in store.store().list() {

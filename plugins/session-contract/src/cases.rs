@@ -17,6 +17,7 @@ use crate::Fixture;
 
 mod forks;
 mod generations;
+mod titles;
 use dsh_session::backend::{PersistenceError, SessionPersistence};
 use dsh_session::{CreateOptions, EventDraft, SessionEvent, SessionId, SurfaceOp, TurnEndReason};
 pub use forks::*;
@@ -24,6 +25,7 @@ pub use generations::*;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+pub use titles::*;
 
 /// A header with every field its version has (lineage with the cut, origin, depth, preset, in
 /// v0 an unmodelled field) and a two-turn seed read back identical, by the writing instance
@@ -462,6 +464,22 @@ pub fn a_gap_before_the_last_turn_end_refuses_the_load(fixture: &dyn Fixture) {
     let (header, _) = stored_with_turns(fixture, "holed", 2);
     fixture.remove_stored_event(&header.id, 3);
     expect_code(fixture.open().load(&header.id), "LOG_CORRUPT");
+    // Streamed, the log gives the events before the gap, then load's refusal.
+    let loaded = fixture.open().load(&header.id).expect_err("refused");
+    let mut log = fixture.open().open_log(&header.id).expect("opens");
+    let mut read = 0;
+    let streamed = loop {
+        match log.next_event() {
+            Ok(Some(_)) => read += 1,
+            Ok(None) => panic!("the streamed log ended after {read} events, without a refusal"),
+            Err(error) => break error,
+        }
+    };
+    assert_eq!(
+        (streamed.code(), streamed.to_string()),
+        (loaded.code(), loaded.to_string()),
+        "open_log refuses as load does"
+    );
     let ctx = context(fixture);
     let refused = store(&ctx)
         .resume(&header.id)

@@ -185,6 +185,8 @@ macro_rules! contract_tests {
             a_writer_of_the_superseded_generation_is_refused,
             fork_chains_read_back_the_events_a_copy_holds,
             children_read_the_same_after_their_parent_is_migrated,
+            list_reports_the_last_title_of_each_session,
+            list_follows_titles_another_instance_appends,
         }
     };
     (@tests ($attrs:tt ($fixture:expr)); $($case:ident),* $(,)?) => {
@@ -251,6 +253,7 @@ mod tests {
             include_str!("cases.rs"),
             include_str!("cases/forks.rs"),
             include_str!("cases/generations.rs"),
+            include_str!("cases/titles.rs"),
         ]
         .into_iter()
         .flat_map(str::lines)

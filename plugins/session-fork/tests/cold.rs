@@ -99,6 +99,7 @@ impl SessionPersistence for Memory {
             .map(|(header, events)| ListedSession {
                 header: header.clone(),
                 revision: events.len() as u64,
+                title: dsh_session::event_type::last_title(events.iter()),
             })
             .collect())
     }

@@ -21,11 +21,13 @@ use crate::record::write_event_line;
 use crate::scan::{scan_prefix, Scanned};
 use crate::store_dir::{dangling, StoreDir};
 use crate::tail::read_clean_tail;
+use crate::title_cache;
 use crate::write::{check_storable, write_records, Cursor, Step, CREATE_CHUNK_BYTES};
 use dsh_session::backend::{
     create_whole, ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredPrefix,
     StoredSession, StoredTail,
 };
+use dsh_session::event_type::last_title;
 use dsh_session::format::FormatVersion;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use parking_lot::Mutex;
@@ -274,8 +276,13 @@ impl JsonlPersistence {
                 _ => Ok(()),
             };
         }
+        let from = cursor.committed;
         match write_records(&mut locked, &folder, &name, cursor, events, step) {
-            Ok(written) => cursor.committed += written,
+            Ok(written) => {
+                cursor.committed += written;
+                let title = last_title(events.iter().map(Arc::as_ref));
+                title_cache::record_appended(&folder, &name, from, title);
+            }
             Err(e) => {
                 // The file may hold part of the write: the next append rescans it.
                 *cached = None;
@@ -342,7 +349,7 @@ impl JsonlPersistence {
     pub(crate) fn create_file(
         &self,
         header: &SessionHeader,
-        next_seq: u64,
+        (next_seq, title): (u64, Option<String>),
         write_log: impl FnOnce(&mut File, &[u8]) -> io::Result<FileEnd>,
     ) -> Result<(), PersistenceError> {
         let id = &header.id;
@@ -378,6 +385,7 @@ impl JsonlPersistence {
         publish_new_file(&folders.id, file_name, &also_sync, write)
             .map_err(|e| publish_error(id, &target, e))?;
         folders.made.keep();
+        title_cache::record_written(&folders.id, file_name, header.created_at, title);
         self.seen.lock().insert(id.clone(), target.clone());
         *cached = Some(Cursor {
             path: target,
@@ -504,7 +512,8 @@ impl SessionPersistence for JsonlPersistence {
         let version = FormatVersion::from_number(header.version).unwrap_or_default();
         check_storable(&header.id, 0, seed, version)?;
         let compression = self.compression;
-        self.create_file(header, seed.len() as u64, |file, header_line| {
+        let title = last_title(seed.iter().map(Arc::as_ref));
+        self.create_file(header, (seed.len() as u64, title), |file, header_line| {
             let mut out = io::BufWriter::with_capacity(1 << 16, file);
             let end = write_new_log(&mut out, compression, header_line, seed, version)?;
             out.flush()?;
@@ -719,6 +728,12 @@ impl SessionPersistence for JsonlPersistence {
     /// it, and it stays the same while nobody writes. It is the revision `load`, `read_prefix`
     /// and `read_from` report for the file as they read it.
     ///
+    /// The title of a session ([`ListedSession::title`]) comes from the title cache in its
+    /// folder ([`crate::title_cache`]): when the file grew since the cache was written, only
+    /// the bytes after the cached offset are read; without a cache that matches the file, the
+    /// whole file is read once. The cache is then written (best effort, a failure is no error);
+    /// it is the only thing a listing writes.
+    ///
     /// # Errors
     ///
     /// [`PersistenceError::Io`] when a folder cannot be listed;
@@ -769,10 +784,11 @@ impl SessionPersistence for JsonlPersistence {
             };
             // The id folder's name stands for the id in a refusal (logged, not returned).
             let folder_id = SessionId::new(id_folder.to_string_lossy());
-            let entry = self
-                .dir
-                .open_file(&folder_id, &path)
-                .and_then(|(file, revision)| list_entry(self.root(), &path, file, revision));
+            let entry = self.dir.open_file_in_folder(&folder_id, &path).and_then(
+                |(folder, name, file, revision)| {
+                    list_entry(self.root(), (&path, &folder, &name), file, revision)
+                },
+            );
             match entry {
                 Ok(session) => listed.push(session),
                 Err(error) => {

@@ -30,8 +30,8 @@ pub(crate) struct IoAt(pub(crate) PathBuf, pub(crate) io::Error);
 
 /// The prefix and suffix of the temporary files [`publish_new_with`] writes next to its
 /// target: `.session.jsonl.<random>.tmp`.
-const TEMP_PREFIX: &str = ".session.jsonl.";
-const TEMP_SUFFIX: &str = ".tmp";
+pub(crate) const TEMP_PREFIX: &str = ".session.jsonl.";
+pub(crate) const TEMP_SUFFIX: &str = ".tmp";
 
 /// How long a temporary file nobody holds must have gone unmodified before a publish removes
 /// it as left by a killed writer: 10 minutes.

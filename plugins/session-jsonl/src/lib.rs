@@ -44,6 +44,7 @@ mod record;
 mod scan;
 mod store_dir;
 mod tail;
+pub mod title_cache;
 mod write;
 
 pub use backend::{Compression, JsonlPersistence};

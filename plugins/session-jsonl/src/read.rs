@@ -6,11 +6,13 @@
 use crate::compressed::decoding_reader;
 use crate::error::{event_at, io_error, read_error};
 use crate::file_end::FileEnd;
-use crate::folder::{not_regular, open_regular_at, Opened};
+use crate::folder::{not_regular, open_regular_at, Folder, Opened};
 use crate::layout::{check_file_version, check_placement, is_compressed};
 use crate::log::JsonlLog;
 use crate::scan::{read_header, scan_bytes, Scanned};
+use crate::title_cache::listed_title;
 use dsh_session::backend::{ListedSession, PersistenceError, StoredLog, StoredSession};
+use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -111,11 +113,12 @@ fn scan_in_memory(path: &Path, bytes: &[u8]) -> Result<Scanned, PersistenceError
     scan_bytes(bytes, is_compressed(path, bytes)).map_err(|e| read_error(path, e))
 }
 
-/// The header of the session file at `path` (`file`, opened, `revision` bytes long) and its
-/// revision, the header checked against its folders in the store at `root`.
+/// The header of the session file at `path` (file `name` of `folder`; `file`, opened,
+/// `revision` bytes long), its revision and its title ([`listed_title`]), the header checked
+/// against its folders in the store at `root`.
 pub(crate) fn list_entry(
     root: &Path,
-    path: &Path,
+    (path, folder, name): (&Path, &Folder, &OsStr),
     mut file: File,
     revision: u64,
 ) -> Result<ListedSession, PersistenceError> {
@@ -123,7 +126,9 @@ pub(crate) fn list_entry(
     let read = file.read(&mut start).map_err(|e| io_error(path, e))?;
     file.seek(SeekFrom::Start(0))
         .map_err(|e| io_error(path, e))?;
-    let header = if is_compressed(path, &start[..read]) {
+    let compressed = is_compressed(path, &start[..read]);
+    let scanned = file.try_clone().map_err(|e| io_error(path, e))?;
+    let header = if compressed {
         let mut reader = decoding_reader(file).map_err(|e| io_error(path, e))?;
         read_header(&mut reader)
     } else {
@@ -131,7 +136,19 @@ pub(crate) fn list_entry(
     };
     let header = header.map_err(|e| read_error(path, e))?;
     check_placement(root, &header.id, &header, path)?;
-    Ok(ListedSession { header, revision })
+    let title = listed_title(
+        folder,
+        (name, path),
+        &scanned,
+        revision,
+        header.created_at,
+        compressed,
+    );
+    Ok(ListedSession {
+        header,
+        revision,
+        title,
+    })
 }
 
 /// Converts the first `len` scanned events of a file read at `revision` into a

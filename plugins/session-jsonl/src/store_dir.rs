@@ -209,12 +209,27 @@ impl StoreDir {
         id: &SessionId,
         path: &Path,
     ) -> Result<(fs::File, u64), PersistenceError> {
+        let (_, _, file, len) = self.open_file_in_folder(id, path)?;
+        Ok((file, len))
+    }
+
+    /// [`StoreDir::open_file`], returning the file's folder (opened as
+    /// [`StoreDir::open_folder_of`] opens it) and name too.
+    ///
+    /// # Errors
+    ///
+    /// As [`StoreDir::open_file`].
+    pub(crate) fn open_file_in_folder(
+        &self,
+        id: &SessionId,
+        path: &Path,
+    ) -> Result<(Folder, OsString, fs::File, u64), PersistenceError> {
         let (folder, name) = self.open_folder_of(id, path)?;
         let file = folder
             .open_file(&name, false)
             .map_err(|e| self.refusal(id, path, e))?;
         let len = file.metadata().map_err(|e| io_error(path, e))?.len();
-        Ok((file, len))
+        Ok((folder, name, file, len))
     }
 
     /// Opens the root, cwd and id folders of a new session file of `id`, making those that

@@ -3,13 +3,15 @@
 use crate::driver::{block, Driver};
 use crate::error::{is_duplicate_key, sql_error, write_error, OpenError, Place};
 use crate::fork::{fork_in, inherited_rows, select_spans_sql, spans_of_rows, NOT_REFERENCEABLE};
+use crate::log::open_paged;
 use crate::publish::{header_params, publish_in};
 use crate::rows::{insert_events, PgRow};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
 use dsh_session::backend::{
-    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredPrefix,
-    StoredSession, StoredTail,
+    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredLog,
+    StoredPrefix, StoredSession, StoredTail,
 };
+use dsh_session::event_type::last_title;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use dsh_session_sql::{
     check_new_session, check_new_session_from, list_entry, revision_sql, span_rows_sql, sql_count,
@@ -86,8 +88,9 @@ pub struct PostgresPersistence {
     sql: Statements,
     /// Idle connections, at most [`IDLE_CONNECTIONS`] (dropped before the driver).
     idle: Mutex<Vec<Conn>>,
-    /// The runtime the connections' sockets run on.
-    driver: Driver,
+    /// The runtime the connections' sockets run on (shared with the logs `open_log` opened,
+    /// which keep a connection of their own).
+    driver: Arc<Driver>,
     /// The generation of each session this instance last loaded, created or wrote.
     seen: SeenGenerations,
 }
@@ -95,22 +98,23 @@ pub struct PostgresPersistence {
 /// An open connection, set up for the store's writes (`lock_timeout`, `synchronous_commit`
 /// set for its whole session) with the store's statements prepared on it, so that a write
 /// costs one round trip per statement.
-struct Conn {
-    client: Client,
-    st: Prepared,
+pub(crate) struct Conn {
+    pub(crate) client: Client,
+    pub(crate) st: Prepared,
 }
 
 /// The store's statements ([`Statements`]) prepared on one connection.
-struct Prepared {
+pub(crate) struct Prepared {
     insert_session: Statement,
     insert_events: Statement,
     lock_session: Statement,
     next_seq: Statement,
-    select_header: Statement,
+    pub(crate) select_header: Statement,
     select_events: Statement,
-    select_spans: Statement,
-    select_span_rows: Statement,
+    pub(crate) select_spans: Statement,
+    pub(crate) select_span_rows: Statement,
     list: Statement,
+    set_title: Statement,
 }
 
 impl Conn {
@@ -140,6 +144,7 @@ impl Conn {
             select_spans: prepare(&sql.select_spans)?,
             select_span_rows: prepare(&sql.select_span_rows)?,
             list: prepare(&sql.list)?,
+            set_title: prepare(&sql.set_title)?,
         };
         Ok(Conn { client, st })
     }
@@ -167,6 +172,15 @@ impl DerefMut for Pooled<'_> {
         self.conn
             .as_mut()
             .expect("a pooled connection is held until dropped")
+    }
+}
+
+impl Pooled<'_> {
+    /// The connection, no longer given back to the idle ones.
+    fn take(mut self) -> Conn {
+        self.conn
+            .take()
+            .expect("a pooled connection holds one until dropped")
     }
 }
 
@@ -201,6 +215,18 @@ struct Statements {
     select_spans: String,
     select_span_rows: String,
     list: String,
+    set_title: String,
+}
+
+/// Sets the `title` column (schema 4) of session `id` to `title`, in transaction `tx`.
+fn set_title(
+    tx: &mut Transaction<'_>,
+    st: &Prepared,
+    id: &SessionId,
+    title: Option<String>,
+) -> Result<(), tokio_postgres::Error> {
+    block(tx.execute(&st.set_title, &[&id.as_str(), &title]))?;
+    Ok(())
 }
 
 /// The revision of the generation whose id `id` and version `version` name (SQL expressions)
@@ -248,10 +274,11 @@ impl Statements {
             select_spans: select_spans_sql(s),
             select_span_rows: span_rows_sql(&format!("{s}."), EVENT_SELECT, |n| format!("${n}")),
             list: format!(
-                "SELECT {HEADER_SELECT}, {} FROM {s}.sessions s \
+                "SELECT {HEADER_SELECT}, {}, s.title FROM {s}.sessions s \
                  ORDER BY created_at, id COLLATE \"C\"",
                 revision(s, "s.id", "s.version")
             ),
+            set_title: format!("UPDATE {s}.sessions SET title = $2 WHERE id = $1"),
         }
     }
 }
@@ -309,7 +336,7 @@ impl PostgresPersistence {
             place,
             lock_timeout,
             idle: Mutex::new(vec![conn]),
-            driver,
+            driver: Arc::new(driver),
             seen: SeenGenerations::default(),
         })
     }
@@ -488,6 +515,7 @@ impl SessionPersistence for PostgresPersistence {
                 let inserted = block(tx.execute(&st.insert_session, &header_params(&row)))?;
                 if inserted == 1 {
                     insert_events(tx, &st.insert_events, id, seed)?;
+                    set_title(tx, st, id, last_title(seed.iter().map(Arc::as_ref)))?;
                 }
                 Ok(inserted == 1)
             })
@@ -534,7 +562,11 @@ impl SessionPersistence for PostgresPersistence {
         let refused = self
             .write(&mut client, id, |tx, st| {
                 let statements = (&st.insert_session, &st.insert_events);
-                fork_in(tx, s, statements, (&row, &store), prefix, &own)
+                let refused = fork_in(tx, s, statements, (&row, &store), prefix, &own)?;
+                if refused.is_none() {
+                    set_title(tx, st, id, events.title())?;
+                }
+                Ok(refused)
             })
             .map_err(|e| self.write_error(id, e))?;
         match refused {
@@ -590,7 +622,13 @@ impl SessionPersistence for PostgresPersistence {
             let version: i64 = locked.get(0);
             let current = SeenGenerations::check_write(id, seen, sql_count(version));
             match current.and_then(|()| check_seqs(id, sql_count(next), events)) {
-                Ok(()) => insert_events(tx, &st.insert_events, id, events),
+                Ok(()) => {
+                    insert_events(tx, &st.insert_events, id, events)?;
+                    match last_title(events.iter().map(Arc::as_ref)) {
+                        Some(title) => set_title(tx, st, id, Some(title)),
+                        None => Ok(()),
+                    }
+                }
                 Err(mismatch) => {
                     refused = Some(mismatch);
                     Ok(())
@@ -636,6 +674,27 @@ impl SessionPersistence for PostgresPersistence {
         Ok(read.into_stored())
     }
 
+    /// Opens the log to read it a page of rows at a time ([`dsh_session_sql::PagedLog`], pages
+    /// of [`dsh_session_sql::PAGE_ROWS`] rows, keyset by seq, inherited rows read where the
+    /// spans say): a reader holds one page, never the log. The header, revision and spans are
+    /// read in one snapshot when it opens, on a connection the log keeps (taken from the idle
+    /// ones, or a new one; closed with the log); each page is a read-only transaction of its
+    /// own. The events and refusals are those of [`SessionPersistence::load`], a gap or a bad
+    /// row refused when the read reaches it. Never writes.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::load`] for the header.
+    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
+        if id.as_str().contains('\0') {
+            return Err(PersistenceError::NotFound { id: id.clone() });
+        }
+        let conn = self.client()?.take();
+        let log = open_paged(conn, self.driver.clone(), &self.place, id)?;
+        self.seen.saw(id, log.header().version);
+        Ok(Box::new(log))
+    }
+
     /// Reads the header and the events with seq `from` and later (`WHERE seq >= from` on the
     /// primary key: no row before them is read); `len` is the revision. Never writes. Errors as
     /// [`SessionPersistence::load`], for the rows read (a gap before `from` is not seen).
@@ -658,7 +717,13 @@ impl SessionPersistence for PostgresPersistence {
         let mut listed = Vec::with_capacity(rows.len());
         for row in &rows {
             let read = HeaderColumns::read(&PgRow(row))
-                .and_then(|columns| Ok((columns, row.try_get(HeaderColumns::COUNT)?)))
+                .and_then(|columns| {
+                    Ok((
+                        columns,
+                        row.try_get(HeaderColumns::COUNT)?,
+                        row.try_get(HeaderColumns::COUNT + 1)?,
+                    ))
+                })
                 .map_err(self.failed());
             listed.extend(list_entry(&store, read));
         }
@@ -690,7 +755,8 @@ impl SessionPersistence for PostgresPersistence {
         let refused = self
             .write(&mut client, id, |tx, st| {
                 publish_in(tx, s, &row, source_revision, |tx| {
-                    insert_events(tx, &st.insert_events, id, events)
+                    insert_events(tx, &st.insert_events, id, events)?;
+                    set_title(tx, st, id, last_title(events.iter().map(Arc::as_ref)))
                 })
             })
             .map_err(|e| self.write_error(id, e))?;

@@ -37,6 +37,7 @@ mod backend;
 mod driver;
 mod error;
 mod fork;
+mod log;
 pub mod plugin;
 mod publish;
 mod rows;

@@ -20,8 +20,10 @@ use tokio_postgres::Client;
 ///
 /// Schema 1 stored v0 sessions; schema 2 adds `sessions.is_seeded` (the fork flag of a v2 or
 /// v3 header) and the tables of superseded generations; schema 3 the table of inherited spans
-/// (a fork child's reference to its parent's rows, [`dsh_session_sql::SPANS_TABLE`]).
-pub const SCHEMA_VERSION: i32 = 3;
+/// (a fork child's reference to its parent's rows, [`dsh_session_sql::SPANS_TABLE`]); schema 4
+/// `sessions.title`, the title of the last `session/title` of the session's log (inherited
+/// events included), kept by every write in its transaction and filled once by the upgrade.
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// The namespace used when the config names none.
 pub const DEFAULT_SCHEMA: &str = "public";
@@ -195,6 +197,34 @@ CREATE TABLE {s}.inherited_spans (
     PRIMARY KEY (session_id, version, start_seq)
 );
 CREATE INDEX inherited_spans_by_source ON {s}.inherited_spans (source_id, source_version);
+"
+        ),
+        format!(
+            "
+ALTER TABLE {s}.sessions ADD COLUMN title TEXT;
+UPDATE {s}.sessions ss SET title = (
+    SELECT t.data->>'title' FROM (
+        SELECT e.seq, e.data FROM {s}.events e
+        WHERE e.session_id = ss.id AND e.type = 'session/title'
+        UNION ALL
+        SELECT e.seq, e.data FROM {s}.inherited_spans sp
+        JOIN {s}.events e ON e.session_id = sp.source_id
+            AND e.seq >= sp.start_seq AND e.seq < sp.end_seq
+        WHERE sp.session_id = ss.id AND sp.version = ss.version
+            AND e.type = 'session/title'
+            AND EXISTS (SELECT 1 FROM {s}.sessions p WHERE p.id = sp.source_id
+                AND p.version = sp.source_version)
+        UNION ALL
+        SELECT e.seq, e.data FROM {s}.inherited_spans sp
+        JOIN {s}.superseded_events e ON e.session_id = sp.source_id
+            AND e.version = sp.source_version
+            AND e.seq >= sp.start_seq AND e.seq < sp.end_seq
+        WHERE sp.session_id = ss.id AND sp.version = ss.version
+            AND e.type = 'session/title'
+    ) t
+    WHERE json_typeof(t.data->'title') = 'string'
+    ORDER BY t.seq DESC LIMIT 1
+);
 "
         ),
     ];

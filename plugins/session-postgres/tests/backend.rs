@@ -108,7 +108,8 @@ fn a_nul_character_in_text_columns_is_refused_before_anything_is_written() {
         listed,
         vec![ListedSession {
             header,
-            revision: 2
+            revision: 2,
+            title: None,
         }]
     );
 }

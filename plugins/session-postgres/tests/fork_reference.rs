@@ -26,8 +26,9 @@ fn a_schema_2_store_is_upgraded_and_forks_store_references() {
     let events: Vec<_> = (0..3).map(|seq| std::sync::Arc::new(note(seq))).collect();
     backend.create(&parent, &events).unwrap();
     drop(backend);
-    // The shape of schema 2: this build's tables without the spans.
+    // The shape of schema 2: this build's tables without the spans (and the titles).
     schema.execute("DROP TABLE {s}.inherited_spans", &[]);
+    schema.execute("ALTER TABLE {s}.sessions DROP COLUMN title", &[]);
     schema.execute("UPDATE {s}.dsh_schema SET version = 2", &[]);
 
     let backend = schema.open();
@@ -79,4 +80,60 @@ fn a_schema_2_store_is_upgraded_and_forks_store_references() {
     assert_eq!(sources, "p:0-3,c:3-4");
     let read = schema.open().read_from(&grandchild.id, 2).unwrap();
     assert_eq!((read.len, read.events), (4, child_events[2..].to_vec()));
+}
+
+/// A store of schema 3 (no `sessions.title`) is upgraded to schema 4 when opened, the title
+/// of every session filled once: its own last `session/title`, or the one a fork child
+/// inherits by reference; none without one.
+#[test]
+#[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
+fn a_schema_3_store_is_upgraded_and_its_titles_filled() {
+    let schema = TestSchema::new("titles");
+    let backend = schema.open();
+    let title = |seq: u64, title: serde_json::Value| {
+        SessionEvent::new("session/title", seq, 1, json!({ "title": title }))
+    };
+    let parent = SessionHeader::new(SessionId::from("p"), 1, SessionMeta::default().cwd("/w"));
+    let events = [
+        note(0),
+        title(1, json!("First")),
+        title(2, json!("Sec\"ond")),
+        title(3, json!(7)),
+    ];
+    let arcs: Vec<_> = events.iter().cloned().map(std::sync::Arc::new).collect();
+    backend.create(&parent, &arcs[..2]).unwrap();
+    let meta = SessionMeta::default()
+        .cwd("/w")
+        .lineage(parent.id.clone(), 2);
+    let child = SessionHeader::new(SessionId::from("c"), 2, meta);
+    let prefix = StoredPrefix {
+        parent: parent.id.clone(),
+        version: 0,
+        len: 2,
+    };
+    let mut child_events = events[..2].to_vec();
+    child_events.push(note(2));
+    backend
+        .create_forked(&child, &Events::from_vec(child_events), &prefix)
+        .unwrap();
+    backend.append(&parent.id, &arcs[2..]).unwrap();
+    let plain = SessionHeader::new(SessionId::from("u"), 3, SessionMeta::default().cwd("/w"));
+    backend
+        .create(&plain, &[std::sync::Arc::new(note(0))])
+        .unwrap();
+    drop(backend);
+    schema.execute("ALTER TABLE {s}.sessions DROP COLUMN title", &[]);
+    schema.execute("UPDATE {s}.dsh_schema SET version = 3", &[]);
+
+    let listed = schema.open().list().unwrap();
+    let version: i32 = schema.query_one("SELECT version FROM {s}.dsh_schema");
+    assert_eq!(version, dsh_session_postgres::schema::SCHEMA_VERSION);
+    let titles: Vec<(&str, Option<&str>)> = listed
+        .iter()
+        .map(|l| (l.header.id.as_str(), l.title.as_deref()))
+        .collect();
+    assert_eq!(
+        titles,
+        [("p", Some("Sec\"ond")), ("c", Some("First")), ("u", None)]
+    );
 }

@@ -11,7 +11,8 @@
 //! a listing entry ([`list_entry`]), the revision of a stored session ([`revision_sql`]), and
 //! the checks of a migrated generation published beside a stored one ([`check_publishable`],
 //! [`SeenGenerations`]), and the spans a fork child inherits by reference to its parent's
-//! rows instead of a copy ([`Span`], [`child_spans`], [`span_reads`]).
+//! rows instead of a copy ([`Span`], [`child_spans`], [`span_reads`]), and a log read a page
+//! of rows at a time ([`PagedLog`]).
 //! It knows the session crate's backend door ([`dsh_session::backend`]) and no database: the
 //! backends own their driver, their schema and their statements.
 //!
@@ -36,6 +37,7 @@
 
 mod columns;
 mod generations;
+mod paged;
 mod reads;
 mod spans;
 
@@ -44,5 +46,6 @@ pub use columns::{
     HeaderColumns, Row,
 };
 pub use generations::{check_publishable, SeenGenerations};
+pub use paged::{PageSource, PagedLog, PAGE_ROWS};
 pub use reads::{check_new_session, check_new_session_from, list_entry, revision_sql, StoredRows};
 pub use spans::{child_spans, span_reads, span_rows_sql, Span, SpanRead, SPANS_TABLE};

@@ -75,37 +75,40 @@ pub fn revision_sql(ns: &str, session_id: &str, version: &str) -> String {
 }
 
 /// The listing entry of a `sessions` row of the database `store`, read as `row` (its header
-/// columns and its revision, or the error reading them): `None`, with a warning in the log,
-/// when the row could not be read or its header is refused (a foreign version, a bad column),
-/// so that a listing skips it.
+/// columns, its revision and its `title` column, or the error reading them): `None`, with a
+/// warning in the log, when the row could not be read or its header is refused (a foreign
+/// version, a bad column), so that a listing skips it.
 pub fn list_entry(
     store: &str,
-    row: Result<(HeaderColumns, i64), PersistenceError>,
+    row: Result<(HeaderColumns, i64, Option<String>), PersistenceError>,
 ) -> Option<ListedSession> {
-    let read = row.and_then(|(columns, revision)| {
+    let read = row.and_then(|(columns, revision, title)| {
         Ok(ListedSession {
             header: columns.read_header(store)?,
             revision: sql_count(revision),
+            title,
         })
     });
     read.inspect_err(|error| tracing::warn!(%error, "skipping an unreadable session header"))
         .ok()
 }
 
-/// The events of stored session `id` from its rows in seq order, checking that the log has no
-/// gap (row `i` holds seq `i`). `store` names the database in errors.
+/// The events of stored session `id` from its rows in seq order from seq `first`, checking
+/// that the log has no gap (row `i` holds seq `first + i`). `store` names the database in
+/// errors.
 ///
 /// # Errors
 ///
 /// [`PersistenceError::Corrupt`] naming the session: a row that is not an event
 /// ([`EventColumns::into_event`]), or a seq stored where another belongs.
-fn events_from_rows(
+pub(crate) fn events_from_rows(
     store: &str,
     id: &SessionId,
+    first: u64,
     rows: impl IntoIterator<Item = EventColumns>,
 ) -> Result<Vec<SessionEvent>, PersistenceError> {
     let mut events = Vec::new();
-    for (index, row) in (0u64..).zip(rows) {
+    for (index, row) in (first..).zip(rows) {
         let event = row.into_event().map_err(|bad| bad.corrupt(store, id))?;
         if event.seq != index {
             return Err(PersistenceError::Corrupt {
@@ -155,7 +158,7 @@ impl StoredRows {
         rows: Vec<EventColumns>,
     ) -> Result<StoredRows, PersistenceError> {
         let events = match from {
-            0 => events_from_rows(store, id, rows)?,
+            0 => events_from_rows(store, id, 0, rows)?,
             _ => tail_from_rows(store, id, from, revision, rows)?,
         };
         Ok(StoredRows {
@@ -258,11 +261,15 @@ mod tests {
     #[test]
     fn a_listing_skips_a_row_it_cannot_read() {
         let columns = HeaderColumns::of(&header());
-        let listed = list_entry("db", Ok((columns.clone(), 4))).unwrap();
-        assert_eq!((listed.header, listed.revision), (header(), 4));
+        let title = Some("a title".to_owned());
+        let listed = list_entry("db", Ok((columns.clone(), 4, title.clone()))).unwrap();
+        assert_eq!(
+            (listed.header, listed.revision, listed.title),
+            (header(), 4, title)
+        );
         let mut foreign = columns;
         foreign.version = 9;
-        assert!(list_entry("db", Ok((foreign, 4))).is_none());
+        assert!(list_entry("db", Ok((foreign, 4, None))).is_none());
         let unread = PersistenceError::NotFound { id: "s".into() };
         assert!(list_entry("db", Err(unread)).is_none());
     }

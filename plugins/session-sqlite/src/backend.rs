@@ -2,18 +2,20 @@
 
 use crate::inherit::{inherited_rows, insert_spans, is_stored, referenceable, spans_of};
 use crate::rows::{
-    insert_events, insert_header, replace_header, supersede, SqliteRow, EVENT_COLUMNS,
+    insert_events, insert_header, replace_header, set_title, supersede, SqliteRow, EVENT_COLUMNS,
     HEADER_COLUMNS,
 };
 use crate::schema::{connect, open_prepared, storage_error};
 use dsh_session::backend::{
-    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredPrefix,
-    StoredSession, StoredTail,
+    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredLog,
+    StoredPrefix, StoredSession, StoredTail,
 };
+use dsh_session::event_type::last_title;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use dsh_session_sql::{
     check_new_session, check_new_session_from, check_publishable, list_entry, revision_sql,
-    sql_count, sql_int, EventColumns, HeaderColumns, SeenGenerations, StoredRows,
+    sql_count, sql_int, EventColumns, HeaderColumns, PageSource, PagedLog, SeenGenerations, Span,
+    StoredRows,
 };
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -113,6 +115,8 @@ enum Write {
     Create {
         header: Box<SessionHeader>,
         rows: Vec<EventColumns>,
+        /// The seed's title ([`last_title`]).
+        title: Option<String>,
     },
     /// [`SessionPersistence::create_forked`]: the header, the prefix inherited by reference
     /// and the child's own rows (seqs from `prefix.len`, checked).
@@ -120,6 +124,8 @@ enum Write {
         header: Box<SessionHeader>,
         prefix: StoredPrefix,
         rows: Vec<EventColumns>,
+        /// The title of the child's whole log, inherited events included ([`last_title`]).
+        title: Option<String>,
     },
     /// [`SessionPersistence::append`]: rows with contiguous seqs (checked), to be stored at
     /// the stored next seq of the generation `seen` (the one the writer last saw, if any).
@@ -127,6 +133,8 @@ enum Write {
         id: SessionId,
         rows: Vec<EventColumns>,
         seen: Option<u64>,
+        /// The title the rows set, if any does ([`last_title`]): the session's new title.
+        title: Option<String>,
     },
     /// [`SessionPersistence::publish_successor`]: the header and rows (seqs from 0, checked)
     /// of a later generation of the stored session whose revision is `source_revision`.
@@ -134,6 +142,8 @@ enum Write {
         header: Box<SessionHeader>,
         rows: Vec<EventColumns>,
         source_revision: u64,
+        /// The migrated generation's title ([`last_title`]).
+        title: Option<String>,
     },
 }
 
@@ -284,15 +294,21 @@ impl SqlitePersistence {
     /// insert, so a refused write leaves the transaction as it found it.
     fn apply(&self, conn: &Connection, write: &Write) -> Result<(), Refusal> {
         match write {
-            Write::Create { header, rows } => {
+            Write::Create {
+                header,
+                rows,
+                title,
+            } => {
                 self.check_free(conn, &header.id)?;
                 insert_header(conn, header)?;
                 insert_events(conn, &header.id, rows)?;
+                set_title(conn, &header.id, title.as_deref())?;
             }
             Write::Fork {
                 header,
                 prefix,
                 rows,
+                title,
             } => {
                 let id = &header.id;
                 self.check_free(conn, id)?;
@@ -305,8 +321,14 @@ impl SqlitePersistence {
                 insert_header(conn, header)?;
                 insert_spans(conn, id, sql_int(header.version), prefix)?;
                 insert_events(conn, id, rows)?;
+                set_title(conn, id, title.as_deref())?;
             }
-            Write::Append { id, rows, seen } => {
+            Write::Append {
+                id,
+                rows,
+                seen,
+                title,
+            } => {
                 let (version, next) = current_of(conn, id)?
                     .ok_or_else(|| Refusal::Write(PersistenceError::NotFound { id: id.clone() }))?;
                 SeenGenerations::check_write(id, *seen, version).map_err(Refusal::Write)?;
@@ -320,11 +342,15 @@ impl SqlitePersistence {
                     }
                     _ => insert_events(conn, id, rows)?,
                 }
+                if let Some(title) = title {
+                    set_title(conn, id, Some(title))?;
+                }
             }
             Write::Publish {
                 header,
                 rows,
                 source_revision,
+                title,
             } => {
                 let id = &header.id;
                 let (version, revision) = current_of(conn, id)?
@@ -334,6 +360,7 @@ impl SqlitePersistence {
                 supersede(conn, id, sql_int(version))?;
                 replace_header(conn, header)?;
                 insert_events(conn, id, rows)?;
+                set_title(conn, id, title.as_deref())?;
             }
         }
         Ok(())
@@ -467,6 +494,28 @@ impl SqlitePersistence {
     }
 }
 
+/// The pages of a [`PagedLog`], read on the read connection the log keeps.
+struct Pages {
+    conn: Connection,
+    /// The database, as errors name it.
+    path: PathBuf,
+}
+
+impl PageSource for Pages {
+    fn rows(
+        &mut self,
+        spans: &[Span],
+        from: u64,
+        limit: u64,
+    ) -> Result<Vec<EventColumns>, PersistenceError> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| storage_error(&self.path, &e))?;
+        inherited_rows(&tx, spans, from, limit).map_err(|e| storage_error(&self.path, &e))
+    }
+}
+
 /// The format version of stored session `id`'s current generation and its revision
 /// ([`revision`]), which is also the seq its next event must carry; `None` when no session
 /// `id` is stored.
@@ -502,6 +551,7 @@ impl SessionPersistence for SqlitePersistence {
         self.commit(Write::Create {
             header: Box::new(header.clone()),
             rows: seed.iter().map(|event| EventColumns::of(event)).collect(),
+            title: last_title(seed.iter().map(Arc::as_ref)),
         })?;
         self.seen.saw(&header.id, header.version);
         Ok(())
@@ -534,6 +584,7 @@ impl SessionPersistence for SqlitePersistence {
             header: Box::new(header.clone()),
             prefix: prefix.clone(),
             rows: own.iter().map(|event| EventColumns::of(event)).collect(),
+            title: events.title(),
         });
         match forked {
             Err(PersistenceError::Unsupported {
@@ -566,6 +617,7 @@ impl SessionPersistence for SqlitePersistence {
             id: id.clone(),
             rows: events.iter().map(|event| EventColumns::of(event)).collect(),
             seen: self.seen.seen(id),
+            title: last_title(events.iter().map(Arc::as_ref)),
         })
     }
 
@@ -583,6 +635,42 @@ impl SessionPersistence for SqlitePersistence {
         let read = self.read(id, 0, len)?;
         self.seen.saw(id, read.header.version);
         Ok(read.into_stored())
+    }
+
+    /// Opens the log to read it a page of rows at a time ([`dsh_session_sql::PagedLog`], pages
+    /// of [`dsh_session_sql::PAGE_ROWS`] rows, keyset by seq, inherited rows read where the
+    /// spans say): a reader holds one page, never the log. The header, revision and spans are
+    /// read in one transaction when it opens, on a read connection the log keeps; each page is
+    /// a read transaction of its own. The events and refusals are those of
+    /// [`SessionPersistence::load`], a gap or a bad row refused when the read reaches it.
+    /// Never writes.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::load`] for the header: [`PersistenceError::NotFound`],
+    /// [`PersistenceError::VersionUnsupported`], [`PersistenceError::HeaderInvalid`],
+    /// [`PersistenceError::Io`].
+    fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
+        let mut conn = self.open_reader()?;
+        let failed = |e| self.error(id, &e);
+        let (header, revision, spans) = {
+            let tx = conn.transaction().map_err(failed)?;
+            let (header, revision) = self.header(&tx, id)?;
+            let spans = spans_of(&tx, id.as_str(), sql_int(header.version)).map_err(failed)?;
+            (header, revision, spans)
+        };
+        self.seen.saw(id, header.version);
+        let pages = Pages {
+            conn,
+            path: self.path.clone(),
+        };
+        Ok(Box::new(PagedLog::new(
+            self.store(),
+            header,
+            revision,
+            spans,
+            pages,
+        )))
     }
 
     /// Reads the header and the events with seq `from` and later (`WHERE seq >= from` on the
@@ -605,7 +693,8 @@ impl SessionPersistence for SqlitePersistence {
             let failed = |e| storage_error(&self.path, &e);
             let mut select = conn
                 .prepare_cached(&format!(
-                    "SELECT {HEADER_COLUMNS}, {} FROM sessions s ORDER BY created_at, id",
+                    "SELECT {HEADER_COLUMNS}, {}, s.title FROM sessions s \
+                     ORDER BY created_at, id",
                     revision()
                 ))
                 .map_err(failed)?;
@@ -614,6 +703,7 @@ impl SessionPersistence for SqlitePersistence {
                     Ok((
                         HeaderColumns::read(&SqliteRow(row))?,
                         row.get::<_, i64>(HeaderColumns::COUNT)?,
+                        row.get::<_, Option<String>>(HeaderColumns::COUNT + 1)?,
                     ))
                 })
                 .map_err(failed)?;
@@ -647,6 +737,7 @@ impl SessionPersistence for SqlitePersistence {
             header: Box::new(header.clone()),
             rows: events.iter().map(|event| EventColumns::of(event)).collect(),
             source_revision,
+            title: last_title(events.iter().map(Arc::as_ref)),
         })
     }
 

@@ -37,6 +37,17 @@ pub(crate) fn replace_header(conn: &Connection, header: &SessionHeader) -> rusql
     Ok(())
 }
 
+/// Sets the `title` column of session `id` (schema 4) to `title`.
+pub(crate) fn set_title(
+    conn: &Connection,
+    id: &SessionId,
+    title: Option<&str>,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE sessions SET title = ?2 WHERE id = ?1")?
+        .execute(params![id.as_str(), title])?;
+    Ok(())
+}
+
 /// The values of `row` as statement parameters `?1` to `?11`, in the order of
 /// [`HEADER_COLUMNS`].
 fn header_params(row: &HeaderColumns) -> [&dyn ToSql; HeaderColumns::COUNT] {

@@ -15,13 +15,51 @@ use std::time::Duration;
 ///
 /// Schema 1 stored v0 sessions; schema 2 adds `sessions.is_seeded` (the fork flag of a v2 or
 /// v3 header) and the tables of superseded generations; schema 3 the table of inherited spans
-/// (a fork child's reference to its parent's rows, [`dsh_session_sql::SPANS_TABLE`]).
-pub const SCHEMA_VERSION: i64 = 3;
+/// (a fork child's reference to its parent's rows, [`dsh_session_sql::SPANS_TABLE`]); schema 4
+/// `sessions.title`, the title of the last `session/title` of the session's log (inherited
+/// events included), kept by every write in its transaction and filled once by the upgrade.
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The statements that upgrade a database of schema `N` to `N + 1`, at index `N - 1`. A fresh
 /// database gets schema 1's [`TABLES`] and then every upgrade, so that a fresh database and an
 /// upgraded one have one shape; all run in the transaction that sets the new `user_version`.
-const UPGRADES: [&[&str]; 2] = [&[ADD_IS_SEEDED, SUPERSEDED_TABLES], &[SPANS_TABLE]];
+const UPGRADES: [&[&str]; 3] = [
+    &[ADD_IS_SEEDED, SUPERSEDED_TABLES],
+    &[SPANS_TABLE],
+    &[ADD_TITLE, FILL_TITLE],
+];
+
+/// Schema 3 to 4, first step: `sessions.title` (NULL: no title).
+const ADD_TITLE: &str = "ALTER TABLE sessions ADD COLUMN title TEXT;";
+
+/// Schema 3 to 4, second step: the title of every stored session, from the last
+/// `session/title` with a string `title` among its own rows and the rows its spans inherit
+/// (in `events` while their generation is current, in `superseded_events` after), once.
+const FILL_TITLE: &str = "
+UPDATE sessions SET title = (
+    SELECT CASE WHEN json_valid(t.data) THEN json_extract(t.data, '$.title') END FROM (
+        SELECT e.seq, e.data FROM events e
+        WHERE e.session_id = sessions.id AND e.type = 'session/title'
+        UNION ALL
+        SELECT e.seq, e.data FROM inherited_spans sp
+        JOIN events e ON e.session_id = sp.source_id
+            AND e.seq >= sp.start_seq AND e.seq < sp.end_seq
+        WHERE sp.session_id = sessions.id AND sp.version = sessions.version
+            AND e.type = 'session/title'
+            AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = sp.source_id
+                AND p.version = sp.source_version)
+        UNION ALL
+        SELECT e.seq, e.data FROM inherited_spans sp
+        JOIN superseded_events e ON e.session_id = sp.source_id
+            AND e.version = sp.source_version
+            AND e.seq >= sp.start_seq AND e.seq < sp.end_seq
+        WHERE sp.session_id = sessions.id AND sp.version = sessions.version
+            AND e.type = 'session/title'
+    ) t
+    WHERE CASE WHEN json_valid(t.data) THEN json_type(t.data, '$.title') = 'text' END
+    ORDER BY t.seq DESC LIMIT 1
+);
+";
 
 /// Schema 1 to 2, first step: `is_seeded` (NULL in every stored v0 session, which keeps its cut
 /// in `seed_length`).
@@ -429,6 +467,70 @@ mod tests {
         let read = db.load(&child.id).unwrap();
         assert_eq!((read.header, read.events), (child, parent.events));
         assert_eq!(read.revision, 2);
+    }
+
+    /// A database of schema 3 (before `sessions.title`) is upgraded to schema 4 when opened,
+    /// the title of every session filled once: its own last `session/title` (a later one
+    /// whose title is no string sets none), or the last one a fork child inherits by
+    /// reference, from a current or a superseded generation; none without a title.
+    #[test]
+    fn a_schema_3_database_is_upgraded_and_its_titles_filled() {
+        use crate::SqlitePersistence;
+        use dsh_session::backend::SessionPersistence;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(TABLES).unwrap();
+        for step in UPGRADES[..2].iter().flat_map(|steps| steps.iter()) {
+            old.execute_batch(step).unwrap();
+        }
+        old.pragma_update(None, "user_version", 3).unwrap();
+        old.execute_batch(
+            r#"INSERT INTO sessions (id, version, created_at, cwd, extra) VALUES
+                 ('titled', 0, 1, '/w', '{}'), ('child', 0, 2, '/w', '{}'),
+                 ('untitled', 0, 3, '/w', '{}'), ('moved-child', 0, 4, '/w', '{}'),
+                 ('moved', 3, 5, '/w', '{}');
+             INSERT INTO events (session_id, seq, type, time, data) VALUES
+                 ('titled', 0, 'session/title', 6, '{"title":"First"}'),
+                 ('titled', 1, 'session/title', 7, '{"title":"Sec\"ond"}'),
+                 ('untitled', 1, 'session/title', 8, 'not json'),
+                 ('titled', 2, 'session/title', 8, '{"title":7}'),
+                 ('titled', 3, 'plugin/note', 9, '{}'),
+                 ('child', 1, 'plugin/note', 9, '{"title":"not a title event"}'),
+                 ('untitled', 0, 'plugin/note', 9, '{}');
+             INSERT INTO superseded_sessions (id, version, created_at, cwd, extra) VALUES
+                 ('moved', 0, 5, '/w', '{}');
+             INSERT INTO superseded_events (session_id, version, seq, type, time, data) VALUES
+                 ('moved', 0, 0, 'session/title', 6, '{"title":"Before the move"}');
+             INSERT INTO inherited_spans VALUES ('child', 0, 0, 1, 'titled', 0),
+                 ('moved-child', 0, 0, 1, 'moved', 0);"#,
+        )
+        .unwrap();
+        drop(old);
+
+        let db = SqlitePersistence::open(&path).unwrap();
+        let titles: Vec<(String, Option<String>)> = db
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|listed| (listed.header.id.as_str().to_owned(), listed.title))
+            .collect();
+        let expected = [
+            ("titled", Some("Sec\"ond")),
+            ("child", Some("First")),
+            ("untitled", None),
+            ("moved-child", Some("Before the move")),
+            ("moved", None),
+        ];
+        let expected: Vec<(String, Option<String>)> = expected
+            .into_iter()
+            .map(|(id, title)| (id.to_owned(), title.map(str::to_owned)))
+            .collect();
+        assert_eq!(titles, expected);
+        assert_eq!(
+            schema_version(&Connection::open(&path).unwrap()).unwrap(),
+            SCHEMA_VERSION
+        );
     }
 
     /// Another process writing the fresh file while it is switched to WAL makes SQLite refuse

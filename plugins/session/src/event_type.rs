@@ -37,6 +37,36 @@ pub const REQUEST_CONTEXT: &str = "request/context";
 /// `session/end-seed`: `{}`. dsh writes it after a constructor seed; this store never writes it
 /// (DESIGN.md) and reads it as an ordinary log-only event.
 pub const SESSION_END_SEED: &str = "session/end-seed";
+/// `session/title`: `{title, messageSeqs, source}`, the session's title as dsh's title plugin
+/// sets it (the same shape in every format version v0 to v3); the last one is the session's
+/// title ([`title_of`]).
+pub const SESSION_TITLE: &str = "session/title";
+
+/// The title `event` sets: its `data.title` when it is a [`SESSION_TITLE`] whose title is a
+/// string, else `None` (any other event, or a title event without a string title).
+///
+/// ```
+/// use dsh_session::event_type::title_of;
+/// use dsh_session::SessionEvent;
+///
+/// let titled = SessionEvent::new("session/title", 3, 1, serde_json::json!({"title": "Fix the build"}));
+/// assert_eq!(title_of(&titled).as_deref(), Some("Fix the build"));
+/// assert_eq!(title_of(&SessionEvent::new("turn/start", 0, 1, serde_json::json!({"turn": 1}))), None);
+/// ```
+pub fn title_of(event: &crate::SessionEvent) -> Option<String> {
+    (event.kind == SESSION_TITLE)
+        .then(|| event.data.get_str("title"))
+        .flatten()
+}
+
+/// The title the events set, read from the last: the [`title_of`] of the last event that
+/// sets one (a log's title after `events`), `None` when none does. Reads only the events after
+/// that one.
+pub fn last_title<'a>(
+    events: impl DoubleEndedIterator<Item = &'a crate::SessionEvent>,
+) -> Option<String> {
+    events.rev().find_map(title_of)
+}
 
 /// The three surface-eligible types: they carry a [`crate::SurfaceOp`] and project to model messages.
 pub const SURFACE_TYPES: [&str; 3] = [USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT];
@@ -73,7 +103,7 @@ pub const KNOWN_EVENT_TYPES: [&str; 48] = [
     "sandbox/mode",
     "schedule/change",
     SESSION_END_SEED,
-    "session/title",
+    SESSION_TITLE,
     "session/title-llm-request",
     STEP_END,
     STEP_START,

@@ -61,6 +61,11 @@ pub struct ListedSession {
     /// SQLite and PostgreSQL: the number of stored events); compare revisions of one backend
     /// only, for equality.
     pub revision: u64,
+    /// The session's title: the `title` of the last `session/title` event of its stored log
+    /// ([`crate::event_type::title_of`]), inherited events included (a fork child whose
+    /// prefix holds a title has it); `None` when the log holds none. Found without reading
+    /// the whole log (JSONL: a per-session cache file, SQL: a column kept by every write).
+    pub title: Option<String>,
 }
 
 /// The stored prefix a new session starts with: the first `len` events of the generation of

@@ -11,7 +11,7 @@ use crate::chain::Chain;
 use crate::codes;
 use crate::data::EventData;
 use crate::event::{EventDraft, SessionEvent};
-use crate::event_type::{TURN_END, TURN_START};
+use crate::event_type::{title_of, TURN_END, TURN_START};
 use crate::fold::{project, Surface, SurfacePlan};
 use crate::format::FormatVersion;
 use crate::header::SessionHeader;
@@ -125,6 +125,13 @@ impl Events {
     /// reads only the events after it.
     pub fn newest_first(&self) -> impl Iterator<Item = &Arc<SessionEvent>> + '_ {
         (0..self.len()).rev().filter_map(|index| self.get(index))
+    }
+
+    /// The title of the view: that of its last `session/title` with a string title
+    /// ([`crate::event_type::title_of`]), `None` when none. Walks back from the end, so it
+    /// reads only the events after that one.
+    pub fn title(&self) -> Option<String> {
+        self.newest_first().find_map(|event| title_of(event))
     }
 
     /// The last `turn/end` of the view (any reason): the end of the last completed turn.
@@ -271,8 +278,43 @@ impl AppendError {
 struct Log {
     events: Events,
     surface: Surface,
+    /// The log's title ([`Session::title`]), once known: set by every appended title, and
+    /// found in the seed by the first [`Session::title`] that needs it.
+    title: Title,
     /// The invariant trace appends are checked against.
     trace: Trace,
+}
+
+/// What a log knows of its title.
+enum Title {
+    /// Not looked for yet: the seed (a fork's inherited events, a loaded log) may hold one.
+    Unknown,
+    /// The title of the last `session/title` of the log, `None` when it holds none.
+    Known(Option<Arc<str>>),
+}
+
+impl Log {
+    /// The log's title, found in its events (the last first, so only the events after the
+    /// last title are read) the first time, then kept.
+    fn title(&mut self) -> Option<Arc<str>> {
+        if matches!(self.title, Title::Unknown) {
+            self.title = Title::Known(self.events.title().map(Arc::from));
+        }
+        match &self.title {
+            Title::Known(title) => title.clone(),
+            Title::Unknown => None,
+        }
+    }
+
+    /// Notes an event appended to the log: a title replaces the known one (an unknown title
+    /// stays unknown: the search from the end finds this event first).
+    fn note_title(&mut self, event: &SessionEvent) {
+        if matches!(self.title, Title::Known(_)) {
+            if let Some(title) = title_of(event) {
+                self.title = Title::Known(Some(Arc::from(title)));
+            }
+        }
+    }
 }
 
 /// The invariant trace of a log.
@@ -393,6 +435,7 @@ impl Session {
             log: RwLock::new(Log {
                 events,
                 surface,
+                title: Title::Unknown,
                 trace,
             }),
             appending: ReentrantMutex::new(Cell::new(false)),
@@ -498,6 +541,17 @@ impl Session {
         }
     }
 
+    /// The session's title: the `title` of the last `session/title` event of its log
+    /// ([`crate::event_type::title_of`]), inherited events included; `None` when it holds
+    /// none. O(1) once known: every append keeps it; the first call on a session created
+    /// from a seed (a fork, a loaded log) searches the seed from its end, once.
+    pub fn title(&self) -> Option<Arc<str>> {
+        if let Title::Known(title) = &self.log.read().title {
+            return title.clone();
+        }
+        self.log.write().title()
+    }
+
     /// The log length, which is also the next seq.
     pub fn len(&self) -> usize {
         self.log.read().events.len()
@@ -578,6 +632,7 @@ impl Session {
                         violation,
                     })?;
             }
+            log.note_title(&event);
             let event = Arc::new(event);
             log.events.chain.push(event.clone());
             log.surface.apply(plan, seq);
@@ -634,6 +689,7 @@ impl Session {
                 if let Some(trace) = log.trace() {
                     let _ = trace.admit(&event);
                 }
+                log.note_title(&event);
                 let event = Arc::new(event);
                 log.events.chain.push(event.clone());
                 log.surface.apply(plan, expected);

@@ -17,7 +17,12 @@ use std::sync::Arc;
 /// Forks `parent` (live in `store`) into child `id` inheriting its first `len` events, as the
 /// fork service forks a live session: the parent's own view of them as seed, its version and
 /// cwd, the lineage in the meta.
-fn fork(store: &SessionStore, parent: &Arc<Session>, id: &str, len: usize) -> Arc<Session> {
+pub(crate) fn fork(
+    store: &SessionStore,
+    parent: &Arc<Session>,
+    id: &str,
+    len: usize,
+) -> Arc<Session> {
     let mut meta = meta(1_700_000_000_100)
         .version(parent.header().format())
         .lineage(parent.id().clone(), len as u64);
@@ -31,7 +36,7 @@ fn fork(store: &SessionStore, parent: &Arc<Session>, id: &str, len: usize) -> Ar
 }
 
 /// Appends its next completed turn to `session` and flushes it.
-fn add_turn(store: &SessionStore, session: &Arc<Session>) {
+pub(crate) fn add_turn(store: &SessionStore, session: &Arc<Session>) {
     let events = session.events();
     let turn = events.iter().filter(|e| e.kind == TURN_START).count() as u64 + 1;
     for draft in turn_drafts(turn) {
@@ -91,6 +96,11 @@ fn assert_reads_as_live(fixture: &dyn Fixture, session: &Session) {
     assert_eq!(
         entry.revision, stored.revision,
         "the listed revision of {id}"
+    );
+    assert_eq!(
+        entry.title.as_deref(),
+        session.title().as_deref(),
+        "the listed title of {id}"
     );
 }
 

@@ -75,12 +75,16 @@ impl JsonlPersistence {
             write_event_line(event, version, &mut own_lines)
                 .map_err(|e| failed(std::io::Error::from(e)))?;
         }
-        self.create_file(header, events.len() as u64, |file, header_line| {
-            file.write_all(header_line)?;
-            copy_prefix(&parent, bytes, file)?;
-            file.write_all(&own_lines)?;
-            end_of_child(header_line, &parent, bytes, &own_lines)
-        })
+        self.create_file(
+            header,
+            (events.len() as u64, events.title()),
+            |file, header_line| {
+                file.write_all(header_line)?;
+                copy_prefix(&parent, bytes, file)?;
+                file.write_all(&own_lines)?;
+                end_of_child(header_line, &parent, bytes, &own_lines)
+            },
+        )
         .map(Some)
     }
 }

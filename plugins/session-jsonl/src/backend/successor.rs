@@ -12,8 +12,10 @@ use crate::durable::publish_new_with;
 use crate::error::io_error;
 use crate::folder::Folder;
 use crate::lock::lock_exclusive;
+use crate::title_cache;
 use crate::write::check_storable;
 use dsh_session::backend::PersistenceError;
+use dsh_session::event_type::last_title;
 use dsh_session::format::{canonical_file_version, FormatVersion, READABLE_VERSIONS};
 use dsh_session::{SessionEvent, SessionHeader, SessionId};
 use std::ffi::OsStr;
@@ -86,7 +88,10 @@ impl JsonlPersistence {
             write_new_log(out, self.compression, &header_line, events, version).map(drop)
         };
         publish_new_with(&folder, OsStr::new(&file_name), &[], write)
-            .map_err(|e| publish_error(id, &target, e))
+            .map_err(|e| publish_error(id, &target, e))?;
+        let title = last_title(events.iter().map(Arc::as_ref));
+        title_cache::record_written(&folder, OsStr::new(&file_name), header.created_at, title);
+        Ok(())
     }
 }
 

@@ -64,8 +64,11 @@ pub fn header_line(id: &str) -> String {
     )
 }
 
-/// Every file under `dir`, recursively.
+/// Every file under `dir`, recursively, but the title caches.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    // The title cache beside a session file (`title_cache::CACHE_FILE`) is a cache, not a
+    // stored file: left out (its temporary files are not).
+    let cache = std::ffi::OsStr::new(dsh_session_jsonl::title_cache::CACHE_FILE);
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(next) = stack.pop() {
@@ -73,7 +76,7 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
             let path = entry.expect("entry").path();
             if path.is_dir() {
                 stack.push(path);
-            } else {
+            } else if path.file_name() != Some(cache) {
                 out.push(path);
             }
         }

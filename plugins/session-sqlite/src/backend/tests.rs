@@ -60,6 +60,7 @@ fn a_write_commits_every_queued_write_in_its_group_each_on_its_own() {
             id: SessionId::from("a"),
             rows: rows([5]),
             seen: None,
+            title: None,
         },
     );
     let taken = queue(
@@ -67,6 +68,7 @@ fn a_write_commits_every_queued_write_in_its_group_each_on_its_own() {
         Write::Create {
             header: Box::new(header("b")),
             rows: rows([0]),
+            title: None,
         },
     );
     let fresh = queue(
@@ -75,6 +77,7 @@ fn a_write_commits_every_queued_write_in_its_group_each_on_its_own() {
             id: SessionId::from("b"),
             rows: rows([1, 2]),
             seen: None,
+            title: None,
         },
     );
     db.append(&SessionId::from("a"), &[note(1)])
@@ -107,6 +110,7 @@ fn a_statement_the_database_refuses_fails_the_whole_group_and_stores_none_of_it(
             id: SessionId::from("a"),
             rows: rows([1]),
             seen: None,
+            title: None,
         },
     );
     // Twice the same seq: the primary key refuses the second row.
@@ -115,6 +119,7 @@ fn a_statement_the_database_refuses_fails_the_whole_group_and_stores_none_of_it(
         Write::Create {
             header: Box::new(header("b")),
             rows: rows([0, 0]),
+            title: None,
         },
     );
     let error = db.create(&header("c"), &[]).expect_err("the group failed");

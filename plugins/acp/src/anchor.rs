@@ -457,4 +457,52 @@ mod tests {
             "every id the replay showed, with a fitting fingerprint"
         );
     }
+
+    #[test]
+    fn the_index_keeps_the_newest_messages_within_its_budget() {
+        use crate::message_index::MessageIndex;
+        let id = SessionId::from("s");
+        let mut events = Vec::new();
+        for turn in 1..=200u64 {
+            let drafts = [
+                EventDraft::turn_start(turn),
+                EventDraft::user_text(&format!("u{turn}"), "question", "user"),
+                EventDraft::step_start(turn, 1),
+                EventDraft::assistant_text(turn, 1, &format!("a{turn}"), "answer", "p", "m"),
+                EventDraft::step_end(turn, 1),
+                EventDraft::turn_end(turn, TurnEndReason::Completed),
+            ];
+            for draft in drafts {
+                let seq = events.len() as u64;
+                events.push(draft.into_event(seq, 0));
+            }
+        }
+        let budget = 4_000;
+        let mut index = MessageIndex::with_budget(budget);
+        let mut fold = Updates::live();
+        for event in &events {
+            let shown = fold.track(event);
+            index.record(event, shown.as_ref());
+            assert!(index.bytes() <= budget, "{} bytes held", index.bytes());
+        }
+        let decide = |message: &str| {
+            let anchor = json!({"version": 1, "messageId": message});
+            let air = air_fork(&id, meta(anchor).as_ref())
+                .unwrap()
+                .expect("an anchor");
+            index.resolve(&air).map(|found| {
+                assert_eq!(
+                    Ok(found.clone()),
+                    resolve(&id, events.iter(), &air).map_err(|e| e.code()),
+                    "{message}"
+                );
+                found
+            })
+        };
+        assert!(decide("a200").is_some() && decide("u200").is_some());
+        assert!(
+            decide("a1").is_none() && decide("u1").is_none(),
+            "the oldest left the index"
+        );
+    }
 }

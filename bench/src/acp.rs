@@ -15,10 +15,13 @@
 //!   where the child's file is written with its seed before the answer (dsh's file format
 //!   holds the whole seed), so it grows with N: shown, not targeted.
 //! - `fork_message_rpc_us_N`: a `session/fork` round trip at a message
-//!   (`_meta.jetbrains.air.fork`, the user message of turn 2, so the child is the same small
-//!   prefix at both sizes) of a session of N = 1,000 and 100,000 events opened by a
-//!   `session/load`, without a backend: the id is resolved from the index the replay built,
-//!   so it stays flat; `fork_message_growth` (100,000 over 1,000; target flat).
+//!   (`_meta.jetbrains.air.fork`, the session's last user message: retry or edit the last
+//!   prompt, where editors fork most) of a session of N = 1,000 and 100,000 events opened by
+//!   a `session/load`, without a backend (the child shares the source's events): the id is
+//!   resolved from the index the replay built, so it stays flat; `fork_message_growth`
+//!   (100,000 over 1,000; target flat). `fork_message_oldest_rpc_us_N` forks at the user
+//!   message of turn 2, which has left the bounded index at 100,000 events, so its id is
+//!   looked up in the log: shown, not targeted.
 //! - `load_first_update_ms_S` and `load_peak_bytes_S` ([`crate::acp_load`]): `session/load`
 //!   of a stored JSONL session of S = 1, 10 and 100 MB.
 //! - `prompt_rpc_us`: a `session/prompt` round trip of a one-step turn run by [`BenchRunner`]
@@ -130,6 +133,25 @@ pub fn context(root: Option<&Path>) -> Context {
 ///
 /// # Panics
 /// When the store refuses the log, or `len` is from 1 to 23.
+/// The id of the last `user/message` of open session `id`: where an editor forks most often
+/// (retry or edit the last prompt).
+fn newest_user_message(ctx: &Context, id: &SessionId) -> String {
+    let session = ctx
+        .expect::<SessionStore>()
+        .get(id)
+        .expect("an open session");
+    let events = session.events();
+    let message = events
+        .newest_first()
+        .find(|event| event.kind == dsh::session::event_type::USER_MESSAGE)
+        .expect("a generated session has a user message");
+    let data: serde_json::Value = message.data.parse_as().expect("a generated user message");
+    data["id"]
+        .as_str()
+        .expect("a generated user message has an id")
+        .to_owned()
+}
+
 pub fn create(ctx: &Context, id: &str, len: usize) -> SessionId {
     let store = ctx.expect::<SessionStore>();
     let meta = SessionMeta::default().cwd("/bench");
@@ -424,19 +446,28 @@ pub fn measure(plan: Plan, mut progress: impl FnMut(&str)) -> Vec<(String, f64)>
         ));
         let ctx = context(None);
         let id = create(&ctx, "acp-fork-message", len);
+        let newest = newest_user_message(&ctx, &id);
         let mut client = Client::connect(&runtime, &ctx.expect::<AcpServer>());
         // Opened by a load, as an editor opens it: the replay indexes the message ids.
         let params = json!({"sessionId": id.as_str(), "cwd": "/bench", "mcpServers": []});
         runtime.block_on(client.ok("session/load", params));
-        let anchor = json!({"jetbrains": {"air": {"fork": {"version": 1, "messageId": "user-2"}}}});
-        fork_once_with(&runtime, &mut client, &id, Some(anchor.clone())); // warm-up
-        let rpc = median(
-            (0..reps)
-                .map(|_| fork_once_with(&runtime, &mut client, &id, Some(anchor.clone())))
-                .collect(),
-        );
-        figures.push((format!("fork_message_rpc_us_{len}"), rpc));
-        message_us.push(rpc);
+        for (name, message) in [
+            ("fork_message", newest.as_str()),
+            ("fork_message_oldest", "user-2"),
+        ] {
+            let anchor =
+                json!({"jetbrains": {"air": {"fork": {"version": 1, "messageId": message}}}});
+            fork_once_with(&runtime, &mut client, &id, Some(anchor.clone())); // warm-up
+            let rpc = median(
+                (0..reps)
+                    .map(|_| fork_once_with(&runtime, &mut client, &id, Some(anchor.clone())))
+                    .collect(),
+            );
+            figures.push((format!("{name}_rpc_us_{len}"), rpc));
+            if name == "fork_message" {
+                message_us.push(rpc);
+            }
+        }
     }
     figures.push((
         "fork_message_growth".to_owned(),

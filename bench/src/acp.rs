@@ -128,11 +128,6 @@ pub fn context(root: Option<&Path>) -> Context {
     builder.build().expect("the acp bench context builds")
 }
 
-/// Creates session `id` seeded with `len` generated events (none for 0; else at least one
-/// turn, 24 events), written to the backend, if any, and returns it open in the store.
-///
-/// # Panics
-/// When the store refuses the log, or `len` is from 1 to 23.
 /// The id of the last `user/message` of open session `id`: where an editor forks most often
 /// (retry or edit the last prompt).
 fn newest_user_message(ctx: &Context, id: &SessionId) -> String {
@@ -152,6 +147,11 @@ fn newest_user_message(ctx: &Context, id: &SessionId) -> String {
         .to_owned()
 }
 
+/// Creates session `id` seeded with `len` generated events (none for 0; else at least one
+/// turn, 24 events), written to the backend, if any, and returns it open in the store.
+///
+/// # Panics
+/// When the store refuses the log, or `len` is from 1 to 23.
 pub fn create(ctx: &Context, id: &str, len: usize) -> SessionId {
     let store = ctx.expect::<SessionStore>();
     let meta = SessionMeta::default().cwd("/bench");

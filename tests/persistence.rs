@@ -45,7 +45,12 @@ fn stored_files(root: &Path) -> Vec<(std::path::PathBuf, usize)> {
             let path = entry.path();
             if path.is_dir() {
                 stack.push(path);
-            } else {
+            } else if path.file_name()
+                != Some(std::ffi::OsStr::new(
+                    dsh::session_jsonl::title_cache::CACHE_FILE,
+                ))
+            {
+                // The title cache is a cache beside the log, not a stored session.
                 let lines = std::fs::read_to_string(&path).unwrap().lines().count();
                 out.push((path, lines));
             }

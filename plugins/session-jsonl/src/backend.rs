@@ -280,8 +280,9 @@ impl JsonlPersistence {
         match write_records(&mut locked, &folder, &name, cursor, events, step) {
             Ok(written) => {
                 cursor.committed += written;
-                let title = last_title(events.iter().map(Arc::as_ref));
-                title_cache::record_appended(&folder, &name, from, title);
+                if let Some(title) = last_title(events.iter().map(Arc::as_ref)) {
+                    title_cache::record_appended(&folder, &name, from, title);
+                }
             }
             Err(e) => {
                 // The file may hold part of the write: the next append rescans it.
@@ -385,7 +386,9 @@ impl JsonlPersistence {
         publish_new_file(&folders.id, file_name, &also_sync, write)
             .map_err(|e| publish_error(id, &target, e))?;
         folders.made.keep();
-        title_cache::record_written(&folders.id, file_name, header.created_at, title);
+        if let Some(title) = title {
+            title_cache::record_written(&folders.id, file_name, header.created_at, title);
+        }
         self.seen.lock().insert(id.clone(), target.clone());
         *cached = Some(Cursor {
             path: target,

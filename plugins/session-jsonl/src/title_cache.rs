@@ -122,13 +122,10 @@ pub(crate) fn listed_title(
 /// Records, after this backend wrote the whole file `name` of `folder` (a create, a fork
 /// child, a migrated generation: complete records only) for the session created at
 /// `created_at`, that its title is `title`: a listing then reads nothing but the cache. Best
-/// effort, as every cache write.
-pub(crate) fn record_written(
-    folder: &Folder,
-    name: &OsStr,
-    created_at: u64,
-    title: Option<String>,
-) {
+/// effort, as every cache write. Only a write that holds a title is recorded: a file without
+/// one costs a listing a scan of what it holds, once, which keeps the cache off the write
+/// path of every untitled session.
+pub(crate) fn record_written(folder: &Folder, name: &OsStr, created_at: u64, title: String) {
     let Ok(file) = folder.open_file(name, false) else {
         return;
     };
@@ -144,16 +141,18 @@ pub(crate) fn record_written(
         created_at,
         scanned: len,
         tail,
-        title,
+        title: Some(title),
     };
     write_cache(folder, &cache);
 }
 
 /// Records, after this backend appended complete records from offset `from` to the end of
-/// the file `name` of `folder` (under its write lock), that they set the title `title` (`None`:
-/// they set none): when the cache held the file up to `from`, it is moved to the end, so a
-/// listing reads nothing but the cache; otherwise it is left for the listing to rebuild.
-pub(crate) fn record_appended(folder: &Folder, name: &OsStr, from: u64, title: Option<String>) {
+/// the file `name` of `folder` (under its write lock), that they set the title `title`: when
+/// the cache held the file up to `from`, it is moved to the end, so a listing reads nothing
+/// but the cache; otherwise it is left for the listing to rebuild. An append that sets no
+/// title is not recorded (a flush costs no cache write): the next listing scans the bytes
+/// appended since the cache's offset, only those.
+pub(crate) fn record_appended(folder: &Folder, name: &OsStr, from: u64, title: String) {
     let Some(cached) = read_cache(folder) else {
         return;
     };
@@ -175,7 +174,7 @@ pub(crate) fn record_appended(folder: &Folder, name: &OsStr, from: u64, title: O
     let cache = TitleCache {
         scanned: len,
         tail,
-        title: title.or(cached.title),
+        title: Some(title),
         ..cached
     };
     write_cache(folder, &cache);

@@ -190,13 +190,17 @@ fn the_backend_writes_keep_the_cache_current() {
         set_cache(&file, |cache| cache["title"] = json!("Marked"));
         let id = SessionId::from("s");
         let note = SessionEvent::new("plugin/note", 2, 3, json!({}));
+        let before = cache(&file)["scanned"].clone();
         backend.append(&id, &[Arc::new(note)]).unwrap();
-        assert_eq!(cache(&file)["scanned"], json!(len(&file)));
+        // An append without a title writes no cache (a flush costs no cache write): the
+        // listing reads the appended bytes only, and moves the cache to the end.
+        assert_eq!(cache(&file)["scanned"], before, "{compression:?}");
         assert_eq!(
             title(&backend).as_deref(),
             Some("Marked"),
             "{compression:?}"
         );
+        assert_eq!(cache(&file)["scanned"], json!(len(&file)));
         let retitle = SessionEvent::new("session/title", 3, 4, json!({"title": "Second"}));
         backend.append_atomic(&id, &[Arc::new(retitle)]).unwrap();
         assert_eq!(cache(&file)["scanned"], json!(len(&file)));
@@ -238,4 +242,33 @@ fn the_backend_writes_keep_the_cache_current() {
         );
         assert_eq!(cache["title"], json!("Migrated"));
     }
+}
+
+#[test]
+fn an_untitled_session_costs_its_writes_no_cache_file() {
+    let root = tempfile::tempdir().unwrap();
+    let backend = JsonlPersistence::new(root.path());
+    let id = SessionId::from("plain");
+    let header = SessionHeader::new(id.clone(), 1, SessionMeta::default().cwd("/p"));
+    let note = |seq: u64| {
+        Arc::new(SessionEvent::new(
+            "plugin/note",
+            seq,
+            seq as i64 + 1,
+            json!({}),
+        ))
+    };
+    backend.create(&header, &[note(0)]).unwrap();
+    backend.append(&id, &[note(1)]).unwrap();
+    let file = backend.locate(&id).unwrap().unwrap();
+    assert!(
+        !cache_path(&file).exists(),
+        "no cache written by create or append"
+    );
+    assert_eq!(title(&backend), None);
+    assert_eq!(
+        cache(&file)["scanned"],
+        json!(len(&file)),
+        "the listing wrote it"
+    );
 }

@@ -89,8 +89,9 @@ impl JsonlPersistence {
         };
         publish_new_with(&folder, OsStr::new(&file_name), &[], write)
             .map_err(|e| publish_error(id, &target, e))?;
-        let title = last_title(events.iter().map(Arc::as_ref));
-        title_cache::record_written(&folder, OsStr::new(&file_name), header.created_at, title);
+        if let Some(title) = last_title(events.iter().map(Arc::as_ref)) {
+            title_cache::record_written(&folder, OsStr::new(&file_name), header.created_at, title);
+        }
         Ok(())
     }
 }

@@ -490,13 +490,12 @@ mod tests {
             let air = air_fork(&id, meta(anchor).as_ref())
                 .unwrap()
                 .expect("an anchor");
-            index.resolve(&air).map(|found| {
+            index.resolve(&air).inspect(|found| {
                 assert_eq!(
                     Ok(found.clone()),
                     resolve(&id, events.iter(), &air).map_err(|e| e.code()),
                     "{message}"
                 );
-                found
             })
         };
         assert!(decide("a200").is_some() && decide("u200").is_some());

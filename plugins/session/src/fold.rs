@@ -65,6 +65,11 @@ pub struct Surface {
     generation: u64,
     /// The format whose surface types the fold admits (v0 for the default).
     version: FormatVersion,
+    /// The seq of the event of the last `replace`, and how many nodes the surface had right
+    /// after it: every node after those was pushed later, by an event of a higher seq, so
+    /// they are in seq order ([`Surface::prefix_at`]).
+    last_replace: Option<u64>,
+    settled: usize,
 }
 
 impl fmt::Debug for Surface {
@@ -102,9 +107,33 @@ impl Surface {
     pub(crate) fn branch(&self) -> Surface {
         Surface {
             nodes: self.nodes.branch(),
-            generation: self.generation,
-            version: self.version,
+            ..self.clone()
         }
+    }
+
+    /// The surface of the first `len` events of the log this is the surface of (`len` at
+    /// most that log's length), without folding them again, when no `replace` happened at or
+    /// after seq `len` (`None` otherwise: the caller folds). O(log n): the nodes pushed since
+    /// the last `replace` are in seq order, so the prefix's surface is a prefix of this one's
+    /// nodes, found by a binary search. What a fork at an earlier boundary of a live session
+    /// seeds its child with.
+    pub(crate) fn prefix_at(&self, len: u64) -> Option<Surface> {
+        if self.last_replace.is_some_and(|seq| seq >= len) {
+            return None;
+        }
+        // The first position at or after `settled` whose node has a seq of `len` or more.
+        let (mut low, mut high) = (self.settled, self.nodes.len());
+        while low < high {
+            let middle = low + (high - low) / 2;
+            match self.nodes.get(middle) {
+                Some(seq) if *seq < len => low = middle + 1,
+                _ => high = middle,
+            }
+        }
+        Some(Surface {
+            nodes: self.nodes.prefix(low),
+            ..self.clone()
+        })
     }
 
     /// The surface of an empty log of format `version`, whose surface types it admits.
@@ -229,6 +258,8 @@ impl Surface {
             } => {
                 self.nodes = self.nodes.splice(start_index, end_index, seq);
                 self.generation += 1;
+                self.last_replace = Some(seq);
+                self.settled = self.nodes.len();
             }
         }
     }

@@ -92,13 +92,19 @@ impl Events {
     }
 
     /// The first `len` events (the whole view when `len >= self.len()`), without copying.
+    /// The prefix of a view that carries its surface fold carries the prefix's, when it can
+    /// be had without folding (no compaction replaced nodes at or after `len`), so a fork at
+    /// an earlier boundary of a live session neither folds nor validates its seed again.
     pub fn prefix(&self, len: usize) -> Events {
         if len >= self.len() {
             return self.clone();
         }
         Events {
             chain: self.chain.prefix(len),
-            surface: None,
+            surface: self
+                .surface
+                .as_ref()
+                .and_then(|surface| surface.prefix_at(len as u64)),
             trace: None,
         }
     }

@@ -200,3 +200,65 @@ fn a_seed_ending_inside_an_open_turn_is_accepted_by_create() {
     assert_eq!(session.len(), 4);
     assert_eq!(session.derive_messages().len(), 1);
 }
+
+/// A closed turn `n` of six events whose user message and answer are on the surface.
+fn numbered_turn(n: u64) -> Vec<EventDraft> {
+    vec![
+        EventDraft::turn_start(n),
+        EventDraft::user_text(&format!("u{n}"), &format!("question {n}"), "user"),
+        EventDraft::step_start(n, 1),
+        EventDraft::assistant_text(n, 1, &format!("a{n}"), &format!("answer {n}"), "d", "m"),
+        EventDraft::step_end(n, 1),
+        EventDraft::turn_end(n, TurnEndReason::Completed),
+    ]
+}
+
+#[test]
+fn a_prefix_of_a_live_log_seeds_a_child_with_the_history_a_fold_of_it_gives() {
+    let (_ctx, store) = store();
+    // Two turns, a compaction replacing their four messages (seq 12), two more turns.
+    let mut drafts: Vec<EventDraft> = numbered_turn(1)
+        .into_iter()
+        .chain(numbered_turn(2))
+        .collect();
+    drafts.push(
+        EventDraft::user_text("s", "summary", "compaction")
+            .surface(SurfaceOp::Replace { start: 1, end: 9 })
+            .sources(vec![1, 3, 7, 9]),
+    );
+    drafts.extend(numbered_turn(3).into_iter().chain(numbered_turn(4)));
+    let log = seed(drafts);
+    let source = store
+        .create(
+            None,
+            CreateOptions::new(log.clone(), SessionMeta::default()),
+        )
+        .expect("a valid log");
+    let view = source.events();
+    let history = |session: &dsh_session::Session| -> Vec<serde_json::Value> {
+        session
+            .derive_messages()
+            .iter()
+            .map(|m| m.value())
+            .collect()
+    };
+    let mut compared = 0;
+    for len in 0..=log.len() {
+        let folded = match store.create(
+            None,
+            CreateOptions::new(log[..len].to_vec(), SessionMeta::default()),
+        ) {
+            Ok(session) => session,
+            Err(_) => continue, // a prefix the seed rules refuse on its own
+        };
+        let child = store
+            .create(
+                None,
+                CreateOptions::new(view.prefix(len), SessionMeta::default()),
+            )
+            .expect("a prefix of a live log seeds a child");
+        assert_eq!(history(&child), history(&folded), "prefix of {len} events");
+        compared += 1;
+    }
+    assert!(compared > log.len() / 2, "{compared} prefixes compared");
+}

@@ -31,6 +31,7 @@ pub mod anchor;
 #[cfg(feature = "tokio")]
 pub mod async_fork;
 pub mod codes;
+pub mod cold;
 pub mod error;
 pub mod fork;
 pub mod lineage;
@@ -39,6 +40,7 @@ pub mod plugin;
 pub use anchor::MessageAnchor;
 #[cfg(feature = "tokio")]
 pub use async_fork::AsyncSessionFork;
+pub use cold::ColdFork;
 pub use error::{BoundaryProblem, SessionForkError};
 pub use fork::{ForkSessionOptions, SessionFork, SessionForkSeed, SessionForkSource};
 pub use lineage::LineageNode;

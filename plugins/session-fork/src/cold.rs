@@ -35,6 +35,9 @@ pub struct ColdFork {
     /// How many events the child inherits from its source (`seedLength`, for every format
     /// version; a v2 or v3 header records `isSeeded` instead).
     pub seed_len: u64,
+    /// How many own events the child holds after the inherited ones (the inherited
+    /// end-seed marker of a v2 or v3 child, a copied message, closers).
+    pub own_len: u64,
     /// The child when it was made live: the fork of a live source, or of a stored one the
     /// backend could not write from its prefix alone (a v0 source, whose events the read
     /// upgrades; a backend without [`dsh_session::backend::SessionPersistence::create_from_prefix`];
@@ -49,9 +52,11 @@ impl ColdFork {
     }
 
     fn of_live(child: Arc<Session>) -> ColdFork {
+        let seed_len = child.inherited_len().unwrap_or_default();
         ColdFork {
             header: child.header().clone(),
-            seed_len: child.inherited_len().unwrap_or_default(),
+            seed_len,
+            own_len: (child.len() as u64).saturating_sub(seed_len),
             live: Some(child),
         }
     }
@@ -97,6 +102,14 @@ fn cold_child(
     id: &SessionId,
     options: &ForkSessionOptions,
 ) -> Result<Option<ColdFork>, SessionForkError> {
+    // A v0 log's events are upgraded as read, so its child copies them: the header decides
+    // before the log is streamed.
+    let head = store
+        .read_stored(id, Some(0))
+        .map_err(|error| SessionForkError::from_store(id, StoreStep::ReadSource, error))?;
+    if head.header.format() == FormatVersion::V0 {
+        return Ok(None);
+    }
     let mut window = Window::new(options.boundary, options.anchor);
     let read = store
         .inspect(id, |event| window.see(event))
@@ -113,6 +126,7 @@ fn cold_child(
         }
     };
     if header.format() == FormatVersion::V0 || seed == 0 {
+        // The header read first said otherwise: another generation was published meanwhile.
         return Ok(None);
     }
     let prefix = StoredPrefix {
@@ -130,6 +144,7 @@ fn cold_child(
         .map_err(|error| SessionForkError::from_store(id, StoreStep::CreateChild, error))?;
     Ok(created.map(|child| ColdFork {
         seed_len: child.seed_len,
+        own_len: child.own.len() as u64,
         header: child.header,
         live: None,
     }))

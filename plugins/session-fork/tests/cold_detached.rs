@@ -1,7 +1,7 @@
 //! Issue 25: the detached cold fork (`SessionFork::fork_cold`) stores the child the existing
 //! cold fork (`SessionFork::fork_stored`) stores, without the source's prefix in memory and
-//! without making the child live. Contract: for v0, v1 and v3 sources, on JSONL and SQLite
-//! (PostgreSQL: the backend's contract suite), at the source's end, at an earlier `turn/end`,
+//! without making the child live. Contract: for v0, v1 and v3 sources, on JSONL, SQLite and
+//! PostgreSQL (ignored without a server: run under `scripts/with-postgres.sh`), at the source's end, at an earlier `turn/end`,
 //! through assistant messages (the last of its turn; one with tool calls, copied without
 //! them; one inside its turn, clipped) and before the turn of a user message, both children
 //! read back with the same header (but id and `createdAt`), the same events (but the times of
@@ -205,5 +205,17 @@ fn a_detached_cold_fork_stores_the_child_of_the_existing_cold_fork_on_sqlite() {
     for version in [FormatVersion::V0, FormatVersion::V1, FormatVersion::V3] {
         let (_dir, backend) = sqlite();
         contract(backend, version);
+    }
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
+fn a_detached_cold_fork_stores_the_child_of_the_existing_cold_fork_on_postgres() {
+    let url = dsh_session_contract::postgres_url();
+    for version in [FormatVersion::V0, FormatVersion::V1, FormatVersion::V3] {
+        let schema = format!("cold_detached_{}_{}", std::process::id(), version.number());
+        let backend = dsh_session_postgres::PostgresPersistence::open(&url, Some(&schema))
+            .expect("the store opens");
+        contract(Arc::new(backend), version);
     }
 }

@@ -1,5 +1,6 @@
 //! Cold-fork figures (issue 25): `SessionFork::fork_cold` at the end of a stored session of N
-//! generated events (format v3) that is not live, for N = 1,000 and 100,000, on every backend
+//! generated events that is not live (stored in format v1, the first whose stored events a
+//! child may inherit as stored, and which reads the generated `assistant/chunk` events), for N = 1,000 and 100,000, on every backend
 //! [`crate::persist::Backend::all`] measures: the source is read as a stream and the child
 //! written from its stored prefix (SQL: a reference to the parent's rows; JSONL: the parent's
 //! bytes copied in the kernel), never holding the prefix. Per backend and N: the median time of
@@ -58,7 +59,7 @@ fn measure_backend(
         .map(|&len| {
             let meta = SessionMeta::default()
                 .cwd("/bench")
-                .version(FormatVersion::V3);
+                .version(FormatVersion::V1);
             let source = store
                 .create(None, CreateOptions::new(generate::events(len), meta))
                 .expect("the generated log is stored");

@@ -131,7 +131,7 @@ fn comparable(
     } = backend.load(&id).unwrap();
     let inherited = header
         .seed_length
-        .or_else(|| dsh_session::format::inherited_cut(&events).map(|cut| cut as u64))
+        .or_else(|| dsh_session::format::inherited_cut(&events))
         .unwrap_or(0);
     header.id = SessionId::from("child");
     header.created_at = 0;

@@ -91,6 +91,9 @@ fn fork_peak(fork: impl FnOnce()) -> usize {
     PEAK.load(Ordering::Relaxed) - before
 }
 
+/// A kind of fork: the options of a fork of a source of `turns` turns.
+type Cut = fn(ForkSessionOptions, u64) -> ForkSessionOptions;
+
 /// The peaks of cold forks of a 1,000-turn and a 4,000-turn source (at the end, at turn
 /// 500's `turn/end`, through the last answer), checked flat.
 fn check_flat(name: &str, backend: Arc<dyn SessionPersistence>) {
@@ -107,7 +110,7 @@ fn check_flat(name: &str, backend: Arc<dyn SessionPersistence>) {
     for (id, turns) in [("small", sizes[0]), ("large", sizes[1])] {
         stored(&store, id, turns);
     }
-    let kinds: [(&str, fn(ForkSessionOptions, u64) -> ForkSessionOptions); 3] = [
+    let kinds: [(&str, Cut); 3] = [
         ("end", |o, _| o),
         ("at", |o, _| o.at(500 * 6 - 1)),
         ("through", |o, turns| o.through_message(6 * turns - 3)),

@@ -47,7 +47,7 @@ pub fn run(
         store.flush(live)?;
     }
     let header = &child.header;
-    let inherited = Some(child.seed_len);
+    let inherited = child.seed_len;
     let json = json!({
         "id": header.id,
         "parentSession": header.parent_session,
@@ -59,7 +59,7 @@ pub fn run(
         "forked {} -> {} ({} events inherited)\n",
         SessionId::from(id),
         header.id,
-        inherited.unwrap_or(0)
+        inherited
     );
     Ok(Output::ok(json, human))
 }

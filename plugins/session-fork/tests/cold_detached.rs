@@ -219,3 +219,51 @@ fn a_detached_cold_fork_stores_the_child_of_the_existing_cold_fork_on_postgres()
         contract(Arc::new(backend), version);
     }
 }
+
+/// A child id already stored is handled as the existing cold fork handles it: the same child
+/// forked again is taken over unchanged when its log is the same (v1: no own event; a v3
+/// child's end-seed marker is stamped anew, so both forks refuse it), another session's id is
+/// `SESSION_ID_CONFLICT`; the stored session is left as it was.
+#[test]
+fn a_stored_child_id_is_taken_over_or_refused_as_by_the_existing_cold_fork() {
+    for version in [FormatVersion::V1, FormatVersion::V3] {
+        let (_dir, backend) = jsonl(version);
+        store_source(&backend, version);
+        let ctx = context(&backend);
+        let fork = ctx.expect::<SessionFork>();
+        let store = ctx.expect::<SessionStore>();
+        let first = fork
+            .fork_cold(ForkSessionOptions::new("src").session_id("again"))
+            .unwrap();
+        assert!(first.live.is_none());
+        let other = fork
+            .fork_cold(ForkSessionOptions::new("src").at(5).session_id("other"))
+            .unwrap();
+        assert!(other.live.is_none());
+        for id in ["again", "other"] {
+            let before = comparable(&backend, id);
+            let options = || ForkSessionOptions::new("src").session_id(id);
+            let cold = fork.fork_cold(options()).map(|child| child.seed_len);
+            if let Some(child) = store.get(&SessionId::from(id)) {
+                // Taken over: made live by the fallback; let the existing fork try too.
+                assert!(store.dispose(child.id()).unwrap());
+            }
+            let existing = fork.fork_stored(options()).map(|child| child.len());
+            if let Some(child) = store.get(&SessionId::from(id)) {
+                assert!(store.dispose(child.id()).unwrap());
+            }
+            assert_eq!(
+                cold.as_ref().err().map(|e| e.code()),
+                existing.as_ref().err().map(|e| e.code()),
+                "{version:?} {id}"
+            );
+            assert_eq!(comparable(&backend, id), before, "{version:?} {id}");
+        }
+        assert!(
+            fork.fork_cold(ForkSessionOptions::new("src").session_id("again"))
+                .is_ok()
+                == (version == FormatVersion::V1),
+            "{version:?}: the same child is taken over where its log is the same"
+        );
+    }
+}

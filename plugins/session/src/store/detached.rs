@@ -8,7 +8,7 @@ use crate::event_type::last_title;
 use crate::format::is_inherited_marker;
 use crate::header::{SessionHeader, SessionMeta};
 use crate::id::SessionId;
-use crate::persistence::StoredPrefix;
+use crate::persistence::{PersistenceError, StoredPrefix};
 use crate::repair::interrupted_turn_closers;
 use crate::session::now_ms;
 use std::sync::Arc;
@@ -87,14 +87,16 @@ impl SessionStore {
     ///
     /// Returns `Ok(None)`, with nothing written, when the child cannot be written so: the
     /// meta does not inherit the prefix exactly (its lineage, a non-empty length, the
-    /// prefix's version), or the backend cannot create a child from a prefix alone (then the
-    /// caller creates it with its seed, [`SessionStore::create`]).
+    /// prefix's version), the backend cannot create a child from a prefix alone, or a
+    /// session is stored under the child's id already (then the caller creates it with its
+    /// seed, [`SessionStore::create`], which takes over a stored session whose log is the
+    /// child's and refuses another with `SESSION_ID_CONFLICT`).
     ///
     /// # Errors
     /// As [`SessionStore::create`] for the id and the header (`SESSION_ID_INVALID`,
     /// `SESSION_ALREADY_EXISTS` for a live id, `DISPOSED`, `HEADER_INVALID`);
     /// [`StoreError::Unavailable`] without a backend; [`StoreError::Persistence`] when the
-    /// backend refuses the child (`SESSION_ID_CONFLICT` for an id already stored).
+    /// backend refuses the child.
     pub fn create_from_prefix(
         &self,
         child: ChildOfPrefix,
@@ -130,12 +132,15 @@ impl SessionStore {
         let header = new_header(&id, meta, || own.iter().any(is_inherited_marker))?;
         let own: Vec<Arc<SessionEvent>> = own.into_iter().map(Arc::new).collect();
         let title = last_title(own.iter().map(|event| &**event)).or(title);
-        let created = backend
-            .create_from_prefix(&header, &prefix, &own, title.as_deref())
-            .map_err(|source| StoreError::Persistence {
+        let created = match backend.create_from_prefix(&header, &prefix, &own, title.as_deref()) {
+            // A session stored under the id: what a create does with it (takes it over when
+            // its log is the child's, refuses it otherwise) is the caller's create's.
+            Err(PersistenceError::Conflict { .. }) => false,
+            created => created.map_err(|source| StoreError::Persistence {
                 id: id.clone(),
                 source,
-            })?;
+            })?,
+        };
         Ok(created.then(|| DetachedChild {
             header,
             seed_len: prefix.len,

@@ -72,8 +72,9 @@ impl SessionFork {
     /// of a message anchor), then left stored: the result is detached ([`ColdFork::live`]
     /// `None`). The stored child reads back as the child [`SessionFork::fork_stored`] stores
     /// (but for the times of its own events). A live source, a v0 source, a cut with no
-    /// inherited event and a backend that cannot create a child from a prefix alone fork
-    /// as `fork_stored` does (the child is then live).
+    /// inherited event, a child id already stored, and a backend that cannot create a child
+    /// from a prefix alone fork as `fork_stored` does (the child is then live; in the last
+    /// three cases after the streamed read, so the source is read twice).
     ///
     /// # Errors
     ///

@@ -100,7 +100,8 @@ pub struct ForkReport {
     /// One entry per chain depth of [`crate::lineage::DEPTHS`] (the quick plan:
     /// [`crate::lineage::QUICK_DEPTHS`]).
     pub lineage: Vec<crate::lineage::LineageFigures>,
-    /// The stored-fork figures ([`crate::stored_fork::measure`]), in output order.
+    /// The stored-fork figures ([`crate::stored_fork::measure`]), then the cold-fork ones
+    /// ([`crate::cold_fork::measure`]), in output order.
     pub persisted: Vec<(String, f64)>,
 }
 
@@ -109,7 +110,7 @@ impl ForkReport {
     /// `fork_bytes_N`; then `fork_ratio_100000` (baseline / fork at the largest N) and
     /// `fork_growth_100000` (fork time at the largest N over the smallest); then the lineage
     /// figures ([`crate::lineage::figures`]); then the stored-fork figures
-    /// ([`crate::stored_fork`]).
+    /// ([`crate::stored_fork`]) and the cold-fork figures ([`crate::cold_fork`]).
     pub fn figures(&self) -> Vec<(String, f64)> {
         let mut out = Vec::new();
         for f in &self.sizes {
@@ -175,6 +176,10 @@ pub fn run_fork(plan: Plan, mut progress: impl FnMut(&str)) -> ForkReport {
         quick: plan != Plan::FULL,
         sizes,
         lineage: crate::lineage::measure(depths, &mut progress),
-        persisted: crate::stored_fork::measure(plan, &mut progress),
+        persisted: {
+            let mut figures = crate::stored_fork::measure(plan, &mut progress);
+            figures.extend(crate::cold_fork::measure(plan, &mut progress));
+            figures
+        },
     }
 }

@@ -31,6 +31,7 @@ pub mod acp_load;
 #[allow(unsafe_code)]
 pub mod alloc;
 pub mod async_face;
+pub mod cold_fork;
 pub mod events;
 pub mod fork;
 pub mod generate;

@@ -48,7 +48,7 @@ fn fork_once(
 }
 
 /// The file of session `id` under the JSONL store `root` (`<root>/<project>/<id>/<file>`).
-fn jsonl_file(root: &Path, id: &str) -> Option<PathBuf> {
+pub(crate) fn jsonl_file(root: &Path, id: &str) -> Option<PathBuf> {
     let projects = std::fs::read_dir(root).ok()?;
     projects
         .flatten()

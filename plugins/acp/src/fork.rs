@@ -12,9 +12,11 @@
 //! `turn/end`'s seq) and `runningTurn` (the number of the turn left out). The fork never
 //! clips silently; a source whose first turn is running has no `turn/end` to fork at
 //! (`OPEN_TURN`). The source may be open in the store or only stored
-//! ([`SessionFork::fork_stored`]: it is read, never written); the child is created in the
-//! store, written with its lineage (`parentSession`, `seedLength`, the source's `cwd`) and
-//! stays open, so that the client can prompt it. The answer's `sessionId` is the child's; its
+//! ([`SessionFork::fork_cold`]: it is read as a stream, never held or written); the child is
+//! written with its lineage (`parentSession`, `seedLength`, the source's `cwd`) and stays
+//! open, so that the client can prompt it: live in the store when its source was, else
+//! stored from the source's stored prefix and opened as `session/load` opens a session (made
+//! live at its first prompt). The answer's `sessionId` is the child's; its
 //! `_meta.dsh` has `parentSession` and `seedLength`. The request's `cwd` is not used: a fork
 //! keeps its source's.
 //!
@@ -29,7 +31,7 @@
 //! in its composer. The answer's `_meta.dsh` also has `messageId` (the id the replay shows for
 //! the message forked at). An anchor and `_meta.dsh.atSeq` together are `FORK_ANCHOR_INVALID`.
 //!
-//! [`SessionFork::fork_stored`]: dsh_session_fork::SessionFork::fork_stored
+//! [`SessionFork::fork_cold`]: dsh_session_fork::SessionFork::fork_cold
 
 /// The `_meta` member under which dsh's fork options are read: `{"dsh": {"atSeq": SEQ}}`.
 pub const META_KEY: &str = "dsh";
@@ -44,13 +46,15 @@ mod served {
     use super::{AT_SEQ, META_KEY, RUNNING_TURN};
     use crate::anchor::{self, AirFork, Resolved};
     use crate::error::AcpError;
+    use crate::opened::OpenState;
     use crate::shared::Shared;
     use agent_client_protocol::v1::schema::{
         ForkSessionRequest, ForkSessionResponse, Meta, SessionId as AcpSessionId,
     };
     use dsh_session::{open_turn, SessionId};
     use dsh_session_fork::{
-        AsyncSessionFork, BoundaryProblem, ForkSessionOptions, SessionFork, SessionForkError,
+        AsyncSessionFork, BoundaryProblem, ColdFork, ForkSessionOptions, SessionFork,
+        SessionForkError,
     };
     use serde_json::json;
     use std::sync::Arc;
@@ -88,11 +92,16 @@ mod served {
                 options = options.at(at);
                 left_out = Some((at, turn));
             }
-            let child = AsyncSessionFork::new(fork).fork_stored(options).await?;
-            let header = child.header();
+            let child = AsyncSessionFork::new(fork).fork_cold(options).await?;
+            if child.live.is_none() {
+                // Written from the source's stored prefix and left stored: opened as a load
+                // opens a session, made live at its first prompt; its events were not shown.
+                self.opened
+                    .insert(child.id().clone(), OpenState::shown(child_len(&child)));
+            }
             let mut dsh = json!({
-                "parentSession": header.parent_session,
-                "seedLength": child.inherited_len(),
+                "parentSession": child.header.parent_session,
+                "seedLength": child.seed_len,
             });
             if let Some((at, turn)) = left_out {
                 dsh[AT_SEQ] = json!(at);
@@ -150,6 +159,12 @@ mod served {
             let end = events.last_turn_end()?;
             Some((end.seq, turn))
         }
+    }
+
+    /// How many events the stored child of a detached fork holds: what the client knows of
+    /// it, though none was shown (a prompt shows only what follows).
+    fn child_len(child: &ColdFork) -> u64 {
+        child.seed_len + child.own_len
     }
 
     /// The boundary the request names in `_meta.dsh.atSeq`, if any.

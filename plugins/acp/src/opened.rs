@@ -1,5 +1,6 @@
-//! The sessions the server opened ([`Opened`]): by `session/new`, `session/load` and
-//! `session/resume`, live in the store or not yet. A loaded session is not made live at the
+//! The sessions the server opened ([`Opened`]): by `session/new`, `session/load`,
+//! `session/resume` and `session/fork` (a child stored, not live), live in the store or not
+//! yet. A loaded session is not made live at the
 //! load (its log is streamed, never held whole): it is recorded here with how many events the
 //! client was shown, and made live when a request appends to it ([`Shared::live`]), the events
 //! stored beyond those shown (another process's appends, a crash's closers) sent first.
@@ -43,6 +44,16 @@ impl OpenState {
             fold: Updates::replay(),
             #[cfg(feature = "session-fork")]
             index: crate::message_index::MessageIndex::default(),
+        }
+    }
+
+    /// The state of a session opened with its first `len` events known to the client
+    /// without a replay (the stored child of a fork): a prompt shows only what follows them.
+    #[cfg(feature = "session-fork")]
+    pub(crate) fn shown(len: u64) -> OpenState {
+        OpenState {
+            seen: len,
+            ..OpenState::new()
         }
     }
 

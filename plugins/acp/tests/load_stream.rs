@@ -9,13 +9,14 @@
 mod support;
 
 use dsh_session::backend::SessionPersistence;
+use dsh_session::format::FormatVersion;
 use dsh_session::{SessionEvent, SessionId, SessionStore};
 use dsh_session_jsonl::JsonlPersistence;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
-use support::{context, log, log_padded, store_session, stored, Client, Probe};
+use support::{context, log, log_padded, store_session, store_session_in, stored, Client, Probe};
 
 fn texts(updates: &[Value]) -> Vec<String> {
     updates
@@ -303,4 +304,62 @@ async fn a_fork_at_a_message_after_a_load_resolves_the_replayed_id_without_readi
             "the id was resolved from the replay's index, not by reading the log again"
         );
     }
+}
+
+#[cfg(feature = "session-fork")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_of_a_loaded_session_is_stored_and_opened_and_made_live_by_its_first_prompt() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let probe = Arc::new(Probe::default());
+    let ctx = context(dir.path(), probe.clone()).await;
+    store_session_in(&ctx, "s-v3", log(3, false), FormatVersion::V3).await;
+    let store = ctx.expect::<SessionStore>();
+    let mut client = Client::connect(&ctx).await;
+    assert!(client.load(1, "s-v3").await.0["result"].is_object());
+    let events_before = probe.events_read.load(Ordering::SeqCst);
+    client
+        .send(
+            2,
+            "session/fork",
+            json!({"sessionId": "s-v3", "cwd": "/work/stream", "_meta": {"dsh": {"atSeq": 11}}}),
+        )
+        .await;
+    let (answer, updates) = client.answer(2).await;
+    assert!(updates.is_empty(), "{updates:?}");
+    let child = answer["result"]["sessionId"]
+        .as_str()
+        .expect("the child's id")
+        .to_owned();
+    assert_eq!(
+        answer["result"]["_meta"]["dsh"],
+        json!({"parentSession": "s-v3", "seedLength": 12}),
+        "{answer}"
+    );
+    let child_id = SessionId::from(child.as_str());
+    assert!(
+        store.get(&child_id).is_none(),
+        "the child is stored, not live"
+    );
+    assert!(store.get(&SessionId::from("s-v3")).is_none());
+    // The source was read once, as a stream, to its end (load's checks).
+    assert_eq!(probe.events_read.load(Ordering::SeqCst) - events_before, 18);
+    // 12 inherited events and the v3 end-seed marker.
+    assert_eq!(stored(&ctx, &child).await.len(), 13);
+    client
+        .send(
+            3,
+            "session/prompt",
+            json!({"sessionId": child, "prompt": [{"type": "text", "text": "again"}]}),
+        )
+        .await;
+    let (answer, updates) = client.answer(3).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(
+        texts(&updates),
+        ["echo: again"],
+        "the turn's updates, nothing of the inherited log"
+    );
+    assert!(store.get(&child_id).is_some(), "live once prompted");
+    let events = stored(&ctx, &child).await;
+    assert!(events.len() > 13, "the turn is stored after the marker");
 }

@@ -184,6 +184,7 @@ macro_rules! contract_tests {
             a_publish_is_refused_when_the_source_changed_or_the_version_is_not_later,
             a_writer_of_the_superseded_generation_is_refused,
             fork_chains_read_back_the_events_a_copy_holds,
+            a_child_created_from_a_stored_prefix_reads_back_as_the_forked_child,
             children_read_the_same_after_their_parent_is_migrated,
             list_reports_the_last_title_of_each_session,
             list_follows_titles_another_instance_appends,

@@ -4,7 +4,7 @@
 //! [`dsh_session::AsyncSessionStore`] runs the store's. Errors and codes are the sync
 //! API's. [`SessionFork::snapshot`] does no I/O and stays sync.
 
-use crate::{ForkSessionOptions, LineageNode, SessionFork, SessionForkError};
+use crate::{ColdFork, ForkSessionOptions, LineageNode, SessionFork, SessionForkError};
 use dsh_core::run_blocking;
 use dsh_session::{Session, SessionHeader, SessionId};
 use std::sync::Arc;
@@ -54,6 +54,19 @@ impl AsyncSessionFork {
     ) -> Result<Arc<Session>, SessionForkError> {
         let fork = self.fork.clone();
         run_blocking(move || fork.fork_stored(options)).await
+    }
+
+    /// [`SessionFork::fork_cold`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `fork_cold`.
+    pub async fn fork_cold(
+        &self,
+        options: ForkSessionOptions,
+    ) -> Result<ColdFork, SessionForkError> {
+        let fork = self.fork.clone();
+        run_blocking(move || fork.fork_cold(options)).await
     }
 
     /// [`SessionFork::ancestors`], off the workers.

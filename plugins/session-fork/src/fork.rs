@@ -49,7 +49,7 @@ impl From<&str> for SessionForkSource {
 }
 
 impl SessionForkSource {
-    fn id(&self) -> &SessionId {
+    pub(crate) fn id(&self) -> &SessionId {
         match self {
             SessionForkSource::Session(session) => session.id(),
             SessionForkSource::Id(id) => id,
@@ -284,7 +284,10 @@ impl SessionFork {
 /// `SESSION_ID_INVALID` when the requested child id breaks the id rule, then
 /// `SESSION_ALREADY_EXISTS` when it is live (checked first, as the RFC and dsh's store fork
 /// do).
-fn check_child(store: &SessionStore, child: Option<&SessionId>) -> Result<(), SessionForkError> {
+pub(crate) fn check_child(
+    store: &SessionStore,
+    child: Option<&SessionId>,
+) -> Result<(), SessionForkError> {
     let Some(child) = child else {
         return Ok(());
     };
@@ -335,7 +338,7 @@ fn cut_live(
 /// boundary, the whole log, which must be empty or end at `turn/end` (`OPEN_TURN`); with one,
 /// a safe integer (`INVALID_BOUNDARY`) naming an event of the log (`INVALID_BOUNDARY`) that is
 /// a `turn/end` (`OPEN_TURN`).
-fn seed_len<'a>(
+pub(crate) fn seed_len<'a>(
     id: &SessionId,
     boundary: Option<u64>,
     len: usize,
@@ -414,7 +417,7 @@ fn read_stored(
 /// The child meta: `parentSession` = the source, `seedLength`, the source's `cwd` and its
 /// format version (a v2 or v3 child records the cut as dsh does: `isSeeded` and an inherited
 /// `session/end-seed` marker after the seed, which the store writes).
-fn child_meta(source: &SessionHeader, seed_len: usize) -> SessionMeta {
+pub(crate) fn child_meta(source: &SessionHeader, seed_len: usize) -> SessionMeta {
     let mut meta = SessionMeta::default()
         .lineage(source.id.clone(), seed_len as u64)
         .version(source.format());

@@ -5,7 +5,8 @@
 //! [`SessionForkError`]; beyond the RFC, an earlier boundary ([`ForkSessionOptions::at`]), a
 //! message anchor (module [`anchor`]: the one fork that clips a turn, and closes it in the child),
 //! forks of stored sessions that are not live ([`SessionFork::fork_stored`], through the
-//! `dyn SessionPersistence` seam) and lineage queries ([`SessionFork::lineage`]). It adds no event types and no persistence code: a child is created
+//! `dyn SessionPersistence` seam; [`SessionFork::fork_cold`] without holding the source's
+//! prefix, module [`cold`]) and lineage queries ([`SessionFork::lineage`]). It adds no event types and no persistence code: a child is created
 //! through `SessionStore::create` and persisted by whatever backend is active. It knows the
 //! session plugin, never a persistence backend.
 //!
@@ -31,6 +32,7 @@ pub mod anchor;
 #[cfg(feature = "tokio")]
 pub mod async_fork;
 pub mod codes;
+pub mod cold;
 pub mod error;
 pub mod fork;
 pub mod lineage;
@@ -39,6 +41,7 @@ pub mod plugin;
 pub use anchor::MessageAnchor;
 #[cfg(feature = "tokio")]
 pub use async_fork::AsyncSessionFork;
+pub use cold::ColdFork;
 pub use error::{BoundaryProblem, SessionForkError};
 pub use fork::{ForkSessionOptions, SessionFork, SessionForkSeed, SessionForkSource};
 pub use lineage::LineageNode;

@@ -544,10 +544,32 @@ impl SessionPersistence for JsonlPersistence {
         events: &Events,
         prefix: &StoredPrefix,
     ) -> Result<(), PersistenceError> {
-        match self.create_from_parent_bytes(header, events, prefix)? {
-            Some(()) => Ok(()),
-            None => create_whole(self, header, events),
+        let first = usize::try_from(prefix.len).unwrap_or(usize::MAX);
+        if events.len() >= first {
+            let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
+            let title = events.title();
+            if self.create_from_parent_bytes(header, prefix, &own, title.as_deref())? {
+                return Ok(());
+            }
         }
+        create_whole(self, header, events)
+    }
+
+    /// Creates the child with the bytes of `prefix` copied from the parent's file in the
+    /// kernel, as [`SessionPersistence::create_forked`] does, the inherited events never
+    /// decoded; `false` (nothing written) where `create_forked` would copy the events.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::create`].
+    fn create_from_prefix(
+        &self,
+        header: &SessionHeader,
+        prefix: &StoredPrefix,
+        own: &[Arc<SessionEvent>],
+        title: Option<&str>,
+    ) -> Result<bool, PersistenceError> {
+        self.create_from_parent_bytes(header, prefix, own, title)
     }
 
     /// Appends `events` after the committed records, one line each (in a compressed file, as

@@ -546,25 +546,48 @@ impl SessionPersistence for PostgresPersistence {
         events: &Events,
         prefix: &StoredPrefix,
     ) -> Result<(), PersistenceError> {
-        let id = &header.id;
         let first = usize::try_from(prefix.len).unwrap_or(usize::MAX);
-        let copy = || create_whole(self, header, events);
-        if events.len() < first || prefix.parent.as_str().contains('\0') {
-            return copy();
+        if events.len() >= first {
+            let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
+            let title = events.title();
+            if self.create_from_prefix(header, prefix, &own, title.as_deref())? {
+                return Ok(());
+            }
         }
-        let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
+        create_whole(self, header, events)
+    }
+
+    /// Stores the child as [`SessionPersistence::create_forked`] does when it can reference
+    /// the prefix (its header, its spans and its own rows, one transaction), from the prefix
+    /// alone; `false` (nothing written) when the parent's generation cannot be referenced.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::create`].
+    fn create_from_prefix(
+        &self,
+        header: &SessionHeader,
+        prefix: &StoredPrefix,
+        own: &[Arc<SessionEvent>],
+        title: Option<&str>,
+    ) -> Result<bool, PersistenceError> {
+        let id = &header.id;
+        if prefix.parent.as_str().contains('\0') {
+            return Ok(false);
+        }
         let store = self.place.to_string();
-        check_new_session_from(&store, header, prefix.len, &own)?;
+        check_new_session_from(&store, header, prefix.len, own)?;
         let row = self.header_row(header)?;
-        self.check_storable(id, &own)?;
+        self.check_storable(id, own)?;
         let mut client = self.client()?;
         let s = &self.place.schema;
+        let title = title.map(str::to_owned);
         let refused = self
             .write(&mut client, id, |tx, st| {
                 let statements = (&st.insert_session, &st.insert_events);
-                let refused = fork_in(tx, s, statements, (&row, &store), prefix, &own)?;
+                let refused = fork_in(tx, s, statements, (&row, &store), prefix, own)?;
                 if refused.is_none() {
-                    set_title(tx, st, id, events.title())?;
+                    set_title(tx, st, id, title.clone())?;
                 }
                 Ok(refused)
             })
@@ -573,11 +596,11 @@ impl SessionPersistence for PostgresPersistence {
             Some(PersistenceError::Unsupported {
                 operation: NOT_REFERENCEABLE,
                 ..
-            }) => copy(),
+            }) => Ok(false),
             Some(refusal) => Err(refusal),
             None => {
                 self.seen.saw(id, header.version);
-                Ok(())
+                Ok(true)
             }
         }
     }

@@ -574,27 +574,46 @@ impl SessionPersistence for SqlitePersistence {
         prefix: &StoredPrefix,
     ) -> Result<(), PersistenceError> {
         let first = usize::try_from(prefix.len).unwrap_or(usize::MAX);
-        let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
-        let copy = || create_whole(self, header, events);
-        if events.len() < first {
-            return copy();
+        if events.len() >= first {
+            let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
+            let title = events.title();
+            if self.create_from_prefix(header, prefix, &own, title.as_deref())? {
+                return Ok(());
+            }
         }
-        check_new_session_from(&self.store(), header, prefix.len, &own)?;
+        create_whole(self, header, events)
+    }
+
+    /// Stores the child as [`SessionPersistence::create_forked`] does when it can reference
+    /// the prefix (its header, its spans and its own rows, one transaction), from the prefix
+    /// alone; `false` (nothing written) when the parent's generation cannot be referenced.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::create`].
+    fn create_from_prefix(
+        &self,
+        header: &SessionHeader,
+        prefix: &StoredPrefix,
+        own: &[Arc<SessionEvent>],
+        title: Option<&str>,
+    ) -> Result<bool, PersistenceError> {
+        check_new_session_from(&self.store(), header, prefix.len, own)?;
         let forked = self.commit(Write::Fork {
             header: Box::new(header.clone()),
             prefix: prefix.clone(),
             rows: own.iter().map(|event| EventColumns::of(event)).collect(),
-            title: events.title(),
+            title: title.map(str::to_owned),
         });
         match forked {
             Err(PersistenceError::Unsupported {
                 operation: NOT_REFERENCEABLE,
                 ..
-            }) => copy(),
+            }) => Ok(false),
             Err(error) => Err(error),
             Ok(()) => {
                 self.seen.saw(&header.id, header.version);
-                Ok(())
+                Ok(true)
             }
         }
     }

@@ -70,8 +70,8 @@ pub use plugin::{SessionConfig, SessionPlugin};
 #[cfg(feature = "tokio")]
 pub use async_store::{AsyncPersistence, AsyncSessionStore, ReopenStream};
 pub use store::{
-    CreateOptions, Imported, Inspected, Migration, Reopened, Resumed, Seed, SessionCreated,
-    SessionDisposed, SessionFlush, SessionStore, StoreError, StoredSeed,
+    ChildOfPrefix, CreateOptions, DetachedChild, Imported, Inspected, Migration, Reopened, Resumed,
+    Seed, SessionCreated, SessionDisposed, SessionFlush, SessionStore, StoreError, StoredSeed,
 };
 
 // A session, its events and their envelope, ids and the header.

@@ -349,6 +349,33 @@ pub trait SessionPersistence: Send + Sync + 'static {
         create_whole(self, header, events)
     }
 
+    /// Writes a new session whose first `prefix.len` events are the stored events of
+    /// `prefix.parent`'s generation of version `prefix.version`, followed by its own events
+    /// `own` (seqs from `prefix.len`), in one durable step, without the inherited events in
+    /// memory: what [`SessionPersistence::create_forked`] writes when it stores the prefix by
+    /// reference (SQL) or copies its stored bytes (JSONL), for a fork of a stored session
+    /// that is not live. `title` is the title of the new session's whole log (inherited
+    /// events included, [`crate::event_type::last_title`]), which the caller read.
+    ///
+    /// Returns `Ok(false)`, with nothing written, when the backend cannot create the
+    /// session so (the default: a backend without a stored prefix to reference or copy; the
+    /// parent's generation is no longer current or holds fewer events, ...): the caller then
+    /// writes the session with its events ([`SessionPersistence::create_forked`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::create`].
+    fn create_from_prefix(
+        &self,
+        header: &SessionHeader,
+        prefix: &StoredPrefix,
+        own: &[Arc<SessionEvent>],
+        title: Option<&str>,
+    ) -> Result<bool, PersistenceError> {
+        let _ = (header, prefix, own, title);
+        Ok(false)
+    }
+
     /// Appends `events` to a stored session; the first seq must equal the stored length
     /// ([`PersistenceError::SeqMismatch`] otherwise). A torn final record left by a crash is
     /// truncated first; nothing else is ever rewritten.
@@ -528,6 +555,18 @@ impl SessionPersistence for Contained {
     ) -> Result<(), PersistenceError> {
         contain("create_forked", || {
             self.0.create_forked(header, events, prefix)
+        })
+    }
+
+    fn create_from_prefix(
+        &self,
+        header: &SessionHeader,
+        prefix: &StoredPrefix,
+        own: &[Arc<SessionEvent>],
+        title: Option<&str>,
+    ) -> Result<bool, PersistenceError> {
+        contain("create_from_prefix", || {
+            self.0.create_from_prefix(header, prefix, own, title)
         })
     }
 

@@ -105,6 +105,16 @@ impl SessionPersistence for Gated {
         self.inner.create_forked(header, events, prefix)
     }
 
+    fn create_from_prefix(
+        &self,
+        header: &SessionHeader,
+        prefix: &StoredPrefix,
+        own: &[Arc<SessionEvent>],
+        title: Option<&str>,
+    ) -> Result<bool, PersistenceError> {
+        self.inner.create_from_prefix(header, prefix, own, title)
+    }
+
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
         self.inner.append(id, events)
     }
@@ -304,10 +314,20 @@ pub fn log_padded(turns: u64, open: bool, pad: usize) -> Vec<SessionEvent> {
 
 /// Stores session `id` with `events` and leaves it closed (not live).
 pub async fn store_session(ctx: &Context, id: &str, events: Vec<SessionEvent>) {
+    store_session_in(ctx, id, events, FormatVersion::V0).await;
+}
+
+/// [`store_session`] in format `version`.
+pub async fn store_session_in(
+    ctx: &Context,
+    id: &str,
+    events: Vec<SessionEvent>,
+    version: FormatVersion,
+) {
     let store = ctx.expect::<SessionStore>();
     let id = SessionId::from(id);
     tokio::task::spawn_blocking(move || {
-        let meta = SessionMeta::default().cwd("/work/stream");
+        let meta = SessionMeta::default().cwd("/work/stream").version(version);
         store
             .create(Some(id.clone()), CreateOptions::new(events, meta))
             .expect("a valid log");

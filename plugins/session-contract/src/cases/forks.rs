@@ -230,3 +230,98 @@ pub fn children_read_the_same_after_their_parent_is_migrated(fixture: &dyn Fixtu
         assert_reads_as_live(fixture, session);
     }
 }
+
+/// A fork child written from a stored prefix alone ([`SessionStore::create_from_prefix`],
+/// what a cold fork of a stored session writes) reads back as the child the store writes
+/// from the same seed in memory (header but its id, events but the time of its own marker,
+/// title), before and after its parent is written to, and continues like any stored
+/// session. A backend that cannot create a child so says it (`None`, nothing written).
+pub fn a_child_created_from_a_stored_prefix_reads_back_as_the_forked_child(fixture: &dyn Fixture) {
+    use dsh_session::backend::StoredPrefix;
+    use dsh_session::{ChildOfPrefix, EventDraft};
+
+    let ctx = context(fixture);
+    let store = store(&ctx);
+    let parent = store
+        .create(
+            Some(SessionId::from("parent")),
+            CreateOptions::meta(meta(1_700_000_000_000).version(fixture.version())),
+        )
+        .expect("parent created");
+    add_turn(&store, &parent);
+    parent
+        .append(EventDraft::new(
+            "session/title",
+            serde_json::json!({"title": "T"}),
+        ))
+        .expect("titled");
+    add_turn(&store, &parent);
+    let len = parent.len();
+    let copied = fork(&store, &parent, "copied", len);
+    store.flush(&copied).expect("flushed");
+    let inherited = parent.events().title();
+    // The meta `fork` gives the copied child.
+    let mut child_meta = meta(1_700_000_000_100)
+        .version(parent.header().format())
+        .lineage(parent.id().clone(), len as u64);
+    child_meta.cwd = parent.header().cwd.clone();
+    let mut child = ChildOfPrefix::new(
+        child_meta,
+        StoredPrefix {
+            parent: parent.id().clone(),
+            version: parent.header().version,
+            len: len as u64,
+        },
+        inherited,
+    );
+    child.id = Some(SessionId::from("detached"));
+    let Some(detached) = store.create_from_prefix(child).expect("created") else {
+        let backend = fixture.open();
+        expect_not_found(&*backend, "detached");
+        return;
+    };
+    assert!(
+        store.get(&SessionId::from("detached")).is_none(),
+        "not live"
+    );
+    assert_eq!(detached.seed_len, len as u64);
+    add_turn(&store, &parent);
+    let backend = fixture.open();
+    let comparable = |id: &str| {
+        let stored = backend.load(&SessionId::from(id)).expect("loads");
+        let mut header = stored.header;
+        header.id = SessionId::from("child");
+        let events: Vec<String> = stored
+            .events
+            .iter()
+            .map(|event| {
+                let mut event = event.clone();
+                if event.seq >= len as u64 {
+                    event.time = 0;
+                }
+                json_texts([&event]).remove(0)
+            })
+            .collect();
+        let title = backend
+            .list()
+            .expect("lists")
+            .into_iter()
+            .find(|listed| listed.header.id.as_str() == id)
+            .and_then(|listed| listed.title);
+        (header, events, title)
+    };
+    assert_eq!(comparable("detached"), comparable("copied"));
+    let loaded = store
+        .load(&SessionId::from("detached"))
+        .expect("the detached child loads");
+    add_turn(&store, &loaded);
+    assert_reads_as_live(fixture, &loaded);
+}
+
+/// Asserts that session `id` is not stored.
+fn expect_not_found(backend: &dyn dsh_session::backend::SessionPersistence, id: &str) {
+    match backend.load(&SessionId::from(id)) {
+        Err(PersistenceError::NotFound { .. }) => {}
+        other => panic!("{id} should not be stored: {other:?}"),
+    }
+}

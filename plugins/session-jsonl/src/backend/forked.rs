@@ -10,17 +10,18 @@ use crate::record::write_event_line;
 use crate::write::check_storable;
 use dsh_session::backend::{PersistenceError, StoredPrefix};
 use dsh_session::format::FormatVersion;
-use dsh_session::{Events, SessionEvent, SessionHeader};
+use dsh_session::{SessionEvent, SessionHeader};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 impl JsonlPersistence {
-    /// Creates child `header` (whose events are `events`) with the bytes of `prefix` copied
-    /// from the parent's file; `None` (nothing written) when they cannot be copied as they
-    /// are: this backend writes zstd, the parent is not stored, its current file is
-    /// compressed, of another version or another id, or its lines do not end where the
-    /// inherited events do.
+    /// Creates child `header` with the bytes of `prefix` copied from the parent's file, then
+    /// its own events `own` (seqs from `prefix.len`); `title` is the title of the child's
+    /// whole log. `false` (nothing written) when they cannot be copied as they are: this
+    /// backend writes zstd, the parent is not stored, its current file is compressed, of
+    /// another version or another id, or its lines do not end where the inherited events do.
+    /// The inherited events are never decoded.
     ///
     /// # Errors
     ///
@@ -28,37 +29,33 @@ impl JsonlPersistence {
     pub(super) fn create_from_parent_bytes(
         &self,
         header: &SessionHeader,
-        events: &Events,
         prefix: &StoredPrefix,
-    ) -> Result<Option<()>, PersistenceError> {
+        own: &[Arc<SessionEvent>],
+        title: Option<&str>,
+    ) -> Result<bool, PersistenceError> {
         let id = &header.id;
         id.check()?;
-        let Ok(first) = usize::try_from(prefix.len) else {
-            return Ok(None);
-        };
         let version = FormatVersion::from_number(header.version).unwrap_or_default();
         if self.compression == Compression::Zstd
-            || first == 0
-            || events.len() < first
+            || prefix.len == 0
             || header.version != prefix.version
         {
-            return Ok(None);
+            return Ok(false);
         }
-        let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
-        check_storable(id, prefix.len, &own, version)?;
+        check_storable(id, prefix.len, own, version)?;
         let path = match self.dir.require(&prefix.parent) {
             Ok(path) => path,
-            Err(PersistenceError::NotFound { .. }) => return Ok(None),
+            Err(PersistenceError::NotFound { .. }) => return Ok(false),
             Err(error) => return Err(error),
         };
         if is_compressed(&path, &[]) {
-            return Ok(None);
+            return Ok(false);
         }
         let (parent, len) = self.dir.open_file(&prefix.parent, &path)?;
         let failed = |e| io_error(&path, e);
         let bytes = match locate_prefix(&parent, len, prefix.len, version).map_err(failed)? {
             Some(bytes) => bytes,
-            None => return Ok(None),
+            None => return Ok(false),
         };
         let mut start = vec![0; usize::try_from(bytes.start - 1).unwrap_or(0)];
         parent.read_exact_at(&mut start, 0).map_err(failed)?;
@@ -68,16 +65,17 @@ impl JsonlPersistence {
         let same = stored
             .is_some_and(|stored| stored.id == prefix.parent && stored.version == prefix.version);
         if !same || is_compressed(&path, &start) {
-            return Ok(None);
+            return Ok(false);
         }
         let mut own_lines = Vec::new();
-        for event in &own {
+        for event in own {
             write_event_line(event, version, &mut own_lines)
                 .map_err(|e| failed(std::io::Error::from(e)))?;
         }
+        let next_seq = prefix.len + own.len() as u64;
         self.create_file(
             header,
-            (events.len() as u64, events.title()),
+            (next_seq, title.map(str::to_owned)),
             |file, header_line| {
                 file.write_all(header_line)?;
                 copy_prefix(&parent, bytes, file)?;
@@ -85,6 +83,6 @@ impl JsonlPersistence {
                 end_of_child(header_line, &parent, bytes, &own_lines)
             },
         )
-        .map(Some)
+        .map(|()| true)
     }
 }

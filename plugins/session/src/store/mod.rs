@@ -8,6 +8,7 @@
 //! event is written twice. One read path (`read.rs`) serves `load`, `resume`, cold forks and
 //! [`SessionStore::inspect`] (`inspect.rs`), which reads a stored session without loading it.
 
+mod detached;
 mod error;
 mod inspect;
 mod migrate;
@@ -15,6 +16,7 @@ mod read;
 mod reopen;
 mod types;
 
+pub use detached::{ChildOfPrefix, DetachedChild};
 pub use error::StoreError;
 pub use inspect::Inspected;
 pub use migrate::Migration;
@@ -28,7 +30,7 @@ use crate::event::SessionEvent;
 use crate::event_type::SESSION_END_SEED;
 use crate::fold::Surface;
 use crate::format::{is_inherited_marker, FormatVersion};
-use crate::header::{SessionHeader, SESSION_FORMAT_VERSION};
+use crate::header::{SessionHeader, SessionMeta, SESSION_FORMAT_VERSION};
 use crate::id::SessionId;
 use crate::persistence::{
     catch_up, contain, first_write, Contained, Landed, OnMismatch, PersistenceMode,
@@ -177,48 +179,18 @@ impl SessionStore {
         options: CreateOptions,
         stored: Option<usize>,
     ) -> Result<(Arc<Session>, Option<Landed>), StoreError> {
-        let id = match id {
-            Some(id) => {
-                // Ids read back from storage stay readable; a new one must keep the id rule.
-                if stored.is_none() {
-                    id.check()?;
-                }
-                self.check_free(&id)?;
-                id
-            }
-            None => self.fresh_id(),
-        };
-        if self.disposed.load(Ordering::SeqCst) {
-            return Err(StoreError::Disposed { id });
-        }
-        // A new session without a version takes the backend's (v0 without one).
-        let version = options.meta.version.unwrap_or_else(|| {
-            self.persistence()
-                .map_or(SESSION_FORMAT_VERSION, |backend| {
-                    backend.new_session_version().number()
-                })
-        });
-        let Some(version) = FormatVersion::from_number(version) else {
-            return Err(StoreError::InvalidHeader {
-                id,
-                reason: format!(
-                    "header \"version\" is {version}, not a format this build reads (v0 to v3)"
-                ),
-            });
-        };
+        let id = self.new_id(id, stored.is_none())?;
+        let version = self.version_of(&id, &options.meta)?;
         // A fork child whose seed is a prefix the backend holds of a live parent may be stored
         // by reference to it.
         let prefix = match &options.seed {
             Some(Seed::Snapshot(events)) if stored.is_none() => {
                 self.stored_prefix(&options.meta, version, events)
             }
-            Some(Seed::Stored(seed)) if stored.is_none() => seed.prefix.clone().filter(|prefix| {
-                let meta = &options.meta;
-                meta.parent_session.as_ref() == Some(&prefix.parent)
-                    && meta.seed_length == Some(prefix.len)
-                    && prefix.len > 0
-                    && prefix.version == version.number()
-            }),
+            Some(Seed::Stored(seed)) if stored.is_none() => seed
+                .prefix
+                .clone()
+                .filter(|prefix| inherits(&options.meta, prefix, version)),
             _ => None,
         };
         let (seed, surface) = match options.seed {
@@ -248,19 +220,12 @@ impl SessionStore {
         } else {
             seed
         };
-        let created_at = meta
-            .created_at
-            .unwrap_or_else(|| u64::try_from(now_ms()).unwrap_or(0));
-        let header = SessionHeader::new(id.clone(), created_at, meta);
-        if stored.is_none() {
-            let marked = || seed.iter().any(|event| is_inherited_marker(event));
-            if let Some(reason) = header
-                .broken_rule()
-                .or_else(|| cut_problem(&header, marked))
-            {
-                return Err(StoreError::InvalidHeader { id, reason });
-            }
-        }
+        let header = match stored {
+            None => new_header(&id, meta, || {
+                seed.iter().any(|event| is_inherited_marker(event))
+            })?,
+            Some(_) => SessionHeader::new(id.clone(), created_at(&meta), meta),
+        };
         let session = Arc::new(Session::new(header, seed, surface, self.check_invariants));
         let entry = Entry {
             session: session.clone(),
@@ -325,6 +290,44 @@ impl SessionStore {
                 }
             }),
         }
+    }
+
+    /// The id of a session being created: `id` checked (by the id rule when `new`: ids read
+    /// back from storage stay readable) and not live, or a fresh one; `DISPOSED` once the
+    /// store is disposed.
+    fn new_id(&self, id: Option<SessionId>, new: bool) -> Result<SessionId, StoreError> {
+        let id = match id {
+            Some(id) => {
+                if new {
+                    id.check()?;
+                }
+                self.check_free(&id)?;
+                id
+            }
+            None => self.fresh_id(),
+        };
+        if self.disposed.load(Ordering::SeqCst) {
+            return Err(StoreError::Disposed { id });
+        }
+        Ok(id)
+    }
+
+    /// The format version of new session `id` of `meta`: its own, or the backend's for new
+    /// sessions (v0 without a backend); `HEADER_INVALID` for a version this build does not
+    /// read.
+    fn version_of(&self, id: &SessionId, meta: &SessionMeta) -> Result<FormatVersion, StoreError> {
+        let version = meta.version.unwrap_or_else(|| {
+            self.persistence()
+                .map_or(SESSION_FORMAT_VERSION, |backend| {
+                    backend.new_session_version().number()
+                })
+        });
+        FormatVersion::from_number(version).ok_or_else(|| StoreError::InvalidHeader {
+            id: id.clone(),
+            reason: format!(
+                "header \"version\" is {version}, not a format this build reads (v0 to v3)"
+            ),
+        })
     }
 
     fn check_free(&self, id: &SessionId) -> Result<(), StoreError> {
@@ -650,12 +653,54 @@ impl PersistenceMode {
 /// inherited event count, `format::inherited_cut`). The marker is log-only: the seed's surface
 /// fold is the log's.
 fn mark_inherited(seed: &Events) -> Events {
-    seed.followed_by(SessionEvent::new(
+    seed.followed_by(inherited_marker(seed.len() as u64))
+}
+
+/// The inherited `session/end-seed {"inherited": true}` marker of a seeded v2 or v3 session
+/// whose seed holds `seed_len` events (at seq `seed_len`), stamped now.
+fn inherited_marker(seed_len: u64) -> SessionEvent {
+    SessionEvent::new(
         SESSION_END_SEED,
-        seed.len() as u64,
+        seed_len,
         now_ms(),
         json!({ "inherited": true }),
-    ))
+    )
+}
+
+/// Whether a new session of `meta` in format `version` inherits `prefix` exactly: its
+/// lineage names the prefix's parent and length (not empty), in the prefix's version.
+fn inherits(meta: &SessionMeta, prefix: &StoredPrefix, version: FormatVersion) -> bool {
+    meta.parent_session.as_ref() == Some(&prefix.parent)
+        && meta.seed_length == Some(prefix.len)
+        && prefix.len > 0
+        && prefix.version == version.number()
+}
+
+/// `meta`'s `createdAt`, or now.
+fn created_at(meta: &SessionMeta) -> u64 {
+    meta.created_at
+        .unwrap_or_else(|| u64::try_from(now_ms()).unwrap_or(0))
+}
+
+/// The header of new session `id` of `meta` (`createdAt` now when unset), checked as a new
+/// session's header is: `HEADER_INVALID` for a header dsh would refuse, or whose `isSeeded`
+/// disagrees with its log (`marked`: whether the log holds an inherited end-seed marker).
+fn new_header(
+    id: &SessionId,
+    meta: SessionMeta,
+    marked: impl FnOnce() -> bool,
+) -> Result<SessionHeader, StoreError> {
+    let header = SessionHeader::new(id.clone(), created_at(&meta), meta);
+    match header
+        .broken_rule()
+        .or_else(|| cut_problem(&header, marked))
+    {
+        Some(reason) => Err(StoreError::InvalidHeader {
+            id: id.clone(),
+            reason,
+        }),
+        None => Ok(header),
+    }
 }
 
 /// Why a new v2 or v3 session's `isSeeded` disagrees with its log (`marked`: whether the log

@@ -1,6 +1,7 @@
 //! `dsh fork ID [--id CHILD] [--at SEQ]`: fork a stored session through the `SessionFork`
-//! service's cold path and store the child (the only write: the source is read through the
-//! persistence backend, never loaded into the store, resumed or written).
+//! service's cold path (`fork_cold`: the source is read as a stream, never loaded into the
+//! store, resumed or written) and store the child from the source's stored prefix (the only
+//! write).
 
 use crate::app::App;
 use crate::error::HostError;
@@ -39,10 +40,14 @@ pub fn run(
             })?;
         options = options.at(seq);
     }
-    let child = fork.fork_stored(options)?;
-    store.flush(&child)?;
-    let header = child.header();
-    let inherited = child.inherited_len();
+    // The child is written from the stored prefix, the source's events never held
+    // (`fork_cold`); a child it had to make live is written by the flush.
+    let child = fork.fork_cold(options)?;
+    if let Some(live) = &child.live {
+        store.flush(live)?;
+    }
+    let header = &child.header;
+    let inherited = child.seed_len;
     let json = json!({
         "id": header.id,
         "parentSession": header.parent_session,
@@ -54,7 +59,7 @@ pub fn run(
         "forked {} -> {} ({} events inherited)\n",
         SessionId::from(id),
         header.id,
-        inherited.unwrap_or(0)
+        inherited
     );
     Ok(Output::ok(json, human))
 }

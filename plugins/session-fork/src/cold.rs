@@ -21,7 +21,6 @@ use crate::fork::{check_child, child_meta, seed_len, ForkSessionOptions, Session
 use crate::SessionFork;
 use dsh_session::backend::StoredPrefix;
 use dsh_session::event_type::{title_of, STEP_END, TURN_END, TURN_START};
-use dsh_session::format::FormatVersion;
 use dsh_session::{ChildOfPrefix, Session, SessionEvent, SessionHeader, SessionId, SessionStore};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,8 +38,8 @@ pub struct ColdFork {
     /// end-seed marker of a v2 or v3 child, a copied message, closers).
     pub own_len: u64,
     /// The child when it was made live: the fork of a live source, or of a stored one the
-    /// backend could not write from its prefix alone (a v0 source, whose events the read
-    /// upgrades; a backend without [`dsh_session::backend::SessionPersistence::create_from_prefix`];
+    /// backend could not write from its prefix alone (a v0 source whose inherited events the
+    /// read's upgrade rewrote; a backend without [`dsh_session::backend::SessionPersistence::create_from_prefix`];
     /// an empty seed). `None`: the child is stored only.
     pub live: Option<Arc<Session>>,
 }
@@ -71,10 +70,12 @@ impl SessionFork {
     /// marker of a v2 or v3 child, the message copied without its tool calls and the closers
     /// of a message anchor), then left stored: the result is detached ([`ColdFork::live`]
     /// `None`). The stored child reads back as the child [`SessionFork::fork_stored`] stores
-    /// (but for the times of its own events). A live source, a v0 source, a cut with no
-    /// inherited event, a child id already stored, and a backend that cannot create a child
-    /// from a prefix alone fork as `fork_stored` does (the child is then live; in the last
-    /// three cases after the streamed read, so the source is read twice).
+    /// (but for the times of its own events). A live source, a v0 source whose inherited
+    /// events dsh's upgrade rewrote as they were read (RFC-era shapes, a message without an
+    /// id, whose derived id names the source: [`dsh_session::Restored::first_rewritten`]), a
+    /// cut with no inherited event, a child id already stored, and a backend that cannot
+    /// create a child from a prefix alone fork as `fork_stored` does (the child is then live;
+    /// but for a live source after the streamed read, so the source is read twice).
     ///
     /// # Errors
     ///
@@ -103,20 +104,13 @@ fn cold_child(
     id: &SessionId,
     options: &ForkSessionOptions,
 ) -> Result<Option<ColdFork>, SessionForkError> {
-    // A v0 log's events are upgraded as read, so its child copies them: the header decides
-    // before the log is streamed.
-    let head = store
-        .read_stored(id, Some(0))
-        .map_err(|error| SessionForkError::from_store(id, StoreStep::ReadSource, error))?;
-    if head.header.format() == FormatVersion::V0 {
-        return Ok(None);
-    }
     let mut window = Window::new(options.boundary, options.anchor);
     let read = store
         .inspect(id, |event| window.see(event))
         .map_err(|error| SessionForkError::from_store(id, StoreStep::ReadSource, error))?;
     let header = read.restored().header.clone();
     let len = usize::try_from(read.restored().events).unwrap_or(usize::MAX);
+    let rewritten = read.restored().first_rewritten;
     drop(read);
     let event_at = |i: usize| window.kept.get(&i);
     let (seed, copy, close) = match options.anchor {
@@ -126,8 +120,10 @@ fn cold_child(
             (cut.seed_len, cut.copy, true)
         }
     };
-    if header.format() == FormatVersion::V0 || seed == 0 {
-        // The header read first said otherwise: another generation was published meanwhile.
+    // A v0 log's events are upgraded as read: when the upgrade rewrote one the child
+    // inherits (an RFC-era shape, a message id derived from the source's id), the child
+    // holds the upgraded events, copied; otherwise its stored bytes read back the same.
+    if seed == 0 || rewritten.is_some_and(|seq| seq < seed as u64) {
         return Ok(None);
     }
     let prefix = StoredPrefix {

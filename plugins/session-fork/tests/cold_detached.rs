@@ -163,7 +163,9 @@ fn contract(backend: Arc<dyn SessionPersistence>, version: FormatVersion) {
             .fork_cold(options.session_id(format!("cold-{name}")))
             .unwrap_or_else(|e| panic!("{version:?} {name}: {e}"));
         assert!(store.get(&SessionId::from("src")).is_none(), "{name}");
-        let detached = version != FormatVersion::V0 && name != "before-first";
+        // A v0 source whose events the upgrade leaves as stored (every message has its
+        // id) is detached too.
+        let detached = name != "before-first";
         assert_eq!(cold.live.is_none(), detached, "{version:?} {name}");
         assert_eq!(
             cold.seed_len,
@@ -265,5 +267,54 @@ fn a_stored_child_id_is_taken_over_or_refused_as_by_the_existing_cold_fork() {
                 == (version == FormatVersion::V1),
             "{version:?}: the same child is taken over where its log is the same"
         );
+    }
+}
+
+#[test]
+fn a_v0_source_whose_upgrade_rewrites_an_inherited_event_is_forked_by_copy() {
+    for backend in [jsonl(FormatVersion::V0), sqlite()] {
+        let (_dir, backend) = backend;
+        // An RFC-era `turn/start {turn, trigger}`, which dsh's upgrade reads as `{turn}`.
+        let drafts = [
+            EventDraft::turn_start(1),
+            EventDraft::user_text("u1", "hello", "user"),
+            EventDraft::step_start(1, 1),
+            EventDraft::assistant_text(1, 1, "a1", "hi", "p", "m"),
+            EventDraft::step_end(1, 1),
+            EventDraft::turn_end(1, TurnEndReason::Completed),
+        ];
+        let events: Vec<Arc<SessionEvent>> = (0u64..)
+            .zip(drafts)
+            .map(|(seq, mut draft)| {
+                if seq == 0 {
+                    draft.data["trigger"] = json!({"kind": "user"});
+                }
+                Arc::new(draft.into_event(seq, 1_000 + seq as i64))
+            })
+            .collect();
+        let header = SessionHeader::new(
+            SessionId::from("rfc"),
+            1,
+            SessionMeta::default().cwd("/w").version(FormatVersion::V0),
+        );
+        backend.create(&header, &events).unwrap();
+        let ctx = context(&backend);
+        let fork = ctx.expect::<SessionFork>();
+        let cold = fork
+            .fork_cold(ForkSessionOptions::new("rfc").session_id("cold"))
+            .unwrap();
+        assert!(
+            cold.live.is_some(),
+            "the upgraded prefix is copied, the child live"
+        );
+        let live = fork
+            .fork_stored(ForkSessionOptions::new("rfc").session_id("live"))
+            .unwrap();
+        let store = ctx.expect::<SessionStore>();
+        store.flush(cold.live.as_ref().unwrap()).unwrap();
+        store.flush(&live).unwrap();
+        assert_eq!(comparable(&backend, "cold"), comparable(&backend, "live"));
+        let child = backend.load(&SessionId::from("cold")).unwrap();
+        assert_eq!(child.events[0].data, json!({"turn": 1}), "stored upgraded");
     }
 }

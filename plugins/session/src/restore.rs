@@ -72,6 +72,11 @@ pub struct Restored {
     pub dropped_tail: Option<String>,
     /// The stored session's revision when it was read.
     pub revision: u64,
+    /// The seq of the first event dsh's upgrade of a v0 log rewrote as it was read (an
+    /// RFC-era shape: a `turn/start` trigger, a message without an id, ...); `None` when
+    /// every event was read as stored, as every event of a v1 or later log is. Events before
+    /// it read back the same from a byte copy or a reference under another id.
+    pub first_rewritten: Option<u64>,
 }
 
 /// Reads `log` to its end and checks it as dsh restores a stored log: each event is upgraded,
@@ -141,6 +146,7 @@ pub fn restore_each(
         }
         visit(prepared);
     }
+    let first_rewritten = upgrader.first_rewritten();
     upgrader.finish()?;
     let log = log.into_inner();
     let closers = match boundary {
@@ -155,6 +161,7 @@ pub fn restore_each(
         closers,
         dropped_tail: log.dropped_tail().map(str::to_owned),
         revision: log.revision(),
+        first_rewritten,
     })
 }
 

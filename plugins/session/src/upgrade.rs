@@ -238,6 +238,8 @@ pub(crate) struct Upgrader {
     /// The first event the upgrade refuses (malformed, or a message of the wrong shape):
     /// nothing after it is upgraded.
     refused: Option<StoredLogError>,
+    /// The seq of the first event the upgrade rewrote (a v0 log only).
+    rewritten: Option<u64>,
     /// The first event of an unknown type not marked ignorable.
     unknown: Option<StoredLogError>,
     /// The rules of the log's format beyond its vocabulary.
@@ -266,6 +268,7 @@ impl Upgrader {
             version,
             retired: [None; 3],
             refused: None,
+            rewritten: None,
             unknown: None,
             format: FormatRules::default(),
         }
@@ -300,7 +303,16 @@ impl Upgrader {
         }
         self.format.admit(&self.id, self.version, &event);
         let upgraded = if self.version == FormatVersion::V0 {
-            upgrade_event(&self.id, event, message_id_of)
+            // Only the forms the upgrade steps read can change; those are kept to compare.
+            let before =
+                (self.rewritten.is_none() && may_be_rewritten(&event.kind)).then(|| event.clone());
+            let upgraded = upgrade_event(&self.id, event, message_id_of);
+            if let (Some(before), Ok(after)) = (before, &upgraded) {
+                if before != *after {
+                    self.rewritten = Some(after.seq);
+                }
+            }
+            upgraded
         } else {
             Ok(event)
         };
@@ -333,6 +345,12 @@ impl Upgrader {
             });
         }
         Some(event)
+    }
+
+    /// The seq of the first event the upgrade rewrote (`None`: every event admitted so far
+    /// is as stored, which a log of format v1 or later always is).
+    pub(crate) fn first_rewritten(&self) -> Option<u64> {
+        self.rewritten
     }
 
     /// Whether the log is refused whatever follows (the refusal itself may still change:
@@ -370,6 +388,11 @@ impl Upgrader {
             None => Ok(()),
         }
     }
+}
+
+/// Whether [`upgrade_event`] may rewrite an event of type `kind`: the types its steps read.
+fn may_be_rewritten(kind: &str) -> bool {
+    matches!(kind, TURN_START | TURN_END | STEERING_MESSAGE) || is_surface_type(kind)
 }
 
 /// The per-event upgrades of stored session `id`'s `event`, in the order they apply (module

@@ -183,41 +183,90 @@ pub(crate) fn resolve<'a>(
     events: impl Iterator<Item = &'a SessionEvent>,
     anchor: &AirFork,
 ) -> Result<Resolved, AcpError> {
-    let candidates = candidates(events);
-    let by_id = candidates
-        .iter()
-        .filter(|c| c.named(&anchor.message_id) && c.fits(anchor))
-        .min_by_key(|c| c.user); // an assistant message first
-    let found = match (by_id, &anchor.fingerprint) {
-        (Some(found), _) => found,
-        (None, Some(fingerprint)) => {
-            let same: Vec<&Candidate> = candidates
-                .iter()
-                .filter(|c| !c.user && c.fingerprint == *fingerprint)
-                .collect();
-            match (anchor.occurrence, same.len()) {
-                (Some(n), _) => same.get(n as usize - 1).copied().ok_or_else(|| {
-                    not_found(
-                        id,
-                        anchor,
-                        format!("{} messages have its fingerprint", same.len()),
-                    )
-                })?,
-                (None, 1) => same[0],
-                (None, n) => {
-                    return Err(not_found(
-                        id,
-                        anchor,
-                        format!(
+    let mut lookup = Lookup::new(anchor.clone());
+    for event in events {
+        lookup.see(event);
+    }
+    lookup.finish(id)
+}
+
+/// [`resolve`] fed one event at a time, in log order, so that a stored log is looked up as it
+/// streams: it keeps only the messages the anchor can name (those its id names, and the
+/// assistant messages with its fingerprint), never the log or its other messages.
+pub(crate) struct Lookup {
+    anchor: AirFork,
+    fold: Updates,
+    kept: Vec<Candidate>,
+}
+
+impl Lookup {
+    /// A lookup of `anchor`, before the log's first event.
+    pub(crate) fn new(anchor: AirFork) -> Lookup {
+        Lookup {
+            anchor,
+            fold: Updates::replay(),
+            kept: Vec::new(),
+        }
+    }
+
+    /// Takes the log's next event.
+    pub(crate) fn see(&mut self, event: &SessionEvent) {
+        let Some(shown) = self.fold.track(event) else {
+            return;
+        };
+        let Some(candidate) = candidate(event, &shown) else {
+            return;
+        };
+        let by_fingerprint =
+            || !candidate.user && self.anchor.fingerprint.as_ref() == Some(&candidate.fingerprint);
+        if candidate.named(&self.anchor.message_id) || by_fingerprint() {
+            self.kept.push(candidate);
+        }
+    }
+
+    /// Where the anchor forks, once the whole log of session `id` was seen.
+    ///
+    /// # Errors
+    ///
+    /// As [`resolve`].
+    pub(crate) fn finish(self, id: &SessionId) -> Result<Resolved, AcpError> {
+        let anchor = &self.anchor;
+        let candidates = &self.kept;
+        let by_id = candidates
+            .iter()
+            .filter(|c| c.named(&anchor.message_id) && c.fits(anchor))
+            .min_by_key(|c| c.user); // an assistant message first
+        let found = match (by_id, &anchor.fingerprint) {
+            (Some(found), _) => found,
+            (None, Some(fingerprint)) => {
+                let same: Vec<&Candidate> = candidates
+                    .iter()
+                    .filter(|c| !c.user && c.fingerprint == *fingerprint)
+                    .collect();
+                match (anchor.occurrence, same.len()) {
+                    (Some(n), _) => same.get(n as usize - 1).copied().ok_or_else(|| {
+                        not_found(
+                            id,
+                            anchor,
+                            format!("{} messages have its fingerprint", same.len()),
+                        )
+                    })?,
+                    (None, 1) => same[0],
+                    (None, n) => {
+                        return Err(not_found(
+                            id,
+                            anchor,
+                            format!(
                             "{n} messages have its fingerprint and no messageOccurrence says which"
                         ),
-                    ))
+                        ))
+                    }
                 }
             }
-        }
-        (None, None) => return Err(not_found(id, anchor, "no fingerprint was given".into())),
-    };
-    Ok(found.resolved())
+            (None, None) => return Err(not_found(id, anchor, "no fingerprint was given".into())),
+        };
+        Ok(found.resolved())
+    }
 }
 
 fn not_found(id: &SessionId, anchor: &AirFork, why: String) -> AcpError {
@@ -226,18 +275,6 @@ fn not_found(id: &SessionId, anchor: &AirFork, why: String) -> AcpError {
         message_id: crate::echo::shown(&anchor.message_id),
         why,
     }
-}
-
-/// The user messages and the assistant messages with text of `events`, with the ids a
-/// replay shows for them.
-fn candidates<'a>(events: impl Iterator<Item = &'a SessionEvent>) -> Vec<Candidate> {
-    let mut fold = Updates::replay();
-    events
-        .filter_map(|event| {
-            let shown = fold.track(event)?;
-            candidate(event, &shown)
-        })
-        .collect()
 }
 
 /// `event` as a candidate, shown with id `shown`: `None` when it is neither a user message

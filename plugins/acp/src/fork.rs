@@ -124,7 +124,7 @@ mod served {
 
         /// The message `air` names in session `source`: from the messages a replay or a
         /// turn of this server showed when they decide it ([`crate::message_index::MessageIndex`]), else
-        /// from its live log, else from the stored one.
+        /// from its live log, else from the stored one, read as a stream ([`anchor::Lookup`]).
         async fn resolve_anchor(
             &self,
             source: &SessionId,
@@ -142,8 +142,19 @@ mod served {
                 let events = session.events();
                 return anchor::resolve(source, events.iter().map(|e| &**e), air);
             }
-            let stored = store.read_stored(source, None).await?;
-            anchor::resolve(source, stored.events.iter(), air)
+            // A stored log is looked up as it streams, on the blocking pool: the lookup keeps
+            // the messages the anchor can name, never the log.
+            let (store, id, mut lookup) = (
+                store.store().clone(),
+                source.clone(),
+                anchor::Lookup::new(air.clone()),
+            );
+            let lookup = dsh_core::run_blocking(move || {
+                store.inspect(&id, |event| lookup.see(event))?;
+                Ok::<_, dsh_session::StoreError>(lookup)
+            })
+            .await?;
+            lookup.finish(source)
         }
 
         /// While a turn of session `source` runs in this server: the seq of the last

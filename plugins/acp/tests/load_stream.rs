@@ -366,3 +366,49 @@ async fn a_fork_of_a_loaded_session_is_stored_and_opened_and_made_live_by_its_fi
     let events = stored(&ctx, &child).await;
     assert!(events.len() > 13, "the turn is stored after the marker");
 }
+
+#[cfg(feature = "session-fork")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_at_a_message_of_a_session_no_replay_showed_looks_it_up_in_a_streamed_read() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let probe = Arc::new(Probe::default());
+    let ctx = context(dir.path(), probe.clone()).await;
+    store_session(&ctx, "s-cold", log(4, false)).await;
+    // The ids a replay shows, learnt from another server on the same store (another
+    // process, say): this one never opened the session, so it has indexed nothing.
+    let other = context(dir.path(), Arc::new(Probe::default())).await;
+    let ids: Vec<String> = {
+        let mut other = Client::connect(&other).await;
+        let (_, replayed) = other.load(1, "s-cold").await;
+        replayed
+            .iter()
+            .filter_map(|u| u["messageId"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let store = ctx.expect::<SessionStore>();
+    let mut client = Client::connect(&ctx).await;
+    let whole = probe.loads.load(Ordering::SeqCst);
+    client
+        .send(
+            2,
+            "session/fork",
+            json!({"sessionId": "s-cold", "cwd": "/work/stream",
+                   "_meta": {"jetbrains": {"air": {"fork": {"version": 1, "messageId": ids[5]}}}}}),
+        )
+        .await;
+    let (answer, _) = client.answer(2).await;
+    assert_eq!(
+        answer["result"]["_meta"]["dsh"]["messageId"],
+        ids[5].as_str(),
+        "{answer}"
+    );
+    assert_eq!(
+        probe.loads.load(Ordering::SeqCst),
+        whole,
+        "the source was never read whole"
+    );
+    assert!(
+        store.get(&SessionId::from("s-cold")).is_none(),
+        "not made live"
+    );
+}

@@ -303,14 +303,10 @@ impl Upgrader {
         }
         self.format.admit(&self.id, self.version, &event);
         let upgraded = if self.version == FormatVersion::V0 {
-            // Only the forms the upgrade steps read can change; those are kept to compare.
-            let before =
-                (self.rewritten.is_none() && may_be_rewritten(&event.kind)).then(|| event.clone());
-            let upgraded = upgrade_event(&self.id, event, message_id_of);
-            if let (Some(before), Ok(after)) = (before, &upgraded) {
-                if before != *after {
-                    self.rewritten = Some(after.seq);
-                }
+            let (seq, mut rewritten) = (event.seq, false);
+            let upgraded = upgrade_event_noting(&self.id, event, message_id_of, &mut rewritten);
+            if rewritten && self.rewritten.is_none() {
+                self.rewritten = Some(seq);
             }
             upgraded
         } else {
@@ -390,11 +386,6 @@ impl Upgrader {
     }
 }
 
-/// Whether [`upgrade_event`] may rewrite an event of type `kind`: the types its steps read.
-fn may_be_rewritten(kind: &str) -> bool {
-    matches!(kind, TURN_START | TURN_END | STEERING_MESSAGE) || is_surface_type(kind)
-}
-
 /// The per-event upgrades of stored session `id`'s `event`, in the order they apply (module
 /// documentation); `message_id_of` as [`Upgrader::admit`]'s.
 ///
@@ -406,10 +397,20 @@ pub(crate) fn upgrade_event(
     event: SessionEvent,
     message_id_of: impl Fn(u64) -> Option<String>,
 ) -> Result<SessionEvent, StoredLogError> {
-    let event = upgrade_turn_start(id, event)?;
-    let event = upgrade_turn_end(id, event)?;
-    let event = upgrade_steering(id, event)?;
-    Ok(upgrade_message(id, event, message_id_of))
+    upgrade_event_noting(id, event, message_id_of, &mut false)
+}
+
+/// [`upgrade_event`], setting `rewritten` when a step rewrote the event.
+fn upgrade_event_noting(
+    id: &SessionId,
+    event: SessionEvent,
+    message_id_of: impl Fn(u64) -> Option<String>,
+    rewritten: &mut bool,
+) -> Result<SessionEvent, StoredLogError> {
+    let event = upgrade_turn_start(id, event, rewritten)?;
+    let event = upgrade_turn_end(id, event, rewritten)?;
+    let event = upgrade_steering(id, event, rewritten)?;
+    Ok(upgrade_message(id, event, message_id_of, rewritten))
 }
 
 /// The last of the `prepared` events with seq `seq`: found by position while they are
@@ -453,6 +454,7 @@ fn legacy_message_id(id: &SessionId, seq: u64) -> Value {
 fn upgrade_turn_start(
     id: &SessionId,
     mut event: SessionEvent,
+    rewritten: &mut bool,
 ) -> Result<SessionEvent, StoredLogError> {
     if event.kind != TURN_START {
         return Ok(event);
@@ -476,6 +478,7 @@ fn upgrade_turn_start(
         return Err(malformed(id, &event));
     }
     event.data = EventData::from_value(&json!({ "turn": turn }));
+    *rewritten = true;
     Ok(event)
 }
 
@@ -484,6 +487,7 @@ fn upgrade_turn_start(
 fn upgrade_turn_end(
     id: &SessionId,
     mut event: SessionEvent,
+    rewritten: &mut bool,
 ) -> Result<SessionEvent, StoredLogError> {
     if event.kind != TURN_END {
         return Ok(event);
@@ -518,6 +522,7 @@ fn upgrade_turn_end(
     if let (Some(upgraded), Some(data)) = (upgraded, value.as_object_mut()) {
         data.insert("reason".into(), upgraded);
         event.data = EventData::from_value(&value);
+        *rewritten = true;
     }
     Ok(event)
 }
@@ -562,6 +567,7 @@ fn legacy_error_reason(reason: &Map<String, Value>) -> Option<Value> {
 fn upgrade_steering(
     id: &SessionId,
     mut event: SessionEvent,
+    rewritten: &mut bool,
 ) -> Result<SessionEvent, StoredLogError> {
     if event.kind != STEERING_MESSAGE {
         return Ok(event);
@@ -587,6 +593,7 @@ fn upgrade_steering(
     };
     event.kind = USER_MESSAGE.into();
     event.data = EventData::from_value(&message);
+    *rewritten = true;
     Ok(event)
 }
 
@@ -598,6 +605,7 @@ fn upgrade_message(
     id: &SessionId,
     mut event: SessionEvent,
     message_id_of: impl Fn(u64) -> Option<String>,
+    rewritten: &mut bool,
 ) -> SessionEvent {
     if !is_surface_type(&event.kind) {
         return event;
@@ -691,6 +699,7 @@ fn upgrade_message(
     };
     if upgraded {
         event.data = EventData::from_value(&value);
+        *rewritten = true;
     }
     event
 }

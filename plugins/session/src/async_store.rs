@@ -150,6 +150,16 @@ impl AsyncSessionStore {
         run_blocking(move || store.dispose(&id)).await
     }
 
+    /// [`SessionStore::delete`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `delete`.
+    pub async fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
+        let (store, id) = (self.store.clone(), id.clone());
+        run_blocking(move || store.delete(&id)).await
+    }
+
     /// [`SessionStore::read_stored`], off the workers.
     ///
     /// # Errors
@@ -280,6 +290,16 @@ impl AsyncPersistence {
     ) -> Result<StoredTail, PersistenceError> {
         let (backend, id) = (self.backend.clone(), id.clone());
         run_blocking(move || backend.read_from(&id, from)).await
+    }
+
+    /// [`SessionPersistence::delete`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `delete`.
+    pub async fn delete(&self, id: &SessionId) -> Result<(), PersistenceError> {
+        let (backend, id) = (self.backend.clone(), id.clone());
+        run_blocking(move || backend.delete(&id)).await
     }
 
     /// [`SessionPersistence::list`], off the workers.

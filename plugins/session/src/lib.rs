@@ -70,8 +70,9 @@ pub use plugin::{SessionConfig, SessionPlugin};
 #[cfg(feature = "tokio")]
 pub use async_store::{AsyncPersistence, AsyncSessionStore, ReopenStream};
 pub use store::{
-    ChildOfPrefix, CreateOptions, DetachedChild, Imported, Inspected, Migration, Reopened, Resumed,
-    Seed, SessionCreated, SessionDisposed, SessionFlush, SessionStore, StoreError, StoredSeed,
+    descendants, ChildOfPrefix, CreateOptions, DetachedChild, Imported, Inspected, Migration,
+    Reopened, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush, SessionStore,
+    StoreError, StoredSeed,
 };
 
 // A session, its events and their envelope, ids and the header.

@@ -234,7 +234,7 @@ pub enum PersistenceError {
     #[error("the persistence backend panicked in {call}: {message}")]
     Panicked {
         /// The backend method: `create`, `create_forked`, `append`, `append_atomic`, `load`, `open_log` (and
-        /// its log's `next_event`, `event_at`), `read_prefix`, `read_from`, `list`, `publish_successor`, `new_session_version`; `write` for the writes of a session to a backend that is going
+        /// its log's `next_event`, `event_at`), `read_prefix`, `read_from`, `list`, `publish_successor`, `new_session_version`, `can_delete`, `delete`; `write` for the writes of a session to a backend that is going
         /// (drained before it is disabled or replaced).
         call: &'static str,
         /// The panic's message (`"unknown panic payload"` when it is not a string).
@@ -480,6 +480,48 @@ pub trait SessionPersistence: Send + Sync + 'static {
         })
     }
 
+    /// Whether [`SessionPersistence::delete`] deletes (what a host advertises: `dsh delete`,
+    /// ACP `sessionCapabilities.delete`). The default is `false`, with the default `delete`
+    /// that refuses.
+    fn can_delete(&self) -> bool {
+        false
+    }
+
+    /// Deletes stored session `id`: every generation of it (a migrated one and those it
+    /// superseded), in one durable step. Afterwards `load`, `open_log`, `read_prefix`,
+    /// `read_from` and `create_from_prefix` of it answer [`PersistenceError::NotFound`] and
+    /// `list` omits it, in this backend instance and every other one over the same storage.
+    ///
+    /// - **Lineage survives**: a fork child of the deleted session reads exactly the events it
+    ///   read before (a JSONL child holds its seed; on SQL, where a child references its
+    ///   parent's rows, the rows some stored session still reads stay, unlisted, until none
+    ///   does: found by reachability from the stored sessions' inherited spans at each delete,
+    ///   never by counts a crash could skew). The child's header keeps naming its parent.
+    /// - **Whole or gone**: a crash, a kill or an error during the delete leaves the session
+    ///   either whole (readable as before) or gone, never part of it.
+    /// - **No resurrection**: a writer appending to the session at the same time (another
+    ///   process, another instance) either lands before the delete (and is deleted with it)
+    ///   or gets an error ([`PersistenceError::NotFound`] or [`PersistenceError::Locked`]);
+    ///   it never recreates the session.
+    ///
+    /// The caller makes sure no live session of its own writes `id` (the store refuses to
+    /// delete a live session: [`crate::SessionStore::delete`]).
+    ///
+    /// The default refuses ([`PersistenceError::Unsupported`]), with `can_delete` `false`.
+    ///
+    /// # Errors
+    ///
+    /// [`PersistenceError::NotFound`] when no session `id` is stored (a second delete);
+    /// [`PersistenceError::Locked`] when another writer holds its write lock for longer than
+    /// the backend waits; [`PersistenceError::Unsupported`]; [`PersistenceError::Io`] and the
+    /// backend's own errors, with the session left whole.
+    fn delete(&self, id: &SessionId) -> Result<(), PersistenceError> {
+        Err(PersistenceError::Unsupported {
+            id: id.clone(),
+            operation: "delete a session",
+        })
+    }
+
     /// The format version new sessions are written in: the version of a session whose
     /// create names none ([`crate::SessionMeta::version`] unset). Forks, imports and loads
     /// keep the version of what they come from.
@@ -612,6 +654,15 @@ impl SessionPersistence for Contained {
         contain("publish_successor", || {
             self.0.publish_successor(header, events, source_revision)
         })
+    }
+
+    fn can_delete(&self) -> bool {
+        // A backend that panics here does not delete (and the panic is logged).
+        contain("can_delete", || Ok(self.0.can_delete())).unwrap_or(false)
+    }
+
+    fn delete(&self, id: &SessionId) -> Result<(), PersistenceError> {
+        contain("delete", || self.0.delete(id))
     }
 
     fn new_session_version(&self) -> FormatVersion {

@@ -47,12 +47,14 @@ pub enum StoreError {
         id: SessionId,
     },
     /// The session is live in this store, and the operation needs it not to be: a migration
-    /// would leave its writer writing the generation the migration supersedes. Dispose it
-    /// first.
-    #[error("session \"{id}\" is live in this store; dispose it before migrating it")]
+    /// would leave its writer writing the generation the migration supersedes, a delete would
+    /// leave it writing a session that is gone. Dispose it first.
+    #[error("session \"{id}\" is live in this store; dispose it before {operation}")]
     Live {
         /// The id.
         id: SessionId,
+        /// What was asked: `migrating it`, `deleting it`.
+        operation: &'static str,
     },
     /// The stored session cannot be migrated to the version asked for: the migration's error,
     /// with its code (`MIGRATION_REFUSED` with dsh's reason, `LOG_CORRUPT`,

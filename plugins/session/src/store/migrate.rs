@@ -69,7 +69,10 @@ impl SessionStore {
         dry_run: bool,
     ) -> Result<Migration, StoreError> {
         if self.get(id).is_some() {
-            return Err(StoreError::Live { id: id.clone() });
+            return Err(StoreError::Live {
+                id: id.clone(),
+                operation: "migrating it",
+            });
         }
         let backend = self.backend(id)?;
         let persistence = |source| match source {

@@ -8,6 +8,7 @@
 //! event is written twice. One read path (`read.rs`) serves `load`, `resume`, cold forks and
 //! [`SessionStore::inspect`] (`inspect.rs`), which reads a stored session without loading it.
 
+mod delete;
 mod detached;
 mod error;
 mod inspect;
@@ -16,6 +17,7 @@ mod read;
 mod reopen;
 mod types;
 
+pub use delete::descendants;
 pub use detached::{ChildOfPrefix, DetachedChild};
 pub use error::StoreError;
 pub use inspect::Inspected;

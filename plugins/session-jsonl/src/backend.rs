@@ -1,5 +1,6 @@
 //! [`JsonlPersistence`]: the [`SessionPersistence`] backend over a folder of dsh rc.8 files.
 
+mod delete;
 mod forked;
 mod successor;
 
@@ -250,9 +251,14 @@ impl JsonlPersistence {
                 let (locked, len) = lock_exclusive(id, &folder, &name, &path, self.lock_timeout)?;
                 Ok((folder, name, locked, len))
             });
-        let (folder, name, mut locked, len) = opened.inspect_err(|_| {
+        let (folder, name, mut locked, len) = opened.map_err(|error| {
             // The remembered path may be stale (the file moved): the next call looks again.
             *cached = None;
+            // A session deleted since the path was remembered is not found, as for a reader.
+            match self.dir.locate(id) {
+                Ok(None) => PersistenceError::NotFound { id: id.clone() },
+                _ => error,
+            }
         })?;
         // A migration may have published a later generation beside the file: what was
         // written here would not be read any more. The cursor stays on this file, so every
@@ -777,6 +783,9 @@ impl SessionPersistence for JsonlPersistence {
             let entries = fs::read_dir(&folder).map_err(|e| io_error(&folder, e))?;
             for entry in entries {
                 let entry = entry.map_err(|e| io_error(&folder, e))?;
+                if delete::is_tombstone(&entry.file_name()) {
+                    continue;
+                }
                 by_id_folder
                     .entry(entry.file_name())
                     .or_default()
@@ -844,6 +853,17 @@ impl SessionPersistence for JsonlPersistence {
     /// The version of [`JsonlPersistence::with_format_version`] (v0 unless set).
     fn new_session_version(&self) -> FormatVersion {
         self.version
+    }
+
+    fn can_delete(&self) -> bool {
+        true
+    }
+
+    /// Removes the session's id folder (every generation) and the cwd folder it empties:
+    /// one rename under the write locks of its files is the commit point (see
+    /// `backend/delete.rs`).
+    fn delete(&self, id: &SessionId) -> Result<(), PersistenceError> {
+        self.delete_session(id)
     }
 
     fn release(&self, id: &SessionId) {

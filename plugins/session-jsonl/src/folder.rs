@@ -167,9 +167,7 @@ impl Folder {
     ) -> io::Result<(File, OsString)> {
         let mut last = None;
         for _ in 0..8 {
-            // A keyed hash with keys from the system's random source (fresh per call).
-            let random = RandomState::new().build_hasher().finish();
-            let name = OsString::from(format!("{prefix}{random:016x}{suffix}"));
+            let name = unique_name(prefix, suffix);
             match self.create_file(&name) {
                 Ok(file) => return Ok((file, name)),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
@@ -339,6 +337,13 @@ pub(crate) enum EntryKind {
     Folder,
     Link,
     Other,
+}
+
+/// A new, unpredictable name `<prefix><16 hex digits><suffix>`: a keyed hash with keys
+/// from the system's random source (fresh per call).
+pub(crate) fn unique_name(prefix: &str, suffix: &str) -> OsString {
+    let random = RandomState::new().build_hasher().finish();
+    OsString::from(format!("{prefix}{random:016x}{suffix}"))
 }
 
 /// Refuses a `name` that is not one plain path component (empty, `.`, `..`, or holding `/`).

@@ -24,7 +24,9 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 ///
 /// # Errors
 ///
-/// [`PersistenceError::Locked`] when the lock stayed held;
+/// [`PersistenceError::Locked`] when the lock stayed held; [`PersistenceError::NotFound`]
+/// when the file's name is gone (the session was deleted, before or while the lock was
+/// waited for);
 /// [`PersistenceError::LockFailed`] when the file cannot be opened for writing (a
 /// read-only store, a symbolic link put in its place) or locked; [`PersistenceError::Io`].
 pub(crate) fn lock_exclusive(
@@ -41,10 +43,17 @@ pub(crate) fn lock_exclusive(
             source,
         }
     };
+    // The file's name gone (the session deleted meanwhile): not found, never recreated.
+    let gone = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
+    let not_found = || PersistenceError::NotFound { id: id.clone() };
     let open = || {
-        folder
-            .open_file(name, true)
-            .map_err(lock_failed("opening it for writing"))
+        folder.open_file(name, true).map_err(|e| {
+            if gone(&e) {
+                not_found()
+            } else {
+                lock_failed("opening it for writing")(e)
+            }
+        })
     };
     let deadline = Instant::now() + timeout;
     let mut file = open()?;
@@ -52,9 +61,11 @@ pub(crate) fn lock_exclusive(
         match file.try_lock() {
             // An atomic append (`append_atomic`) may have put a new file in its place
             // while we waited: lock that one.
-            Ok(()) => match named_len(folder, name, &file).map_err(|e| io_error(path, e))? {
-                Some(len) => return Ok((file, len)),
-                None => file = open()?,
+            Ok(()) => match named_len(folder, name, &file) {
+                Ok(Some(len)) => return Ok((file, len)),
+                Ok(None) => file = open()?,
+                Err(e) if gone(&e) => return Err(not_found()),
+                Err(e) => return Err(io_error(path, e)),
             },
             Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(5));

@@ -255,14 +255,28 @@ impl StoreDir {
         let root = self
             .open_root()?
             .ok_or_else(|| io_error(&self.root, io::ErrorKind::NotFound.into()))?;
-        let cwd = self.open_or_make(id, &root, &root, cwd_name.as_ref(), &mut made)?;
-        let id_folder = self.open_or_make(id, &root, &cwd, id_name.as_ref(), &mut made)?;
-        Ok(NewFileFolders {
-            root,
-            cwd,
-            id: id_folder,
-            made,
-        })
+        let mut retries = 0;
+        loop {
+            let cwd = self.open_or_make(id, &root, &root, cwd_name.as_ref(), &mut made)?;
+            match self.open_or_make(id, &root, &cwd, id_name.as_ref(), &mut made) {
+                Ok(id_folder) => {
+                    return Ok(NewFileFolders {
+                        root,
+                        cwd,
+                        id: id_folder,
+                        made,
+                    })
+                }
+                // A delete removed the cwd folder it emptied between the two steps: the cwd
+                // folder is made again.
+                Err(PersistenceError::Io { source, .. })
+                    if source.kind() == io::ErrorKind::NotFound && retries < 3 =>
+                {
+                    retries += 1;
+                }
+                Err(error) => return Err(error),
+            }
+        }
     }
 
     /// The folder `name` of `parent` (`root` being the root), made when missing (recorded in

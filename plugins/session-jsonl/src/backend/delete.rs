@@ -1,0 +1,144 @@
+//! A stored session deleted ([`SessionPersistence::delete`]): its id folder, every generation
+//! in it, and the cwd folder it empties.
+//!
+//! The commit point is one `rename` of the id folder, inside its cwd folder, to a tombstone
+//! name no id segment has ([`TOMBSTONE_PREFIX`]): before it the session is whole, after it
+//! the session is gone for every reader (a lookup goes by the id segment), so a crash leaves
+//! one or the other. The rename is made while the write lock of every generation's file is
+//! held (no append of this or another process is between its length check and its sync), and
+//! the files are unlinked before the locks go: a writer that was waiting for a lock finds the
+//! file's name gone and fails with `SESSION_NOT_FOUND` instead of appending to a file about
+//! to be removed. Then the tombstone's entries and the tombstone go, and the cwd folder when
+//! the delete emptied it. A tombstone that a crash left behind is swept by the next delete in
+//! its cwd folder and never listed.
+//!
+//! [`SessionPersistence::delete`]: dsh_session::backend::SessionPersistence::delete
+
+use super::JsonlPersistence;
+use crate::error::io_error;
+use crate::folder::{unique_name, EntryKind, Folder};
+use crate::lock::lock_exclusive;
+use dsh_session::backend::PersistenceError;
+use dsh_session::format::canonical_file_version;
+use dsh_session::SessionId;
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io;
+
+/// The name prefix of a deleted id folder awaiting removal. `~` followed by lower-case
+/// letters is never an id segment (an escape is `~` and four upper-case hex digits), so a
+/// tombstone is never read as a session.
+pub(crate) const TOMBSTONE_PREFIX: &str = "~deleted-";
+
+/// Whether the entry `name` of a cwd folder is a deleted id folder awaiting removal.
+pub(crate) fn is_tombstone(name: &OsStr) -> bool {
+    name.to_str()
+        .is_some_and(|name| name.starts_with(TOMBSTONE_PREFIX))
+}
+
+impl JsonlPersistence {
+    /// [`dsh_session::backend::SessionPersistence::delete`] for the JSONL store (see the
+    /// module documentation).
+    pub(super) fn delete_session(&self, id: &SessionId) -> Result<(), PersistenceError> {
+        let slot = self.slot(id);
+        let mut cursor = slot.lock();
+        let file = self.dir.require(id)?;
+        let id_path = file
+            .parent()
+            .ok_or_else(|| io_error(&file, io::ErrorKind::InvalidInput.into()))?;
+        let (cwd, id_name) = self.dir.open_folder_of(id, id_path)?;
+        let failed = |e| io_error(id_path, e);
+        let folder = cwd.open_folder(&id_name).map_err(failed)?;
+        sweep_tombstones(&cwd);
+        let mut generations: Vec<OsString> = folder
+            .entries()
+            .map_err(failed)?
+            .into_iter()
+            .filter(|name| name.to_str().and_then(canonical_file_version).is_some())
+            .collect();
+        generations.sort();
+        let mut locks = Vec::with_capacity(generations.len());
+        for name in &generations {
+            let (locked, _) =
+                lock_exclusive(id, &folder, name, &folder.join(name), self.lock_timeout)?;
+            locks.push(locked);
+        }
+        let tombstone = unique_name(TOMBSTONE_PREFIX, "");
+        cwd.rename_new(&id_name, &tombstone).map_err(failed)?;
+        // The session is gone from here on; the sync makes it so across a crash.
+        if let Err(error) = cwd.sync() {
+            tracing::warn!(session = %id, %error, "the folder of a deleted session was not synced");
+        }
+        *cursor = None;
+        self.seen.lock().remove(id);
+        for name in &generations {
+            if let Err(error) = folder.remove_file(name) {
+                tracing::warn!(session = %id, %error, "a deleted session's file left in its tombstone");
+            }
+        }
+        drop(locks);
+        remove_tombstone(&cwd, &tombstone);
+        self.remove_if_emptied(&cwd);
+        drop(cursor);
+        self.slots.lock().remove(id);
+        Ok(())
+    }
+
+    /// Removes the cwd folder `cwd` when it is empty and is a folder directly under the
+    /// root that no link in the root leads to (removing it would leave that link dangling,
+    /// which the store refuses to read through). Best effort: a folder another writer has
+    /// just put a session in is not empty, and stays.
+    fn remove_if_emptied(&self, cwd: &Folder) {
+        let Ok(root) = fs::canonicalize(self.dir.root()) else {
+            return;
+        };
+        let (Some(parent), Some(name)) = (cwd.path().parent(), cwd.path().file_name()) else {
+            return;
+        };
+        if parent != root || !matches!(cwd.entries().as_deref(), Ok([])) {
+            return;
+        }
+        let Ok(root_folder) = Folder::open_path(&root) else {
+            return;
+        };
+        if root_folder.entry_kind(name).ok().flatten() != Some(EntryKind::Folder) {
+            return;
+        }
+        let linked = root_folder
+            .entries()
+            .unwrap_or_default()
+            .iter()
+            .any(|entry| {
+                let path = root.join(entry);
+                path.is_symlink()
+                    && fs::canonicalize(&path).is_ok_and(|target| target == cwd.path())
+            });
+        if !linked {
+            // `ENOTEMPTY` when a session was created in it meanwhile: it stays.
+            let _ = root_folder.remove_folder(name);
+        }
+    }
+}
+
+/// Removes the tombstone `name` of `cwd`: its entries, then itself. Best effort (what is
+/// left is never read, and the next delete in `cwd` sweeps it).
+fn remove_tombstone(cwd: &Folder, name: &OsStr) {
+    let removed = cwd.open_folder(name).and_then(|folder| {
+        for entry in folder.entries()? {
+            folder.remove_file(&entry)?;
+        }
+        cwd.remove_folder(name)
+    });
+    if let Err(error) = removed {
+        tracing::warn!(path = %cwd.join(name).display(), %error, "a deleted session's tombstone left in place");
+    }
+}
+
+/// Removes the tombstones a crash left in `cwd`.
+fn sweep_tombstones(cwd: &Folder) {
+    for name in cwd.entries().unwrap_or_default() {
+        if is_tombstone(&name) {
+            remove_tombstone(cwd, &name);
+        }
+    }
+}

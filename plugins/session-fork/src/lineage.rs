@@ -34,6 +34,12 @@ pub struct LineageNode {
     pub branch_turn: u64,
     /// The sessions whose `parentSession` is this one, oldest first (by `createdAt`, then id).
     pub children: Vec<LineageNode>,
+    /// Set on a gap: a session that is neither live nor stored (deleted, or never in this
+    /// store) but that sessions of the tree name as their parent. Such a node is only ever the
+    /// root, with `parentSession` `null`, no `seedLength`, `branchTurn` 0, and as children
+    /// every known session that names it. Serialized only when set (`"missing": true`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
 }
 
 /// Every known header (stored ones, replaced by the live session's header when live), and the
@@ -113,6 +119,7 @@ impl Known {
                 seed_length,
                 branch_turn: self.branch_turn(done.header, seed_length)?,
                 children: done.built,
+                missing: false,
             };
             match stack.last_mut() {
                 Some(parent) => parent.built.push(node),
@@ -210,7 +217,10 @@ impl SessionFork {
     }
 
     /// The lineage tree of session `id`, rooted at its oldest known ancestor (`id` itself for a
-    /// root) and holding every descendant of that root. The stored sessions are known by their
+    /// root) and holding every descendant of that root. When that ancestor names a parent that
+    /// is neither live nor stored (a deleted session), the root is a gap node for that parent
+    /// ([`LineageNode::missing`]) whose children are every known session naming it: the
+    /// tree shows where the deleted session was, with its id, and never fails for it. The stored sessions are known by their
     /// headers (the backend's `list`); `branchTurn` reads the last event of each child's seed
     /// (live, or through the backend's `read_from`, the whole seed only when that event is not
     /// a `turn/end`); nothing is loaded into the store. The tree is built without recursion,
@@ -227,7 +237,20 @@ impl SessionFork {
             .last()
             .copied()
             .unwrap_or(&known.headers[id]);
-        known.tree(root)
+        match &root.parent_session {
+            Some(gone) if !known.headers.contains_key(gone) => Ok(LineageNode {
+                id: gone.clone(),
+                parent_session: None,
+                seed_length: None,
+                branch_turn: 0,
+                children: known
+                    .children(gone)
+                    .map(|child| known.tree(child))
+                    .collect::<Result<_, _>>()?,
+                missing: true,
+            }),
+            _ => known.tree(root),
+        }
     }
 
     fn known(&self, id: &SessionId) -> Result<Known, SessionForkError> {

@@ -115,6 +115,19 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Delete a stored session for good (every generation of it). Its fork children stay
+    /// and keep reading their events unless --with-descendants deletes them too. A session
+    /// another process is writing makes that writer fail; it is never recreated.
+    Delete {
+        /// Session id.
+        id: String,
+        /// Delete the session's fork subtree too (children before parents).
+        #[arg(long)]
+        with_descendants: bool,
+        /// Say what would be deleted, and delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Close the turn a crash left open in a stored session (appends the crash-repair closers
     /// durably, as dsh does on resume) and print what was appended.
     Repair {

@@ -87,6 +87,11 @@ fn run(cli: &Cli) -> Result<output::Output, error::HostError> {
         Command::Lineage { id } => cmd::lineage::run(&app, id),
         Command::Repair { id } => cmd::repair::run(&app, id),
         Command::Migrate { id, to, dry_run } => cmd::migrate::run(&app, id, *to, *dry_run),
+        Command::Delete {
+            id,
+            with_descendants,
+            dry_run,
+        } => cmd::delete::run(&app, id, *with_descendants, *dry_run),
         Command::Check { .. } | Command::Acp => unreachable!("handled above"),
     };
     // A plugin that failed is named by the error it causes; when the command did without it,

@@ -35,6 +35,11 @@ pub fn run(app: &App, id: &str) -> Result<Output, HostError> {
                 }
                 _ => String::new(),
             };
+            let branch = if node.missing {
+                " (not stored: deleted, or never in this store)".to_owned()
+            } else {
+                branch
+            };
             let indent = "  ".repeat(depth.min(MAX_INDENTED_DEPTH));
             let deep = if depth > MAX_INDENTED_DEPTH {
                 format!("[depth {depth}] ")

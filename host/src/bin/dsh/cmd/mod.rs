@@ -2,6 +2,7 @@
 
 pub mod acp;
 pub mod check;
+pub mod delete;
 pub mod fork;
 pub mod history;
 pub mod import;

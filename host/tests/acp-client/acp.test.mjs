@@ -54,6 +54,7 @@ test("handshake with the fork plugin advertises session/fork", async () => {
   assert.equal(init.agentCapabilities.loadSession, true);
   assert.deepEqual(Object.keys(init.agentCapabilities.sessionCapabilities).sort(), [
     "close",
+    "delete",
     "fork",
     "list",
     "resume",
@@ -377,6 +378,44 @@ test("close disposes the session; closing it again is not found", async () => {
   });
   assert.equal(dshJson(dir, "show", sessionId).events, 6);
   snapshot("close", run.transcript);
+});
+
+test("delete removes a stored session, open or not; its fork child stays readable; a second delete is not found", async () => {
+  const dir = storeWithExample();
+  dshJson(dir, "fork", EXAMPLE_ID, "--id", "child");
+  const run = agent(dsh, ["--store", dir, "acp"]);
+  await run.run(async (a) => {
+    const init = await initialize(a);
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities.delete, {});
+    // Open in this connection: closed (written) first, then deleted.
+    await a.request(S.load, { sessionId: EXAMPLE_ID, cwd: EXAMPLE_CWD, mcpServers: [] });
+    run.transcript.length = 0; // the replay is load's snapshot
+    assert.deepEqual(await a.request(S.delete, { sessionId: EXAMPLE_ID }), {});
+    const { sessions } = await a.request(S.list, {});
+    assert.deepEqual(sessions.map((s) => s.sessionId), ["child"]);
+    // The SDK resolves a repeated delete, as a repeated close (-32002 on the wire, in the
+    // transcript).
+    assert.deepEqual(await a.request(S.delete, { sessionId: EXAMPLE_ID }), {});
+    const gone = await rejection(a.request(S.load, { sessionId: EXAMPLE_ID, cwd: EXAMPLE_CWD, mcpServers: [] }));
+    assert.equal(gone.data.code, "SESSION_NOT_FOUND");
+    // The child, never opened, is deleted from the list alike.
+    assert.deepEqual(await a.request(S.delete, { sessionId: "child" }), {});
+  });
+  assert.deepEqual(dshJson(dir, "sessions"), []);
+  snapshot("delete", run.transcript);
+});
+
+test("the child of a deleted session loads as before", async () => {
+  const dir = storeWithExample();
+  dshJson(dir, "fork", EXAMPLE_ID, "--id", "child");
+  const before = dshJson(dir, "history", "child");
+  dshJson(dir, "delete", EXAMPLE_ID);
+  const run = agent(dsh, ["--store", dir, "acp"]);
+  await run.run(async (a) => {
+    await initialize(a);
+    await a.request(S.load, { sessionId: "child", cwd: EXAMPLE_CWD, mcpServers: [] });
+  });
+  assert.deepEqual(replayed(run.updates), expected(before));
 });
 
 test("a live config edit disabling the fork plugin removes session/fork without a restart", async () => {

@@ -166,7 +166,7 @@ impl AcpError {
     /// The JSON-RPC error a client receives: `-32002` (resource not found) for
     /// `SESSION_NOT_FOUND`, `-32602` (invalid params) for what the request asked that cannot
     /// be (`OPEN_TURN`, `INVALID_BOUNDARY`, `HEADER_INVALID`, `SESSION_ALREADY_EXISTS`,
-    /// `SESSION_NOT_LIVE`, `TURN_IN_PROGRESS`, `INVALID_CURSOR`, `FORK_VERSION_UNSUPPORTED`,
+    /// `SESSION_NOT_LIVE`, `SESSION_LIVE`, `TURN_IN_PROGRESS`, `INVALID_CURSOR`, `FORK_VERSION_UNSUPPORTED`,
     /// `FORK_ANCHOR_INVALID`, `MESSAGE_NOT_FOUND`), `-32603` (internal error)
     /// otherwise; `data` is `{"code": CODE, "message": MESSAGE}`.
     pub fn to_rpc(&self) -> RpcError {
@@ -180,6 +180,7 @@ impl AcpError {
             session_codes::HEADER_INVALID
             | session_codes::SESSION_ALREADY_EXISTS
             | session_codes::SESSION_NOT_LIVE
+            | session_codes::SESSION_LIVE
             | codes::TURN_IN_PROGRESS
             | codes::INVALID_CURSOR
             | codes::FORK_VERSION_UNSUPPORTED

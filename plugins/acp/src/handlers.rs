@@ -8,9 +8,10 @@ use crate::shared::Shared;
 use crate::turns::ConnectionTurns;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, CloseSessionRequest, Implementation, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
-    ResumeSessionRequest, SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
+    AgentCapabilities, CancelNotification, CloseSessionRequest, DeleteSessionRequest,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest, LoadSessionRequest,
+    NewSessionRequest, PromptRequest, ResumeSessionRequest, SessionCapabilities,
+    SessionCloseCapabilities, SessionDeleteCapabilities, SessionListCapabilities,
     SessionResumeCapabilities,
 };
 use agent_client_protocol::v1::{Builder, ConnectionTo, Responder};
@@ -22,13 +23,21 @@ use std::sync::Arc;
 
 impl Shared {
     /// The answer to `initialize` (ACP v1): `loadSession`, and the session capabilities `list`,
-    /// `resume`, `close`, and `fork` exactly while the fork plugin is live, with the message
-    /// anchor's capability in `agentCapabilities._meta` ([`fork_meta`]).
+    /// `resume`, `close`, `delete` exactly while the store's backend deletes
+    /// ([`dsh_session::SessionStore::can_delete`]), and `fork` exactly while the fork plugin
+    /// is live, with the message anchor's capability in `agentCapabilities._meta`
+    /// ([`fork_meta`]).
     fn initialize(&self, _request: &InitializeRequest) -> InitializeResponse {
         let sessions = SessionCapabilities::new()
             .list(SessionListCapabilities::new())
             .resume(SessionResumeCapabilities::new())
             .close(SessionCloseCapabilities::new());
+        let deletes = self.store().is_ok_and(|store| store.store().can_delete());
+        let sessions = if deletes {
+            sessions.delete(SessionDeleteCapabilities::new())
+        } else {
+            sessions
+        };
         #[cfg_attr(not(feature = "session-fork"), allow(unused_mut))]
         let mut agent = AgentCapabilities::new().load_session(true);
         #[cfg(feature = "session-fork")]
@@ -114,6 +123,7 @@ pub(crate) fn builder(
     let builder = method!(builder, shared, ResumeSessionRequest => resume_session);
     let builder = method!(builder, shared, ListSessionsRequest => list_sessions);
     let builder = method!(builder, shared, CloseSessionRequest => close_session);
+    let builder = method!(builder, shared, DeleteSessionRequest => delete_session);
     let builder = builder
         .on_receive_request(
             {

@@ -13,15 +13,18 @@
 //! those replayed sent first) by the first request that appends to it
 //! ([`Shared::live`]). `session/resume` opens the same way without the replay.
 //! `session/close` forgets an opened session, and disposes it when it is live.
+//! `session/delete` (advertised while the store's backend deletes) closes the session as
+//! `session/close` does when this connection has it open, then deletes it from the store
+//! ([`dsh_session::SessionStore::delete`]): every generation, its fork children kept.
 
 use crate::error::AcpError;
 use crate::opened::OpenState;
 use crate::pace::{Pace, Written};
 use crate::shared::Shared;
 use agent_client_protocol::v1::schema::{
-    CloseSessionRequest, CloseSessionResponse, LoadSessionRequest, LoadSessionResponse,
-    NewSessionRequest, NewSessionResponse, ResumeSessionRequest, ResumeSessionResponse,
-    SessionId as AcpSessionId,
+    CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionId as AcpSessionId,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
@@ -136,5 +139,30 @@ impl Shared {
             return Err(AcpError::NotOpen { id });
         }
         Ok(CloseSessionResponse::new())
+    }
+
+    /// `session/delete`: the session's running turn cancelled and the session closed (its
+    /// appended events written first, as `session/close` writes them) when it is open here,
+    /// then deleted from the store. Choice: an editor deletes from its session list, where
+    /// the open session is one entry like the others; closing it first is what the user
+    /// asked for, and the delete itself never loses an event the user did not delete.
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND` (JSON-RPC `-32002`) when no such session is stored;
+    /// `SESSION_LIVE` when another connection of this server has it live;
+    /// `OPERATION_UNSUPPORTED` for a backend that does not delete; the backend's codes.
+    pub(crate) async fn delete_session(
+        &self,
+        request: DeleteSessionRequest,
+    ) -> Result<DeleteSessionResponse, AcpError> {
+        let id = SessionId::from(request.session_id.0.as_ref());
+        let store = self.store()?;
+        if self.opened.remove(&id) {
+            self.turns.cancel(&id);
+            store.dispose(&id).await?;
+        }
+        store.delete(&id).await?;
+        Ok(DeleteSessionResponse::new())
     }
 }

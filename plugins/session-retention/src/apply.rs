@@ -13,7 +13,11 @@ use std::collections::HashSet;
 /// What applying the plan did to one session it deletes. JSON: `{id, outcome}`, and `child`
 /// for `keptDescendant`, `code` and `message` for `failed`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "outcome", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "outcome",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 #[non_exhaustive]
 pub enum Outcome {
     /// Deleted.

@@ -33,10 +33,16 @@ use std::time::Duration;
 #[non_exhaustive]
 pub struct RetentionConfig {
     /// Sessions created more than this many days ago are selected (at least 1).
-    #[serde(deserialize_with = "at_least_one", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        deserialize_with = "at_least_one",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub max_age_days: Option<u64>,
     /// Only the newest this many sessions of each `cwd` are not selected (at least 1).
-    #[serde(deserialize_with = "at_least_one", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        deserialize_with = "at_least_one",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub max_per_cwd: Option<u64>,
     /// A session with a kept stored descendant is kept (default `true`).
     pub keep_with_descendants: bool,

@@ -18,7 +18,12 @@ pub(crate) fn children_first(listed: &[ListedSession]) -> Vec<usize> {
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); listed.len()];
     let mut roots = Vec::new();
     for (i, session) in listed.iter().enumerate() {
-        match session.header.parent_session.as_ref().and_then(|p| index.get(p)) {
+        match session
+            .header
+            .parent_session
+            .as_ref()
+            .and_then(|p| index.get(p))
+        {
             Some(&parent) if parent != i => children[parent].push(i),
             _ => roots.push(i),
         }

@@ -25,7 +25,11 @@ pub enum Action {
 /// Why a session is selected or kept: the rules that hold for it. JSON: an object tagged by
 /// `rule`, e.g. `{"rule": "maxAge", "ageDays": 41}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "rule", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "rule",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 #[non_exhaustive]
 pub enum Reason {
     /// Delete rule `maxAgeDays`: created more than the maximum number of days ago

@@ -89,9 +89,12 @@ fn the_parent_of_a_session_whose_delete_failed_is_kept() {
             ("root", "keptDescendant")
         ])
     );
-    assert_eq!(report.sessions[1].outcome, Outcome::KeptDescendant {
-        child: SessionId::from("grandchild")
-    });
+    assert_eq!(
+        report.sessions[1].outcome,
+        Outcome::KeptDescendant {
+            child: SessionId::from("grandchild")
+        }
+    );
     assert_eq!(memory.ids(), ["child", "grandchild", "root"]);
 }
 
@@ -179,6 +182,9 @@ fn without_a_backend_a_run_is_capability_unavailable_and_deletes_nothing() {
     ctx.plugin("test-memory").unwrap().disable().unwrap();
     let error = retention.run_at(NOW).unwrap_err();
     assert_eq!(error.code(), "CAPABILITY_UNAVAILABLE");
-    assert!(error.to_string().contains("dsh-session-retention"), "{error}");
+    assert!(
+        error.to_string().contains("dsh-session-retention"),
+        "{error}"
+    );
     assert_eq!(memory.ids(), ["old"]);
 }

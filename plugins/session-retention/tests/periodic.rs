@@ -19,8 +19,13 @@ const EVERY: Duration = Duration::from_secs(3600);
 
 /// Stores `id` created 90 days before the system clock's now.
 fn put_old(memory: &Memory, id: &str) {
-    let now = u64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis())
-        .unwrap();
+    let now = u64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
     memory.put_at(id, now - 90 * DAY, None, None, None);
 }
 
@@ -39,15 +44,23 @@ fn periodic(memory: &Arc<Memory>) -> (Context, mpsc::UnboundedReceiver<usize>) {
     (ctx, ran)
 }
 
+/// The deleted count of the next run, which must end within two periods.
+async fn next_run(ran: &mut mpsc::UnboundedReceiver<usize>) -> usize {
+    tokio::time::timeout(EVERY * 2, ran.recv())
+        .await
+        .expect("a run within two periods")
+        .expect("the context is up")
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_periodic_run_deletes_at_start_then_once_a_period() {
     let memory = Arc::new(Memory::default());
     put_old(&memory, "first");
     let (_ctx, mut ran) = periodic(&memory);
-    assert_eq!(ran.recv().await, Some(1), "the first run is at start");
+    assert_eq!(next_run(&mut ran).await, 1, "the first run is at start");
     assert!(memory.ids().is_empty());
     put_old(&memory, "second");
-    assert_eq!(ran.recv().await, Some(1), "the next one a period later");
+    assert_eq!(next_run(&mut ran).await, 1, "the next one a period later");
     assert!(memory.ids().is_empty());
 }
 
@@ -55,7 +68,7 @@ async fn the_periodic_run_deletes_at_start_then_once_a_period() {
 async fn the_periodic_run_stops_when_the_plugin_is_disabled() {
     let memory = Arc::new(Memory::default());
     let (ctx, mut ran) = periodic(&memory);
-    assert_eq!(ran.recv().await, Some(0));
+    assert_eq!(next_run(&mut ran).await, 0);
     ctx.plugin("dsh-session-retention")
         .unwrap()
         .disable()
@@ -70,7 +83,7 @@ async fn the_periodic_run_stops_when_the_plugin_is_disabled() {
 async fn the_periodic_run_stops_when_the_context_is_disposed() {
     let memory = Arc::new(Memory::default());
     let (ctx, mut ran) = periodic(&memory);
-    assert_eq!(ran.recv().await, Some(0));
+    assert_eq!(next_run(&mut ran).await, 0);
     ctx.dispose();
     put_old(&memory, "survivor");
     tokio::time::sleep(EVERY * 5).await;

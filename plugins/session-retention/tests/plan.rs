@@ -13,8 +13,7 @@ use support::{context, Memory, DAY, NOW};
 /// The plan of `policy` over `memory` at [`NOW`].
 fn plan(memory: &Arc<Memory>, policy: Value) -> RetentionPlan {
     let ctx = context(memory, policy);
-    let plan = ctx.expect::<SessionRetention>().plan_at(NOW).unwrap();
-    plan
+    ctx.expect::<SessionRetention>().plan_at(NOW).unwrap()
 }
 
 /// The ids the plan deletes, in listing order.
@@ -37,7 +36,10 @@ fn a_session_older_than_max_age_days_is_deleted_and_one_of_exactly_that_age_is_k
     memory.put_at("a-bit-older", NOW - 30 * DAY - 1, None, None, None);
     let plan = plan(&memory, json!({"maxAgeDays": 30}));
     assert_eq!(deleted(&plan), ["old", "a-bit-older"]);
-    assert_eq!(reasons(&plan, "old"), json!([{"rule": "maxAge", "ageDays": 31}]));
+    assert_eq!(
+        reasons(&plan, "old"),
+        json!([{"rule": "maxAge", "ageDays": 31}])
+    );
     assert_eq!(reasons(&plan, "limit"), json!([{"rule": "notSelected"}]));
     assert_eq!((plan.delete, plan.keep), (2, 2));
 }
@@ -55,7 +57,10 @@ fn max_per_cwd_keeps_the_newest_of_each_cwd_and_sessions_without_one_form_a_grou
     memory.put("a0-tie-x", 3, Some("/a"), None, None);
     let plan = plan(&memory, json!({"maxPerCwd": 1}));
     assert_eq!(deleted(&plan), ["none1", "a1", "a2", "a0-tie-x"]);
-    assert_eq!(reasons(&plan, "a1"), json!([{"rule": "maxPerCwd", "newer": 3}]));
+    assert_eq!(
+        reasons(&plan, "a1"),
+        json!([{"rule": "maxPerCwd", "newer": 3}])
+    );
     assert_eq!(reasons(&plan, "a3"), json!([{"rule": "notSelected"}]));
 }
 
@@ -98,7 +103,10 @@ fn a_session_kept_by_a_keep_rule_keeps_its_ancestors_too() {
     let memory = Arc::new(Memory::default());
     memory.put("root", 90, None, None, None);
     memory.put("pinned-child", 80, None, Some("root"), None);
-    let plan = plan(&memory, json!({"maxAgeDays": 30, "pinned": ["pinned-child"]}));
+    let plan = plan(
+        &memory,
+        json!({"maxAgeDays": 30, "pinned": ["pinned-child"]}),
+    );
     assert!(deleted(&plan).is_empty());
     assert_eq!(
         reasons(&plan, "root"),

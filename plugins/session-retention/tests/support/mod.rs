@@ -116,7 +116,8 @@ impl SessionPersistence for Memory {
 
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
         self.with(id, |s| {
-            s.events.extend(events.iter().map(|e| SessionEvent::clone(e)))
+            s.events
+                .extend(events.iter().map(|e| SessionEvent::clone(e)))
         })
     }
 

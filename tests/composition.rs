@@ -58,6 +58,9 @@ fn the_builtin_plugins_follow_the_features_of_this_build() {
     if cfg!(feature = "acp") {
         expected.push("dsh-acp");
     }
+    if cfg!(feature = "session-retention") {
+        expected.push("dsh-session-retention");
+    }
     let mut got = names(&builtin_plugins());
     got.sort_unstable();
     expected.sort_unstable();

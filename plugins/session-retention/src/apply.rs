@@ -9,6 +9,7 @@ use dsh_session::backend::ListedSession;
 use dsh_session::{SessionId, StoreError};
 use serde::Serialize;
 use std::collections::HashSet;
+use std::fmt;
 
 /// What applying the plan did to one session it deletes. JSON: `{id, outcome}`, and `child`
 /// for `keptDescendant`, `code` and `message` for `failed`.
@@ -78,6 +79,31 @@ impl RetentionReport {
             Outcome::Failed { .. } => self.failed += 1,
         }
         self.sessions.push(Applied { id, outcome });
+    }
+}
+
+/// The text form: one line per session (`deleted ID`, `kept    ID (live)`, `failed  ID
+/// [CODE]: message`, ...), then the counts.
+impl fmt::Display for RetentionReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for Applied { id, outcome } in &self.sessions {
+            match outcome {
+                Outcome::Deleted => writeln!(f, "deleted {id}")?,
+                Outcome::Gone => writeln!(f, "gone    {id} (no longer stored)")?,
+                Outcome::Live => writeln!(f, "kept    {id} (live)")?,
+                Outcome::KeptDescendant { child } => {
+                    writeln!(f, "kept    {id} (kept descendant through {child})")?
+                }
+                Outcome::Failed { code, message } => {
+                    writeln!(f, "failed  {id} [{code}]: {message}")?
+                }
+            }
+        }
+        write!(
+            f,
+            "{} deleted, {} kept, {} failed",
+            self.deleted, self.kept, self.failed
+        )
     }
 }
 

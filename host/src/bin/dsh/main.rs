@@ -87,6 +87,7 @@ fn run(cli: &Cli) -> Result<output::Output, error::HostError> {
         Command::Lineage { id } => cmd::lineage::run(&app, id),
         Command::Repair { id } => cmd::repair::run(&app, id),
         Command::Migrate { id, to, dry_run } => cmd::migrate::run(&app, id, *to, *dry_run),
+        Command::Gc { plan } => cmd::gc::run(&app, *plan),
         Command::Check { .. } | Command::Acp => unreachable!("handled above"),
     };
     // A plugin that failed is named by the error it causes; when the command did without it,

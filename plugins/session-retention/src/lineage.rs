@@ -66,3 +66,53 @@ impl StayingBelow {
         self.0.get(id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_session::{SessionHeader, SessionMeta};
+
+    fn listed(id: &str, parent: Option<&str>) -> ListedSession {
+        let mut header = SessionHeader::new(SessionId::from(id), 0, SessionMeta::default());
+        header.parent_session = parent.map(SessionId::from);
+        ListedSession {
+            header,
+            revision: 0,
+            title: None,
+        }
+    }
+
+    fn order(all: &[ListedSession]) -> Vec<&str> {
+        children_first(all)
+            .into_iter()
+            .map(|i| all[i].header.id.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn each_session_comes_after_its_descendants_and_a_cycle_comes_last() {
+        let all = [
+            listed("x", Some("y")),
+            listed("root", None),
+            listed("a", Some("root")),
+            listed("a1", Some("a")),
+            listed("y", Some("x")),
+            listed("orphan", Some("not-listed")),
+            listed("b", Some("root")),
+        ];
+        assert_eq!(order(&all), ["a1", "a", "b", "root", "orphan", "x", "y"]);
+    }
+
+    #[test]
+    fn a_fork_chain_a_hundred_thousand_deep_is_ordered_without_recursion() {
+        let all: Vec<ListedSession> = (0..100_000)
+            .map(|n| {
+                let parent = (n > 0).then(|| (n - 1).to_string());
+                listed(&n.to_string(), parent.as_deref())
+            })
+            .collect();
+        let order = children_first(&all);
+        assert_eq!(order.first(), Some(&99_999));
+        assert_eq!(order.last(), Some(&0));
+    }
+}

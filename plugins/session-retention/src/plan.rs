@@ -140,19 +140,7 @@ impl RetentionPlan {
         for i in children_first(listed) {
             let session = &listed[i];
             let header = &session.header;
-            let mut reasons = Vec::new();
-            let age = now.saturating_sub(header.created_at);
-            if policy
-                .max_age_days
-                .is_some_and(|max| age > max.saturating_mul(DAY_MS))
-            {
-                reasons.push(Reason::MaxAge {
-                    age_days: age / DAY_MS,
-                });
-            }
-            if policy.max_per_cwd.is_some_and(|max| newer[i] >= max) {
-                reasons.push(Reason::MaxPerCwd { newer: newer[i] });
-            }
+            let mut reasons = selecting(policy, session, newer[i], now);
             let selected = !reasons.is_empty();
             if !selected {
                 reasons.push(Reason::NotSelected);
@@ -166,12 +154,13 @@ impl RetentionPlan {
             if policy.keep_titled && session.title.is_some() {
                 reasons.push(Reason::Titled);
             }
-            if let Some(child) = staying.child_of(&header.id) {
-                if policy.keep_with_descendants {
+            match staying.child_of(&header.id) {
+                Some(child) if policy.keep_with_descendants => {
                     reasons.push(Reason::KeptDescendant {
                         child: child.clone(),
                     });
                 }
+                _ => {}
             }
             let action = if !selected || reasons.iter().any(Reason::keeps) {
                 staying.stays(session);
@@ -207,6 +196,30 @@ impl RetentionPlan {
     pub fn deletes(&self) -> impl Iterator<Item = &PlanEntry> {
         self.sessions.iter().filter(|e| e.action == Action::Delete)
     }
+}
+
+/// The delete rules of `policy` that select `session`, which `newer` sessions of its `cwd`
+/// are newer than, at `now`.
+fn selecting(
+    policy: &RetentionConfig,
+    session: &ListedSession,
+    newer: u64,
+    now: u64,
+) -> Vec<Reason> {
+    let mut reasons = Vec::new();
+    let age = now.saturating_sub(session.header.created_at);
+    if policy
+        .max_age_days
+        .is_some_and(|max| age > max.saturating_mul(DAY_MS))
+    {
+        reasons.push(Reason::MaxAge {
+            age_days: age / DAY_MS,
+        });
+    }
+    if policy.max_per_cwd.is_some_and(|max| newer >= max) {
+        reasons.push(Reason::MaxPerCwd { newer });
+    }
+    reasons
 }
 
 /// For each session of `listed`, how many sessions of the same `cwd` are newer (`createdAt`,

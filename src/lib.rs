@@ -12,6 +12,7 @@
 //! | `session-sqlite` | `session_sqlite` | `dsh-session-sqlite` (disabled by default) | `dyn SessionPersistence` |
 //! | `session-postgres` (not a default feature) | `session_postgres` | `dsh-session-postgres` (disabled by default) | `dyn SessionPersistence` |
 //! | `subagent-fork` | `subagent_fork` | `dsh-subagent-fork` | `SubagentFork` |
+//! | `session-retention` | `session_retention` | `dsh-session-retention` (disabled by default) | `SessionRetention` |
 //! | `acp` (not a default feature) | `acp` | `dsh-acp` | `AcpServer` (the Agent Client Protocol; `session/fork` with `session-fork`) |
 //!
 //! A build without a feature links no code of that plugin, so it is absent from
@@ -41,6 +42,8 @@ pub use dsh_session_fork as session_fork;
 pub use dsh_session_jsonl as session_jsonl;
 #[cfg(feature = "session-postgres")]
 pub use dsh_session_postgres as session_postgres;
+#[cfg(feature = "session-retention")]
+pub use dsh_session_retention as session_retention;
 #[cfg(feature = "session-sqlite")]
 pub use dsh_session_sqlite as session_sqlite;
 #[cfg(feature = "subagent-fork")]
@@ -76,6 +79,8 @@ pub fn default_plugins() -> PluginGroup {
     let group = group.add_plugin(dsh_session_fork::SessionForkPlugin);
     #[cfg(feature = "subagent-fork")]
     let group = group.add_plugin(dsh_subagent_fork::SubagentForkPlugin);
+    #[cfg(feature = "session-retention")]
+    let group = group.add_plugin(dsh_session_retention::SessionRetentionPlugin);
     #[cfg(feature = "acp")]
     let group = group.add_plugin(dsh_acp::AcpPlugin);
     group

@@ -58,6 +58,9 @@ fn the_builtin_plugins_follow_the_features_of_this_build() {
     if cfg!(feature = "acp") {
         expected.push("dsh-acp");
     }
+    if cfg!(feature = "session-retention") {
+        expected.push("dsh-session-retention");
+    }
     let mut got = names(&builtin_plugins());
     got.sort_unstable();
     expected.sort_unstable();
@@ -75,8 +78,9 @@ fn a_context_from_the_registry_activates_everything_its_config_enables() {
     let ctx = Context::from_registry(&config).unwrap();
     for plugin in ctx.plugins() {
         // The SQLite backend is disabled by default: one backend provides SessionPersistence.
+        // The retention plugin is disabled until a config enables it.
         let expected = match plugin.name.as_str() {
-            "dsh-session-sqlite" => PluginState::Disabled,
+            "dsh-session-sqlite" | "dsh-session-retention" => PluginState::Disabled,
             _ => PluginState::Active,
         };
         assert_eq!(plugin.state, expected, "{plugin:?}");

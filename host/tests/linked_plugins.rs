@@ -27,6 +27,11 @@ fn every_plugin_linked_into_dsh_appears_in_dsh_plugins() {
         cfg!(feature = "subagent-fork"),
         "{linked:?}"
     );
+    assert_eq!(
+        linked.contains("dsh-session-retention"),
+        cfg!(feature = "session-retention"),
+        "{linked:?}"
+    );
 
     let sandbox = Sandbox::new();
     let doc = sandbox.json(&["plugins"]).ok();
@@ -45,8 +50,11 @@ fn every_plugin_linked_into_dsh_appears_in_dsh_plugins() {
     assert_eq!(listed, linked, "nothing listed that is not linked");
     for plugin in entries {
         // One backend provides SessionPersistence: with a JSONL store, the others are disabled.
+        // The retention plugin is disabled until a config enables it.
         let expected = match plugin["name"].as_str() {
-            Some("dsh-session-sqlite" | "dsh-session-postgres") => "disabled",
+            Some("dsh-session-sqlite" | "dsh-session-postgres" | "dsh-session-retention") => {
+                "disabled"
+            }
             _ => "active",
         };
         assert_eq!(plugin["state"], expected, "{plugin}");

@@ -74,8 +74,15 @@ fn acp_service() -> Value {
     json!({"service": "AcpServer", "provider": "dsh-acp", "state": "active"})
 }
 
+/// The retention plugin's entry: linked, and disabled until a config enables it (so it is in
+/// no list of services).
+fn retention_plugin() -> Value {
+    json!({"name": "dsh-session-retention", "state": "disabled", "provides": ["SessionRetention"], "requires": ["SessionStore"], "pendingOn": []})
+}
+
 /// `expected` plus `subagent` when this build has the subagent fork plugin and `acp` when it
-/// has the ACP plugin, sorted by `key` as the summaries are.
+/// has the ACP plugin (and, in a list of plugins, the retention plugin when this build has
+/// it), sorted by `key` as the summaries are.
 fn with_optional<const N: usize>(
     expected: [Value; N],
     subagent: Value,
@@ -88,6 +95,9 @@ fn with_optional<const N: usize>(
     }
     if cfg!(feature = "acp") {
         all.push(acp);
+    }
+    if key == "name" && cfg!(feature = "session-retention") {
+        all.push(retention_plugin());
     }
     all.sort_by(|a, b| a[key].as_str().cmp(&b[key].as_str()));
     all

@@ -76,7 +76,11 @@ impl App {
 pub const ACP_PLUGIN: &str = "dsh-acp";
 
 /// `CAPABILITY_UNAVAILABLE` for a service whose plugin this build does not contain.
-#[cfg(any(not(feature = "session-fork"), not(feature = "acp")))]
+#[cfg(any(
+    not(feature = "session-fork"),
+    not(feature = "acp"),
+    not(feature = "session-retention")
+))]
 pub fn not_built(service: &str, plugin: &str) -> HostError {
     HostError::new(
         dsh::codes::CAPABILITY_UNAVAILABLE,

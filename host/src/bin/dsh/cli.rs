@@ -150,4 +150,12 @@ pub enum Command {
         #[arg(long)]
         invariants: bool,
     },
+    /// Apply the retention policy of plugin dsh-session-retention (enabled with its policy in
+    /// the config file): delete the stored sessions it selects and no keep rule protects,
+    /// never a live one, and report each; exit status 1 when a delete failed.
+    Gc {
+        /// Print what the policy would delete or keep and why, and delete nothing.
+        #[arg(long)]
+        plan: bool,
+    },
 }

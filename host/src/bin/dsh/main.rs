@@ -92,6 +92,7 @@ fn run(cli: &Cli) -> Result<output::Output, error::HostError> {
             with_descendants,
             dry_run,
         } => cmd::delete::run(&app, id, *with_descendants, *dry_run),
+        Command::Gc { plan } => cmd::gc::run(&app, *plan),
         Command::Check { .. } | Command::Acp => unreachable!("handled above"),
     };
     // A plugin that failed is named by the error it causes; when the command did without it,

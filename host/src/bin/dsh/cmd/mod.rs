@@ -4,6 +4,7 @@ pub mod acp;
 pub mod check;
 pub mod delete;
 pub mod fork;
+pub mod gc;
 pub mod history;
 pub mod import;
 pub mod lineage;

@@ -176,9 +176,13 @@ fn serve(args: Args) -> Result<(), HostError> {
     sources.store = args.store;
     sources.config_file = args.config;
     sources.disable = args.disable;
-    let ctx = HostConfig::resolve(&sources)?.build()?;
+    let runtime = dsh_host::acp::runtime()?;
+    let ctx = {
+        let _inside = runtime.enter();
+        HostConfig::resolve(&sources)?.build()?
+    };
     ctx.expect_plugins(&[EchoRunnerPlugin::NAME, dsh::acp::AcpPlugin::NAME])?;
-    dsh_host::acp::serve_stdio(&ctx, &sources)
+    dsh_host::acp::serve_stdio(&runtime, &ctx, &sources)
 }
 
 fn main() -> std::process::ExitCode {

@@ -13,27 +13,15 @@ use crate::watch::ConfigWatcher;
 use dsh::acp::AcpServer;
 use dsh::Context;
 
-/// Serves ACP on stdin and stdout over `ctx` until the client closes stdin, a read of stdin or
-/// a write of stdout fails, or the `dsh-acp` plugin goes, watching the config file of
-/// `sources`, if any, meanwhile. However the connection ends, its running turns are
-/// cancelled, closed and flushed first ([`dsh::acp::connection`]). The server runs on a tokio
-/// runtime of its own; the context's blocking work (store writes) runs on that runtime's
-/// blocking pool, and stdin and stdout are read and written on threads of their own (a read
-/// of stdin that never returns does not hold the exit up). Returns once the turns were
-/// written; the caller drops the context after it (which writes what the sessions hold that
-/// is not written yet).
+/// The tokio runtime `dsh acp` serves on (multi-threaded, every driver enabled, threads named
+/// `dsh-acp`). Build the context inside it ([`tokio::runtime::Runtime::enter`]) so that the
+/// async work plugins start as they apply (`Scope::spawn`: the retention plugin's periodic
+/// run) runs on it, and drop the context before the runtime.
 ///
 /// # Errors
-/// `CAPABILITY_UNAVAILABLE` when the `dsh-acp` plugin is not active (disabled, or waiting for
-/// the session store), naming it and why; `IO_ERROR` when the runtime or the watcher cannot
-/// start; `CONNECTION_FAILED` when stdin or stdout fail.
-pub fn serve_stdio(ctx: &Context, sources: &Sources) -> Result<(), HostError> {
-    let server = ctx.require::<AcpServer>()?;
-    let _watcher = match &sources.config_file {
-        Some(_) => Some(ConfigWatcher::start(ctx.clone(), sources.clone(), |_| {})?),
-        None => None,
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// `IO_ERROR` when the runtime cannot start.
+pub fn runtime() -> Result<tokio::runtime::Runtime, HostError> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("dsh-acp")
         .build()
@@ -42,7 +30,33 @@ pub fn serve_stdio(ctx: &Context, sources: &Sources) -> Result<(), HostError> {
                 dsh::session::codes::IO_ERROR,
                 format!("cannot start the runtime: {e}"),
             )
-        })?;
+        })
+}
+
+/// Serves ACP on stdin and stdout over `ctx` until the client closes stdin, a read of stdin or
+/// a write of stdout fails, or the `dsh-acp` plugin goes, watching the config file of
+/// `sources`, if any, meanwhile. However the connection ends, its running turns are
+/// cancelled, closed and flushed first ([`dsh::acp::connection`]). The server runs on
+/// `runtime` ([`runtime`]); the context's blocking work (store writes) runs on that runtime's
+/// blocking pool, and stdin and stdout are read and written on threads of their own (a read
+/// of stdin that never returns does not hold the exit up). Returns once the turns were
+/// written; the caller drops the context after it (which writes what the sessions hold that
+/// is not written yet), then the runtime.
+///
+/// # Errors
+/// `CAPABILITY_UNAVAILABLE` when the `dsh-acp` plugin is not active (disabled, or waiting for
+/// the session store), naming it and why; `IO_ERROR` when the watcher cannot start;
+/// `CONNECTION_FAILED` when stdin or stdout fail.
+pub fn serve_stdio(
+    runtime: &tokio::runtime::Runtime,
+    ctx: &Context,
+    sources: &Sources,
+) -> Result<(), HostError> {
+    let server = ctx.require::<AcpServer>()?;
+    let _watcher = match &sources.config_file {
+        Some(_) => Some(ConfigWatcher::start(ctx.clone(), sources.clone(), |_| {})?),
+        None => None,
+    };
     let stdin = blocking::Unblock::new(std::io::stdin());
     let stdout = blocking::Unblock::new(std::io::stdout());
     runtime.block_on(server.serve(stdin, stdout))?;

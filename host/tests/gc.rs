@@ -201,3 +201,42 @@ fn gc_exits_1_reporting_each_delete_that_fails_and_loses_nothing() {
     );
     assert_eq!(contents(&sandbox.store()), before);
 }
+
+/// `dsh acp` is an async host: with `every` in the policy, the retention plugin runs in it at
+/// start and then once a period, deleting what the plan deletes while the editor is
+/// connected.
+#[cfg(all(feature = "session-retention", feature = "acp"))]
+#[test]
+fn dsh_acp_runs_the_policy_periodically() {
+    use common::acp::Peer;
+    let (sandbox, config) = sandbox_with(json!({"maxAgeDays": 30, "every": "1h"}));
+    let config = config.to_str().unwrap().to_owned();
+    let mut peer = Peer::dsh(&sandbox, &["--config", &config]);
+    peer.initialize();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut listed = Vec::new();
+    for n in 0.. {
+        let answer = peer.call(json!(100 + n), "session/list", json!({}));
+        listed = answer["result"]["sessions"]
+            .as_array()
+            .expect("sessions")
+            .iter()
+            .filter_map(|s| s["sessionId"].as_str().map(str::to_owned))
+            .collect();
+        if listed == ["recent"] || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        listed,
+        ["recent"],
+        "the run at start deleted the old sessions"
+    );
+    let (code, stderr) = peer.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !stderr.contains("not applied in a tokio runtime"),
+        "{stderr}"
+    );
+}

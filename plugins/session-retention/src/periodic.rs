@@ -21,7 +21,7 @@ pub struct RetentionRun {
 
 /// Starts the periodic run of `retention` every `every`, the first at once, as async work of
 /// `scope`. Without a tokio runtime around the apply (or in a build without the `tokio`
-/// feature) there is none: a warning says so, and the service still plans and runs on call.
+/// feature) there is none: an `info` log line says so, and the service still plans and runs on call.
 ///
 /// # Errors
 ///
@@ -45,7 +45,7 @@ pub(crate) fn start(
 }
 
 fn no_periodic_run(scope: &Scope) {
-    tracing::warn!(
+    tracing::info!(
         plugin = scope.name(),
         "`every` is set but the plugin was not applied in a tokio runtime of a build with \
          the `tokio` feature: no periodic run (`dsh gc` or SessionRetention::run applies the \

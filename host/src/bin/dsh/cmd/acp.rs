@@ -27,9 +27,16 @@ pub fn main(cli: &Cli) -> i32 {
 fn serve(cli: &Cli) -> Result<(), HostError> {
     let sources = cli.sources();
     let config = dsh_host::HostConfig::resolve(&sources)?;
-    let app = crate::app::App::new(&config)?;
-    dsh_host::acp::serve_stdio(&app.ctx, &sources)
-    // `app` is dropped here, after the last answer: what the sessions hold is written.
+    let runtime = dsh_host::acp::runtime()?;
+    // Built inside the runtime, so that plugins' async work (the retention plugin's periodic
+    // run) runs on it.
+    let app = {
+        let _inside = runtime.enter();
+        crate::app::App::new(&config)?
+    };
+    dsh_host::acp::serve_stdio(&runtime, &app.ctx, &sources)
+    // `app` is dropped here, after the last answer (what the sessions hold is written), then
+    // the runtime.
 }
 
 /// This build has no ACP plugin: always `CAPABILITY_UNAVAILABLE`.

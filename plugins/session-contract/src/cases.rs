@@ -15,11 +15,15 @@ use crate::support::{
 };
 use crate::Fixture;
 
+mod delete_model;
+mod deletes;
 mod forks;
 mod generations;
 mod titles;
 use dsh_session::backend::{PersistenceError, SessionPersistence};
 use dsh_session::{CreateOptions, EventDraft, SessionEvent, SessionId, SurfaceOp, TurnEndReason};
+pub use delete_model::*;
+pub use deletes::*;
 pub use forks::*;
 pub use generations::*;
 use serde_json::json;

@@ -17,17 +17,24 @@ use std::time::Duration;
 /// v3 header) and the tables of superseded generations; schema 3 the table of inherited spans
 /// (a fork child's reference to its parent's rows, [`dsh_session_sql::SPANS_TABLE`]); schema 4
 /// `sessions.title`, the title of the last `session/title` of the session's log (inherited
-/// events included), kept by every write in its transaction and filled once by the upgrade.
-pub const SCHEMA_VERSION: i64 = 4;
+/// events included), kept by every write in its transaction and filled once by the upgrade;
+/// schema 5 `sessions.deleted_at` (epoch ms; NULL for a stored session): a deleted session
+/// whose rows fork children still read keeps its row, marked so, until none does
+/// ([`dsh_session_sql::delete_in`]).
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The statements that upgrade a database of schema `N` to `N + 1`, at index `N - 1`. A fresh
 /// database gets schema 1's [`TABLES`] and then every upgrade, so that a fresh database and an
 /// upgraded one have one shape; all run in the transaction that sets the new `user_version`.
-const UPGRADES: [&[&str]; 3] = [
+const UPGRADES: [&[&str]; 4] = [
     &[ADD_IS_SEEDED, SUPERSEDED_TABLES],
     &[SPANS_TABLE],
     &[ADD_TITLE, FILL_TITLE],
+    &[ADD_DELETED_AT],
 ];
+
+/// Schema 4 to 5: `sessions.deleted_at` (NULL: stored; every session of an earlier schema is).
+const ADD_DELETED_AT: &str = "ALTER TABLE sessions ADD COLUMN deleted_at INTEGER;";
 
 /// Schema 3 to 4, first step: `sessions.title` (NULL: no title).
 const ADD_TITLE: &str = "ALTER TABLE sessions ADD COLUMN title TEXT;";

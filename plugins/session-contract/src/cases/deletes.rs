@@ -132,12 +132,11 @@ pub fn a_writer_of_a_deleted_session_is_refused_and_recreates_nothing(fixture: &
 }
 
 /// An instance appending to a session one event at a time while another instance (another
-/// process) deletes it: every append lands before the delete or fails (`SESSION_LOCKED` while
-/// the delete holds the lock, then `SESSION_NOT_FOUND`); afterwards the session is gone for
-/// both instances and a fresh one, never resurrected by an append that came after.
-pub fn an_append_racing_a_delete_gets_an_error_never_a_resurrected_session(
-    fixture: &dyn Fixture,
-) {
+/// process) deletes it (retried while it is `SESSION_LOCKED`): every append lands before the
+/// delete or fails (`SESSION_LOCKED` while the delete holds the lock, then
+/// `SESSION_NOT_FOUND`); afterwards the session is gone for both instances and a fresh one,
+/// never resurrected by an append that came after.
+pub fn an_append_racing_a_delete_gets_an_error_never_a_resurrected_session(fixture: &dyn Fixture) {
     let events = turns(40);
     for round in 0..4 {
         let name = format!("raced-{round}");
@@ -154,6 +153,9 @@ pub fn an_append_racing_a_delete_gets_an_error_never_a_resurrected_session(
                         Ok(()) => {
                             next += 1;
                             appended.store(next, Ordering::SeqCst);
+                            // A writer's pace (a database may hand its lock to whoever asks
+                            // first, and a writer that never pauses would starve the delete).
+                            std::thread::sleep(std::time::Duration::from_millis(1));
                         }
                         Err(PersistenceError::Locked { .. }) if locked < 1_000 => locked += 1,
                         Err(error) => return error,
@@ -164,7 +166,14 @@ pub fn an_append_racing_a_delete_gets_an_error_never_a_resurrected_session(
             while appended.load(Ordering::SeqCst) < 7 + 2 * round && !writer.is_finished() {
                 std::thread::yield_now();
             }
-            deleter.delete(id).expect("deleted while appended to");
+            // The delete may wait longer than the backend's lock timeout for the writer.
+            let mut tries = 0;
+            loop {
+                match deleter.delete(id) {
+                    Err(PersistenceError::Locked { .. }) if tries < 100 => tries += 1,
+                    deleted => break deleted.expect("deleted while appended to"),
+                }
+            }
             writer.join().expect("the appender ends")
         });
         assert_eq!(refusal.code(), "SESSION_NOT_FOUND", "{name}: {refusal}");
@@ -267,7 +276,9 @@ pub fn a_deleted_id_is_created_again_without_changing_what_children_read(fixture
         Ok(()) => {
             assert_stored(&load_fresh(fixture, "reused"), &anew, &events);
             assert_reads_as_live(fixture, &child);
-            backend.delete(&anew.id).expect("the new session is deleted");
+            backend
+                .delete(&anew.id)
+                .expect("the new session is deleted");
         }
         Err(error) => {
             assert_eq!(error.code(), "SESSION_ID_CONFLICT", "{error}");

@@ -540,6 +540,58 @@ mod tests {
         );
     }
 
+    /// A database of schema 4 (before `sessions.deleted_at`) is upgraded to schema 5 when
+    /// opened: its sessions are all stored (none deleted), read back, and a parent deleted
+    /// after the upgrade leaves its child stored by reference reading the same.
+    #[test]
+    fn a_schema_4_database_is_upgraded_and_deletes() {
+        use crate::SqlitePersistence;
+        use dsh_session::backend::SessionPersistence;
+        use dsh_session::SessionId;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(TABLES).unwrap();
+        for step in UPGRADES[..3].iter().flat_map(|steps| steps.iter()) {
+            old.execute_batch(step).unwrap();
+        }
+        old.pragma_update(None, "user_version", 4).unwrap();
+        old.execute_batch(
+            r#"INSERT INTO sessions (id, version, created_at, cwd, extra) VALUES
+                 ('parent', 0, 1, '/w', '{}'), ('child', 0, 2, '/w', '{}');
+             INSERT INTO events (session_id, seq, type, time, data) VALUES
+                 ('parent', 0, 'plugin/note', 6, '{"n":0}'),
+                 ('parent', 1, 'plugin/note', 7, '{"n":1}'),
+                 ('child', 1, 'plugin/note', 8, '{"n":2}');
+             INSERT INTO inherited_spans VALUES ('child', 0, 0, 1, 'parent', 0);"#,
+        )
+        .unwrap();
+        drop(old);
+
+        let db = SqlitePersistence::open(&path).unwrap();
+        assert_eq!(
+            schema_version(&Connection::open(&path).unwrap()).unwrap(),
+            SCHEMA_VERSION
+        );
+        assert_eq!(
+            db.list().unwrap().len(),
+            2,
+            "nothing is deleted by the upgrade"
+        );
+        let child = SessionId::from("child");
+        let before = db.load(&child).unwrap().events;
+        assert_eq!(before.len(), 2);
+        db.delete(&SessionId::from("parent")).unwrap();
+        assert_eq!(db.load(&child).unwrap().events, before);
+        let listed: Vec<String> = db
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|listed| listed.header.id.as_str().to_owned())
+            .collect();
+        assert_eq!(listed, ["child"]);
+    }
+
     /// Another process writing the fresh file while it is switched to WAL makes SQLite refuse
     /// the switch at once (no busy handler: it sees a possible deadlock); the open waits for
     /// the writer like for any other lock.

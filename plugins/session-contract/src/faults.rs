@@ -15,6 +15,15 @@
 //!   reporting each durable length in a file before going on; the parent kills it at seeded
 //!   random moments, then checks that a fresh instance loads every reported event and that
 //!   `resume` leaves a log the invariant checker accepts.
+//! - [`a_deleter_killed_at_random_moments_leaves_sessions_whole_or_gone`] does the same with a
+//!   child that creates, forks and deletes sessions in a loop: after each kill every session
+//!   is whole or gone, a reported delete lasts, and a child outlives its parent's delete.
+
+mod deletes;
+
+pub use deletes::{
+    a_deleter_killed_at_random_moments_leaves_sessions_whole_or_gone, killable_deleter, DELETER_ENV,
+};
 
 use crate::support::{json_texts, meta, plugin_context, store, turn_drafts};
 use crate::Fixture;
@@ -483,10 +492,11 @@ fn bulky_turn(turn: u64) -> Vec<EventDraft> {
 }
 
 /// splitmix64: a small seeded generator for the kill moments.
-struct Moments(u64);
+pub(crate) struct Moments(pub(crate) u64);
 
 impl Moments {
-    fn below(&mut self, bound: u64) -> u64 {
+    /// The next moment, below `bound`.
+    pub(crate) fn below(&mut self, bound: u64) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -504,6 +514,58 @@ fn reported(report: &Path) -> usize {
         .filter_map(|line| line.trim_end().parse().ok())
         .next_back()
         .unwrap_or(0)
+}
+
+/// A child process of a kill test: `test` of the current test binary, run with the
+/// environment variable `var` set to `spec`, reporting one line per durable step in `report`,
+/// its stderr kept in `stderr`.
+pub(crate) struct Child<'a> {
+    pub(crate) test: &'a str,
+    pub(crate) var: &'a str,
+    pub(crate) spec: &'a serde_json::Value,
+    pub(crate) report: &'a Path,
+    pub(crate) stderr: &'a Path,
+}
+
+impl Child<'_> {
+    /// Empties the report file, starts the child, waits until it reported `lines` lines and
+    /// then `delay`, and kills it with `SIGKILL` (`std::process::Child::kill`).
+    ///
+    /// # Panics
+    /// Naming `context`, with the child's stderr, when it ends on its own or reports nothing
+    /// for a minute.
+    pub(crate) fn kill_after(&self, lines: usize, delay: Duration, context: &str) {
+        fs::write(self.report, "").expect("resets the report file");
+        let mut child = Command::new(std::env::current_exe().expect("the test binary"))
+            .args([self.test, "--exact", "--nocapture", "--test-threads=1"])
+            // The child's test may be ignored in plain runs (a backend whose server is not
+            // always there): the child runs it all the same.
+            .arg("--include-ignored")
+            .env(self.var, self.spec.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(self.stderr).expect("a stderr file"))
+            .spawn()
+            .expect("starts the child");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut seen = 0;
+        while seen < lines {
+            if let Some(status) = child.try_wait().expect("polls the child") {
+                panic!(
+                    "{context}: the child ended on its own ({status}): {}",
+                    fs::read_to_string(self.stderr).unwrap_or_default()
+                );
+            }
+            assert!(Instant::now() < deadline, "{context}: the child stalled");
+            std::thread::sleep(Duration::from_micros(200));
+            seen = fs::read_to_string(self.report)
+                .map(|t| t.matches('\n').count())
+                .unwrap_or(0);
+        }
+        std::thread::sleep(delay);
+        child.kill().expect("kills the child");
+        child.wait().expect("reaps the child");
+    }
 }
 
 /// The kill test (issue 6): [`KILLS`] times, starts `writer_test` of the current test binary
@@ -534,38 +596,16 @@ pub fn a_writer_killed_at_random_moments_loses_no_flushed_event(
     let (mut torn, mut open) = (0, 0);
     for round in 1..=KILLS {
         let context = format!("kill {round} of {KILLS} (seed {KILL_SEED:#x})");
-        fs::write(&report, "").expect("resets the report file");
         let flushes = 1 + moments.below(6) as usize;
         let delay = Duration::from_micros(moments.below(3_000));
-        let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-            .args([writer_test, "--exact", "--nocapture", "--test-threads=1"])
-            // The writer test may be ignored in plain runs (a backend whose server is not
-            // always there): the child runs it all the same.
-            .arg("--include-ignored")
-            .env(WRITER_ENV, spec.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&stderr).expect("a stderr file"))
-            .spawn()
-            .expect("starts the writer");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut seen = 0;
-        while seen < flushes {
-            if let Some(status) = child.try_wait().expect("polls the writer") {
-                panic!(
-                    "{context}: the writer ended on its own ({status}): {}",
-                    fs::read_to_string(&stderr).unwrap_or_default()
-                );
-            }
-            assert!(Instant::now() < deadline, "{context}: the writer stalled");
-            std::thread::sleep(Duration::from_micros(200));
-            seen = fs::read_to_string(&report)
-                .map(|t| t.matches('\n').count())
-                .unwrap_or(0);
-        }
-        std::thread::sleep(delay);
-        child.kill().expect("kills the writer");
-        child.wait().expect("reaps the writer");
+        let child = Child {
+            test: writer_test,
+            var: WRITER_ENV,
+            spec: &spec,
+            report: &report,
+            stderr: &stderr,
+        };
+        child.kill_after(flushes, delay, &context);
 
         let durable = reported(&report);
         let stored = fixture
@@ -601,11 +641,23 @@ pub fn a_writer_killed_at_random_moments_loses_no_flushed_event(
     eprintln!("{KILLS} kills: {torn} left a torn record, {open} left a turn open");
 }
 
+/// The full name inside the test binary (`module::path::name`, without the crate name) of test
+/// `name` in the module whose `module_path!()` is `module_path`: what a kill test starts as its
+/// child.
+#[doc(hidden)]
+pub fn child_test(module_path: &str, name: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_, inside)) => format!("{inside}::{name}"),
+        None => name.to_owned(),
+    }
+}
+
 /// Expands to the fault tests of [`crate::faults`] against fresh fixtures made by `$fixture`
 /// (an expression evaluated once per test, of a type implementing [`Fixture`]) whose backend
-/// plugin is `$plugin` (a plugin value, e.g. `MyBackendPlugin`): the two fault-injection
-/// cases, the kill test, and `killable_writer`, the kill test's child (a test that does
-/// nothing unless the kill test started it). Attributes after the plugin go on every test,
+/// plugin is `$plugin` (a plugin value, e.g. `MyBackendPlugin`): the fault-injection cases,
+/// the kill test of a writer and its child `killable_writer`, and the kill test of deletes and
+/// its child `killable_deleter` (children are tests that do nothing unless a kill test started
+/// them). Attributes after the plugin go on every test,
 /// as for [`crate::contract_tests!`].
 #[macro_export]
 macro_rules! fault_tests {
@@ -631,13 +683,7 @@ macro_rules! fault_tests {
         $(#[$attr])*
         #[test]
         fn a_writer_killed_at_random_moments_loses_no_flushed_event() {
-            let path = module_path!();
-            let inside = path.split_once("::").map_or("", |(_, rest)| rest);
-            let writer = if inside.is_empty() {
-                "killable_writer".to_owned()
-            } else {
-                format!("{inside}::killable_writer")
-            };
+            let writer = $crate::faults::child_test(module_path!(), "killable_writer");
             $crate::faults::a_writer_killed_at_random_moments_loses_no_flushed_event(
                 &$fixture, &writer,
             );
@@ -647,6 +693,21 @@ macro_rules! fault_tests {
         #[test]
         fn killable_writer() {
             $crate::faults::killable_writer($plugin);
+        }
+
+        $(#[$attr])*
+        #[test]
+        fn a_deleter_killed_at_random_moments_leaves_sessions_whole_or_gone() {
+            let deleter = $crate::faults::child_test(module_path!(), "killable_deleter");
+            $crate::faults::a_deleter_killed_at_random_moments_leaves_sessions_whole_or_gone(
+                &$fixture, &deleter,
+            );
+        }
+
+        $(#[$attr])*
+        #[test]
+        fn killable_deleter() {
+            $crate::faults::killable_deleter($plugin);
         }
     };
 }

@@ -197,6 +197,7 @@ macro_rules! contract_tests {
             a_deleted_id_is_created_again_without_changing_what_children_read,
             deleting_a_migrated_session_takes_every_generation,
             deleting_the_children_then_the_parent_leaves_nothing,
+            a_log_read_while_its_session_is_deleted_is_whole_or_refused,
             random_creates_forks_appends_and_deletes_keep_every_live_session_whole,
         }
     };

@@ -531,6 +531,11 @@ impl PageSource for Pages {
             .map_err(|e| storage_error(&self.path, &e))?;
         inherited_rows(&tx, spans, from, limit).map_err(|e| storage_error(&self.path, &e))
     }
+
+    fn stored(&mut self, id: &SessionId) -> Result<bool, PersistenceError> {
+        let state = stored_state(&self.conn, id).map_err(|e| storage_error(&self.path, &e))?;
+        Ok(state == Some(StoredState::Stored))
+    }
 }
 
 /// The format version of stored session `id`'s current generation and its revision

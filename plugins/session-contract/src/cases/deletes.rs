@@ -387,3 +387,29 @@ pub fn deleting_the_children_then_the_parent_leaves_nothing(fixture: &dyn Fixtur
         assert_stored(&load_fresh(fixture, id), &anew, &events);
     }
 }
+
+/// A log opened (`open_log`) before its session is deleted, read on after the delete: it hands
+/// out the whole log, or its events up to a point and then `SESSION_NOT_FOUND`; never a
+/// shorter log that ends as if it were whole.
+pub fn a_log_read_while_its_session_is_deleted_is_whole_or_refused(fixture: &dyn Fixture) {
+    let (header, events) = stored_with_turns(fixture, "streamed", 60);
+    let backend = fixture.open();
+    let mut log = backend.open_log(&header.id).expect("opens the log");
+    let first = log.next_event().expect("reads").expect("an event");
+    let mut read = vec![first];
+    fixture.open().delete(&header.id).expect("deleted");
+    let ended = loop {
+        match log.next_event() {
+            Ok(Some(event)) => read.push(event),
+            Ok(None) => break None,
+            Err(error) => break Some(error),
+        }
+    };
+    let want = json_texts(events.iter().map(Arc::as_ref));
+    let got = json_texts(&read);
+    assert_eq!(got[..], want[..got.len()], "the events read are the log's");
+    match ended {
+        None => assert_eq!(got.len(), want.len(), "a log that ends is whole"),
+        Some(error) => assert_eq!(error.code(), "SESSION_NOT_FOUND", "{error}"),
+    }
+}

@@ -106,14 +106,13 @@ pub(crate) fn fork_in(
         }));
     };
     let version = sql_int(prefix.version);
-    let current = match locked {
-        locked if locked.get::<_, i64>(0) == version => {
-            let revision = revision_sql(&format!("{s}."), "$1", "$2::bigint");
-            let revision: i64 =
-                block(tx.query_one(&format!("SELECT {revision}"), &[&parent, &version]))?.get(0);
-            sql_count(revision)
-        }
-        _ => 0,
+    let current = if locked.get::<_, i64>(0) == version {
+        let revision = revision_sql(&format!("{s}."), "$1", "$2::bigint");
+        let revision: i64 =
+            block(tx.query_one(&format!("SELECT {revision}"), &[&parent, &version]))?.get(0);
+        sql_count(revision)
+    } else {
+        0
     };
     if current < prefix.len {
         return Ok(Some(PersistenceError::Unsupported {

@@ -51,4 +51,6 @@ pub use delete::{delete_in, deleted_id_conflict, DeleteSql, DeleteTx, Param};
 pub use generations::{check_publishable, SeenGenerations};
 pub use paged::{PageSource, PagedLog, PAGE_ROWS};
 pub use reads::{check_new_session, check_new_session_from, list_entry, revision_sql, StoredRows};
-pub use spans::{child_spans, span_reads, span_rows_sql, Span, SpanRead, SPANS_TABLE};
+pub use spans::{
+    child_spans, create_forked, span_reads, span_rows_sql, Span, SpanRead, SPANS_TABLE,
+};

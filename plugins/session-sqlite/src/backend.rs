@@ -10,8 +10,8 @@ use crate::rows::{
 };
 use crate::schema::{connect, open_prepared, storage_error};
 use dsh_session::backend::{
-    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredLog,
-    StoredPrefix, StoredSession, StoredTail,
+    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredPrefix,
+    StoredSession, StoredTail,
 };
 use dsh_session::event_type::last_title;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
@@ -596,17 +596,7 @@ impl SessionPersistence for SqlitePersistence {
         events: &Events,
         prefix: &StoredPrefix,
     ) -> Result<(), PersistenceError> {
-        let first = usize::try_from(prefix.len).unwrap_or(usize::MAX);
-        if events.len() >= first {
-            let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
-            let title = events.title();
-            match self.create_from_prefix(header, prefix, &own, title.as_deref()) {
-                Ok(true) => return Ok(()),
-                Ok(false) | Err(PersistenceError::NotFound { .. }) => {}
-                Err(error) => return Err(error),
-            }
-        }
-        create_whole(self, header, events)
+        dsh_session_sql::create_forked(self, header, events, prefix)
     }
 
     /// Stores the child as [`SessionPersistence::create_forked`] does when it can reference

@@ -202,3 +202,32 @@ fn a_deleted_migrated_parent_keeps_the_superseded_rows_its_child_reads() {
         .unwrap();
     assert_eq!(superseded, 0);
 }
+
+/// A fork of a parent deleted meanwhile (another process deleted it after the store read it):
+/// `create_from_prefix` is `SESSION_NOT_FOUND` naming the parent, and `create_forked` stores
+/// the child whole from the events it is given (no span names the deleted parent).
+#[test]
+fn a_fork_of_a_deleted_parent_is_stored_whole_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let db = SqlitePersistence::open(&path).unwrap();
+    let root = notes("root", 0, 10);
+    db.create(&header("root", FormatVersion::V0), &root)
+        .unwrap();
+    db.delete(&SessionId::from("root")).unwrap();
+    let prefix = StoredPrefix {
+        parent: SessionId::from("root"),
+        version: 0,
+        len: 10,
+    };
+    let own = notes("cold", 10, 1);
+    let refused = db
+        .create_from_prefix(&header("cold", FormatVersion::V0), &prefix, &own, None)
+        .unwrap_err();
+    assert_eq!(refused.code(), "SESSION_NOT_FOUND");
+    assert!(refused.to_string().contains("\"root\""), "{refused}");
+    let child = fork(&db, ("root", &root), "child", 10, 2);
+    reads(&db, "child", &child);
+    assert_eq!(held(&path, "child"), rows(12, 12, 0, Some(false)), "a copy");
+    assert_eq!(held(&path, "root"), rows(0, 0, 0, None));
+}

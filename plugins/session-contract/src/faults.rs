@@ -19,7 +19,11 @@
 //!   child that creates, forks and deletes sessions in a loop: after each kill every session
 //!   is whole or gone, a reported delete lasts, and a child outlives its parent's delete.
 
+mod child;
 mod deletes;
+
+pub use child::child_test;
+use child::{Child, Moments};
 
 pub use deletes::{
     a_deleter_killed_at_random_moments_leaves_sessions_whole_or_gone, killable_deleter, DELETER_ENV,
@@ -41,10 +45,9 @@ use parking_lot::Mutex;
 use std::fs;
 use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How an injected write failure behaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -491,20 +494,6 @@ fn bulky_turn(turn: u64) -> Vec<EventDraft> {
     ]
 }
 
-/// splitmix64: a small seeded generator for the kill moments.
-pub(crate) struct Moments(pub(crate) u64);
-
-impl Moments {
-    /// The next moment, below `bound`.
-    pub(crate) fn below(&mut self, bound: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % bound
-    }
-}
-
 /// The last durable length the child reported (0 before its first report).
 fn reported(report: &Path) -> usize {
     let text = fs::read_to_string(report).unwrap_or_default();
@@ -514,58 +503,6 @@ fn reported(report: &Path) -> usize {
         .filter_map(|line| line.trim_end().parse().ok())
         .next_back()
         .unwrap_or(0)
-}
-
-/// A child process of a kill test: `test` of the current test binary, run with the
-/// environment variable `var` set to `spec`, reporting one line per durable step in `report`,
-/// its stderr kept in `stderr`.
-pub(crate) struct Child<'a> {
-    pub(crate) test: &'a str,
-    pub(crate) var: &'a str,
-    pub(crate) spec: &'a serde_json::Value,
-    pub(crate) report: &'a Path,
-    pub(crate) stderr: &'a Path,
-}
-
-impl Child<'_> {
-    /// Empties the report file, starts the child, waits until it reported `lines` lines and
-    /// then `delay`, and kills it with `SIGKILL` (`std::process::Child::kill`).
-    ///
-    /// # Panics
-    /// Naming `context`, with the child's stderr, when it ends on its own or reports nothing
-    /// for a minute.
-    pub(crate) fn kill_after(&self, lines: usize, delay: Duration, context: &str) {
-        fs::write(self.report, "").expect("resets the report file");
-        let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-            .args([self.test, "--exact", "--nocapture", "--test-threads=1"])
-            // The child's test may be ignored in plain runs (a backend whose server is not
-            // always there): the child runs it all the same.
-            .arg("--include-ignored")
-            .env(self.var, self.spec.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(self.stderr).expect("a stderr file"))
-            .spawn()
-            .expect("starts the child");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut seen = 0;
-        while seen < lines {
-            if let Some(status) = child.try_wait().expect("polls the child") {
-                panic!(
-                    "{context}: the child ended on its own ({status}): {}",
-                    fs::read_to_string(self.stderr).unwrap_or_default()
-                );
-            }
-            assert!(Instant::now() < deadline, "{context}: the child stalled");
-            std::thread::sleep(Duration::from_micros(200));
-            seen = fs::read_to_string(self.report)
-                .map(|t| t.matches('\n').count())
-                .unwrap_or(0);
-        }
-        std::thread::sleep(delay);
-        child.kill().expect("kills the child");
-        child.wait().expect("reaps the child");
-    }
 }
 
 /// The kill test (issue 6): [`KILLS`] times, starts `writer_test` of the current test binary
@@ -639,17 +576,6 @@ pub fn a_writer_killed_at_random_moments_loses_no_flushed_event(
         open += u32::from(!resumed.appended.is_empty());
     }
     eprintln!("{KILLS} kills: {torn} left a torn record, {open} left a turn open");
-}
-
-/// The full name inside the test binary (`module::path::name`, without the crate name) of test
-/// `name` in the module whose `module_path!()` is `module_path`: what a kill test starts as its
-/// child.
-#[doc(hidden)]
-pub fn child_test(module_path: &str, name: &str) -> String {
-    match module_path.split_once("::") {
-        Some((_, inside)) => format!("{inside}::{name}"),
-        None => name.to_owned(),
-    }
 }
 
 /// Expands to the fault tests of [`crate::faults`] against fresh fixtures made by `$fixture`

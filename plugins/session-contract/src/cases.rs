@@ -15,9 +15,13 @@ use crate::support::{
 };
 use crate::Fixture;
 
+mod delete_model;
+mod deletes;
 mod forks;
 mod generations;
 mod titles;
+pub use delete_model::*;
+pub use deletes::*;
 use dsh_session::backend::{PersistenceError, SessionPersistence};
 use dsh_session::{CreateOptions, EventDraft, SessionEvent, SessionId, SurfaceOp, TurnEndReason};
 pub use forks::*;

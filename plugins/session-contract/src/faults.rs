@@ -15,6 +15,19 @@
 //!   reporting each durable length in a file before going on; the parent kills it at seeded
 //!   random moments, then checks that a fresh instance loads every reported event and that
 //!   `resume` leaves a log the invariant checker accepts.
+//! - [`a_deleter_killed_at_random_moments_leaves_sessions_whole_or_gone`] does the same with a
+//!   child that creates, forks and deletes sessions in a loop: after each kill every session
+//!   is whole or gone, a reported delete lasts, and a child outlives its parent's delete.
+
+mod child;
+mod deletes;
+
+pub use child::child_test;
+use child::{Child, Moments};
+
+pub use deletes::{
+    a_deleter_killed_at_random_moments_leaves_sessions_whole_or_gone, killable_deleter, DELETER_ENV,
+};
 
 use crate::support::{json_texts, meta, plugin_context, store, turn_drafts};
 use crate::Fixture;
@@ -32,10 +45,9 @@ use parking_lot::Mutex;
 use std::fs;
 use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How an injected write failure behaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -482,19 +494,6 @@ fn bulky_turn(turn: u64) -> Vec<EventDraft> {
     ]
 }
 
-/// splitmix64: a small seeded generator for the kill moments.
-struct Moments(u64);
-
-impl Moments {
-    fn below(&mut self, bound: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % bound
-    }
-}
-
 /// The last durable length the child reported (0 before its first report).
 fn reported(report: &Path) -> usize {
     let text = fs::read_to_string(report).unwrap_or_default();
@@ -534,38 +533,16 @@ pub fn a_writer_killed_at_random_moments_loses_no_flushed_event(
     let (mut torn, mut open) = (0, 0);
     for round in 1..=KILLS {
         let context = format!("kill {round} of {KILLS} (seed {KILL_SEED:#x})");
-        fs::write(&report, "").expect("resets the report file");
         let flushes = 1 + moments.below(6) as usize;
         let delay = Duration::from_micros(moments.below(3_000));
-        let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-            .args([writer_test, "--exact", "--nocapture", "--test-threads=1"])
-            // The writer test may be ignored in plain runs (a backend whose server is not
-            // always there): the child runs it all the same.
-            .arg("--include-ignored")
-            .env(WRITER_ENV, spec.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&stderr).expect("a stderr file"))
-            .spawn()
-            .expect("starts the writer");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut seen = 0;
-        while seen < flushes {
-            if let Some(status) = child.try_wait().expect("polls the writer") {
-                panic!(
-                    "{context}: the writer ended on its own ({status}): {}",
-                    fs::read_to_string(&stderr).unwrap_or_default()
-                );
-            }
-            assert!(Instant::now() < deadline, "{context}: the writer stalled");
-            std::thread::sleep(Duration::from_micros(200));
-            seen = fs::read_to_string(&report)
-                .map(|t| t.matches('\n').count())
-                .unwrap_or(0);
-        }
-        std::thread::sleep(delay);
-        child.kill().expect("kills the writer");
-        child.wait().expect("reaps the writer");
+        let child = Child {
+            test: writer_test,
+            var: WRITER_ENV,
+            spec: &spec,
+            report: &report,
+            stderr: &stderr,
+        };
+        child.kill_after(flushes, delay, &context);
 
         let durable = reported(&report);
         let stored = fixture
@@ -603,9 +580,10 @@ pub fn a_writer_killed_at_random_moments_loses_no_flushed_event(
 
 /// Expands to the fault tests of [`crate::faults`] against fresh fixtures made by `$fixture`
 /// (an expression evaluated once per test, of a type implementing [`Fixture`]) whose backend
-/// plugin is `$plugin` (a plugin value, e.g. `MyBackendPlugin`): the two fault-injection
-/// cases, the kill test, and `killable_writer`, the kill test's child (a test that does
-/// nothing unless the kill test started it). Attributes after the plugin go on every test,
+/// plugin is `$plugin` (a plugin value, e.g. `MyBackendPlugin`): the fault-injection cases,
+/// the kill test of a writer and its child `killable_writer`, and the kill test of deletes and
+/// its child `killable_deleter` (children are tests that do nothing unless a kill test started
+/// them). Attributes after the plugin go on every test,
 /// as for [`crate::contract_tests!`].
 #[macro_export]
 macro_rules! fault_tests {
@@ -631,13 +609,7 @@ macro_rules! fault_tests {
         $(#[$attr])*
         #[test]
         fn a_writer_killed_at_random_moments_loses_no_flushed_event() {
-            let path = module_path!();
-            let inside = path.split_once("::").map_or("", |(_, rest)| rest);
-            let writer = if inside.is_empty() {
-                "killable_writer".to_owned()
-            } else {
-                format!("{inside}::killable_writer")
-            };
+            let writer = $crate::faults::child_test(module_path!(), "killable_writer");
             $crate::faults::a_writer_killed_at_random_moments_loses_no_flushed_event(
                 &$fixture, &writer,
             );
@@ -647,6 +619,21 @@ macro_rules! fault_tests {
         #[test]
         fn killable_writer() {
             $crate::faults::killable_writer($plugin);
+        }
+
+        $(#[$attr])*
+        #[test]
+        fn a_deleter_killed_at_random_moments_leaves_sessions_whole_or_gone() {
+            let deleter = $crate::faults::child_test(module_path!(), "killable_deleter");
+            $crate::faults::a_deleter_killed_at_random_moments_leaves_sessions_whole_or_gone(
+                &$fixture, &deleter,
+            );
+        }
+
+        $(#[$attr])*
+        #[test]
+        fn killable_deleter() {
+            $crate::faults::killable_deleter($plugin);
         }
     };
 }

@@ -188,6 +188,17 @@ macro_rules! contract_tests {
             children_read_the_same_after_their_parent_is_migrated,
             list_reports_the_last_title_of_each_session,
             list_follows_titles_another_instance_appends,
+            a_deleted_session_is_gone_from_every_read,
+            a_second_delete_is_not_found,
+            a_writer_of_a_deleted_session_is_refused_and_recreates_nothing,
+            an_append_racing_a_delete_gets_an_error_never_a_resurrected_session,
+            deleting_a_parent_leaves_its_descendants_reading_their_events,
+            a_parent_written_after_the_fork_then_deleted_leaves_the_children_whole,
+            a_deleted_id_is_created_again_without_changing_what_children_read,
+            deleting_a_migrated_session_takes_every_generation,
+            deleting_the_children_then_the_parent_leaves_nothing,
+            a_log_read_while_its_session_is_deleted_is_whole_or_refused,
+            random_creates_forks_appends_and_deletes_keep_every_live_session_whole,
         }
     };
     (@tests ($attrs:tt ($fixture:expr)); $($case:ident),* $(,)?) => {
@@ -252,6 +263,8 @@ mod tests {
     fn defined_cases() -> BTreeSet<&'static str> {
         [
             include_str!("cases.rs"),
+            include_str!("cases/delete_model.rs"),
+            include_str!("cases/deletes.rs"),
             include_str!("cases/forks.rs"),
             include_str!("cases/generations.rs"),
             include_str!("cases/titles.rs"),

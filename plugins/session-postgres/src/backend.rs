@@ -1,5 +1,6 @@
 //! [`PostgresPersistence`]: the [`SessionPersistence`] backend over one PostgreSQL schema.
 
+use crate::delete::{delete_session, id_conflict, statements};
 use crate::driver::{block, Driver};
 use crate::error::{is_duplicate_key, sql_error, write_error, OpenError, Place};
 use crate::fork::{fork_in, inherited_rows, select_spans_sql, spans_of_rows, NOT_REFERENCEABLE};
@@ -8,14 +9,14 @@ use crate::publish::{header_params, publish_in};
 use crate::rows::{insert_events, PgRow};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
 use dsh_session::backend::{
-    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredLog,
-    StoredPrefix, StoredSession, StoredTail,
+    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredPrefix,
+    StoredSession, StoredTail,
 };
 use dsh_session::event_type::last_title;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use dsh_session_sql::{
     check_new_session, check_new_session_from, list_entry, revision_sql, span_rows_sql, sql_count,
-    sql_int, EventColumns, HeaderColumns, SeenGenerations, StoredRows,
+    sql_int, DeleteSql, EventColumns, HeaderColumns, SeenGenerations, StoredRows,
 };
 use parking_lot::Mutex;
 use std::ops::{Deref, DerefMut};
@@ -86,6 +87,8 @@ pub struct PostgresPersistence {
     place: Place,
     lock_timeout: Duration,
     sql: Statements,
+    /// The statements of a delete ([`dsh_session_sql::delete_in`]).
+    delete_sql: DeleteSql,
     /// Idle connections, at most [`IDLE_CONNECTIONS`] (dropped before the driver).
     idle: Mutex<Vec<Conn>>,
     /// The runtime the connections' sockets run on (shared with the logs `open_log` opened,
@@ -253,7 +256,8 @@ impl Statements {
                 EventColumns::NAMES
             ),
             lock_session: format!(
-                "SELECT version FROM {s}.sessions WHERE id = $1 FOR NO KEY UPDATE"
+                "SELECT version FROM {s}.sessions WHERE id = $1 AND deleted_at IS NULL \
+                 FOR NO KEY UPDATE"
             ),
             next_seq: format!(
                 "SELECT {}",
@@ -264,7 +268,8 @@ impl Statements {
                 )
             ),
             select_header: format!(
-                "SELECT {HEADER_SELECT}, {} FROM {s}.sessions s WHERE s.id = $1",
+                "SELECT {HEADER_SELECT}, {} FROM {s}.sessions s \
+                 WHERE s.id = $1 AND s.deleted_at IS NULL",
                 revision(s, "s.id", "s.version")
             ),
             select_events: format!(
@@ -275,7 +280,7 @@ impl Statements {
             select_span_rows: span_rows_sql(&format!("{s}."), EVENT_SELECT, |n| format!("${n}")),
             list: format!(
                 "SELECT {HEADER_SELECT}, {}, s.title FROM {s}.sessions s \
-                 ORDER BY created_at, id COLLATE \"C\"",
+                 WHERE s.deleted_at IS NULL ORDER BY created_at, id COLLATE \"C\"",
                 revision(s, "s.id", "s.version")
             ),
             set_title: format!("UPDATE {s}.sessions SET title = $2 WHERE id = $1"),
@@ -332,6 +337,7 @@ impl PostgresPersistence {
         let conn = Conn::ready(client, &sql, lock_timeout).map_err(|e| sql_error(&place, e))?;
         Ok(PostgresPersistence {
             sql,
+            delete_sql: statements(&place.schema),
             config,
             place,
             lock_timeout,
@@ -510,21 +516,20 @@ impl SessionPersistence for PostgresPersistence {
         let row = self.header_row(header)?;
         self.check_storable(id, seed)?;
         let mut client = self.client()?;
-        let created = self
+        let s = &self.place.schema;
+        let refused = self
             .write(&mut client, id, |tx, st| {
                 let inserted = block(tx.execute(&st.insert_session, &header_params(&row)))?;
-                if inserted == 1 {
-                    insert_events(tx, &st.insert_events, id, seed)?;
-                    set_title(tx, st, id, last_title(seed.iter().map(Arc::as_ref)))?;
+                if inserted != 1 {
+                    return id_conflict(tx, s, id, &store).map(Some);
                 }
-                Ok(inserted == 1)
+                insert_events(tx, &st.insert_events, id, seed)?;
+                set_title(tx, st, id, last_title(seed.iter().map(Arc::as_ref)))?;
+                Ok(None)
             })
             .map_err(|e| self.write_error(id, e))?;
-        if !created {
-            return Err(PersistenceError::Conflict {
-                id: id.clone(),
-                reason: format!("a session with this id is stored in {store}"),
-            });
+        if let Some(conflict) = refused {
+            return Err(conflict);
         }
         self.seen.saw(id, header.version);
         Ok(())
@@ -534,8 +539,8 @@ impl SessionPersistence for PostgresPersistence {
     /// copied: [`dsh_session_sql::child_spans`]) and the child's own event rows, in one
     /// transaction that holds the parent's row lock in share mode (a publish of the parent
     /// waits for it), when the parent's current generation is `prefix.version` and holds
-    /// `prefix.len` events; otherwise (a migrated generation was published since) the child
-    /// is created whole, as [`SessionPersistence::create`].
+    /// `prefix.len` events; otherwise (a migrated generation was published since, or the
+    /// parent was deleted) the child is created whole, as [`SessionPersistence::create`].
     ///
     /// # Errors
     ///
@@ -546,15 +551,7 @@ impl SessionPersistence for PostgresPersistence {
         events: &Events,
         prefix: &StoredPrefix,
     ) -> Result<(), PersistenceError> {
-        let first = usize::try_from(prefix.len).unwrap_or(usize::MAX);
-        if events.len() >= first {
-            let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
-            let title = events.title();
-            if self.create_from_prefix(header, prefix, &own, title.as_deref())? {
-                return Ok(());
-            }
-        }
-        create_whole(self, header, events)
+        dsh_session_sql::create_forked(self, header, events, prefix)
     }
 
     /// Stores the child as [`SessionPersistence::create_forked`] does when it can reference
@@ -563,7 +560,9 @@ impl SessionPersistence for PostgresPersistence {
     ///
     /// # Errors
     ///
-    /// As [`SessionPersistence::create`].
+    /// As [`SessionPersistence::create`] (a create of an id deleted while its rows are read
+    /// is a [`PersistenceError::Conflict`] saying so); [`PersistenceError::NotFound`] naming
+    /// the parent when it is not stored (or deleted).
     fn create_from_prefix(
         &self,
         header: &SessionHeader,
@@ -783,6 +782,40 @@ impl SessionPersistence for PostgresPersistence {
                 })
             })
             .map_err(|e| self.write_error(id, e))?;
+        refused.map_or(Ok(()), Err)
+    }
+
+    fn can_delete(&self) -> bool {
+        true
+    }
+
+    /// Deletes session `id` in one transaction ([`dsh_session_sql::delete_in`]) that holds the
+    /// store's delete lock (deletes of one store go one at a time) and the session's row lock
+    /// (`FOR UPDATE`: an append, fork or publish of it waits, then finds it gone): its spans
+    /// are dropped, its row is marked deleted, and the rows of each of its generations are
+    /// kept only up to the highest seq the spans of another stored session read (none of
+    /// them for a session no fork child reads), found by reachability from the spans table;
+    /// the rows that a deleted session kept for its children go at the delete of the last of
+    /// them. A deleted session is not read, listed, written, forked or published by any
+    /// instance, and its id cannot be created again while its rows are kept
+    /// ([`PersistenceError::Conflict`] saying so).
+    ///
+    /// # Errors
+    ///
+    /// [`PersistenceError::NotFound`] when no session `id` is stored (a second delete);
+    /// [`PersistenceError::Locked`] when another writer holds the session's row lock (or
+    /// another delete the store's) beyond the lock timeout; [`PersistenceError::Io`]; nothing
+    /// is changed by any of them.
+    fn delete(&self, id: &SessionId) -> Result<(), PersistenceError> {
+        if id.as_str().contains('\0') {
+            return Err(PersistenceError::NotFound { id: id.clone() });
+        }
+        let mut client = self.client()?;
+        let (sql, schema) = (&self.delete_sql, &self.place.schema_name);
+        let refused = self
+            .write(&mut client, id, |tx, _| delete_session(tx, sql, schema, id))
+            .map_err(|e| self.write_error(id, e))?;
+        self.seen.forget(id);
         refused.map_or(Ok(()), Err)
     }
 

@@ -2,6 +2,7 @@
 //! [`dsh_session_sql::SPANS_TABLE`]): the transaction of `create_forked`, and the reads of the
 //! rows a child inherits.
 
+use crate::delete::id_conflict;
 use crate::driver::block;
 use crate::publish::header_params;
 use crate::rows::{insert_events, PgRow};
@@ -76,9 +77,11 @@ pub(crate) fn inherited_rows(
 /// are the parent's cut at the prefix, then the parent's own rows up to it
 /// ([`child_spans`]).
 ///
-/// Returns the refusal (nothing was changed): [`PersistenceError::Conflict`] for a stored id,
-/// [`PersistenceError::Unsupported`] with [`NOT_REFERENCEABLE`] when the prefix cannot be
-/// referenced; `None` once every row is written.
+/// Returns the refusal (nothing was changed): [`PersistenceError::Conflict`] for a stored id
+/// (or a deleted one whose rows are kept), [`PersistenceError::NotFound`] naming the parent
+/// when it is not stored (or deleted), [`PersistenceError::Unsupported`] with
+/// [`NOT_REFERENCEABLE`] when the prefix cannot be referenced; `None` once every row is
+/// written.
 ///
 /// # Errors
 ///
@@ -94,18 +97,22 @@ pub(crate) fn fork_in(
     let id = SessionId::new(row.id.as_str());
     let parent = prefix.parent.as_str();
     let locked = block(tx.query_opt(
-        &format!("SELECT version FROM {s}.sessions WHERE id = $1 FOR SHARE"),
+        &format!("SELECT version FROM {s}.sessions WHERE id = $1 AND deleted_at IS NULL FOR SHARE"),
         &[&parent],
     ))?;
+    let Some(locked) = locked else {
+        return Ok(Some(PersistenceError::NotFound {
+            id: prefix.parent.clone(),
+        }));
+    };
     let version = sql_int(prefix.version);
-    let current = match locked {
-        Some(locked) if locked.get::<_, i64>(0) == version => {
-            let revision = revision_sql(&format!("{s}."), "$1", "$2::bigint");
-            let revision: i64 =
-                block(tx.query_one(&format!("SELECT {revision}"), &[&parent, &version]))?.get(0);
-            sql_count(revision)
-        }
-        _ => 0,
+    let current = if locked.get::<_, i64>(0) == version {
+        let revision = revision_sql(&format!("{s}."), "$1", "$2::bigint");
+        let revision: i64 =
+            block(tx.query_one(&format!("SELECT {revision}"), &[&parent, &version]))?.get(0);
+        sql_count(revision)
+    } else {
+        0
     };
     if current < prefix.len {
         return Ok(Some(PersistenceError::Unsupported {
@@ -114,10 +121,7 @@ pub(crate) fn fork_in(
         }));
     }
     if block(tx.execute(insert_session, &header_params(row)))? != 1 {
-        return Ok(Some(PersistenceError::Conflict {
-            id,
-            reason: format!("a session with this id is stored in {store}"),
-        }));
+        return id_conflict(tx, s, &id, store).map(Some);
     }
     let parent_spans = block(tx.query(
         &format!(

@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod delete;
 mod driver;
 mod error;
 mod fork;

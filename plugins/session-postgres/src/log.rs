@@ -48,6 +48,13 @@ impl PageSource for Pages {
         block(tx.commit()).map_err(failed)?;
         Ok(rows)
     }
+
+    fn stored(&mut self, id: &SessionId) -> Result<bool, PersistenceError> {
+        let select = self.conn.st.select_header.clone();
+        let found = block(self.conn.client.query_opt(&select, &[&id.as_str()]))
+            .map_err(|e| sql_error(&self.place, e))?;
+        Ok(found.is_some())
+    }
 }
 
 /// Opens the log of stored session `id` over `conn` (of the store `place`, its connection

@@ -32,7 +32,10 @@ pub(crate) fn publish_in(
     let id = SessionId::new(row.id.as_str());
     let key: &Params<'_> = &[&row.id];
     let locked = block(tx.query_opt(
-        &format!("SELECT version FROM {s}.sessions WHERE id = $1 FOR NO KEY UPDATE"),
+        &format!(
+            "SELECT version FROM {s}.sessions WHERE id = $1 AND deleted_at IS NULL \
+             FOR NO KEY UPDATE"
+        ),
         key,
     ))?;
     let Some(locked) = locked else {

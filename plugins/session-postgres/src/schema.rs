@@ -22,8 +22,11 @@ use tokio_postgres::Client;
 /// v3 header) and the tables of superseded generations; schema 3 the table of inherited spans
 /// (a fork child's reference to its parent's rows, [`dsh_session_sql::SPANS_TABLE`]); schema 4
 /// `sessions.title`, the title of the last `session/title` of the session's log (inherited
-/// events included), kept by every write in its transaction and filled once by the upgrade.
-pub const SCHEMA_VERSION: i32 = 4;
+/// events included), kept by every write in its transaction and filled once by the upgrade;
+/// schema 5 `sessions.deleted_at` (epoch ms; NULL for a stored session): a deleted session
+/// whose rows fork children still read keeps its row, marked so, until none does
+/// ([`dsh_session_sql::delete_in`]).
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// The namespace used when the config names none.
 pub const DEFAULT_SCHEMA: &str = "public";
@@ -151,6 +154,9 @@ CREATE TABLE {s}.events (
 /// `(source_id, source_version)` (in `events` while it is current, in `superseded_events`
 /// after), indexed by source for the question a delete must ask first: does a span read this
 /// generation's rows? (A delete keeps them while one does.)
+///
+/// Schema 3 to 4: `sessions.title`, filled once. Schema 4 to 5: `sessions.deleted_at` (NULL:
+/// stored; every session of an earlier schema is).
 fn upgrades(s: &str, from: i32) -> String {
     let steps = [
         format!(
@@ -227,6 +233,7 @@ UPDATE {s}.sessions ss SET title = (
 );
 "
         ),
+        format!("ALTER TABLE {s}.sessions ADD COLUMN deleted_at BIGINT;"),
     ];
     let done = usize::try_from(from - 1).unwrap_or(0);
     steps.into_iter().skip(done).collect()

@@ -26,9 +26,11 @@ fn a_schema_2_store_is_upgraded_and_forks_store_references() {
     let events: Vec<_> = (0..3).map(|seq| std::sync::Arc::new(note(seq))).collect();
     backend.create(&parent, &events).unwrap();
     drop(backend);
-    // The shape of schema 2: this build's tables without the spans (and the titles).
+    // The shape of schema 2: this build's tables without the spans (and the titles, and the
+    // deletes' marks).
     schema.execute("DROP TABLE {s}.inherited_spans", &[]);
     schema.execute("ALTER TABLE {s}.sessions DROP COLUMN title", &[]);
+    schema.execute("ALTER TABLE {s}.sessions DROP COLUMN deleted_at", &[]);
     schema.execute("UPDATE {s}.dsh_schema SET version = 2", &[]);
 
     let backend = schema.open();
@@ -123,6 +125,7 @@ fn a_schema_3_store_is_upgraded_and_its_titles_filled() {
         .unwrap();
     drop(backend);
     schema.execute("ALTER TABLE {s}.sessions DROP COLUMN title", &[]);
+    schema.execute("ALTER TABLE {s}.sessions DROP COLUMN deleted_at", &[]);
     schema.execute("UPDATE {s}.dsh_schema SET version = 3", &[]);
 
     let listed = schema.open().list().unwrap();
@@ -135,5 +138,55 @@ fn a_schema_3_store_is_upgraded_and_its_titles_filled() {
     assert_eq!(
         titles,
         [("p", Some("Sec\"ond")), ("c", Some("First")), ("u", None)]
+    );
+}
+
+/// A store of schema 4 (no `sessions.deleted_at`) is upgraded to schema 5 when opened: its
+/// sessions are all stored (none deleted), and a parent deleted after the upgrade leaves its
+/// child stored by reference reading the same.
+#[test]
+#[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
+fn a_schema_4_store_is_upgraded_and_deletes() {
+    let schema = TestSchema::new("deletes");
+    let backend = schema.open();
+    let parent = SessionHeader::new(SessionId::from("p"), 1, SessionMeta::default().cwd("/w"));
+    let events: Vec<_> = (0..3).map(|seq| std::sync::Arc::new(note(seq))).collect();
+    backend.create(&parent, &events).unwrap();
+    let child = SessionHeader::new(SessionId::from("c"), 2, SessionMeta::default().cwd("/w"));
+    let child_events: Vec<SessionEvent> = (0..4).map(note).collect();
+    let prefix = StoredPrefix {
+        parent: parent.id.clone(),
+        version: 0,
+        len: 3,
+    };
+    backend
+        .create_forked(&child, &Events::from_vec(child_events.clone()), &prefix)
+        .unwrap();
+    drop(backend);
+    schema.execute("ALTER TABLE {s}.sessions DROP COLUMN deleted_at", &[]);
+    schema.execute("UPDATE {s}.dsh_schema SET version = 4", &[]);
+
+    let backend = schema.open();
+    let version: i32 = schema.query_one("SELECT version FROM {s}.dsh_schema");
+    assert_eq!(version, dsh_session_postgres::schema::SCHEMA_VERSION);
+    assert_eq!(backend.list().unwrap().len(), 2, "nothing is deleted");
+    backend.delete(&parent.id).unwrap();
+    assert_eq!(backend.load(&child.id).unwrap().events, child_events);
+    let listed: Vec<String> = backend
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|listed| listed.header.id.as_str().to_owned())
+        .collect();
+    assert_eq!(listed, ["c"]);
+    let kept: i64 = schema.query_one("SELECT COUNT(*) FROM {s}.events WHERE session_id = 'p'");
+    assert_eq!(kept, 3, "the parent's rows the child reads are kept");
+    backend.delete(&child.id).unwrap();
+    let rows: i64 = schema.query_one("SELECT COUNT(*) FROM {s}.events");
+    let sessions: i64 = schema.query_one("SELECT COUNT(*) FROM {s}.sessions");
+    assert_eq!(
+        (rows, sessions),
+        (0, 0),
+        "the last reader's delete frees them"
     );
 }

@@ -11,8 +11,9 @@
 //! a listing entry ([`list_entry`]), the revision of a stored session ([`revision_sql`]), and
 //! the checks of a migrated generation published beside a stored one ([`check_publishable`],
 //! [`SeenGenerations`]), and the spans a fork child inherits by reference to its parent's
-//! rows instead of a copy ([`Span`], [`child_spans`], [`span_reads`]), and a log read a page
-//! of rows at a time ([`PagedLog`]).
+//! rows instead of a copy ([`Span`], [`child_spans`], [`span_reads`]), a log read a page
+//! of rows at a time ([`PagedLog`]), and the delete of a session that keeps the rows its fork
+//! children read until none does ([`delete_in`], [`DeleteSql`]).
 //! It knows the session crate's backend door ([`dsh_session::backend`]) and no database: the
 //! backends own their driver, their schema and their statements.
 //!
@@ -36,6 +37,7 @@
 #![warn(missing_docs)]
 
 mod columns;
+mod delete;
 mod generations;
 mod paged;
 mod reads;
@@ -45,7 +47,10 @@ pub use columns::{
     check_header_fields, check_stored_version, sql_count, sql_int, ColumnError, EventColumns,
     HeaderColumns, Row,
 };
+pub use delete::{delete_in, deleted_id_conflict, DeleteSql, DeleteTx, Param};
 pub use generations::{check_publishable, SeenGenerations};
 pub use paged::{PageSource, PagedLog, PAGE_ROWS};
 pub use reads::{check_new_session, check_new_session_from, list_entry, revision_sql, StoredRows};
-pub use spans::{child_spans, span_reads, span_rows_sql, Span, SpanRead, SPANS_TABLE};
+pub use spans::{
+    child_spans, create_forked, span_reads, span_rows_sql, Span, SpanRead, SPANS_TABLE,
+};

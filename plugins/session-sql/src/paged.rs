@@ -26,6 +26,14 @@ pub trait PageSource: Send {
         from: u64,
         limit: u64,
     ) -> Result<Vec<EventColumns>, PersistenceError>;
+
+    /// Whether session `id` is still stored (not deleted): asked when a page holds fewer rows
+    /// than the log's revision promised.
+    ///
+    /// # Errors
+    ///
+    /// The database refusing the read.
+    fn stored(&mut self, id: &SessionId) -> Result<bool, PersistenceError>;
 }
 
 /// A stored generation's log read [`PAGE_ROWS`] rows at a time, keyset by seq, from rows it
@@ -36,7 +44,10 @@ pub trait PageSource: Send {
 /// change (appends come after it, a migrated generation moves them to `superseded_events`,
 /// where the spans still find them), the pages read what that transaction would have read.
 /// The events and refusals are those of `load`: a row that is not an event, or a gap, is
-/// [`PersistenceError::Corrupt`] with `load`'s message when the read reaches it.
+/// [`PersistenceError::Corrupt`] with `load`'s message when the read reaches it. A session
+/// deleted while its log is read loses the rows no fork child reads: a page that finds fewer
+/// rows than promised for a session no longer stored is [`PersistenceError::NotFound`], so the
+/// reader never takes the rows it got for the whole log.
 pub struct PagedLog<S> {
     store: String,
     header: SessionHeader,
@@ -100,8 +111,12 @@ impl<S: PageSource> PagedLog<S> {
             return Ok(());
         }
         let rows = self.source.rows(&self.spans, self.next, limit)?;
-        // Fewer rows than seqs: the rows ended early (load ends there too).
+        // Fewer rows than seqs: the rows ended early (load ends there too), or the session was
+        // deleted since the log was opened.
         self.done = (rows.len() as u64) < limit;
+        if self.done && !self.source.stored(&self.header.id)? {
+            return Err(PersistenceError::NotFound { id: self.id() });
+        }
         // Each row checked as load checks it, so that the events before a refused row are
         // handed out before the refusal.
         for (seq, row) in (self.next..).zip(rows) {

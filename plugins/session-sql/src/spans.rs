@@ -11,14 +11,16 @@
 //! forks `N` deep gives a child at most `N` spans. The child's own events are in `events`
 //! from the end of its last span on.
 //!
-//! The spans are the explicit record of what a child reads from other sessions: a delete (or
-//! a retention rule) of a session's generation must keep its event rows while a span names
-//! it as source (`SELECT 1 FROM inherited_spans WHERE source_id = ? AND source_version = ?`,
-//! served by an index), or first copy the spanned rows into each referencing child (and then
-//! drop its spans); otherwise the child becomes unreadable.
+//! The spans are the explicit record of what a child reads from other sessions: a delete of a
+//! session ([`crate::delete_in`]) keeps each of its generations' event rows up to the highest
+//! `end_seq` a span names it with as source (served by an index on the source), and so must a
+//! retention rule (or first copy the spanned rows into each referencing child and then drop
+//! its spans); otherwise the child becomes unreadable.
 
 use crate::columns::sql_count;
-use dsh_session::backend::StoredPrefix;
+use dsh_session::backend::{create_whole, PersistenceError, SessionPersistence, StoredPrefix};
+use dsh_session::{Events, SessionEvent, SessionHeader};
+use std::sync::Arc;
 
 /// The table of inherited spans (schema 3 of both SQL backends).
 pub const SPANS_TABLE: &str = "inherited_spans";
@@ -137,4 +139,32 @@ pub fn span_rows_sql(ns: &str, select: &str, p: impl Fn(usize) -> String) -> Str
          UNION ALL SELECT {select} FROM {ns}superseded_events WHERE session_id = {id} \
          AND version = {version} AND seq >= {from} AND seq < {to} ORDER BY 1"
     )
+}
+
+/// [`SessionPersistence::create_forked`] of a SQL backend: the child of `header` created from
+/// the stored prefix by reference (`backend`'s [`SessionPersistence::create_from_prefix`] with
+/// `events`' own events after it, and the title of the whole log), or, when the prefix cannot
+/// be referenced (`events` shorter than it, the parent's generation no longer the one named,
+/// the parent deleted meanwhile), written whole with every event of `events` as its seed.
+///
+/// # Errors
+///
+/// As [`SessionPersistence::create`].
+pub fn create_forked<B: SessionPersistence + ?Sized>(
+    backend: &B,
+    header: &SessionHeader,
+    events: &Events,
+    prefix: &StoredPrefix,
+) -> Result<(), PersistenceError> {
+    let first = usize::try_from(prefix.len).unwrap_or(usize::MAX);
+    if events.len() >= first {
+        let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
+        let title = events.title();
+        match backend.create_from_prefix(header, prefix, &own, title.as_deref()) {
+            Ok(true) => return Ok(()),
+            Ok(false) | Err(PersistenceError::NotFound { .. }) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    create_whole(backend, header, events)
 }

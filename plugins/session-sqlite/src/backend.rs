@@ -1,21 +1,24 @@
 //! [`SqlitePersistence`]: the [`SessionPersistence`] backend over one SQLite database.
 
-use crate::inherit::{inherited_rows, insert_spans, is_stored, referenceable, spans_of};
+use crate::delete::{SqliteTx, DELETE_SQL};
+use crate::inherit::{
+    inherited_rows, insert_spans, referenceable, spans_of, stored_state, StoredState,
+};
 use crate::rows::{
     insert_events, insert_header, replace_header, set_title, supersede, SqliteRow, EVENT_COLUMNS,
     HEADER_COLUMNS,
 };
 use crate::schema::{connect, open_prepared, storage_error};
 use dsh_session::backend::{
-    check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredLog,
-    StoredPrefix, StoredSession, StoredTail,
+    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredPrefix,
+    StoredSession, StoredTail,
 };
 use dsh_session::event_type::last_title;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use dsh_session_sql::{
-    check_new_session, check_new_session_from, check_publishable, list_entry, revision_sql,
-    sql_count, sql_int, EventColumns, HeaderColumns, PageSource, PagedLog, SeenGenerations, Span,
-    StoredRows,
+    check_new_session, check_new_session_from, check_publishable, delete_in, deleted_id_conflict,
+    list_entry, revision_sql, sql_count, sql_int, EventColumns, HeaderColumns, PageSource,
+    PagedLog, SeenGenerations, Span, StoredRows,
 };
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -145,6 +148,8 @@ enum Write {
         /// The migrated generation's title ([`last_title`]).
         title: Option<String>,
     },
+    /// [`SessionPersistence::delete`] of a stored session.
+    Delete { id: SessionId },
 }
 
 impl Write {
@@ -154,7 +159,7 @@ impl Write {
             Write::Create { header, .. }
             | Write::Fork { header, .. }
             | Write::Publish { header, .. } => &header.id,
-            Write::Append { id, .. } => id,
+            Write::Append { id, .. } | Write::Delete { id } => id,
         }
     }
 }
@@ -312,7 +317,12 @@ impl SqlitePersistence {
             } => {
                 let id = &header.id;
                 self.check_free(conn, id)?;
-                if !referenceable(current_of(conn, &prefix.parent)?, prefix) {
+                let Some(parent) = current_of(conn, &prefix.parent)? else {
+                    return Err(Refusal::Write(PersistenceError::NotFound {
+                        id: prefix.parent.clone(),
+                    }));
+                };
+                if !referenceable(parent, prefix) {
                     return Err(Refusal::Write(PersistenceError::Unsupported {
                         id: id.clone(),
                         operation: NOT_REFERENCEABLE,
@@ -362,22 +372,28 @@ impl SqlitePersistence {
                 insert_events(conn, id, rows)?;
                 set_title(conn, id, title.as_deref())?;
             }
+            Write::Delete { id } => {
+                delete_in(&mut SqliteTx(conn), &DELETE_SQL, id)?.map_err(Refusal::Write)?;
+            }
         }
         Ok(())
     }
 
-    /// Refuses a create of `id` when a session `id` is stored.
+    /// Refuses a create of `id` when a session `id` is stored, or deleted with rows its fork
+    /// children still read ([`deleted_id_conflict`]).
     fn check_free(&self, conn: &Connection, id: &SessionId) -> Result<(), Refusal> {
-        if is_stored(conn, id)? {
-            return Err(Refusal::Write(PersistenceError::Conflict {
+        let refusal = match stored_state(conn, id)? {
+            None => return Ok(()),
+            Some(StoredState::Deleted) => deleted_id_conflict(id, &self.store()),
+            Some(StoredState::Stored) => PersistenceError::Conflict {
                 id: id.clone(),
                 reason: format!(
                     "a session with this id is stored in {}",
                     self.path.display()
                 ),
-            }));
-        }
-        Ok(())
+            },
+        };
+        Err(Refusal::Write(refusal))
     }
 
     /// Runs `read` on an idle read connection (a new one when none is idle), and keeps the
@@ -455,7 +471,8 @@ impl SqlitePersistence {
         let failed = |e| self.error(id, &e);
         let (row, revision) = conn
             .prepare_cached(&format!(
-                "SELECT {HEADER_COLUMNS}, {} FROM sessions s WHERE s.id = ?1",
+                "SELECT {HEADER_COLUMNS}, {} FROM sessions s \
+                 WHERE s.id = ?1 AND s.deleted_at IS NULL",
                 revision()
             ))
             .map_err(failed)?
@@ -514,15 +531,20 @@ impl PageSource for Pages {
             .map_err(|e| storage_error(&self.path, &e))?;
         inherited_rows(&tx, spans, from, limit).map_err(|e| storage_error(&self.path, &e))
     }
+
+    fn stored(&mut self, id: &SessionId) -> Result<bool, PersistenceError> {
+        let state = stored_state(&self.conn, id).map_err(|e| storage_error(&self.path, &e))?;
+        Ok(state == Some(StoredState::Stored))
+    }
 }
 
 /// The format version of stored session `id`'s current generation and its revision
 /// ([`revision`]), which is also the seq its next event must carry; `None` when no session
-/// `id` is stored.
+/// `id` is stored (never stored, or deleted).
 fn current_of(conn: &Connection, id: &SessionId) -> rusqlite::Result<Option<(u64, u64)>> {
     let current: Option<(i64, i64)> = conn
         .prepare_cached(&format!(
-            "SELECT s.version, {} FROM sessions s WHERE s.id = ?1",
+            "SELECT s.version, {} FROM sessions s WHERE s.id = ?1 AND s.deleted_at IS NULL",
             revision()
         ))?
         .query_row([id.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -562,7 +584,8 @@ impl SessionPersistence for SqlitePersistence {
     /// transaction (shared with the other writes of its group commit), when the parent's
     /// current generation is `prefix.version` and holds `prefix.len` events; otherwise (a
     /// migrated generation was published since, by another writer) the child is created
-    /// whole, as [`SessionPersistence::create`].
+    /// whole, as [`SessionPersistence::create`] (also when the parent was deleted meanwhile:
+    /// the child holds every event it is given).
     ///
     /// # Errors
     ///
@@ -573,15 +596,7 @@ impl SessionPersistence for SqlitePersistence {
         events: &Events,
         prefix: &StoredPrefix,
     ) -> Result<(), PersistenceError> {
-        let first = usize::try_from(prefix.len).unwrap_or(usize::MAX);
-        if events.len() >= first {
-            let own: Vec<Arc<SessionEvent>> = events.iter_from(first).cloned().collect();
-            let title = events.title();
-            if self.create_from_prefix(header, prefix, &own, title.as_deref())? {
-                return Ok(());
-            }
-        }
-        create_whole(self, header, events)
+        dsh_session_sql::create_forked(self, header, events, prefix)
     }
 
     /// Stores the child as [`SessionPersistence::create_forked`] does when it can reference
@@ -590,7 +605,9 @@ impl SessionPersistence for SqlitePersistence {
     ///
     /// # Errors
     ///
-    /// As [`SessionPersistence::create`].
+    /// As [`SessionPersistence::create`] (a create of an id deleted while its rows are read
+    /// is a [`PersistenceError::Conflict`] saying so); [`PersistenceError::NotFound`] naming
+    /// the parent when it is not stored (or deleted).
     fn create_from_prefix(
         &self,
         header: &SessionHeader,
@@ -713,7 +730,7 @@ impl SessionPersistence for SqlitePersistence {
             let mut select = conn
                 .prepare_cached(&format!(
                     "SELECT {HEADER_COLUMNS}, {}, s.title FROM sessions s \
-                     ORDER BY created_at, id",
+                     WHERE s.deleted_at IS NULL ORDER BY created_at, id",
                     revision()
                 ))
                 .map_err(failed)?;
@@ -758,6 +775,32 @@ impl SessionPersistence for SqlitePersistence {
             source_revision,
             title: last_title(events.iter().map(Arc::as_ref)),
         })
+    }
+
+    fn can_delete(&self) -> bool {
+        true
+    }
+
+    /// Deletes session `id` in one transaction (shared with the other writes of its group
+    /// commit; [`dsh_session_sql::delete_in`]): its spans are dropped, its row is marked
+    /// deleted, and the rows of each of its generations are kept only up to the highest seq
+    /// the spans of another stored session read (none of them for a session no fork child
+    /// reads), found by reachability from the spans table; the rows that a deleted session
+    /// kept for its children go at the delete of the last of them. A deleted session is not
+    /// read, listed, written, forked or published by any instance, and its id cannot be
+    /// created again while its rows are kept ([`PersistenceError::Conflict`] saying so).
+    /// An append waiting for SQLite's write lock while the delete commits finds the session
+    /// gone ([`PersistenceError::NotFound`]).
+    ///
+    /// # Errors
+    ///
+    /// [`PersistenceError::NotFound`] when no session `id` is stored (a second delete);
+    /// [`PersistenceError::Locked`] when another connection holds the write lock beyond the
+    /// lock timeout; [`PersistenceError::Io`]; nothing is changed by any of them.
+    fn delete(&self, id: &SessionId) -> Result<(), PersistenceError> {
+        self.commit(Write::Delete { id: id.clone() })?;
+        self.seen.forget(id);
+        Ok(())
     }
 
     fn release(&self, id: &SessionId) {

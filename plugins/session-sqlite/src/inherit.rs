@@ -54,10 +54,10 @@ pub(crate) fn inherited_rows(
 }
 
 /// Whether the current generation of `prefix.parent` is the one `prefix` names and holds at
-/// least `prefix.len` events (its revision given by `current`, as the backend counts it):
-/// then a child may read them by reference.
-pub(crate) fn referenceable(current: Option<(u64, u64)>, prefix: &StoredPrefix) -> bool {
-    current.is_some_and(|(version, revision)| version == prefix.version && revision >= prefix.len)
+/// least `prefix.len` events (its version and revision given by `current`, as the backend
+/// counts it): then a child may read them by reference.
+pub(crate) fn referenceable((version, revision): (u64, u64), prefix: &StoredPrefix) -> bool {
+    version == prefix.version && revision >= prefix.len
 }
 
 /// Inserts the spans of child generation `(child, version)` inheriting `prefix` (the parent's
@@ -86,11 +86,26 @@ pub(crate) fn insert_spans(
     Ok(())
 }
 
-/// Whether a session `id` is stored.
-pub(crate) fn is_stored(conn: &Connection, id: &SessionId) -> rusqlite::Result<bool> {
-    Ok(conn
-        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
-        .query_row([id.as_str()], |_| Ok(()))
-        .optional()?
-        .is_some())
+/// What the `sessions` table holds under an id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StoredState {
+    /// A stored session.
+    Stored,
+    /// A deleted session whose rows fork children still read (schema 5's `deleted_at`).
+    Deleted,
+}
+
+/// What the `sessions` table holds under `id`: `None` when it has no row.
+pub(crate) fn stored_state(
+    conn: &Connection,
+    id: &SessionId,
+) -> rusqlite::Result<Option<StoredState>> {
+    let deleted_at: Option<Option<i64>> = conn
+        .prepare_cached("SELECT deleted_at FROM sessions WHERE id = ?1")?
+        .query_row([id.as_str()], |row| row.get(0))
+        .optional()?;
+    Ok(deleted_at.map(|at| match at {
+        None => StoredState::Stored,
+        Some(_) => StoredState::Deleted,
+    }))
 }

@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod delete;
 mod file;
 mod inherit;
 pub mod plugin;

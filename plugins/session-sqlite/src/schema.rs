@@ -17,17 +17,24 @@ use std::time::Duration;
 /// v3 header) and the tables of superseded generations; schema 3 the table of inherited spans
 /// (a fork child's reference to its parent's rows, [`dsh_session_sql::SPANS_TABLE`]); schema 4
 /// `sessions.title`, the title of the last `session/title` of the session's log (inherited
-/// events included), kept by every write in its transaction and filled once by the upgrade.
-pub const SCHEMA_VERSION: i64 = 4;
+/// events included), kept by every write in its transaction and filled once by the upgrade;
+/// schema 5 `sessions.deleted_at` (epoch ms; NULL for a stored session): a deleted session
+/// whose rows fork children still read keeps its row, marked so, until none does
+/// ([`dsh_session_sql::delete_in`]).
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The statements that upgrade a database of schema `N` to `N + 1`, at index `N - 1`. A fresh
 /// database gets schema 1's [`TABLES`] and then every upgrade, so that a fresh database and an
 /// upgraded one have one shape; all run in the transaction that sets the new `user_version`.
-const UPGRADES: [&[&str]; 3] = [
+const UPGRADES: [&[&str]; 4] = [
     &[ADD_IS_SEEDED, SUPERSEDED_TABLES],
     &[SPANS_TABLE],
     &[ADD_TITLE, FILL_TITLE],
+    &[ADD_DELETED_AT],
 ];
+
+/// Schema 4 to 5: `sessions.deleted_at` (NULL: stored; every session of an earlier schema is).
+const ADD_DELETED_AT: &str = "ALTER TABLE sessions ADD COLUMN deleted_at INTEGER;";
 
 /// Schema 3 to 4, first step: `sessions.title` (NULL: no title).
 const ADD_TITLE: &str = "ALTER TABLE sessions ADD COLUMN title TEXT;";
@@ -531,6 +538,58 @@ mod tests {
             schema_version(&Connection::open(&path).unwrap()).unwrap(),
             SCHEMA_VERSION
         );
+    }
+
+    /// A database of schema 4 (before `sessions.deleted_at`) is upgraded to schema 5 when
+    /// opened: its sessions are all stored (none deleted), read back, and a parent deleted
+    /// after the upgrade leaves its child stored by reference reading the same.
+    #[test]
+    fn a_schema_4_database_is_upgraded_and_deletes() {
+        use crate::SqlitePersistence;
+        use dsh_session::backend::SessionPersistence;
+        use dsh_session::SessionId;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(TABLES).unwrap();
+        for step in UPGRADES[..3].iter().flat_map(|steps| steps.iter()) {
+            old.execute_batch(step).unwrap();
+        }
+        old.pragma_update(None, "user_version", 4).unwrap();
+        old.execute_batch(
+            r#"INSERT INTO sessions (id, version, created_at, cwd, extra) VALUES
+                 ('parent', 0, 1, '/w', '{}'), ('child', 0, 2, '/w', '{}');
+             INSERT INTO events (session_id, seq, type, time, data) VALUES
+                 ('parent', 0, 'plugin/note', 6, '{"n":0}'),
+                 ('parent', 1, 'plugin/note', 7, '{"n":1}'),
+                 ('child', 1, 'plugin/note', 8, '{"n":2}');
+             INSERT INTO inherited_spans VALUES ('child', 0, 0, 1, 'parent', 0);"#,
+        )
+        .unwrap();
+        drop(old);
+
+        let db = SqlitePersistence::open(&path).unwrap();
+        assert_eq!(
+            schema_version(&Connection::open(&path).unwrap()).unwrap(),
+            SCHEMA_VERSION
+        );
+        assert_eq!(
+            db.list().unwrap().len(),
+            2,
+            "nothing is deleted by the upgrade"
+        );
+        let child = SessionId::from("child");
+        let before = db.load(&child).unwrap().events;
+        assert_eq!(before.len(), 2);
+        db.delete(&SessionId::from("parent")).unwrap();
+        assert_eq!(db.load(&child).unwrap().events, before);
+        let listed: Vec<String> = db
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|listed| listed.header.id.as_str().to_owned())
+            .collect();
+        assert_eq!(listed, ["child"]);
     }
 
     /// Another process writing the fresh file while it is switched to WAL makes SQLite refuse

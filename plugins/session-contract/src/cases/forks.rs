@@ -46,7 +46,7 @@ pub(crate) fn add_turn(store: &SessionStore, session: &Arc<Session>) {
 }
 
 /// How many events `session` holds through its first `turn/end` (a fork boundary).
-fn first_turn_end(session: &Session) -> usize {
+pub(crate) fn first_turn_end(session: &Session) -> usize {
     let events = session.events();
     let end = events
         .iter()
@@ -58,7 +58,7 @@ fn first_turn_end(session: &Session) -> usize {
 /// Asserts that every read of `session`'s id by a fresh backend instance returns what the
 /// live session holds: `load` (header and events), `open_log`, `read_prefix` and `read_from`
 /// at several cuts (the stored length reported by each), and the listed revision.
-fn assert_reads_as_live(fixture: &dyn Fixture, session: &Session) {
+pub(crate) fn assert_reads_as_live(fixture: &dyn Fixture, session: &Session) {
     let id = session.id();
     let live = json_texts(session.events().iter().map(Arc::as_ref));
     let n = live.len();

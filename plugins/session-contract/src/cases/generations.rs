@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 /// The header of a migrated generation of `source`: the same session in format v3 (unseeded,
 /// as the sample sessions are).
-fn successor_of(source: &SessionHeader) -> SessionHeader {
+pub(crate) fn successor_of(source: &SessionHeader) -> SessionHeader {
     let mut successor = source.clone();
     successor.version = FormatVersion::V3.number();
     successor.seed_length = None;
@@ -25,7 +25,7 @@ fn successor_of(source: &SessionHeader) -> SessionHeader {
 
 /// A stored session to migrate, of a format version below v3 (v0 in the v0 run, v2 in the v3
 /// run), with two turns; returns its header, events and revision.
-fn migration_source(
+pub(crate) fn migration_source(
     fixture: &dyn Fixture,
     id: &str,
 ) -> (SessionHeader, Vec<Arc<SessionEvent>>, u64) {

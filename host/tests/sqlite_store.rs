@@ -180,3 +180,34 @@ fn an_unknown_store_kind_or_an_empty_location_is_a_config_error() {
         assert!(message.contains(store), "{message}");
     }
 }
+
+/// `dsh delete` on SQLite: the parent goes from every listing and read, its children keep
+/// reading their history (their prefix is the parent's rows, kept while they need them),
+/// `lineage` shows the gap, and deleting the children at last frees the id.
+#[test]
+fn delete_on_sqlite_keeps_forked_children_reading_until_they_go_too() {
+    let sandbox = Sandbox::new();
+    sqlite(&sandbox, &["import", EXAMPLE]).ok();
+    sqlite(
+        &sandbox,
+        &["fork", EXAMPLE_ID, "--id", "child", "--at", "20"],
+    )
+    .ok();
+    sqlite(&sandbox, &["fork", "child", "--id", "grandchild"]).ok();
+    let history = sqlite(&sandbox, &["history", "grandchild"]).ok();
+    let deleted = sqlite(&sandbox, &["delete", EXAMPLE_ID]).ok();
+    assert_eq!(deleted["deleted"], json!([EXAMPLE_ID]));
+    assert_eq!(sqlite_ids(&sandbox), [json!("child"), json!("grandchild")]);
+    assert_eq!(sqlite(&sandbox, &["history", "grandchild"]).ok(), history);
+    sqlite(&sandbox, &["show", EXAMPLE_ID]).error("SESSION_NOT_FOUND");
+    let tree = sqlite(&sandbox, &["lineage", "grandchild"]).ok();
+    assert_eq!(tree["id"], json!(EXAMPLE_ID));
+    assert_eq!(tree["missing"], json!(true));
+    // While a child reads its rows, the id is not free (`--verbose` says why).
+    let refused = sqlite(&sandbox, &["import", EXAMPLE]).doc();
+    assert_eq!(refused[0]["error"]["code"], json!("SESSION_ID_CONFLICT"));
+    sqlite(&sandbox, &["delete", "child", "--with-descendants"]).ok();
+    assert!(sqlite_ids(&sandbox).is_empty());
+    sqlite(&sandbox, &["import", EXAMPLE]).ok();
+    assert_eq!(sqlite_ids(&sandbox), [json!(EXAMPLE_ID)]);
+}

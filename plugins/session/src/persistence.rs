@@ -777,10 +777,15 @@ pub(crate) fn first_write(
                     created: true,
                     events: events.len(),
                 }),
-                Err(PersistenceError::Conflict { .. }) => match backend.load(session.id()) {
-                    Ok(stored) => take_over(backend, session, stored),
-                    Err(other) => Err(other),
-                },
+                Err(conflict @ PersistenceError::Conflict { .. }) => {
+                    match backend.load(session.id()) {
+                        Ok(stored) => take_over(backend, session, stored),
+                        // Contested by something that is not a stored session (a deleted
+                        // one whose rows fork children still read): the conflict says why.
+                        Err(PersistenceError::NotFound { .. }) => Err(conflict),
+                        Err(other) => Err(other),
+                    }
+                }
                 Err(other) => Err(other),
             }
         }

@@ -104,3 +104,22 @@ fn with_descendants_deletes_the_subtree_and_a_dry_run_deletes_nothing() {
     left.retain(|id| id != EXAMPLE_ID);
     assert_eq!(left, ["late"]);
 }
+
+#[test]
+fn a_session_whose_file_is_damaged_can_still_be_deleted() {
+    let sandbox = Sandbox::new();
+    sandbox.import(&[Path::new(EXAMPLE)]);
+    let file = stored_file(&sandbox.store(), EXAMPLE_ID);
+    std::fs::write(&file, "{not a header\n").expect("damaged");
+    sandbox.json(&["show", EXAMPLE_ID]).error("LOG_CORRUPT");
+    let dry = sandbox.json(&["delete", EXAMPLE_ID, "--dry-run"]).ok();
+    assert_eq!(dry["wouldDelete"], json!([EXAMPLE_ID]));
+    sandbox.json(&["delete", EXAMPLE_ID]).ok();
+    assert!(!file.exists());
+    sandbox
+        .json(&["delete", EXAMPLE_ID])
+        .error("SESSION_NOT_FOUND");
+    sandbox
+        .json(&["delete", "ghost", "--dry-run"])
+        .error("SESSION_NOT_FOUND");
+}

@@ -169,6 +169,38 @@ mod with_the_plugin {
         );
     }
 
+    /// `dsh delete` from one host while another reads: the parent goes for both, the
+    /// children keep their history, lineage shows the gap, and the subtree goes at last.
+    #[cfg(feature = "session-fork")]
+    #[test]
+    #[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
+    fn delete_on_postgres_keeps_forked_children_reading_for_every_host() {
+        let db = TestDatabase::new("delete");
+        let (one, two) = (Sandbox::new(), Sandbox::new());
+        dsh(&one, &db, &["import", EXAMPLE]).ok();
+        dsh(
+            &one,
+            &db,
+            &["fork", EXAMPLE_ID, "--id", "child", "--at", "20"],
+        )
+        .ok();
+        dsh(&two, &db, &["fork", "child", "--id", "grandchild"]).ok();
+        let history = dsh(&two, &db, &["history", "grandchild"]).ok();
+        let deleted = dsh(&one, &db, &["delete", EXAMPLE_ID]).ok();
+        assert_eq!(deleted["deleted"], json!([EXAMPLE_ID]));
+        assert_eq!(
+            ids(&dsh(&two, &db, &["sessions"]).ok()),
+            ["child", "grandchild"]
+        );
+        assert_eq!(dsh(&two, &db, &["history", "grandchild"]).ok(), history);
+        dsh(&two, &db, &["show", EXAMPLE_ID]).error("SESSION_NOT_FOUND");
+        let tree = dsh(&two, &db, &["lineage", "grandchild"]).ok();
+        assert_eq!(tree["missing"], json!(true), "{tree}");
+        dsh(&two, &db, &["delete", EXAMPLE_ID]).error("SESSION_NOT_FOUND");
+        dsh(&one, &db, &["delete", "child", "--with-descendants"]).ok();
+        assert!(ids(&dsh(&two, &db, &["sessions"]).ok()).is_empty());
+    }
+
     /// The race of `stress.rs` on PostgreSQL: racing `import`, `repair` and `fork` processes
     /// lose no event any of them reported stored.
     #[cfg(feature = "session-fork")]

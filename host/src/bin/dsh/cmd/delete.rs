@@ -9,7 +9,8 @@ use serde_json::json;
 use std::fmt::Write;
 
 /// Deletes `id` (and, `with_descendants`, every stored descendant first, children before
-/// parents), or with `dry_run` says what it would delete. Without `--with-descendants` the
+/// parents), or with `dry_run` says what it would delete. A stored session that cannot be
+/// read (a damaged header) is deleted like any other. Without `--with-descendants` the
 /// session's fork children stay and keep reading their events (lineage survives: their
 /// `parentSession` names a session that is gone, shown by `dsh lineage` as a gap).
 ///
@@ -26,9 +27,14 @@ pub fn run(
     let store = app.store()?;
     let id = SessionId::from(id);
     let listed = backend.list()?;
-    if !listed.iter().any(|l| l.header.id == id) {
-        // The backend's refusal (not stored, or a file it cannot read) says which.
-        backend.load(&id)?;
+    if dry_run && !listed.iter().any(|l| l.header.id == id) {
+        // Not listed: not stored (SESSION_NOT_FOUND), or stored but unreadable (a damaged
+        // header), which a delete removes all the same.
+        if let Err(error) = backend.read_prefix(&id, 0) {
+            if error.code() == dsh::session::codes::SESSION_NOT_FOUND {
+                return Err(error.into());
+            }
+        }
     }
     let below = descendants(&listed, &id);
     let children: Vec<&SessionId> = listed

@@ -3,7 +3,7 @@
 //! did. The deletes themselves are the caller's (sync or async store face): [`Applying`]
 //! hands out one session at a time and records each result.
 
-use crate::lineage::{children_first, StayingBelow};
+use crate::lineage::{ForkOrder, StayingBelow};
 use crate::plan::RetentionPlan;
 use dsh_session::backend::ListedSession;
 use dsh_session::{SessionId, StoreError};
@@ -114,7 +114,9 @@ pub(crate) struct Applying {
     listed: Vec<ListedSession>,
     deletes: HashSet<SessionId>,
     keep_with_descendants: bool,
-    order: std::vec::IntoIter<usize>,
+    forest: ForkOrder,
+    /// How many of `forest.order` were handed out or skipped.
+    done: usize,
     staying: StayingBelow,
     report: RetentionReport,
 }
@@ -134,7 +136,8 @@ impl Applying {
             report.push(entry.id.clone(), Outcome::Gone);
         }
         Applying {
-            order: children_first(&listed).into_iter(),
+            forest: ForkOrder::new(&listed),
+            done: 0,
             listed,
             deletes,
             keep_with_descendants: plan.policy.keep_with_descendants,
@@ -146,18 +149,21 @@ impl Applying {
     /// The next session to delete, with its id; `None` when every planned delete was handed
     /// out. A planned session with a descendant that stays is recorded as kept and skipped.
     pub(crate) fn next(&mut self) -> Option<(Pending, SessionId)> {
-        for i in self.order.by_ref() {
+        while let Some(&i) = self.forest.order.get(self.done) {
+            self.done += 1;
             let session = &self.listed[i];
             let id = &session.header.id;
             if !self.deletes.contains(id) {
                 self.staying.stays(session);
                 continue;
             }
-            match self.staying.child_of(id) {
+            let (listed, deletes) = (&self.listed, &self.deletes);
+            let kept_child = self.staying.kept_child(&self.forest, listed, i, |m| {
+                !deletes.contains(&listed[m].header.id)
+            });
+            match kept_child {
                 Some(child) if self.keep_with_descendants => {
-                    let outcome = Outcome::KeptDescendant {
-                        child: child.clone(),
-                    };
+                    let outcome = Outcome::KeptDescendant { child };
                     self.report.push(id.clone(), outcome);
                     self.staying.stays(session);
                 }

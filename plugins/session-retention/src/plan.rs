@@ -2,7 +2,7 @@
 //! the store's listing alone (headers and titles, no log read) and the live sessions.
 
 use crate::config::RetentionConfig;
-use crate::lineage::{children_first, StayingBelow};
+use crate::lineage::{ForkOrder, StayingBelow};
 use dsh_session::backend::ListedSession;
 use dsh_session::SessionId;
 use serde::Serialize;
@@ -135,34 +135,27 @@ impl RetentionPlan {
         now: u64,
     ) -> RetentionPlan {
         let newer = newer_in_cwd(listed);
+        let forest = ForkOrder::new(listed);
+        // Every rule that holds for each session but `keptDescendant`, and whether they keep
+        // it by themselves.
+        let mut own: Vec<Vec<Reason>> = listed
+            .iter()
+            .enumerate()
+            .map(|(i, session)| own_reasons(policy, session, newer[i], &is_live, now))
+            .collect();
+        let stays_itself: Vec<bool> = own.iter().map(|r| keeps(r)).collect();
         let mut entries: Vec<Option<PlanEntry>> = vec![None; listed.len()];
         let mut staying = StayingBelow::default();
-        for i in children_first(listed) {
+        for &i in &forest.order {
             let session = &listed[i];
             let header = &session.header;
-            let mut reasons = selecting(policy, session, newer[i], now);
-            let selected = !reasons.is_empty();
-            if !selected {
-                reasons.push(Reason::NotSelected);
-            }
-            if is_live(&header.id) {
-                reasons.push(Reason::Live);
-            }
-            if policy.pinned.contains(&header.id) {
-                reasons.push(Reason::Pinned);
-            }
-            if policy.keep_titled && session.title.is_some() {
-                reasons.push(Reason::Titled);
-            }
-            match staying.child_of(&header.id) {
-                Some(child) if policy.keep_with_descendants => {
-                    reasons.push(Reason::KeptDescendant {
-                        child: child.clone(),
-                    });
+            let mut reasons = std::mem::take(&mut own[i]);
+            if policy.keep_with_descendants {
+                if let Some(child) = staying.kept_child(&forest, listed, i, |m| stays_itself[m]) {
+                    reasons.push(Reason::KeptDescendant { child });
                 }
-                _ => {}
             }
-            let action = if !selected || reasons.iter().any(Reason::keeps) {
+            let action = if keeps(&reasons) {
                 staying.stays(session);
                 Action::Keep
             } else {
@@ -196,6 +189,41 @@ impl RetentionPlan {
     pub fn deletes(&self) -> impl Iterator<Item = &PlanEntry> {
         self.sessions.iter().filter(|e| e.action == Action::Delete)
     }
+}
+
+/// Whether a session with `reasons` is kept: no delete rule selects it, or a keep rule
+/// protects it.
+fn keeps(reasons: &[Reason]) -> bool {
+    reasons
+        .iter()
+        .any(|r| *r == Reason::NotSelected || r.keeps())
+}
+
+/// The rules that hold for `session`, which `newer` sessions of its `cwd` are newer than, at
+/// `now`, `is_live` telling whether it is live: the delete rules that select it (or
+/// `notSelected`), then the keep rules that protect it but `keptDescendant`.
+fn own_reasons(
+    policy: &RetentionConfig,
+    session: &ListedSession,
+    newer: u64,
+    is_live: impl Fn(&SessionId) -> bool,
+    now: u64,
+) -> Vec<Reason> {
+    let id = &session.header.id;
+    let mut reasons = selecting(policy, session, newer, now);
+    if reasons.is_empty() {
+        reasons.push(Reason::NotSelected);
+    }
+    if is_live(id) {
+        reasons.push(Reason::Live);
+    }
+    if policy.pinned.contains(id) {
+        reasons.push(Reason::Pinned);
+    }
+    if policy.keep_titled && session.title.is_some() {
+        reasons.push(Reason::Titled);
+    }
+    reasons
 }
 
 /// The delete rules of `policy` that select `session`, which `newer` sessions of its `cwd`

@@ -99,6 +99,30 @@ fn the_parent_of_a_session_whose_delete_failed_is_kept() {
 }
 
 #[test]
+fn a_cycle_of_parent_links_is_kept_whole_when_a_session_hanging_off_it_stays() {
+    // Hand-edited headers: `x` and `y` name each other as parent; `c` is a fork of `x`, `gc`
+    // of `c`. Listed oldest first: x, y, c, gc.
+    let memory = Arc::new(Memory::default());
+    memory.put("x", 90, None, Some("y"), None);
+    memory.put("y", 80, None, Some("x"), None);
+    memory.put("c", 70, None, Some("x"), None);
+    memory.put("gc", 60, None, Some("c"), None);
+    memory.fail_delete("gc");
+    let ctx = context(&memory, json!({"maxAgeDays": 30}));
+    let report = ctx.expect::<SessionRetention>().run_at(NOW).unwrap();
+    assert_eq!(
+        outcomes(&report),
+        pairs(&[
+            ("gc", "failed"),
+            ("c", "keptDescendant"),
+            ("x", "keptDescendant"),
+            ("y", "keptDescendant")
+        ])
+    );
+    assert_eq!(memory.ids(), ["c", "gc", "x", "y"]);
+}
+
+#[test]
 fn a_session_loaded_between_plan_and_apply_is_not_deleted() {
     let memory = Arc::new(Memory::default());
     memory.put("busy", 90, None, None, None);

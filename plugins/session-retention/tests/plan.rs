@@ -297,3 +297,26 @@ fn every_outside_a_tokio_runtime_leaves_the_plugin_active_without_a_periodic_run
     );
     assert_eq!(memory.ids(), ["old"], "nothing runs by itself");
 }
+
+#[test]
+fn a_cycle_of_parent_links_is_kept_whole_when_a_session_below_or_on_it_stays() {
+    // Hand-edited headers: `x` and `y` name each other as parent; `c`, a fork of `x`, and
+    // `yc`, a fork of `y`, hang off the cycle. Listed oldest first: x, y, c, yc.
+    let memory = Arc::new(Memory::default());
+    memory.put("x", 90, None, Some("y"), None);
+    memory.put("y", 80, None, Some("x"), None);
+    memory.put("c", 70, None, Some("x"), None);
+    memory.put("gc", 60, None, Some("c"), None);
+    // A kept session under the cycle keeps every session on it (each is its ancestor) and
+    // the sessions between.
+    let below = plan(&memory, json!({"maxAgeDays": 30, "pinned": ["gc"]}));
+    assert!(deleted(&below).is_empty(), "{:?}", deleted(&below));
+    // A kept session on the cycle keeps the others on it, whichever is listed first.
+    let plan_y = plan(&memory, json!({"maxAgeDays": 30, "pinned": ["y"]}));
+    assert_eq!(deleted(&plan_y), ["c", "gc"]);
+    let plan_x = plan(&memory, json!({"maxAgeDays": 30, "pinned": ["x"]}));
+    assert_eq!(deleted(&plan_x), ["c", "gc"]);
+    // Nothing kept: the whole component goes, every session after its descendants.
+    let plan_all = plan(&memory, json!({"maxAgeDays": 30}));
+    assert_eq!(plan_all.delete, 4);
+}

@@ -216,6 +216,35 @@ fn a_session_reached_through_a_link_outside_the_store_is_not_deleted() {
 }
 
 #[test]
+fn a_link_to_another_sessions_file_or_folder_never_deletes_that_session() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let backend = store_with(root.path(), &[("real", Some("/p"))]);
+    let real = session_dir(root.path(), Some("/p"), "real");
+    // `alias` is a link to `real`'s file; `folder-alias` a link to `real`'s id folder.
+    let alias = session_dir(root.path(), Some("/q"), "alias");
+    fs::create_dir_all(&alias).expect("made");
+    symlink(real.join("session.jsonl"), alias.join("session.jsonl")).expect("linked");
+    let folder_alias = session_dir(root.path(), Some("/q"), "folder-alias");
+    symlink(&real, &folder_alias).expect("linked");
+    for id in ["alias", "folder-alias"] {
+        let refused = backend.delete(&id.into()).expect_err("refused");
+        assert_eq!(refused.code(), "LAYOUT_UNSUPPORTED", "{refused}");
+        let message = refused.to_string();
+        assert!(
+            message.contains(id) && message.contains("real"),
+            "{message}"
+        );
+    }
+    assert_eq!(backend.load(&"real".into()).expect("loads").events.len(), 4);
+    assert!(
+        alias.join("session.jsonl").exists(),
+        "the links lead somewhere"
+    );
+    assert!(folder_alias.exists());
+    backend.delete(&"real".into()).expect("deleted");
+}
+
+#[test]
 fn a_tombstone_a_crash_left_is_never_listed_and_is_swept_by_the_next_delete() {
     let root = tempfile::tempdir().expect("temp dir");
     let backend = store_with(root.path(), &[("a", Some("/p")), ("b", Some("/p"))]);

@@ -10,13 +10,15 @@
 //! file's name gone and fails with `SESSION_NOT_FOUND` instead of appending to a file about
 //! to be removed. Then the tombstone's entries and the tombstone go, and the cwd folder when
 //! the delete emptied it. A tombstone that a crash left behind is swept by the next delete in
-//! its cwd folder and never listed.
+//! its cwd folder and never listed. A session stored through a link (its file or id folder)
+//! into the folder of another id is refused: the rename would delete that other session.
 //!
 //! [`SessionPersistence::delete`]: dsh_session::backend::SessionPersistence::delete
 
 use super::JsonlPersistence;
 use crate::error::io_error;
 use crate::folder::{unique_name, EntryKind, Folder};
+use crate::layout::id_segment;
 use crate::lock::lock_exclusive;
 use dsh_session::backend::PersistenceError;
 use dsh_session::format::canonical_file_version;
@@ -47,6 +49,18 @@ impl JsonlPersistence {
             .parent()
             .ok_or_else(|| io_error(&file, io::ErrorKind::InvalidInput.into()))?;
         let (cwd, id_name) = self.dir.open_folder_of(id, id_path)?;
+        if id_name != id_segment(id.as_str()).as_str() {
+            // A link (the file or the id folder) into another id's folder: renaming that
+            // folder would delete the other session.
+            return Err(PersistenceError::LayoutUnsupported {
+                path: file.display().to_string(),
+                reason: format!(
+                    "session \"{id}\" is stored through a link to this file, in the folder of \
+                     another session id; deleting it would delete that session (remove the link \
+                     instead); nothing was deleted"
+                ),
+            });
+        }
         let failed = |e| io_error(id_path, e);
         let folder = cwd.open_folder(&id_name).map_err(failed)?;
         sweep_tombstones(&cwd);

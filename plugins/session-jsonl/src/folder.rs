@@ -185,13 +185,14 @@ impl Folder {
         Ok((stat.st_dev as u64, stat.st_ino as u64))
     }
 
-    /// Whether the entry `name` of this folder is a folder, a symbolic link or something
-    /// else (links not followed); `None` when there is none.
+    /// Whether the entry `name` of this folder is a folder, a symbolic link, a regular file
+    /// or something else (links not followed); `None` when there is none.
     pub(crate) fn entry_kind(&self, name: &OsStr) -> io::Result<Option<EntryKind>> {
         match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => Ok(Some(match FileType::from_raw_mode(stat.st_mode) {
                 FileType::Directory => EntryKind::Folder,
                 FileType::Symlink => EntryKind::Link,
+                FileType::RegularFile => EntryKind::File,
                 _ => EntryKind::Other,
             })),
             Err(Errno::NOENT) => Ok(None),
@@ -336,6 +337,9 @@ pub(crate) fn open_regular_at<Fd: std::os::fd::AsFd>(
 pub(crate) enum EntryKind {
     Folder,
     Link,
+    /// A regular file.
+    File,
+    /// A FIFO, socket or device.
     Other,
 }
 

@@ -245,6 +245,35 @@ fn a_link_to_another_sessions_file_or_folder_never_deletes_that_session() {
 }
 
 #[test]
+fn entries_named_like_generations_that_are_not_files_do_not_block_a_delete() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let backend = store_with(root.path(), &[("s", Some("/p")), ("t", Some("/p"))]);
+    let dir = session_dir(root.path(), Some("/p"), "s");
+    // A FIFO and a folder with generation names: the reader skips them, so does the delete.
+    let fifo = dir.join("session.jsonl.zstd");
+    let status = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success());
+    fs::create_dir(dir.join("session.v1.jsonl")).expect("made");
+    assert_eq!(backend.load(&"s".into()).expect("reads").events.len(), 4);
+    backend.delete(&"s".into()).expect("deleted");
+    assert_eq!(code(backend.load(&"s".into())), "SESSION_NOT_FOUND");
+    assert!(!dir.exists(), "gone from its name");
+    let left: Vec<_> = fs::read_dir(dir.parent().unwrap())
+        .expect("reads")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left, ["t"], "no tombstone left: the empty folder went too");
+    let listed = backend.list().expect("lists");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    backend
+        .create(&header("s", Some("/p"), 50), &turn(0, 4))
+        .expect("the id is free again");
+}
+
+#[test]
 fn a_tombstone_a_crash_left_is_never_listed_and_is_swept_by_the_next_delete() {
     let root = tempfile::tempdir().expect("temp dir");
     let backend = store_with(root.path(), &[("a", Some("/p")), ("b", Some("/p"))]);

@@ -90,3 +90,21 @@ async fn the_periodic_run_stops_when_the_context_is_disposed() {
     assert_eq!(ran.recv().await, None, "the listener went with the context");
     assert_eq!(memory.ids(), ["survivor"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_period_beyond_the_clock_runs_at_start_and_never_panics() {
+    // 300 billion years: more seconds than a clock instant holds (Instant + period overflows).
+    let memory = Arc::new(Memory::default());
+    put_old(&memory, "old");
+    let ctx = context(&memory, json!({"maxAgeDays": 30, "every": "300000000000y"}));
+    let (runs, mut ran) = mpsc::unbounded_channel();
+    ctx.root()
+        .on::<RetentionRun>(move |run| {
+            let _ = runs.send(run.outcome.as_ref().map(|r| r.deleted).ok());
+            Ok(())
+        })
+        .unwrap();
+    let first = tokio::time::timeout(EVERY, ran.recv()).await;
+    assert_eq!(first.ok().flatten(), Some(Some(1)), "the run at start");
+    assert!(memory.ids().is_empty());
+}

@@ -69,6 +69,9 @@ impl JsonlPersistence {
             .map_err(failed)?
             .into_iter()
             .filter(|name| name.to_str().and_then(canonical_file_version).is_some())
+            // What is not a regular file is no generation (the reader skips it too): it goes
+            // with the tombstone, unlocked.
+            .filter(|name| matches!(folder.entry_kind(name), Ok(Some(EntryKind::File))))
             .collect();
         generations.sort();
         let mut locks = Vec::with_capacity(generations.len());
@@ -134,12 +137,15 @@ impl JsonlPersistence {
     }
 }
 
-/// Removes the tombstone `name` of `cwd`: its entries, then itself. Best effort (what is
-/// left is never read, and the next delete in `cwd` sweeps it).
+/// Removes the tombstone `name` of `cwd`: its entries (files, links, and empty folders; a
+/// folder with something in it is never emptied), then itself. Best effort (what is left is
+/// never read, and the next delete in `cwd` sweeps it).
 fn remove_tombstone(cwd: &Folder, name: &OsStr) {
     let removed = cwd.open_folder(name).and_then(|folder| {
         for entry in folder.entries()? {
-            folder.remove_file(&entry)?;
+            folder
+                .remove_file(&entry)
+                .or_else(|_| folder.remove_folder(&entry))?;
         }
         cwd.remove_folder(name)
     });

@@ -32,7 +32,7 @@ use dsh_session::event_type::last_title;
 use dsh_session::format::FormatVersion;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io::{self, BufReader, Write};
@@ -86,6 +86,10 @@ pub struct JsonlPersistence {
     /// it): an append without a cursor compares it with the current one, so that a writer
     /// whose read saw a generation a migration has superseded since is refused.
     seen: Mutex<HashMap<SessionId, PathBuf>>,
+    /// The cwd folders (their physical paths) whose crash tombstones a delete of this backend
+    /// swept: each is swept once, so that a delete costs the same however many sessions its
+    /// folder holds.
+    swept: Mutex<HashSet<PathBuf>>,
 }
 
 impl JsonlPersistence {
@@ -99,6 +103,7 @@ impl JsonlPersistence {
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             slots: Mutex::new(HashMap::new()),
             seen: Mutex::new(HashMap::new()),
+            swept: Mutex::new(HashSet::new()),
         }
     }
 

@@ -200,6 +200,21 @@ impl Folder {
         }
     }
 
+    /// Whether this folder has no entry (but `.` and `..`): read up to its first entry only.
+    ///
+    /// # Errors
+    ///
+    /// Reading the folder failing.
+    pub(crate) fn is_empty(&self) -> io::Result<bool> {
+        for entry in rfs::Dir::read_from(&self.fd)? {
+            let name = entry?.file_name().to_bytes().to_vec();
+            if name != b"." && name != b".." {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// The names of the entries of this folder (`.` and `..` left out).
     pub(crate) fn entries(&self) -> io::Result<Vec<OsString>> {
         let mut names = Vec::new();

@@ -289,6 +289,35 @@ fn a_tombstone_a_crash_left_is_never_listed_and_is_swept_by_the_next_delete() {
     assert!(!cwd.exists(), "and the emptied folder went");
 }
 
+#[test]
+fn a_folder_is_swept_once_per_instance_so_a_delete_costs_the_same_in_a_full_folder() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let ids = [("a", Some("/p")), ("b", Some("/p")), ("c", Some("/p"))];
+    let backend = store_with(root.path(), &ids);
+    backend.delete(&"a".into()).expect("deleted");
+    // A tombstone another process's crash leaves after this instance swept the folder: a
+    // sweep reads the whole folder, which a delete no longer does each time.
+    let cwd = root.path().join(cwd_folder(Some("/p")));
+    let tombstone = cwd.join("~deleted-00112233aabbccdd");
+    fs::rename(session_dir(root.path(), Some("/p"), "b"), &tombstone).expect("renamed");
+    backend
+        .create(&header("b2", Some("/p"), 40), &turn(0, 4))
+        .expect("created");
+    backend.delete(&"b2".into()).expect("deleted");
+    assert!(tombstone.exists(), "this instance swept the folder already");
+    assert_eq!(
+        backend.list().expect("lists").len(),
+        1,
+        "and never lists it"
+    );
+    // The next instance (the next `dsh` command) sweeps it at its first delete there.
+    JsonlPersistence::new(root.path())
+        .delete(&"c".into())
+        .expect("deleted");
+    assert!(!tombstone.exists(), "swept");
+    assert!(!cwd.exists(), "and the emptied folder went");
+}
+
 /// The child side of [`a_deleter_killed_at_random_moments_leaves_each_session_whole_or_gone`]:
 /// deletes the sessions named in `DSH_DELETE_KILLED` (`root|id,id,...`), one after another.
 #[test]

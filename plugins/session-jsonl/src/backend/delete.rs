@@ -9,8 +9,9 @@
 //! the files are unlinked before the locks go: a writer that was waiting for a lock finds the
 //! file's name gone and fails with `SESSION_NOT_FOUND` instead of appending to a file about
 //! to be removed. Then the tombstone's entries and the tombstone go, and the cwd folder when
-//! the delete emptied it. A tombstone that a crash left behind is swept by the next delete in
-//! its cwd folder and never listed. A session stored through a link (its file or id folder)
+//! the delete emptied it. A tombstone that a crash left behind is never listed, and is swept
+//! by the first delete in its cwd folder of each backend instance (once: a sweep reads the
+//! whole folder, and a delete must not cost more in a folder of many sessions). A session stored through a link (its file or id folder)
 //! into the folder of another id is refused: the rename would delete that other session.
 //!
 //! [`SessionPersistence::delete`]: dsh_session::backend::SessionPersistence::delete
@@ -63,7 +64,9 @@ impl JsonlPersistence {
         }
         let failed = |e| io_error(id_path, e);
         let folder = cwd.open_folder(&id_name).map_err(failed)?;
-        sweep_tombstones(&cwd);
+        if self.swept.lock().insert(cwd.path().to_path_buf()) {
+            sweep_tombstones(&cwd);
+        }
         let mut generations: Vec<OsString> = folder
             .entries()
             .map_err(failed)?
@@ -112,7 +115,7 @@ impl JsonlPersistence {
         let (Some(parent), Some(name)) = (cwd.path().parent(), cwd.path().file_name()) else {
             return;
         };
-        if parent != root || !matches!(cwd.entries().as_deref(), Ok([])) {
+        if parent != root || !cwd.is_empty().unwrap_or(false) {
             return;
         }
         let Ok(root_folder) = Folder::open_path(&root) else {

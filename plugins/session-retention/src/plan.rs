@@ -6,7 +6,7 @@ use crate::lineage::{ForkOrder, StayingBelow};
 use dsh_session::backend::ListedSession;
 use dsh_session::SessionId;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// One day in milliseconds, the unit of `createdAt`.
@@ -107,9 +107,10 @@ pub struct PlanEntry {
 }
 
 /// What the policy does to the stored sessions at `now`. JSON: `{now, policy, delete, keep,
-/// sessions}`: `now` in milliseconds since the Unix epoch, `policy` the plugin's config as
-/// JSON, `delete` and `keep` the counts, `sessions` one [`PlanEntry`] per stored session in
-/// the listing's order (`createdAt`, then id).
+/// sessions, pinnedNotStored?}`: `now` in milliseconds since the Unix epoch, `policy` the
+/// plugin's config as JSON, `delete` and `keep` the counts, `sessions` one [`PlanEntry`] per
+/// stored session in the listing's order (`createdAt`, then id), `pinnedNotStored` the pinned
+/// ids no stored session has (only when there is one).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct RetentionPlan {
@@ -123,6 +124,10 @@ pub struct RetentionPlan {
     pub keep: usize,
     /// Every stored session, with its action and reasons.
     pub sessions: Vec<PlanEntry>,
+    /// The ids of `pinned` that no stored session has (a mistyped pin protects nothing), in
+    /// the policy's order. JSON: `pinnedNotStored`, left out when empty.
+    #[serde(rename = "pinnedNotStored", skip_serializing_if = "Vec::is_empty")]
+    pub pinned_not_stored: Vec<SessionId>,
 }
 
 impl RetentionPlan {
@@ -176,12 +181,20 @@ impl RetentionPlan {
             .iter()
             .filter(|e| e.action == Action::Delete)
             .count();
+        let stored: HashSet<&SessionId> = listed.iter().map(|s| &s.header.id).collect();
+        let pinned_not_stored = policy
+            .pinned
+            .iter()
+            .filter(|id| !stored.contains(id))
+            .cloned()
+            .collect();
         RetentionPlan {
             now,
             policy: policy.clone(),
             delete,
             keep: sessions.len() - delete,
             sessions,
+            pinned_not_stored,
         }
     }
 
@@ -267,7 +280,8 @@ fn newer_in_cwd(listed: &[ListedSession]) -> Vec<u64> {
 }
 
 /// The text form: one line per session the plan deletes or keeps against a delete rule
-/// (`delete ID (41 days old)`, `keep ID (41 days old; pinned)`), then the counts.
+/// (`delete ID (41 days old)`, `keep ID (41 days old; pinned)`), a line naming the pinned
+/// ids not stored if any, then the counts.
 impl fmt::Display for RetentionPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for entry in &self.sessions {
@@ -287,6 +301,18 @@ impl fmt::Display for RetentionPlan {
                 write_list(f, &keeps)?;
             }
             writeln!(f, ")")?;
+        }
+        if !self.pinned_not_stored.is_empty() {
+            let ids: Vec<&str> = self
+                .pinned_not_stored
+                .iter()
+                .map(|id| id.as_str())
+                .collect();
+            writeln!(
+                f,
+                "pinned but not stored (protects nothing): {}",
+                ids.join(", ")
+            )?;
         }
         let selected = self
             .sessions

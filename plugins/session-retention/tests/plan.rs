@@ -320,3 +320,25 @@ fn a_cycle_of_parent_links_is_kept_whole_when_a_session_below_or_on_it_stays() {
     let plan_all = plan(&memory, json!({"maxAgeDays": 30}));
     assert_eq!(plan_all.delete, 4);
 }
+
+#[test]
+fn a_pinned_id_that_is_not_stored_is_named_by_the_plan() {
+    // A mistyped pin protects nothing: the plan says so rather than staying silent.
+    let memory = Arc::new(Memory::default());
+    memory.put("meant", 40, None, None, None);
+    let plan = plan(&memory, json!({"maxAgeDays": 30, "pinned": ["maent"]}));
+    assert_eq!(deleted(&plan), ["meant"]);
+    let json = serde_json::to_value(&plan).unwrap();
+    assert_eq!(json["pinnedNotStored"], json!(["maent"]), "{json}");
+    assert!(
+        plan.to_string()
+            .contains("pinned but not stored (protects nothing): maent\n"),
+        "{plan}"
+    );
+    // Every pin stored: no such key.
+    let plan = self::plan(&memory, json!({"maxAgeDays": 30, "pinned": ["meant"]}));
+    assert!(serde_json::to_value(&plan)
+        .unwrap()
+        .get("pinnedNotStored")
+        .is_none());
+}

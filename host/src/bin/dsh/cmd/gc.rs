@@ -11,8 +11,8 @@ use crate::output::Output;
 const RETENTION_PLUGIN: &str = "dsh-session-retention";
 
 /// `--plan`: the plan (JSON: `{now, policy, delete, keep, sessions: [{id, createdAt, cwd,
-/// parentSession, title, action, reasons}]}`; text: one line per selected session, then the
-/// counts), nothing deleted. Otherwise the plan applied (JSON: `{deleted, kept, failed,
+/// parentSession, title, action, reasons}], pinnedNotStored?}`; text: one line per selected
+/// session, the pinned ids not stored, then the counts), nothing deleted. Otherwise the plan applied (JSON: `{deleted, kept, failed,
 /// sessions: [{id, outcome, ...}]}`; text: one line per session, then the counts), with exit
 /// status 1 when a delete failed.
 ///

@@ -195,6 +195,44 @@ mod tests {
     }
 
     #[test]
+    fn every_forest_of_five_sessions_is_ordered_descendants_first_whatever_its_cycles() {
+        // Each of 6^5 parent assignments (none, or one of the five, itself included).
+        for code in 0..6u32.pow(5) {
+            let parents: Vec<Option<usize>> = (0..5)
+                .map(|i| match code / 6u32.pow(i) % 6 {
+                    0 => None,
+                    p => Some(p as usize - 1),
+                })
+                .collect();
+            let names: Vec<String> = (0..5).map(|i| format!("s{i}")).collect();
+            let all: Vec<ListedSession> = (0..5)
+                .map(|i| listed(&names[i], parents[i].map(|p| names[p].as_str())))
+                .collect();
+            let forest = ForkOrder::new(&all);
+            let mut position = [usize::MAX; 5];
+            for (at, &i) in forest.order.iter().enumerate() {
+                assert_eq!(position[i], usize::MAX, "{parents:?}: s{i} twice");
+                position[i] = at;
+            }
+            assert!(position.iter().all(|&p| p < 5), "{parents:?}: one left out");
+            for d in 0..5 {
+                // Every ancestor of `d` comes after it, unless both are on one cycle.
+                let mut at = parents[d].filter(|&p| p != d);
+                for _ in 0..5 {
+                    let Some(a) = at else { break };
+                    let same_cycle =
+                        forest.cycle_of[a].is_some() && forest.cycle_of[a] == forest.cycle_of[d];
+                    assert!(
+                        same_cycle || position[a] > position[d],
+                        "{parents:?}: ancestor s{a} before s{d}"
+                    );
+                    at = parents[a].filter(|&p| p != a);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_fork_chain_a_hundred_thousand_deep_is_ordered_without_recursion() {
         let all: Vec<ListedSession> = (0..100_000)
             .map(|n| {

@@ -503,7 +503,7 @@ fn cwd_is_kept_and_said_or_remapped_with_cwd() {
 fn refused(sandbox: &Sandbox, bad: &Path, code: &str) -> String {
     let target = sandbox.root().join(format!("target-{code}"));
     let run = on(
-        &sandbox,
+        sandbox,
         target.as_os_str(),
         &[OsStr::new("import"), bad.as_os_str()],
     );

@@ -70,26 +70,24 @@ pub fn collect_chain(
     let Some(first) = export_one(persistence, id)? else {
         return Err(PersistenceError::NotFound { id: id.clone() }.into());
     };
+    let mut next = first
+        .entry
+        .parent_session
+        .clone()
+        .filter(|_| with_ancestors);
     let mut sessions = vec![first];
     let mut seen: HashSet<SessionId> = HashSet::from([id.clone()]);
     let mut missing_ancestor = None;
-    while with_ancestors {
-        let Some(parent) = sessions
-            .last()
-            .and_then(|session| session.entry.parent_session.clone())
-            .map(SessionId::new)
-        else {
-            break;
-        };
+    while let Some(parent) = next.take().map(SessionId::new) {
         if !seen.insert(parent.clone()) {
             break;
         }
         match export_one(persistence, &parent)? {
-            Some(session) => sessions.push(session),
-            None => {
-                missing_ancestor = Some(parent);
-                break;
+            Some(session) => {
+                next = session.entry.parent_session.clone();
+                sessions.push(session);
             }
+            None => missing_ancestor = Some(parent),
         }
     }
     sessions.reverse();

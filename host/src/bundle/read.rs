@@ -115,7 +115,8 @@ pub fn read_bundle_file(path: &Path) -> Result<(Manifest, Vec<BundleFile>), Bund
 /// # Errors
 ///
 /// [`BundleError::Invalid`] (not a tar archive, no `manifest.json` first, a manifest that does
-/// not parse, of another format or version, or listing a path or id twice);
+/// not parse, of another format or version, listing no session, its `session` not last, or
+/// listing a path or id twice);
 /// [`BundleError::Mismatch`]; [`BundleError::UnsafeEntry`]; [`BundleError::TooLarge`] (the
 /// manifest over [`MAX_MANIFEST_BYTES`], a file over [`MAX_SESSION_FILE_BYTES`]);
 /// [`BundleError::Io`].
@@ -198,8 +199,8 @@ pub fn read_bundle(
     Ok((manifest, files))
 }
 
-/// Parses and checks the manifest: its format and version, and paths and ids each listed
-/// once, every path plain.
+/// Parses and checks the manifest: its format and version, the session exported listed last
+/// (so at least one), and paths and ids each listed once, every path plain.
 fn parse_manifest(text: &[u8], errors: &Errors) -> Result<Manifest, BundleError> {
     let manifest: Manifest = serde_json::from_slice(text)
         .map_err(|e| errors.invalid(format!("its {MANIFEST_NAME} is not a manifest: {e}")))?;
@@ -208,6 +209,12 @@ fn parse_manifest(text: &[u8], errors: &Errors) -> Result<Manifest, BundleError>
             "its manifest is of format {:?} version {}; this build reads {FORMAT:?} version \
              {FORMAT_VERSION}",
             manifest.format, manifest.format_version
+        )));
+    }
+    if manifest.sessions.last().map(|last| &last.id) != Some(&manifest.session) {
+        return Err(errors.invalid(format!(
+            "its manifest's session {:?} is not the last of the sessions it lists",
+            manifest.session
         )));
     }
     let (mut paths, mut ids) = (HashSet::new(), HashSet::new());
@@ -347,6 +354,46 @@ impl Errors<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn manifest(sessions: &[(&str, &str)], session: &str) -> Vec<u8> {
+        let sessions: Vec<_> = sessions
+            .iter()
+            .map(|(id, path)| {
+                serde_json::json!({"id": id, "path": path, "version": 0, "cwd": null,
+                    "parentSession": null, "events": 0, "bytes": 0, "sha256": ""})
+            })
+            .collect();
+        serde_json::to_vec(&serde_json::json!({"format": FORMAT, "formatVersion": 1,
+            "exportedAt": 0, "session": session, "sessions": sessions}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_manifest_lists_its_session_last_and_each_path_and_id_once() {
+        let errors = Errors("b.tar");
+        let ok = manifest(&[("a", "_no-cwd/a/session.jsonl")], "a");
+        assert!(parse_manifest(&ok, &errors).is_ok());
+        for bad in [
+            manifest(&[], ""),
+            manifest(&[("a", "_no-cwd/a/session.jsonl")], "b"),
+            manifest(&[("a", "x/s.jsonl"), ("b", "x/s.jsonl")], "b"),
+            manifest(&[("a", "x/a.jsonl"), ("a", "x/b.jsonl")], "a"),
+            manifest(&[("a", "./x/a.jsonl")], "a"),
+        ] {
+            let refused = parse_manifest(&bad, &errors).unwrap_err();
+            assert_eq!(refused.code(), "BUNDLE_INVALID", "{refused}");
+        }
+        let unsafe_path = manifest(&[("a", "../a.jsonl")], "a");
+        let refused = parse_manifest(&unsafe_path, &errors).unwrap_err();
+        assert_eq!(refused.code(), "BUNDLE_ENTRY_UNSAFE", "{refused}");
+        let mut other = serde_json::from_slice::<serde_json::Value>(&ok).unwrap();
+        other["formatVersion"] = 2.into();
+        let other = serde_json::to_vec(&other).unwrap();
+        assert_eq!(
+            parse_manifest(&other, &errors).unwrap_err().code(),
+            "BUNDLE_INVALID"
+        );
+    }
 
     #[test]
     fn entry_paths_are_plain_relative_parts() {

@@ -1,103 +1,16 @@
-//! `dsh export ID [--with-ancestors] [--output FILE]`, `dsh export --raw ID` and `dsh import`
-//! of the bundles: the bundle's layout and manifest, an extracted bundle read as a store,
-//! lineage with a deleted ancestor, byte-identical round trips across backends, the cwd
-//! rule, tampered bundles refused whole, and the stored text as it is.
+//! `dsh export ID [--with-ancestors] [--output FILE]` and `dsh export --raw ID`: the bundle's
+//! layout and manifest, an extracted bundle read as a store, lineage with a deleted ancestor,
+//! byte-identical round trips across backends (export, then `dsh import` of the bundle), and
+//! the stored text as it is. The import's own rules (the cwd, tampered bundles) are in
+//! `bundle_import.rs`.
 
 mod common;
 
+use common::bundle::*;
 use common::*;
-use serde_json::{json, Value};
-use std::ffi::{OsStr, OsString};
-use std::io::Read;
-use std::path::{Path, PathBuf};
-
-/// `dsh --store STORE --json ARGS`.
-fn on<S: AsRef<OsStr>>(sandbox: &Sandbox, store: &OsStr, args: &[S]) -> Run {
-    let mut all: Vec<OsString> = vec!["--store".into(), store.to_owned(), "--json".into()];
-    all.extend(args.iter().map(|a| a.as_ref().to_owned()));
-    sandbox.run(&all)
-}
-
-/// `sqlite:ROOT/NAME.db`.
-fn sqlite_store(sandbox: &Sandbox, name: &str) -> OsString {
-    let mut store = OsString::from("sqlite:");
-    store.push(sandbox.root().join(format!("{name}.db")));
-    store
-}
-
-/// Exports `id` (with `extra` flags) from `store` to `files/NAME`; returns the summary and
-/// the bundle's path.
-fn export(
-    sandbox: &Sandbox,
-    store: &OsStr,
-    id: &str,
-    extra: &[&str],
-    name: &str,
-) -> (Value, PathBuf) {
-    let bundle = sandbox.root().join("files").join(name);
-    let mut args: Vec<OsString> = vec!["export".into(), id.into(), "--output".into()];
-    args.push(bundle.clone().into());
-    args.extend(extra.iter().map(OsString::from));
-    let summary = on(sandbox, store, &args).ok();
-    (summary, bundle)
-}
-
-/// The entries of the tar at `path`: (path, bytes), in order.
-fn entries(path: &Path) -> Vec<(String, Vec<u8>)> {
-    let file = std::fs::File::open(path).expect("the bundle opens");
-    let mut archive = tar::Archive::new(file);
-    archive
-        .entries()
-        .expect("a tar archive")
-        .map(|entry| {
-            let mut entry = entry.expect("an entry");
-            let path = entry.path().expect("a path").display().to_string();
-            let mut bytes = Vec::new();
-            entry.read_to_end(&mut bytes).expect("readable");
-            (path, bytes)
-        })
-        .collect()
-}
-
-/// The manifest of the bundle at `path`.
-fn manifest(path: &Path) -> Value {
-    let entries = entries(path);
-    assert_eq!(entries[0].0, "manifest.json");
-    serde_json::from_slice(&entries[0].1).expect("the manifest is JSON")
-}
-
-/// The session files of the bundle at `path`, manifest left out.
-fn session_files(path: &Path) -> Vec<(String, Vec<u8>)> {
-    entries(path).into_iter().skip(1).collect()
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// Writes the tar `out` holding `entries` (path bytes written as they are, so unsafe paths
-/// too), each a regular file unless `kind` says otherwise for its path.
-fn write_tar(out: &Path, entries: &[(&[u8], &[u8], tar::EntryType, &str)]) {
-    let mut builder = tar::Builder::new(std::fs::File::create(out).expect("created"));
-    for (path, bytes, kind, link) in entries {
-        let mut header = tar::Header::new_gnu();
-        let name = &mut header.as_old_mut().name;
-        name[..path.len()].copy_from_slice(path);
-        header.set_entry_type(*kind);
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        if !link.is_empty() {
-            header.set_link_name(link).expect("a link name");
-        }
-        header.set_cksum();
-        builder.append(&header, *bytes).expect("appended");
-    }
-    builder.finish().expect("finished");
-}
+use serde_json::json;
+use std::ffi::OsStr;
+use std::path::PathBuf;
 
 #[test]
 fn a_bundle_holds_the_manifest_then_each_session_file_as_a_store_lays_it_out() {
@@ -186,7 +99,7 @@ fn with_ancestors_follows_the_lineage_and_names_a_deleted_ancestor() {
         &["--with-ancestors"],
         "whole.tar",
     );
-    let ids = |manifest: &Value| -> Vec<String> {
+    let ids = |manifest: &serde_json::Value| -> Vec<String> {
         manifest["sessions"]
             .as_array()
             .expect("sessions")
@@ -237,7 +150,7 @@ fn a_fork_child_exported_with_its_ancestors_reads_the_same_history_in_an_empty_s
     let sandbox = Sandbox::new();
     let file = sandbox.write("c.jsonl", &compaction_session("p"));
     let source = sandbox.root().join("source.db");
-    let mut source_store = OsString::from("sqlite:");
+    let mut source_store = std::ffi::OsString::from("sqlite:");
     source_store.push(&source);
     on(
         &sandbox,
@@ -378,7 +291,7 @@ fn jsonl_to_sqlite_to_postgres_and_back_to_jsonl_keeps_every_log_byte_identical(
     let jsonl = sandbox.store();
     let ids = round_trip_sources(&sandbox, jsonl.as_os_str());
     let sqlite = sqlite_store(&sandbox, "trip");
-    let postgres = OsString::from(format!("postgres:{}", db.store));
+    let postgres = std::ffi::OsString::from(format!("postgres:{}", db.store));
     let back = sandbox.root().join("back");
     let legs = [
         carry(&sandbox, &ids, jsonl.as_os_str(), &sqlite, "jsonl"),
@@ -411,228 +324,6 @@ fn jsonl_to_sqlite_to_postgres_and_back_to_jsonl_keeps_every_log_byte_identical(
         Some(raw.stdout.as_bytes()),
         v3.map(|(_, bytes)| bytes.as_slice())
     );
-}
-
-#[test]
-fn cwd_is_kept_and_said_or_remapped_with_cwd() {
-    let sandbox = Sandbox::new();
-    sandbox.import_text("a.jsonl", &complete_session("a"));
-    let store = sandbox.store();
-    let (_, bundle) = export(&sandbox, store.as_os_str(), "a", &[], "b.tar");
-    let path = "--home-dev-project--/a/session.jsonl";
-
-    let kept = sandbox.root().join("kept");
-    let run = sandbox.run(&[
-        OsStr::new("--store"),
-        kept.as_os_str(),
-        OsStr::new("import"),
-        bundle.as_os_str(),
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(
-        run.stdout,
-        format!(
-            "imported a (6 events) from {} ({path})\n  cwd kept: {CWD}\n",
-            bundle.display()
-        )
-    );
-
-    let moved = sandbox.root().join("moved");
-    let args = [
-        OsStr::new("import"),
-        bundle.as_os_str(),
-        OsStr::new("--cwd"),
-        OsStr::new("/srv/elsewhere"),
-    ];
-    let doc = on(&sandbox, moved.as_os_str(), &args).ok();
-    assert_eq!(
-        doc,
-        json!([{
-            "file": bundle.display().to_string(), "entry": path, "id": "a", "events": 6,
-            "imported": true, "ok": true, "error": null, "droppedTail": null,
-            "cwd": "/srv/elsewhere", "cwdRemapped": true,
-        }])
-    );
-    let listed = on(&sandbox, moved.as_os_str(), &["sessions"]).ok();
-    assert_eq!(listed[0]["cwd"], json!("/srv/elsewhere"));
-    assert!(moved.join("--srv-elsewhere--/a/session.jsonl").is_file());
-    assert_eq!(
-        on(&sandbox, moved.as_os_str(), &["history", "a"]).ok(),
-        complete_history()
-    );
-    // Again: unchanged.
-    let again = on(&sandbox, moved.as_os_str(), &args).ok();
-    assert_eq!(again[0]["imported"], json!(false), "{again}");
-    // A plain file with --cwd is remapped too, and says so.
-    let file = sandbox.write("f.jsonl", &complete_session("f"));
-    let run = sandbox.run(&[
-        OsStr::new("--store"),
-        moved.as_os_str(),
-        OsStr::new("import"),
-        file.as_os_str(),
-        OsStr::new("--cwd"),
-        OsStr::new("/srv/elsewhere"),
-    ]);
-    assert!(
-        run.stdout
-            .ends_with(&format!("  cwd remapped: {CWD} -> /srv/elsewhere\n")),
-        "{}",
-        run.stdout
-    );
-    // A relative --cwd is a usage error.
-    let run = on(
-        &sandbox,
-        moved.as_os_str(),
-        &[
-            OsStr::new("import"),
-            bundle.as_os_str(),
-            OsStr::new("--cwd"),
-            OsStr::new("rel/dir"),
-        ],
-    );
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("not an absolute path"),
-        "{}",
-        run.stderr
-    );
-}
-
-/// Imports the bundle `bad` into a fresh store and asserts it is refused whole with `code`:
-/// one failed entry, nothing stored. Returns the message.
-fn refused(sandbox: &Sandbox, bad: &Path, code: &str) -> String {
-    let target = sandbox.root().join(format!("target-{code}"));
-    let run = on(
-        sandbox,
-        target.as_os_str(),
-        &[OsStr::new("import"), bad.as_os_str()],
-    );
-    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
-    let doc = run.doc();
-    let message = doc[0]["error"]["message"]
-        .as_str()
-        .expect("a message")
-        .to_owned();
-    assert_eq!(
-        doc,
-        json!([{
-            "file": bad.display().to_string(), "id": null, "events": null, "imported": false,
-            "ok": false, "error": {"code": code, "message": message}, "droppedTail": null,
-        }])
-    );
-    assert_eq!(
-        files_under(&target),
-        Vec::<PathBuf>::new(),
-        "nothing stored"
-    );
-    message
-}
-
-#[test]
-fn a_tampered_bundle_is_refused_whole_and_nothing_of_it_is_imported() {
-    let sandbox = Sandbox::new();
-    sandbox.import_text("a.jsonl", &complete_session("a"));
-    sandbox.import_text("b.jsonl", &compaction_session("b"));
-    let store = sandbox.store();
-    let (_, good) = export(&sandbox, store.as_os_str(), "b", &[], "good.tar");
-    let all = entries(&good);
-    let (manifest_text, (path, text)) = (&all[0].1, &all[1]);
-    let regular = tar::EntryType::Regular;
-
-    // One byte of the session file changed: its sha256 no longer matches.
-    let mut changed = text.clone();
-    let at = changed.len() - 10;
-    changed[at] ^= 0x01;
-    let tampered = sandbox.root().join("sha.tar");
-    write_tar(
-        &tampered,
-        &[
-            (b"manifest.json", manifest_text, regular, ""),
-            (path.as_bytes(), &changed, regular, ""),
-        ],
-    );
-    let message = refused(&sandbox, &tampered, "BUNDLE_MISMATCH");
-    assert!(
-        message.contains("sha256") && message.contains(path.as_str()),
-        "{message}"
-    );
-
-    // An entry with a `..` part, and a symbolic link, each after the valid file.
-    let dotdot = sandbox.root().join("dotdot.tar");
-    write_tar(
-        &dotdot,
-        &[
-            (b"manifest.json", manifest_text, regular, ""),
-            (path.as_bytes(), text, regular, ""),
-            (b"../escape/session.jsonl", text, regular, ""),
-        ],
-    );
-    let message = refused(&sandbox, &dotdot, "BUNDLE_ENTRY_UNSAFE");
-    assert!(message.contains(".."), "{message}");
-    let link = sandbox.root().join("link.tar");
-    write_tar(
-        &link,
-        &[
-            (b"manifest.json", manifest_text, regular, ""),
-            (path.as_bytes(), text, regular, ""),
-            (
-                b"--x--/l/session.jsonl",
-                b"",
-                tar::EntryType::Symlink,
-                "/etc/passwd",
-            ),
-        ],
-    );
-    let message = refused(&sandbox, &link, "BUNDLE_ENTRY_UNSAFE");
-    assert!(message.contains("symbolic link"), "{message}");
-
-    // A session file missing, an entry the manifest does not list, no manifest first.
-    let missing = sandbox.root().join("missing.tar");
-    write_tar(&missing, &[(b"manifest.json", manifest_text, regular, "")]);
-    refused(&sandbox, &missing, "BUNDLE_MISMATCH");
-    let extra = sandbox.root().join("extra.tar");
-    write_tar(
-        &extra,
-        &[
-            (b"manifest.json", manifest_text, regular, ""),
-            (path.as_bytes(), text, regular, ""),
-            (
-                b"--home-dev-project--/other/session.jsonl",
-                text,
-                regular,
-                "",
-            ),
-        ],
-    );
-    refused(&sandbox, &extra, "BUNDLE_MISMATCH");
-    let headless = sandbox.root().join("headless.tar");
-    write_tar(&headless, &[(path.as_bytes(), text, regular, "")]);
-    refused(&sandbox, &headless, "BUNDLE_INVALID");
-
-    // A manifest that lies about the header (another cwd) with the file's true sha256.
-    let mut lying: Value = serde_json::from_slice(manifest_text).expect("JSON");
-    lying["sessions"][0]["cwd"] = json!("/elsewhere");
-    let lying = serde_json::to_vec(&lying).expect("JSON");
-    let liar = sandbox.root().join("liar.tar");
-    write_tar(
-        &liar,
-        &[
-            (b"manifest.json", &lying, regular, ""),
-            (path.as_bytes(), text, regular, ""),
-        ],
-    );
-    let message = refused(&sandbox, &liar, "BUNDLE_MISMATCH");
-    assert!(message.contains("cwd"), "{message}");
-
-    // The untouched bundle imports.
-    let target = sandbox.root().join("fine");
-    let doc = on(
-        &sandbox,
-        target.as_os_str(),
-        &[OsStr::new("import"), good.as_os_str()],
-    )
-    .ok();
-    assert_eq!(doc[0]["ok"], json!(true), "{doc}");
 }
 
 #[test]

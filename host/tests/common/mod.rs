@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 pub mod acp;
+pub mod bundle;
 #[cfg(feature = "session-postgres")]
 pub mod postgres;
 pub mod race;

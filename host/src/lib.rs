@@ -23,6 +23,7 @@
 
 #[cfg(feature = "acp")]
 pub mod acp;
+pub mod bundle;
 pub mod config;
 pub mod describe;
 pub mod error;

@@ -48,15 +48,26 @@ fn too_large(len: Option<u64>, max: u64) -> String {
 /// [`ReadRefused::Io`] when it cannot be inspected, opened or read (a missing file, a
 /// permission denied).
 pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, ReadRefused> {
-    check(&std::fs::metadata(path)?, max)?;
-    let file = open_without_blocking(path)?;
-    let len = check(&file.metadata()?, max)?;
+    let (file, len) = open_regular(path, max)?;
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     file.take(max + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
         return Err(ReadRefused::TooLarge { len: None, max });
     }
     Ok(bytes)
+}
+
+/// Opens the file at `path` for reading as [`read_regular`] does (a regular file of at most
+/// `max` bytes, links followed, checked before and after the open, never blocking on a FIFO)
+/// and returns it with its length, read from its handle.
+///
+/// # Errors
+/// As [`read_regular`], before anything is read.
+pub(crate) fn open_regular(path: &Path, max: u64) -> Result<(File, u64), ReadRefused> {
+    check(&std::fs::metadata(path)?, max)?;
+    let file = open_without_blocking(path)?;
+    let len = check(&file.metadata()?, max)?;
+    Ok((file, len))
 }
 
 /// Refuses what `meta` describes unless it is a regular file of at most `max` bytes; returns

@@ -10,23 +10,6 @@ use dsh::session_jsonl::read_session_file;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-/// A one-turn v0 session whose first step opens before its user message, as dsh writes one:
-/// every edge up to v3 accepts it (v2 -> v3 puts the system head after the first
-/// `step/start`).
-fn stepped_session(id: &str) -> String {
-    jsonl(
-        &header(id),
-        &[
-            turn_start(0, 1),
-            step_start(1, 1, 1),
-            user_message(2, "msg-user-1", "What is in this folder?"),
-            assistant_message(3, 1, "msg-asst-1", "Three files."),
-            step_end(4, 1, 1),
-            turn_end(5, 1),
-        ],
-    )
-}
-
 /// The folder of the stored session `id` (found while it holds one generation).
 fn folder(sandbox: &Sandbox, id: &str) -> PathBuf {
     stored_file(&sandbox.store(), id)

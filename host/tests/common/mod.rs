@@ -11,6 +11,9 @@
 #![allow(dead_code)]
 
 pub mod acp;
+pub mod bundle;
+#[cfg(feature = "session-postgres")]
+pub mod postgres;
 pub mod race;
 pub mod watch;
 
@@ -495,6 +498,23 @@ pub fn complete_history() -> Value {
         user_msg("msg-user-1", "What is in this folder?"),
         assistant_msg("msg-asst-1", "Three files."),
     ])
+}
+
+/// A one-turn v0 session whose first step opens before its user message, as dsh writes one:
+/// every edge up to v3 accepts it (v2 -> v3 puts the system head after the first
+/// `step/start`).
+pub fn stepped_session(id: &str) -> String {
+    jsonl(
+        &header(id),
+        &[
+            turn_start(0, 1),
+            step_start(1, 1, 1),
+            user_message(2, "msg-user-1", "What is in this folder?"),
+            assistant_message(3, 1, "msg-asst-1", "Three files."),
+            step_end(4, 1, 1),
+            turn_end(5, 1),
+        ],
+    )
 }
 
 /// A session stopped inside its turn: turn/start, user/message (open turn).

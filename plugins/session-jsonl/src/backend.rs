@@ -4,26 +4,25 @@ mod delete;
 mod forked;
 mod successor;
 
+use crate::render::{checked_version, header_line_of, write_new_log};
+
 use successor::check_current;
 
-use crate::compressed::compress_frame;
 use crate::durable::{publish_new_file, PublishError};
 use crate::earlier_layout;
-use crate::error::{event_at, header_error, io_error, read_error};
+use crate::error::{event_at, io_error, read_error};
 use crate::file_end::FileEnd;
-use crate::header_line::{encode_header_line, parse_header_line};
 use crate::layout::{
     check_placement, cwd_folder, id_segment, is_compressed, session_files, single_file,
     stored_twice,
 };
 use crate::lock::{lock_exclusive, DEFAULT_LOCK_TIMEOUT};
-use crate::read::{into_stored, list_entry};
-use crate::record::write_event_line;
+use crate::read::{into_stored, list_entry, raw_text};
 use crate::scan::{scan_prefix, Scanned};
 use crate::store_dir::{dangling, StoreDir};
 use crate::tail::read_clean_tail;
 use crate::title_cache;
-use crate::write::{check_storable, write_records, Cursor, Step, CREATE_CHUNK_BYTES};
+use crate::write::{check_storable, write_records, Cursor, Step};
 use dsh_session::backend::{
     create_whole, ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredPrefix,
     StoredSession, StoredTail,
@@ -427,20 +426,6 @@ impl JsonlPersistence {
     }
 }
 
-/// The header line of `header` as a new file `target` stores it, its newline included,
-/// checked to read back as it was meant.
-///
-/// # Errors
-///
-/// As [`header_error`] for `target`: a header that would not read back.
-fn header_line_of(header: &SessionHeader, target: &Path) -> Result<Vec<u8>, PersistenceError> {
-    let line = encode_header_line(header).map_err(|e| header_error(target, e))?;
-    parse_header_line(&line).map_err(|e| header_error(target, e))?;
-    let mut bytes = line.into_bytes();
-    bytes.push(b'\n');
-    Ok(bytes)
-}
-
 /// The error of a failed publication of session `id`'s new file `target`: another file
 /// appeared there first ([`PersistenceError::Conflict`]), or an I/O error.
 fn publish_error(id: &SessionId, target: &Path, error: PublishError) -> PersistenceError {
@@ -451,49 +436,6 @@ fn publish_error(id: &SessionId, target: &Path, error: PublishError) -> Persiste
         },
         PublishError::Io(path, source) => io_error(&path, source),
     }
-}
-
-/// Writes a new log of format `version` to `out`: `header_line` (with its newline), then
-/// every event of `seed` in that version's forms, compressed as `compression` asks (a frame
-/// for the header, one for the events); returns the written file's end.
-///
-/// A plain file is written as its lines are produced, a chunk at a time: a large seed (an
-/// import, a fork's copy, a migrated generation) is never held twice.
-///
-/// # Errors
-///
-/// What `out` or the encoder returns.
-pub(crate) fn write_new_log(
-    out: &mut dyn Write,
-    compression: Compression,
-    header_line: &[u8],
-    seed: &[Arc<SessionEvent>],
-    version: FormatVersion,
-) -> io::Result<FileEnd> {
-    if compression == Compression::Zstd {
-        let mut body = Vec::new();
-        for event in seed {
-            write_event_line(event, version, &mut body)?;
-        }
-        let mut bytes = compress_frame(header_line)?;
-        if !body.is_empty() {
-            bytes.extend(compress_frame(&body)?);
-        }
-        out.write_all(&bytes)?;
-        return Ok(FileEnd::of(&bytes));
-    }
-    out.write_all(header_line)?;
-    let mut end = FileEnd::of(header_line);
-    let mut chunk = Vec::with_capacity(CREATE_CHUNK_BYTES);
-    for (i, event) in seed.iter().enumerate() {
-        write_event_line(event, version, &mut chunk)?;
-        if chunk.len() >= CREATE_CHUNK_BYTES || i + 1 == seed.len() {
-            out.write_all(&chunk)?;
-            end.append(end.len(), &chunk);
-            chunk.clear();
-        }
-    }
-    Ok(end)
 }
 
 impl SessionPersistence for JsonlPersistence {
@@ -522,9 +464,7 @@ impl SessionPersistence for JsonlPersistence {
         header: &SessionHeader,
         seed: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError> {
-        header.id.check()?;
-        let version = FormatVersion::from_number(header.version).unwrap_or_default();
-        check_storable(&header.id, 0, seed, version)?;
+        let version = checked_version(header, seed)?;
         let compression = self.compression;
         let title = last_title(seed.iter().map(Arc::as_ref));
         self.create_file(header, (seed.len() as u64, title), |file, header_line| {
@@ -622,6 +562,24 @@ impl SessionPersistence for JsonlPersistence {
         events: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError> {
         self.append_by(id, events, Step::Replace)
+    }
+
+    /// The bytes of the session's current file (the highest generation), read as they are:
+    /// a compressed file (`.zstd`, or zstd magic bytes) decompressed frame after frame, a torn
+    /// tail included. Opened as a load opens it (no link out of the store followed).
+    ///
+    /// # Errors
+    ///
+    /// [`PersistenceError::NotFound`], [`PersistenceError::Conflict`],
+    /// [`PersistenceError::OutsideStore`], [`PersistenceError::Io`], as a load finds and opens
+    /// the file; a damaged frame fails the reader's read.
+    fn stored_text(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<Box<dyn io::Read + Send>>, PersistenceError> {
+        let path = self.read_current(id)?;
+        let (file, _) = self.dir.open_file(id, &path)?;
+        raw_text(&path, file).map(Some)
     }
 
     /// Reads the header and every committed event, packed rows expanded. A torn tail is dropped

@@ -9,7 +9,7 @@
 //! and two paths that lead to the same physical file are one file.
 
 use dsh_session::backend::PersistenceError;
-use dsh_session::format::{canonical_file_version, version_of_file_name};
+use dsh_session::format::{canonical_file_version, version_of_file_name, FormatVersion};
 use dsh_session::{SessionHeader, SessionId};
 use std::fmt::Write as _;
 use std::fs;
@@ -108,6 +108,20 @@ pub fn id_segment(id: &str) -> String {
 /// The folder that holds the log of session `id` with working directory `cwd`.
 pub fn session_dir(root: &Path, cwd: Option<&str>, id: &str) -> PathBuf {
     root.join(cwd_folder(cwd)).join(id_segment(id))
+}
+
+/// Where a store puts the plain file of the session `header` describes, relative to the store
+/// root and with `/` between the parts: `<cwd folder>/<id segment>/session.jsonl` for format
+/// v0, `…/session.vN.jsonl` for vN (a version this build does not read is named as v0). The
+/// place of a session in an export bundle.
+pub fn store_relative_file(header: &SessionHeader) -> String {
+    let version = FormatVersion::from_number(header.version).unwrap_or_default();
+    format!(
+        "{}/{}/{}",
+        cwd_folder(header.cwd.as_deref()),
+        id_segment(header.id.as_str()),
+        version.file_name(false)
+    )
 }
 
 /// The log file of session `id` with working directory `cwd`:

@@ -108,6 +108,27 @@ fn open_regular(path: &Path) -> Result<File, PersistenceError> {
     })
 }
 
+/// The text of the session file `file` (at `path`) as it is stored: its bytes, decompressed
+/// frame after frame when it is compressed (a `.zstd` name or zstd magic bytes).
+///
+/// # Errors
+///
+/// [`PersistenceError::Io`] when its first bytes cannot be read.
+pub(crate) fn raw_text(
+    path: &Path,
+    mut file: File,
+) -> Result<Box<dyn Read + Send>, PersistenceError> {
+    let mut start = [0u8; 4];
+    let read = file.read(&mut start).map_err(|e| io_error(path, e))?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| io_error(path, e))?;
+    if !is_compressed(path, &start[..read]) {
+        return Ok(Box::new(file));
+    }
+    let decoder = zstd::stream::read::Decoder::new(file).map_err(|e| io_error(path, e))?;
+    Ok(Box::new(decoder))
+}
+
 /// Scans the bytes of the file at `path`, in the form its name or first bytes say.
 fn scan_in_memory(path: &Path, bytes: &[u8]) -> Result<Scanned, PersistenceError> {
     scan_bytes(bytes, is_compressed(path, bytes)).map_err(|e| read_error(path, e))

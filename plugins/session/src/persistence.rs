@@ -234,7 +234,7 @@ pub enum PersistenceError {
     #[error("the persistence backend panicked in {call}: {message}")]
     Panicked {
         /// The backend method: `create`, `create_forked`, `append`, `append_atomic`, `load`, `open_log` (and
-        /// its log's `next_event`, `event_at`), `read_prefix`, `read_from`, `list`, `publish_successor`, `new_session_version`, `can_delete`, `delete`; `write` for the writes of a session to a backend that is going
+        /// its log's `next_event`, `event_at`), `stored_text`, `read_prefix`, `read_from`, `list`, `publish_successor`, `new_session_version`, `can_delete`, `delete`; `write` for the writes of a session to a backend that is going
         /// (drained before it is disabled or replaced).
         call: &'static str,
         /// The panic's message (`"unknown panic payload"` when it is not a string).
@@ -423,6 +423,27 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// session not stored, its header refused); later refusals come from the log's reads.
     fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
         Ok(Box::new(LoadedLog::new(self.load(id)?)))
+    }
+
+    /// The stored text of session `id` as the backend keeps it, decoded, to be read as it is
+    /// (for bug reports and tools: `dsh export --raw`): for a backend of files (JSONL) the
+    /// bytes of the session's current file, a compressed file decompressed as it is read,
+    /// torn tail included. Never writes.
+    ///
+    /// The default is `None`: a backend that keeps no text of a session (the SQL backends
+    /// store rows) has none to give; a caller renders the session's canonical text instead.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::load`] for finding and opening what is stored
+    /// ([`PersistenceError::NotFound`], [`PersistenceError::OutsideStore`],
+    /// [`PersistenceError::Io`]); the reader's own errors come from its reads.
+    fn stored_text(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<Box<dyn std::io::Read + Send>>, PersistenceError> {
+        let _ = id;
+        Ok(None)
     }
 
     /// Reads the header and the first `len` events (fewer when the log is shorter), without
@@ -631,6 +652,13 @@ impl SessionPersistence for Contained {
     fn open_log(&self, id: &SessionId) -> Result<Box<dyn StoredLog>, PersistenceError> {
         let log = contain("open_log", || self.0.open_log(id))?;
         Ok(Box::new(ContainedLog(log)))
+    }
+
+    fn stored_text(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<Box<dyn std::io::Read + Send>>, PersistenceError> {
+        contain("stored_text", || self.0.stored_text(id))
     }
 
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {

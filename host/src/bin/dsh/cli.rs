@@ -64,11 +64,35 @@ pub enum Command {
     },
     /// List the services of the context and their providers.
     Services,
-    /// Copy dsh session files into the store, as dsh's reader reads them (never repaired).
+    /// Copy dsh session files, and the sessions of bundles `dsh export` wrote (ancestors
+    /// first, every file checked against the bundle's manifest), into the store, as dsh's
+    /// reader reads them (never repaired).
     Import {
-        /// Session files (session.jsonl).
+        /// Session files (session.jsonl) or export bundles (tar).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Store every session imported with DIR (an absolute path) as its cwd; without it a
+        /// session keeps its stored cwd (which a bundle's entry reports: `cwd kept: ...`).
+        #[arg(long, value_name = "DIR", value_parser = absolute_cwd)]
+        cwd: Option<String>,
+    },
+    /// Write a stored session as one bundle (a tar of dsh JSONL files laid out as a store,
+    /// manifest.json first) that `dsh import` reads back, to stdout (refused on a terminal)
+    /// or to --output FILE; --raw prints the session's stored text instead.
+    Export {
+        /// Session id.
+        id: String,
+        /// Add the stored sessions its parentSession leads to, ancestors first; one not
+        /// stored ends the chain and is named (manifest `missingAncestor`, and on stderr).
+        #[arg(long, conflicts_with = "raw")]
+        with_ancestors: bool,
+        /// Write to FILE (a temporary file beside it, renamed over it) and print a summary.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Print the session's stored text as it is (JSONL: the current file, zstd decoded;
+        /// SQLite, PostgreSQL: the canonical rendering), no bundle.
+        #[arg(long)]
+        raw: bool,
     },
     /// List the stored sessions (headers only).
     Sessions,
@@ -158,4 +182,13 @@ pub enum Command {
         #[arg(long)]
         plan: bool,
     },
+}
+
+/// The value of `import --cwd`: an absolute path, in UTF-8 (a header's cwd is text).
+fn absolute_cwd(value: &str) -> Result<String, String> {
+    if std::path::Path::new(value).is_absolute() {
+        Ok(value.to_owned())
+    } else {
+        Err(format!("{value:?} is not an absolute path"))
+    }
 }

@@ -77,7 +77,21 @@ fn run(cli: &Cli) -> Result<output::Output, error::HostError> {
         } => cmd::plugins::plan(&app, cli.sources(), new_config),
         Command::Plugins { dot, .. } => Ok(cmd::plugins::run(&app, *dot)),
         Command::Services => Ok(cmd::services::run(&app)),
-        Command::Import { files } => cmd::import::run(&app, files),
+        Command::Import { files, cwd } => cmd::import::run(&app, files, cwd.as_deref()),
+        Command::Export {
+            id,
+            with_ancestors,
+            output,
+            raw,
+        } => cmd::export::run(
+            &app,
+            &cmd::export::Request {
+                id,
+                with_ancestors: *with_ancestors,
+                output: output.as_deref(),
+                raw: *raw,
+            },
+        ),
         Command::Sessions => cmd::sessions::run(&app),
         Command::Show { id } => cmd::show::run(&app, id),
         Command::History { id } => cmd::history::run(&app, id),

@@ -10,7 +10,13 @@ use std::path::Path;
 /// unknown event types not marked ignorable refused, older event shapes upgraded; the returned
 /// events are the upgraded ones) and validates it as a restored log.
 pub fn read_valid(path: &Path) -> Result<StoredSession, HostError> {
-    let mut stored = dsh::session_jsonl::read_session_file(path)?;
+    let stored = dsh::session_jsonl::read_session_file(path)?;
+    prepared(stored, path)
+}
+
+/// `stored`, read from the file at `path` (or the bundle entry `path` names), prepared and
+/// validated as [`read_valid`] prepares and validates a file's log.
+pub fn prepared(mut stored: StoredSession, path: &Path) -> Result<StoredSession, HostError> {
     let id = stored.header.id.clone();
     let events = std::mem::take(&mut stored.events);
     let version = stored.header.format();

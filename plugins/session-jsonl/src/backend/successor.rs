@@ -7,11 +7,12 @@
 //! (`session.v3.jsonl` beside `session.jsonl`), and readers take the highest canonical
 //! generation (`shared/reference/dsh-formats.md` §1, §2).
 
-use super::{header_line_of, publish_error, write_new_log, Compression, JsonlPersistence};
+use super::{publish_error, Compression, JsonlPersistence};
 use crate::durable::publish_new_with;
 use crate::error::io_error;
 use crate::folder::Folder;
 use crate::lock::lock_exclusive;
+use crate::render::{header_line_of, write_new_log};
 use crate::title_cache;
 use crate::write::check_storable;
 use dsh_session::backend::PersistenceError;

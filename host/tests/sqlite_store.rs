@@ -184,6 +184,7 @@ fn an_unknown_store_kind_or_an_empty_location_is_a_config_error() {
 /// `dsh delete` on SQLite: the parent goes from every listing and read, its children keep
 /// reading their history (their prefix is the parent's rows, kept while they need them),
 /// `lineage` shows the gap, and deleting the children at last frees the id.
+#[cfg(feature = "session-fork")]
 #[test]
 fn delete_on_sqlite_keeps_forked_children_reading_until_they_go_too() {
     let sandbox = Sandbox::new();

@@ -66,6 +66,13 @@ pub mod codes {
     pub const PLUGIN_STOPPED: &str = "PLUGIN_STOPPED";
     /// [`crate::WaitError::Reentrant`].
     pub const WAIT_REENTRANT: &str = "WAIT_REENTRANT";
-    /// [`crate::EmitError`].
+    /// [`crate::EmitError`], [`crate::ListenerError`].
     pub const LISTENER_FAILED: &str = "LISTENER_FAILED";
+    /// [`crate::CoreError::ShuttingDown`].
+    pub const SHUTTING_DOWN: &str = "SHUTTING_DOWN";
+    /// [`crate::ShutdownError`]: a cleanup failed.
+    pub const CLEANUP_FAILED: &str = "CLEANUP_FAILED";
+    /// [`crate::ShutdownError`]: the deadline passed before the teardown was carried out or
+    /// its async work stopped.
+    pub const SHUTDOWN_TIMED_OUT: &str = "SHUTDOWN_TIMED_OUT";
 }

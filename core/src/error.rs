@@ -3,11 +3,13 @@
 //!
 //! | type | code(s) | returned by |
 //! | --- | --- | --- |
-//! | [`CoreError`] | `SERVICE_CONFLICT`, `UNDECLARED_SERVICE`, `STALE_SCOPE`, `UNKNOWN_PLUGIN`, `DUPLICATE_PLUGIN`, `DUPLICATE_PROVIDER`, `DEPENDENCY_CYCLE`, `CONFIG_INVALID`, `PLUGIN_NAME_INVALID`, `MISSING_PLUGINS`, `NO_RUNTIME`; `WAIT_REENTRANT`, `WAIT_TIMED_OUT` (a reconfigure's wait) | building, loading, registering, lifecycle calls, reconciles |
+//! | [`CoreError`] | `SERVICE_CONFLICT`, `UNDECLARED_SERVICE`, `STALE_SCOPE`, `UNKNOWN_PLUGIN`, `DUPLICATE_PLUGIN`, `DUPLICATE_PROVIDER`, `DEPENDENCY_CYCLE`, `CONFIG_INVALID`, `PLUGIN_NAME_INVALID`, `MISSING_PLUGINS`, `NO_RUNTIME`, `SHUTTING_DOWN`; `WAIT_REENTRANT`, `WAIT_TIMED_OUT` (a reconfigure's wait) | building, loading, registering, lifecycle calls, reconciles |
 //! | [`Unavailable`] | `CAPABILITY_UNAVAILABLE` | a `Dep` whose provider has gone, `Context::require` |
 //! | [`PluginError`] | the apply error's own code, else `APPLY_FAILED` / `APPLY_PANICKED` | the last error of a failed instance |
 //! | [`WaitError`] | `WAIT_TIMED_OUT`, `PLUGIN_FAILED`, `PLUGIN_STOPPED`, `WAIT_REENTRANT` | waiting on a handle or a ticket |
 //! | [`EmitError`] | `LISTENER_FAILED` | `emit` |
+//! | [`ListenerError`] | `LISTENER_FAILED` | `try_ask`, `waterfall` |
+//! | [`ShutdownError`] | `CLEANUP_FAILED`, `SHUTDOWN_TIMED_OUT`, `WAIT_REENTRANT` | a checked shutdown |
 
 use crate::code::{codes, Coded};
 use crate::state::PluginState;
@@ -118,6 +120,14 @@ pub enum CoreError {
         /// The instance whose apply spawned.
         plugin: String,
     },
+    /// A registration (a service, listener, disposer, child instance, a load into the
+    /// context) through a scope whose checked shutdown has begun
+    /// ([`crate::Context::shutdown`], [`crate::PluginHandle::shutdown`]).
+    #[error("plugin \"{plugin}\" is shutting down: nothing more can be registered through it")]
+    ShuttingDown {
+        /// What is shutting down: the instance, or `<root>` for the whole context.
+        plugin: String,
+    },
     /// [`crate::Context::reconfigure`] could not wait for the context to become idle: it was
     /// called from code the settling thread runs ([`WaitError::Reentrant`]), or another
     /// thread kept settling the context for longer than
@@ -146,6 +156,7 @@ impl CoreError {
             CoreError::MissingPlugins { .. } => codes::MISSING_PLUGINS,
             CoreError::InvalidName { .. } => codes::PLUGIN_NAME_INVALID,
             CoreError::NoRuntime { .. } => codes::NO_RUNTIME,
+            CoreError::ShuttingDown { .. } => codes::SHUTTING_DOWN,
             CoreError::Wait(error) => error.code(),
         }
     }
@@ -434,7 +445,115 @@ macro_rules! coded {
     )*};
 }
 
-coded!(CoreError, Unavailable, PluginError, WaitError, EmitError);
+/// The failure of the one listener that ended a [`crate::Context::try_ask`] or a
+/// [`crate::Context::waterfall`]: its instance, its message and its error.
+#[derive(Debug, thiserror::Error, Clone)]
+#[error("{event} listener of plugin \"{}\" failed: {}", failure.plugin, failure.message)]
+pub struct ListenerError {
+    /// Short type name of the event.
+    pub event: &'static str,
+    /// The listener that failed (its instance name, message and error; a [`Panicked`] for a
+    /// panic).
+    pub failure: ListenerFailure,
+}
+
+impl ListenerError {
+    pub(crate) fn of<E>(failure: ListenerFailure) -> ListenerError {
+        ListenerError {
+            event: crate::key::short_type_name(std::any::type_name::<E>()),
+            failure,
+        }
+    }
+
+    /// The stable code `LISTENER_FAILED`.
+    pub fn code(&self) -> &'static str {
+        codes::LISTENER_FAILED
+    }
+}
+
+/// One cleanup that failed while an instance (or the root) was torn down: a disposer that
+/// returned an error ([`crate::Scope::on_dispose_checked`]), or a disposer, leave hook or
+/// service destructor that panicked.
+#[derive(Debug, Clone)]
+pub struct CleanupFailure {
+    /// The instance whose cleanup it was (`<root>` for the root scope).
+    pub plugin: String,
+    /// What failed: `disposer`, `leave hook`, `dropping a service value`, ...
+    pub what: String,
+    /// The error's message, or the panic message.
+    pub message: String,
+    /// The error (a [`Panicked`] for a panic), to downcast to a typed error.
+    pub error: Arc<dyn Error + Send + Sync + 'static>,
+}
+
+/// What a checked shutdown ([`crate::Context::shutdown`], [`crate::PluginHandle::shutdown`])
+/// could not do cleanly: every cleanup that failed (all cleanups still ran, in reverse order
+/// of registration), the instances whose async work had not stopped by the deadline, and,
+/// when the shutdown could not even be carried out in time, why.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}", render_shutdown(self))]
+pub struct ShutdownError {
+    /// What was shut down: the instance name, or `<root>` for the whole context.
+    pub target: String,
+    /// Every cleanup that failed, in the order the cleanups ran.
+    pub failures: Vec<CleanupFailure>,
+    /// The instances whose async work ([`crate::Scope::spawn`], timers) was still running
+    /// when the deadline passed.
+    pub unfinished: Vec<String>,
+    /// Why the teardown had not been carried out by the deadline (it stays queued and runs
+    /// later): another thread kept settling the context ([`WaitError::TimedOut`]), or the
+    /// call came from code the settling thread runs ([`WaitError::Reentrant`]).
+    pub incomplete: Option<WaitError>,
+}
+
+impl ShutdownError {
+    /// The stable code: `WAIT_REENTRANT` for a call from code the settling thread runs,
+    /// `SHUTDOWN_TIMED_OUT` when the deadline passed first, else `CLEANUP_FAILED`.
+    pub fn code(&self) -> &'static str {
+        match &self.incomplete {
+            Some(WaitError::Reentrant) => codes::WAIT_REENTRANT,
+            Some(_) => codes::SHUTDOWN_TIMED_OUT,
+            None if !self.unfinished.is_empty() => codes::SHUTDOWN_TIMED_OUT,
+            None => codes::CLEANUP_FAILED,
+        }
+    }
+}
+
+fn render_shutdown(error: &ShutdownError) -> String {
+    let mut parts = Vec::new();
+    if let Some(wait) = &error.incomplete {
+        parts.push(format!("not carried out yet ({wait})"));
+    }
+    if !error.failures.is_empty() {
+        let failures: Vec<String> = error
+            .failures
+            .iter()
+            .map(|f| format!("plugin \"{}\" {}: {}", f.plugin, f.what, f.message))
+            .collect();
+        parts.push(format!(
+            "{} cleanup(s) failed: {}",
+            error.failures.len(),
+            failures.join("; ")
+        ));
+    }
+    if !error.unfinished.is_empty() {
+        parts.push(format!(
+            "async work still running at the deadline in {}",
+            error.unfinished.join(", ")
+        ));
+    }
+    format!("shutdown of {}: {}", error.target, parts.join("; "))
+}
+
+coded!(
+    CoreError,
+    Unavailable,
+    PluginError,
+    WaitError,
+    EmitError,
+    ListenerError,
+    ShutdownError
+);
 
 fn render(failures: &[ListenerFailure]) -> String {
     failures

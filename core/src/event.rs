@@ -1,20 +1,22 @@
-//! Typed events keyed by `TypeId`: listener records, `emit` dispatch and `ask` (the first
-//! answer wins).
+//! Typed events keyed by `TypeId`: listener records and the dispatch of `emit` (every
+//! listener), `ask` (the first answer wins; `try_ask` also hands a listener's failure to the
+//! asker) and `waterfall` (each listener transforms the value in turn).
 //!
-//! Listeners run outside every lock, in registration order; a failing or panicking listener
-//! is reported and the others still run.
+//! Listeners run outside every lock, in registration order, each inside its instance's
+//! `tracing` span; a failing or panicking emit listener is reported and the others still run.
 
-use crate::error::{panic_message, BoxError, EmitError, ListenerFailure, Panicked};
+use crate::error::{panic_message, BoxError, EmitError, ListenerError, ListenerFailure, Panicked};
 use crate::key::short_type_name;
 use std::any::{Any, TypeId};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-/// A listener's handler, type-erased: a `Handle<EmitFn<E>>` or a `Handle<AskFn<E, R>>`.
+/// A listener's handler, type-erased: a `Handle<EmitFn<E>>`, `Handle<AskFn<E, R>>` or
+/// `Handle<WaterfallFn<E, V>>`.
 pub(crate) type Handler = Arc<dyn Any + Send + Sync>;
 
-/// The listeners of one key as emits read them: an [`EmitList<E>`] or an [`AskList<E, R>`],
-/// built from the records whenever one is added or removed.
+/// The listeners of one key as dispatch reads them: an [`EmitList<E>`], [`AskList<E, R>`] or
+/// [`WaterfallList<E, V>`], built from the records whenever one is added or removed.
 pub(crate) type PublishedList = Box<dyn Any + Send + Sync>;
 
 /// Builds the typed list of a key from its records.
@@ -24,8 +26,17 @@ pub(crate) type Publish = fn(&[Listener]) -> PublishedList;
 /// call through it needs no alignment arithmetic on the vtable.
 type Handle<H> = Arc<Box<H>>;
 
-/// Handlers with their owners' names, in registration order.
-type Named<H> = Vec<(Arc<str>, Handle<H>)>;
+/// One listener as a typed list holds it.
+pub(crate) struct Entry<H: ?Sized> {
+    /// The owner's instance name, for failure reports.
+    plugin: Arc<str>,
+    /// The owner's span, entered around each call.
+    span: tracing::Span,
+    handler: Handle<H>,
+}
+
+/// Handlers with their owners, in registration order.
+type Named<H> = Vec<Entry<H>>;
 
 /// What an emit of `E` calls: each handler with its owner's name, in order. Typed once per
 /// list, so an emit downcasts once, not once per listener.
@@ -33,6 +44,9 @@ pub(crate) struct EmitList<E: 'static>(Named<EmitFn<E>>);
 
 /// What an ask of `(E, R)` calls, in order.
 pub(crate) struct AskList<E: 'static, R: 'static>(Named<AskFn<E, R>>);
+
+/// What a waterfall of `(E, V)` calls, in order.
+pub(crate) struct WaterfallList<E: 'static, V: 'static>(Named<WaterfallFn<E, V>>);
 
 fn typed<H: ?Sized + 'static>(listeners: &[Listener]) -> Named<H>
 where
@@ -42,7 +56,11 @@ where
         .iter()
         .filter_map(|l| {
             let handler = l.handler.downcast_ref::<Handle<H>>()?;
-            Some((l.plugin.clone(), handler.clone()))
+            Some(Entry {
+                plugin: l.plugin.clone(),
+                span: l.span.clone(),
+                handler: handler.clone(),
+            })
         })
         .collect()
 }
@@ -55,17 +73,27 @@ fn publish_ask<E: 'static, R: 'static>(listeners: &[Listener]) -> PublishedList 
     Box::new(AskList::<E, R>(typed::<AskFn<E, R>>(listeners)))
 }
 
+fn publish_waterfall<E: 'static, V: 'static>(listeners: &[Listener]) -> PublishedList {
+    Box::new(WaterfallList::<E, V>(typed::<WaterfallFn<E, V>>(listeners)))
+}
+
 /// The handler of an `emit` listener of `E`.
 pub(crate) type EmitFn<E> = dyn Fn(&E) -> Result<(), BoxError> + Send + Sync;
 
-/// The handler of an `ask` listener of `E` answering `R`.
-pub(crate) type AskFn<E, R> = dyn Fn(&E) -> Option<R> + Send + Sync;
+/// The handler of an `ask` listener of `E` answering `R` (an infallible one always returns
+/// `Ok`).
+pub(crate) type AskFn<E, R> = dyn Fn(&E) -> Result<Option<R>, BoxError> + Send + Sync;
+
+/// The handler of a `waterfall` listener of `E` transforming a `V`.
+pub(crate) type WaterfallFn<E, V> = dyn Fn(&E, V) -> Result<V, BoxError> + Send + Sync;
 
 #[derive(Clone)]
 pub(crate) struct Listener {
     pub(crate) id: u64,
     /// The owner's instance name (`<root>` for the root), for failure reports.
     pub(crate) plugin: Arc<str>,
+    /// The owner's span (see `crate::Scope::span`).
+    pub(crate) span: tracing::Span,
     pub(crate) handler: Handler,
 }
 
@@ -80,10 +108,23 @@ pub(crate) fn emit_listener<E: 'static>(
 /// The registry key, erased handler and list builder of an `ask` listener: keyed by event
 /// and answer type.
 pub(crate) fn ask_listener<E: 'static, R: 'static>(
-    handler: impl Fn(&E) -> Option<R> + Send + Sync + 'static,
+    handler: impl Fn(&E) -> Result<Option<R>, BoxError> + Send + Sync + 'static,
 ) -> (TypeId, Handler, Publish) {
     let handler: Handle<AskFn<E, R>> = Arc::new(Box::new(handler));
     (ask_key::<E, R>(), Arc::new(handler), publish_ask::<E, R>)
+}
+
+/// The registry key, erased handler and list builder of a `waterfall` listener: keyed by
+/// event and value type.
+pub(crate) fn waterfall_listener<E: 'static, V: 'static>(
+    handler: impl Fn(&E, V) -> Result<V, BoxError> + Send + Sync + 'static,
+) -> (TypeId, Handler, Publish) {
+    let handler: Handle<WaterfallFn<E, V>> = Arc::new(Box::new(handler));
+    (
+        waterfall_key::<E, V>(),
+        Arc::new(handler),
+        publish_waterfall::<E, V>,
+    )
 }
 
 /// The registry key of the `ask` listeners of event `E` answering `R`.
@@ -91,38 +132,74 @@ pub(crate) fn ask_key<E: 'static, R: 'static>() -> TypeId {
     TypeId::of::<AskList<E, R>>()
 }
 
-/// Calls the `ask` listeners of `(E, R)` in order until one answers; a panicking listener is
-/// reported in the log and skipped.
+/// The registry key of the `waterfall` listeners of event `E` transforming `V`.
+pub(crate) fn waterfall_key<E: 'static, V: 'static>() -> TypeId {
+    TypeId::of::<WaterfallList<E, V>>()
+}
+
+/// Calls the `ask` listeners of `(E, R)` in order until one answers. A listener that fails
+/// (returns an error or panics) ends the ask with its failure when `strict` (`try_ask`);
+/// otherwise it is logged and skipped (`ask`).
 pub(crate) fn first_answer<E: 'static, R: 'static>(
     event: &E,
     listeners: &AskList<E, R>,
-) -> Option<R> {
-    for (plugin, handler) in &listeners.0 {
-        match catch_unwind(AssertUnwindSafe(|| handler(event))) {
-            Ok(Some(answer)) => return Some(answer),
-            Ok(None) => {}
-            Err(payload) => {
-                let message = panic_message(payload.as_ref());
-                tracing::warn!(event = short_type_name(std::any::type_name::<E>()), plugin = %plugin, %message, "ask listener failed");
-            }
+    strict: bool,
+) -> Result<Option<R>, ListenerError> {
+    for entry in &listeners.0 {
+        let _entered = entry.span.enter();
+        let error: Arc<dyn std::error::Error + Send + Sync> =
+            match catch_unwind(AssertUnwindSafe(|| (entry.handler)(event))) {
+                Ok(Ok(Some(answer))) => return Ok(Some(answer)),
+                Ok(Ok(None)) => continue,
+                Ok(Err(error)) => Arc::from(error),
+                Err(payload) => Arc::new(Panicked(panic_message(payload.as_ref()))),
+            };
+        let failure = failure::<E>(&entry.plugin, error, "ask listener failed");
+        if strict {
+            return Err(ListenerError::of::<E>(failure));
         }
     }
-    None
+    Ok(None)
+}
+
+/// Passes `value` through the `waterfall` listeners of `(E, V)` in order, each getting what
+/// the one before returned; the first that fails (returns an error or panics) ends it.
+pub(crate) fn pour<E: 'static, V: 'static>(
+    event: &E,
+    mut value: V,
+    listeners: &WaterfallList<E, V>,
+) -> Result<V, ListenerError> {
+    for entry in &listeners.0 {
+        let _entered = entry.span.enter();
+        let error: Arc<dyn std::error::Error + Send + Sync> =
+            match catch_unwind(AssertUnwindSafe(|| (entry.handler)(event, value))) {
+                Ok(Ok(next)) => {
+                    value = next;
+                    continue;
+                }
+                Ok(Err(error)) => Arc::from(error),
+                Err(payload) => Arc::new(Panicked(panic_message(payload.as_ref()))),
+            };
+        let failure = failure::<E>(&entry.plugin, error, "waterfall listener failed");
+        return Err(ListenerError::of::<E>(failure));
+    }
+    Ok(value)
 }
 
 /// Calls `listeners` with `event`, collecting failures. The listeners run inside one
 /// `catch_unwind` until one fails or panics; the rest then run inside another, so a normal
 /// emit pays for one unwind guard, not one per listener.
 pub(crate) fn dispatch<E: 'static>(event: &E, listeners: &EmitList<E>) -> Result<(), EmitError> {
-    let handlers = &listeners.0;
+    let entries = &listeners.0;
     let mut failures = Vec::new();
     let mut next = 0;
-    while next < handlers.len() {
+    while next < entries.len() {
         let at = std::cell::Cell::new(next);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            for (i, (_, handler)) in handlers.iter().enumerate().skip(next) {
+            for (i, entry) in entries.iter().enumerate().skip(next) {
                 at.set(i);
-                handler(event)?;
+                let _entered = entry.span.enter();
+                (entry.handler)(event)?;
             }
             Ok::<(), BoxError>(())
         }));
@@ -131,7 +208,11 @@ pub(crate) fn dispatch<E: 'static>(event: &E, listeners: &EmitList<E>) -> Result
             Ok(Err(error)) => Arc::from(error),
             Err(payload) => Arc::new(Panicked(panic_message(payload.as_ref()))),
         };
-        failures.push(failure::<E>(&handlers[at.get()].0, error));
+        failures.push(failure::<E>(
+            &entries[at.get()].plugin,
+            error,
+            "listener failed",
+        ));
         next = at.get() + 1;
     }
     if failures.is_empty() {
@@ -145,9 +226,13 @@ pub(crate) fn dispatch<E: 'static>(event: &E, listeners: &EmitList<E>) -> Result
 }
 
 #[cold]
-fn failure<E>(plugin: &str, error: Arc<dyn std::error::Error + Send + Sync>) -> ListenerFailure {
+fn failure<E>(
+    plugin: &str,
+    error: Arc<dyn std::error::Error + Send + Sync>,
+    what: &str,
+) -> ListenerFailure {
     let message = error.to_string();
-    tracing::warn!(event = short_type_name(std::any::type_name::<E>()), %plugin, %message, "listener failed");
+    tracing::warn!(event = short_type_name(std::any::type_name::<E>()), %plugin, %message, "{what}");
     ListenerFailure {
         plugin: plugin.to_owned(),
         message,

@@ -64,6 +64,7 @@ pub mod reconcile;
 mod registry;
 mod runtime;
 mod scope;
+mod shutdown;
 mod state;
 
 #[cfg(feature = "tokio")]
@@ -73,7 +74,8 @@ pub use config::{ContextConfig, PluginSettings};
 pub use context::{Context, ContextBuilder};
 pub use dep::{Dep, Deps, Optional};
 pub use error::{
-    BoxError, CoreError, EmitError, ListenerFailure, Panicked, PluginError, Unavailable, WaitError,
+    BoxError, CleanupFailure, CoreError, EmitError, ListenerError, ListenerFailure, Panicked,
+    PluginError, ShutdownError, Unavailable, WaitError,
 };
 pub use event::ListenerHandle;
 pub use graph::{DependencyGraph, MissingService};

@@ -6,8 +6,8 @@
 
 use crate::context::Context;
 use crate::dep::Optional;
-use crate::error::{BoxError, CoreError, EmitError};
-use crate::event::{ask_listener, emit_listener, ListenerHandle};
+use crate::error::{BoxError, CoreError, EmitError, ListenerError};
+use crate::event::{ask_listener, emit_listener, waterfall_listener, ListenerHandle};
 use crate::handle::{LoadOptions, PluginHandle};
 use crate::key::ServiceKey;
 use crate::runtime::cells::ServiceValue;
@@ -40,6 +40,7 @@ pub struct Scope {
     rt: Weak<Runtime>,
     owner: Owner,
     name: Arc<str>,
+    span: tracing::Span,
 }
 
 impl Scope {
@@ -48,6 +49,7 @@ impl Scope {
             rt: Arc::downgrade(&applying.rt),
             owner: Owner::Instance(applying.id, applying.generation),
             name: applying.name.clone(),
+            span: applying.span.clone(),
         }
     }
 
@@ -57,6 +59,7 @@ impl Scope {
             rt: Arc::downgrade(rt),
             owner: Owner::Root,
             name: Arc::from(ROOT),
+            span: tracing::Span::none(),
         }
     }
 
@@ -79,6 +82,17 @@ impl Scope {
             Owner::Instance(_, generation) => generation,
             Owner::Root => 0,
         }
+    }
+
+    /// The `tracing` span of this generation: named `plugin`, with the fields `plugin` (the
+    /// instance name), `instance` (its number) and `generation`, at the `ERROR` level so that
+    /// a subscriber that records any line of the plugin records whose it is. The runtime
+    /// enters it around the apply, every listener, each teardown (disposers, leave hooks) and
+    /// the async work the scope spawns, so the plugin's own `tracing` calls carry it without
+    /// naming it; enter it on threads the plugin starts itself. (cordis gives each plugin a
+    /// logger named after it.) The root scope's span is disabled (`Span::none()`).
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
     }
 
     /// A handle on this scope's instance: what the plugin uses to change its own lifecycle
@@ -164,6 +178,68 @@ impl Scope {
         self.runtime()?.listen(self.owner, emit_listener(handler))
     }
 
+    /// Listens to the next event of type `E` only (cordis `ctx.once`): `handler` runs for
+    /// the first emit after this call, then the listener is removed. Like [`Scope::on`]
+    /// otherwise (it goes with this generation if no event came; its error or panic is
+    /// reported to that emitter). Two threads emitting at once call it once.
+    ///
+    /// ```
+    /// use dsh_core::Context;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// struct Ready;
+    /// let ctx = Context::builder().build()?;
+    /// let heard = Arc::new(AtomicUsize::new(0));
+    /// let counter = heard.clone();
+    /// ctx.root().once(move |_: &Ready| {
+    ///     counter.fetch_add(1, Ordering::SeqCst);
+    ///     Ok(())
+    /// })?;
+    /// ctx.emit(&Ready).unwrap();
+    /// ctx.emit(&Ready).unwrap();
+    /// assert_eq!(heard.load(Ordering::SeqCst), 1);
+    /// # Ok::<(), dsh_core::CoreError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CoreError::StaleScope`].
+    pub fn once<E: 'static>(
+        &self,
+        handler: impl FnOnce(&E) -> Result<(), BoxError> + Send + 'static,
+    ) -> Result<ListenerHandle, CoreError> {
+        let pending = parking_lot::Mutex::new(Some(handler));
+        let registered: Arc<parking_lot::Mutex<Option<ListenerHandle>>> = Arc::default();
+        let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let handle = {
+            let registered = registered.clone();
+            let fired = fired.clone();
+            self.on(move |event: &E| {
+                let Some(handler) = pending.lock().take() else {
+                    return Ok(());
+                };
+                fired.store(true, std::sync::atomic::Ordering::Release);
+                if let Some(handle) = registered.lock().take() {
+                    handle.remove();
+                }
+                handler(event)
+            })?
+        };
+        // An emit on another thread may have fired it before the handle was stored here.
+        if fired.load(std::sync::atomic::Ordering::Acquire) {
+            handle.remove();
+        } else {
+            *registered.lock() = Some(handle);
+        }
+        Ok(ListenerHandle {
+            remove: Some(Box::new(move || {
+                if let Some(handle) = registered.lock().take() {
+                    handle.remove();
+                }
+            })),
+        })
+    }
+
     /// Answers [`Context::ask`] for event `E` with a value of type `R` (`None` passes to the
     /// next listener), for as long as this generation lives.
     ///
@@ -173,7 +249,72 @@ impl Scope {
         &self,
         handler: impl Fn(&E) -> Option<R> + Send + Sync + 'static,
     ) -> Result<ListenerHandle, CoreError> {
+        self.on_ask_fallible(move |event: &E| Ok(handler(event)))
+    }
+
+    /// [`Scope::on_ask`] with a listener that can fail: an error (or a panic) is handed to
+    /// the asker of [`Context::try_ask`] with this instance's name, and ends that ask; a plain
+    /// [`Context::ask`] logs it and asks the next listener (as it does a panic).
+    ///
+    /// ```
+    /// use dsh_core::{plugin_fn, Context};
+    ///
+    /// struct Quota(&'static str);
+    /// let limits = plugin_fn("limits", |scope, ()| {
+    ///     scope.on_ask_fallible(|q: &Quota| match q.0 {
+    ///         "known" => Ok(Some(10u32)),
+    ///         _ => Err("no such tenant".into()),
+    ///     })?;
+    ///     Ok(())
+    /// });
+    /// let ctx = Context::builder().add_plugin(limits).build()?;
+    /// assert_eq!(ctx.try_ask::<Quota, u32>(&Quota("known")).unwrap(), Some(10));
+    /// let error = ctx.try_ask::<Quota, u32>(&Quota("other")).unwrap_err();
+    /// assert_eq!((error.failure.plugin.as_str(), error.code()), ("limits", "LISTENER_FAILED"));
+    /// assert_eq!(ctx.ask::<Quota, u32>(&Quota("other")), None, "logged and passed over");
+    /// # Ok::<(), dsh_core::CoreError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CoreError::StaleScope`].
+    pub fn on_ask_fallible<E: 'static, R: 'static>(
+        &self,
+        handler: impl Fn(&E) -> Result<Option<R>, BoxError> + Send + Sync + 'static,
+    ) -> Result<ListenerHandle, CoreError> {
         self.runtime()?.listen(self.owner, ask_listener(handler))
+    }
+
+    /// Takes part in [`Context::waterfall`] of event `E` over a value of type `V` for as long
+    /// as this generation lives (cordis `ctx.waterfall`): each listener, in registration order,
+    /// gets the event and the value the one before it returned, and returns the value the
+    /// next one gets. An error (or a panic) ends the waterfall with that failure.
+    ///
+    /// ```
+    /// use dsh_core::{plugin_fn, Context};
+    ///
+    /// struct RenderPrompt;
+    /// let trim = plugin_fn("trim", |scope, ()| {
+    ///     scope.on_waterfall(|_: &RenderPrompt, text: String| Ok(text.trim().to_owned()))?;
+    ///     Ok(())
+    /// });
+    /// let sign = plugin_fn("sign", |scope, ()| {
+    ///     scope.on_waterfall(|_: &RenderPrompt, text: String| Ok(format!("{text} -- dsh")))?;
+    ///     Ok(())
+    /// });
+    /// let ctx = Context::builder().add_plugin(trim).add_plugin(sign).build()?;
+    /// let text = ctx.waterfall(&RenderPrompt, "  hello ".to_owned()).unwrap();
+    /// assert_eq!(text, "hello -- dsh");
+    /// # Ok::<(), dsh_core::CoreError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CoreError::StaleScope`].
+    pub fn on_waterfall<E: 'static, V: 'static>(
+        &self,
+        handler: impl Fn(&E, V) -> Result<V, BoxError> + Send + Sync + 'static,
+    ) -> Result<ListenerHandle, CoreError> {
+        self.runtime()?
+            .listen(self.owner, waterfall_listener(handler))
     }
 
     /// Registers `disposer` to run when this generation is torn down (after everything
@@ -183,6 +324,24 @@ impl Scope {
     /// # Errors
     /// [`CoreError::StaleScope`].
     pub fn on_dispose(&self, disposer: impl FnOnce() + Send + 'static) -> Result<(), CoreError> {
+        self.on_dispose_checked(move || {
+            disposer();
+            Ok(())
+        })
+    }
+
+    /// [`Scope::on_dispose`] for a cleanup that can fail (a connection that will not close,
+    /// a file that will not flush): its error is logged and, during a checked shutdown
+    /// ([`Context::shutdown`], [`crate::PluginHandle::shutdown`]), reported as a
+    /// [`crate::CleanupFailure`] of this instance. The cleanups registered before it still
+    /// run.
+    ///
+    /// # Errors
+    /// [`CoreError::StaleScope`].
+    pub fn on_dispose_checked(
+        &self,
+        disposer: impl FnOnce() -> Result<(), BoxError> + Send + 'static,
+    ) -> Result<(), CoreError> {
         self.runtime()?.on_dispose(self.owner, Box::new(disposer))
     }
 
@@ -330,9 +489,37 @@ impl Emitter {
         }
     }
 
-    /// Asks the `ask` listeners of `(E, R)` in registration order; the first answer wins.
+    /// Asks the `ask` listeners of `(E, R)` in registration order; the first answer wins (a
+    /// failing listener is logged and passed over).
     pub fn ask<E: 'static, R: 'static>(&self, event: &E) -> Option<R> {
-        self.rt.upgrade()?.ask(event)
+        self.rt.upgrade()?.ask(event, false).unwrap_or(None)
+    }
+
+    /// [`Context::try_ask`] on this emitter's context.
+    ///
+    /// # Errors
+    /// As `try_ask`.
+    pub fn try_ask<E: 'static, R: 'static>(&self, event: &E) -> Result<Option<R>, ListenerError> {
+        match self.rt.upgrade() {
+            Some(rt) => rt.ask(event, true),
+            None => Ok(None),
+        }
+    }
+
+    /// [`Context::waterfall`] on this emitter's context (`value` unchanged once the context
+    /// is gone).
+    ///
+    /// # Errors
+    /// As `waterfall`.
+    pub fn waterfall<E: 'static, V: 'static>(
+        &self,
+        event: &E,
+        value: V,
+    ) -> Result<V, ListenerError> {
+        match self.rt.upgrade() {
+            Some(rt) => rt.waterfall(event, value),
+            None => Ok(value),
+        }
     }
 }
 

@@ -56,15 +56,21 @@ impl Context {
     /// with [`WaitError::Reentrant`] when called from code the settling thread runs (an
     /// apply, a disposer, a listener: the context cannot settle before it returns), with
     /// [`WaitError::TimedOut`] when other threads kept settling it for longer than
-    /// [`Context::RECONFIGURE_WAIT`].
+    /// [`Context::RECONFIGURE_WAIT`]; [`CoreError::ShuttingDown`] once
+    /// [`Context::shutdown`] was called.
     pub fn reconfigure(&self, config: &ContextConfig) -> Result<ReconcileReport, CoreError> {
         self.validated(config, |checked, deadline| {
             let done = self
                 .rt
-                .when_idle(deadline, |state| match diff::plan(state, config, checked) {
-                    Ok(Some(planned)) => Ok(carry_out(state, planned)),
-                    Ok(None) => Err(None),
-                    Err(error) => Err(Some(error)),
+                .when_idle(deadline, |state| {
+                    if let Some(plugin) = state.closing_at(None) {
+                        return Err(Some(CoreError::ShuttingDown { plugin }));
+                    }
+                    match diff::plan(state, config, checked) {
+                        Ok(Some(planned)) => Ok(carry_out(state, planned)),
+                        Ok(None) => Err(None),
+                        Err(error) => Err(Some(error)),
+                    }
                 })
                 .map_err(CoreError::Wait)?;
             match done {

@@ -3,7 +3,7 @@
 //! events (`emit`, `ask`).
 
 use super::Context;
-use crate::error::{BoxError, CoreError, EmitError};
+use crate::error::{BoxError, CoreError, EmitError, ListenerError};
 use crate::event::ListenerHandle;
 use crate::handle::Ticket;
 use crate::key::ServiceKey;
@@ -120,6 +120,32 @@ impl Context {
     /// answer, outside every lock; `None` when none answers. A panicking listener is skipped
     /// (and logged).
     pub fn ask<E: 'static, R: 'static>(&self, event: &E) -> Option<R> {
-        self.rt.ask(event)
+        self.rt.ask(event, false).unwrap_or(None)
+    }
+
+    /// [`Context::ask`] that hands a failing listener's error to the asker: the listeners of
+    /// `(E, R)` are asked in registration order until one answers, and the first that fails
+    /// ([`crate::Scope::on_ask_fallible`] returning an error, or any listener panicking) ends
+    /// the ask.
+    ///
+    /// # Errors
+    /// A [`ListenerError`] (`LISTENER_FAILED`) naming the listener's instance, with its error.
+    pub fn try_ask<E: 'static, R: 'static>(&self, event: &E) -> Result<Option<R>, ListenerError> {
+        self.rt.ask(event, true)
+    }
+
+    /// Passes `value` through the waterfall listeners of `(E, V)`
+    /// ([`crate::Scope::on_waterfall`]) in registration order, outside every lock, and
+    /// returns what the last one returned (`value` itself when there is none).
+    ///
+    /// # Errors
+    /// A [`ListenerError`] (`LISTENER_FAILED`) naming the first listener that failed or
+    /// panicked; the value is lost with it.
+    pub fn waterfall<E: 'static, V: 'static>(
+        &self,
+        event: &E,
+        value: V,
+    ) -> Result<V, ListenerError> {
+        self.rt.waterfall(event, value)
     }
 }

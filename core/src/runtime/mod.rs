@@ -24,13 +24,14 @@ mod loom_models;
 pub(crate) mod plugin;
 pub(crate) mod roster;
 mod settle;
+pub(crate) mod shutdown;
 pub(crate) mod state;
 mod sync;
 
-use crate::error::{CoreError, EmitError, Unavailable, WaitError};
+use crate::error::{CoreError, EmitError, ListenerError, Unavailable, WaitError};
 use crate::event::{
-    ask_key, dispatch, first_answer, AskList, EmitList, Handler, Listener, ListenerHandle, Publish,
-    PublishedList,
+    ask_key, dispatch, first_answer, pour, waterfall_key, AskList, EmitList, Handler, Listener,
+    ListenerHandle, Publish, PublishedList, WaterfallList,
 };
 use crate::key::ServiceKey;
 use crate::state::InstanceId;
@@ -38,7 +39,7 @@ use cells::{Index, ListenerCell, ServiceCell, ServiceValue};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use plugin::AnyPlugin;
 use serde_json::Value;
-use state::{Command, ConfigFn, LeaveFn, LeaveHook, Owned, Owner, State};
+use state::{Command, ConfigFn, Disposer, LeaveFn, LeaveHook, Owned, Owner, State};
 use std::any::TypeId;
 use std::sync::Arc;
 use std::time::Instant;
@@ -52,6 +53,13 @@ pub(crate) struct Runtime {
     /// Start work still running (`Scope::spawn_start`), counted by instance and generation.
     /// Locked after `state` when both are held.
     starting: Mutex<rustc_hash::FxHashMap<(InstanceId, u64), usize>>,
+    /// Async work of scopes not yet dropped (`Scope::spawn`, timers), counted by instance
+    /// (`#0` for the root) and generation, for a checked shutdown to join. Locked after
+    /// `state` when both are held.
+    working: Mutex<rustc_hash::FxHashMap<(InstanceId, u64), usize>>,
+    /// What the cleanups of the checked shutdown being carried out reported (only the settler
+    /// touches it, while it carries one out).
+    cleanup: Mutex<Option<shutdown::Cleanup>>,
 }
 
 /// A service as a dependency handle takes it: the value, its cell and the epoch it was
@@ -72,6 +80,8 @@ impl Runtime {
             services: Index::new(),
             listeners: Index::new(),
             starting: Mutex::default(),
+            working: Mutex::default(),
+            cleanup: Mutex::default(),
         })
     }
 
@@ -256,9 +266,11 @@ impl Runtime {
             let owner = state.owner(owner)?;
             let id = state.next_registration();
             let plugin = state.name_of(owner);
+            let span = state.span_of(owner);
             let listener = Listener {
                 id,
                 plugin,
+                span,
                 handler,
             };
             let withdrawn = state.add_listener(&self.listeners, key, listener, publish);
@@ -282,11 +294,7 @@ impl Runtime {
     /// # Errors
     ///
     /// [`CoreError::StaleScope`].
-    pub(crate) fn on_dispose(
-        &self,
-        owner: Owner,
-        disposer: Box<dyn FnOnce() + Send>,
-    ) -> Result<(), CoreError> {
+    pub(crate) fn on_dispose(&self, owner: Owner, disposer: Disposer) -> Result<(), CoreError> {
         let mut state = self.state.lock();
         let owner = state.owner(owner)?;
         state.own(owner, Owned::Disposer(disposer));
@@ -399,10 +407,32 @@ impl Runtime {
         })
     }
 
-    /// Asks the `ask` listeners of `(E, R)` in order; the first answer wins.
-    pub(crate) fn ask<E: 'static, R: 'static>(&self, event: &E) -> Option<R> {
+    /// Asks the `ask` listeners of `(E, R)` in order; the first answer wins. A failing
+    /// listener ends the ask with its failure when `strict`, else it is logged and skipped.
+    pub(crate) fn ask<E: 'static, R: 'static>(
+        &self,
+        event: &E,
+        strict: bool,
+    ) -> Result<Option<R>, ListenerError> {
         self.with_listeners(ask_key::<E, R>(), |list| {
-            first_answer(event, list?.downcast_ref::<AskList<E, R>>()?)
+            match list.and_then(|list| list.downcast_ref::<AskList<E, R>>()) {
+                Some(list) => first_answer(event, list, strict),
+                None => Ok(None),
+            }
+        })
+    }
+
+    /// Passes `value` through the `waterfall` listeners of `(E, V)` in order.
+    pub(crate) fn waterfall<E: 'static, V: 'static>(
+        &self,
+        event: &E,
+        value: V,
+    ) -> Result<V, ListenerError> {
+        self.with_listeners(waterfall_key::<E, V>(), |list| {
+            match list.and_then(|list| list.downcast_ref::<WaterfallList<E, V>>()) {
+                Some(list) => pour(event, value, list),
+                None => Ok(value),
+            }
         })
     }
 

@@ -71,4 +71,6 @@ pub(crate) struct Applying {
     pub(crate) id: InstanceId,
     pub(crate) generation: u64,
     pub(crate) name: Arc<str>,
+    /// The generation's span.
+    pub(crate) span: tracing::Span,
 }

@@ -4,7 +4,7 @@
 //! state lock is held and uses no recursion that grows with a dependency chain.
 
 use super::plugin::Applying;
-use super::state::{Command, Notice, Owned, State};
+use super::state::{Command, Notice, Owned, State, ROOT};
 use super::Runtime;
 use crate::error::{panic_message, CoreError, PluginError};
 use crate::info::{PluginTransition, TransitionCause};
@@ -47,13 +47,6 @@ impl Drop for UnwindGuard<'_> {
             give_up_role(&mut self.0.state.lock());
             self.0.changed.notify_all();
         }
-    }
-}
-
-/// Runs `f`, containing a panic (logged with `what`): user code the engine calls.
-fn contained(what: &str, f: impl FnOnce()) {
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
-        tracing::warn!(message = %panic_message(payload.as_ref()), "{what} panicked");
     }
 }
 
@@ -117,6 +110,7 @@ impl Runtime {
             }
             Command::Fail(id, generation, error) => self.fail(id, generation, error),
             Command::DisposeAll => self.dispose_all(),
+            Command::Shutdown(target, outcome) => self.shutdown_now(target, &outcome),
         }
     }
 
@@ -224,7 +218,7 @@ impl Runtime {
 
     /// Disposes every root instance in reverse order (each after the instances that use it),
     /// then what the root scope registered, in reverse order.
-    fn dispose_all(self: &Arc<Self>) {
+    pub(super) fn dispose_all(self: &Arc<Self>) {
         let roots: Vec<InstanceId> = {
             let state = self.state.lock();
             state
@@ -240,19 +234,22 @@ impl Runtime {
         // Every instance is gone now, and with it every leave hook: the root's services go
         // unheard.
         let owned = std::mem::take(&mut self.state.lock().root_owned);
-        self.undo(owned);
+        self.undo(ROOT, owned);
     }
 
     /// Applies ready instance `id`: parses its config (a refused config fails it without
     /// loading), moves it to `Loading`, runs apply outside every lock, and records the outcome
     /// only if the instance is still at that generation and loading, on failure as on success.
     fn apply(self: &Arc<Self>, id: InstanceId) {
-        let Some((plugin, config, name)) = self
-            .state
-            .lock()
-            .instance(id)
-            .map(|inst| (inst.plugin.clone(), inst.config.clone(), inst.name.clone()))
-        else {
+        let Some((plugin, config, name, generation)) = self.state.lock().instance(id).map(|inst| {
+            let next = inst.generation + 1;
+            (
+                inst.plugin.clone(),
+                inst.config.clone(),
+                inst.name.clone(),
+                next,
+            )
+        }) else {
             return;
         };
         let ready = match plugin.plugin.prepare(&config) {
@@ -271,19 +268,25 @@ impl Runtime {
                 return;
             }
         };
-        let generation = {
+        // Made outside the lock: making a span calls the subscriber.
+        let span = instance_span(&name, id, generation);
+        {
             let mut state = self.state.lock();
             state.transition(id, PluginState::Loading, TransitionCause::RequirementsMet);
-            state.instance(id).map_or(0, |inst| inst.generation)
-        };
+            if let Some(inst) = state.instances.get_mut(&id) {
+                debug_assert_eq!(inst.generation, generation, "only the settler applies");
+                inst.span = span.clone();
+            }
+        }
         self.publish();
         let applying = Applying {
             rt: self.clone(),
             id,
             generation,
             name: name.clone(),
+            span: span.clone(),
         };
-        let failure = match catch_unwind(AssertUnwindSafe(|| ready(&applying))) {
+        let failure = match catch_unwind(AssertUnwindSafe(|| span.in_scope(|| ready(&applying)))) {
             Ok(Ok(())) => None,
             Ok(Err(error)) => Some(PluginError::from_apply(&name, error)),
             Err(payload) => Some(PluginError::panicked(
@@ -349,6 +352,16 @@ impl Runtime {
         };
         self.publish();
         for id in order {
+            let Some((name, generation, span)) = self
+                .state
+                .lock()
+                .instance(id)
+                .map(|inst| (inst.name.clone(), inst.generation, inst.span.clone()))
+            else {
+                continue;
+            };
+            self.torn_down(id, generation, &name);
+            let _entered = span.enter();
             self.hear_leaving(id);
             let owned = self
                 .state
@@ -357,7 +370,7 @@ impl Runtime {
                 .get_mut(&id)
                 .map(|inst| std::mem::take(&mut inst.owned))
                 .unwrap_or_default();
-            self.undo(owned);
+            self.undo(&name, owned);
             let collected = {
                 let mut state = self.state.lock();
                 if id == target {
@@ -379,7 +392,11 @@ impl Runtime {
                     None
                 }
             };
-            contained("dropping a disposed plugin", || drop(collected));
+            self.contained(&name, "dropping a disposed plugin", || {
+                drop(collected);
+                Ok(())
+            });
+            drop(_entered);
             self.publish();
         }
         let mut state = self.state.lock();
@@ -402,36 +419,51 @@ impl Runtime {
         let leaving = self.state.lock().leave_hooks_of(id);
         for (value, hooks) in leaving {
             for hook in hooks {
-                contained(&format!("leave hook of plugin \"{}\"", hook.plugin), || {
-                    (hook.hook)(&value)
+                self.contained(&hook.plugin, "leave hook", || {
+                    (hook.hook)(&value);
+                    Ok(())
                 });
             }
         }
     }
 
-    /// Undoes registrations in reverse order. Service values, listener handlers and hooks are
-    /// dropped outside the lock; a panicking disposer or destructor is contained.
-    fn undo(self: &Arc<Self>, owned: Vec<Owned>) {
+    /// Undoes the registrations of instance `plugin` (or the root) in reverse order. Service
+    /// values, listener handlers and hooks are dropped outside the lock; a disposer that fails
+    /// and a disposer or destructor that panics is contained and reported
+    /// ([`Runtime::contained`]), and the rest still run.
+    fn undo(self: &Arc<Self>, plugin: &str, owned: Vec<Owned>) {
         for item in owned.into_iter().rev() {
             match item {
                 Owned::Service(type_id) => {
                     let removed = self.state.lock().remove_service(type_id);
-                    contained("dropping a service value", || drop(removed));
+                    self.contained(plugin, "dropping a service value", || {
+                        drop(removed);
+                        Ok(())
+                    });
                 }
                 Owned::Listener(type_id, id) => {
                     let removed = self.state.lock().remove_listener(type_id, id);
-                    contained("dropping a listener", || drop(removed));
+                    self.contained(plugin, "dropping a listener", || {
+                        drop(removed);
+                        Ok(())
+                    });
                 }
                 Owned::LeaveHook(type_id, id) => {
                     let removed = self.state.lock().remove_leave_hook(type_id, id);
-                    contained("dropping a leave hook", || drop(removed));
+                    self.contained(plugin, "dropping a leave hook", || {
+                        drop(removed);
+                        Ok(())
+                    });
                 }
                 Owned::Child(child) => {
                     self.teardown(child, PluginState::Disposed, TransitionCause::Disposed);
                 }
-                Owned::Disposer(disposer) => contained("disposer", disposer),
+                Owned::Disposer(disposer) => self.contained(plugin, "disposer", disposer),
                 Owned::Absorber(absorber) => {
-                    contained("dropping a config absorber", || drop(absorber))
+                    self.contained(plugin, "dropping a config absorber", || {
+                        drop(absorber);
+                        Ok(())
+                    })
                 }
             }
         }
@@ -457,6 +489,13 @@ impl Runtime {
             }
         }
     }
+}
+
+/// The span of one generation of an instance: `plugin` (the instance name), `instance` (its
+/// number) and `generation`. At the `ERROR` level, so that every subscriber that records a
+/// plugin's log line also records whose it is.
+fn instance_span(name: &str, id: InstanceId, generation: u64) -> tracing::Span {
+    tracing::error_span!("plugin", plugin = name, instance = id.0, generation)
 }
 
 fn failed(error: &PluginError) -> TransitionCause {

@@ -1,6 +1,7 @@
-//! Async work of a scope (feature `tokio`): [`Scope::spawn`] (work the generation owns) and
+//! Async work of a scope (feature `tokio`): [`Scope::spawn`] (work the generation owns),
 //! [`Scope::spawn_start`] (its start work, which [`crate::PluginHandle::wait_active`] waits
-//! for).
+//! for) and the timers [`Scope::interval`] and [`Scope::timeout`]; each runs in the
+//! generation's span and is counted until it is dropped, for a checked shutdown to join.
 
 use super::Scope;
 use crate::error::{BoxError, CoreError};
@@ -10,6 +11,8 @@ use crate::state::InstanceId;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tracing::Instrument;
 
 impl Scope {
     /// Starts `work` on the tokio runtime the apply runs in (feature `tokio`), owned by this
@@ -90,8 +93,15 @@ impl Scope {
             Owner::Instance(id, generation) if start => Some(StartWork::begin(&rt, id, generation)),
             _ => None,
         };
+        let counted = Counted::begin(&rt, (self.instance(), self.generation()));
         drop(rt);
-        let task = runtime.spawn(work);
+        let task = runtime.spawn(
+            async move {
+                let _counted = counted;
+                work.await
+            }
+            .instrument(self.span.clone()),
+        );
         let abort = task.abort_handle();
         let teardown = {
             let start = start.clone();
@@ -132,6 +142,112 @@ impl Scope {
             let _ = scope.fail(failure);
         });
         Ok(())
+    }
+}
+
+impl Scope {
+    /// Calls `tick` every `period` (the first call one `period` from now) for as long as this
+    /// generation lives (feature `tokio`): cordis's `ctx.setInterval`, owned by the plugin.
+    /// The timer stops when the instance is torn down (disabled, restarted, disposed,
+    /// failed), and a tick in progress is dropped at its next await. Ticks do not overlap: a
+    /// tick that takes longer than `period` delays the next (tokio's
+    /// `MissedTickBehavior::Delay`). A tick that returns an error or panics fails the
+    /// instance, as [`Scope::spawn`] work does. Each tick runs in the generation's span.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "multi_thread", worker_threads = 1)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use dsh_core::{plugin_fn, Context};
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let ticks = Arc::new(AtomicUsize::new(0));
+    /// let counter = ticks.clone();
+    /// let heartbeat = plugin_fn("heartbeat", move |scope, ()| {
+    ///     let counter = counter.clone();
+    ///     scope.interval(Duration::from_millis(5), move || {
+    ///         counter.fetch_add(1, Ordering::SeqCst);
+    ///         async { Ok(()) }
+    ///     })?;
+    ///     Ok(())
+    /// });
+    /// let ctx = Context::builder().add_plugin(heartbeat).build()?;
+    /// while ticks.load(Ordering::SeqCst) < 3 {
+    ///     tokio::time::sleep(Duration::from_millis(5)).await;
+    /// }
+    /// ctx.shutdown_async(Duration::from_secs(5)).await?; // the timer is joined
+    /// let after = ticks.load(Ordering::SeqCst);
+    /// tokio::time::sleep(Duration::from_millis(30)).await;
+    /// assert_eq!(ticks.load(Ordering::SeqCst), after, "no tick after the shutdown");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Scope::spawn`].
+    ///
+    /// # Panics
+    /// When `period` is zero (as `tokio::time::interval`).
+    pub fn interval<F, Fut>(&self, period: Duration, mut tick: F) -> Result<(), CoreError>
+    where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        assert!(
+            !period.is_zero(),
+            "Scope::interval needs a period above zero"
+        );
+        self.spawn(async move {
+            let start = tokio::time::Instant::now() + period;
+            let mut timer = tokio::time::interval_at(start, period);
+            timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                timer.tick().await;
+                tick().await?;
+            }
+        })
+    }
+
+    /// Runs `work` once, `delay` from now, unless this generation ends first (feature
+    /// `tokio`): cordis's `ctx.setTimeout`, owned by the plugin. A torn-down instance's
+    /// timeout never fires; an error or a panic of `work` fails the instance, as
+    /// [`Scope::spawn`] work does. It runs in the generation's span.
+    ///
+    /// # Errors
+    /// As [`Scope::spawn`].
+    pub fn timeout<Fut>(&self, delay: Duration, work: Fut) -> Result<(), CoreError>
+    where
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        self.spawn(async move {
+            tokio::time::sleep(delay).await;
+            work.await
+        })
+    }
+}
+
+/// Counts one async work of a scope until it is dropped (it finished, or was aborted and
+/// dropped by tokio): what a checked shutdown joins.
+struct Counted {
+    rt: Weak<Runtime>,
+    key: (InstanceId, u64),
+}
+
+impl Counted {
+    fn begin(rt: &Arc<Runtime>, key: (InstanceId, u64)) -> Counted {
+        rt.work_begun(key);
+        Counted {
+            rt: Arc::downgrade(rt),
+            key,
+        }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.upgrade() {
+            rt.work_ended(self.key);
+        }
     }
 }
 

@@ -53,6 +53,7 @@ impl State {
                 generation: 0,
                 error: None,
                 owned: Vec::new(),
+                span: tracing::Span::none(),
             },
         );
         for type_id in required {

@@ -46,7 +46,7 @@ pub(crate) enum Owned {
     Service(TypeId),
     Listener(TypeId, u64),
     Child(InstanceId),
-    Disposer(Box<dyn FnOnce() + Send>),
+    Disposer(Disposer),
     LeaveHook(TypeId, u64),
     /// A config absorber (`Scope::on_config`) of the generation.
     Absorber(Arc<ConfigFn>),
@@ -61,6 +61,9 @@ pub(crate) struct Instance {
     pub(crate) generation: u64,
     pub(crate) error: Option<PluginError>,
     pub(crate) owned: Vec<Owned>,
+    /// The span of the current generation (`tracing::Span::none()` before the first apply):
+    /// entered around its apply, listeners, spawned work and teardown.
+    pub(crate) span: tracing::Span,
 }
 
 pub(crate) struct ServiceSlot {
@@ -73,6 +76,10 @@ pub(crate) struct ServiceSlot {
     /// Whether the value is in the cell (readers see it).
     pub(crate) published: bool,
 }
+
+/// A disposer: cleanup run when its owner is torn down; an error is a cleanup failure
+/// ([`crate::ShutdownError`] lists it).
+pub(crate) type Disposer = Box<dyn FnOnce() -> Result<(), BoxError> + Send>;
 
 /// A hook an instance registered to hear before an optional service goes.
 pub(crate) type LeaveFn = dyn Fn(&ServiceValue) + Send + Sync;
@@ -107,6 +114,10 @@ pub(crate) enum Command {
     /// over.
     Fail(InstanceId, u64, PluginError),
     DisposeAll,
+    /// A checked shutdown of an instance (or, `None`, of the whole context): disposed as
+    /// by `Dispose`/`DisposeAll`, its cleanup failures and the generations it tore down
+    /// handed back in the outcome.
+    Shutdown(Option<InstanceId>, crate::runtime::shutdown::Outcome),
 }
 
 impl Command {
@@ -118,8 +129,9 @@ impl Command {
             | Command::Dispose(id)
             | Command::Restart(id)
             | Command::Update(id, _)
-            | Command::Fail(id, _, _) => Some(*id),
-            Command::DisposeAll => None,
+            | Command::Fail(id, _, _)
+            | Command::Shutdown(Some(id), _) => Some(*id),
+            Command::DisposeAll | Command::Shutdown(None, _) => None,
         }
     }
 }
@@ -177,6 +189,16 @@ pub(crate) struct State {
     pub(crate) settled: u64,
     /// The plugins the context was built with and the root instances its config manages.
     pub(crate) roster: Roster,
+    /// Whose registrations are refused because a checked shutdown of it began.
+    pub(crate) closing: Closing,
+}
+
+/// What checked shutdowns have begun on: the whole context (for good), or instances (until
+/// their shutdown is carried out).
+#[derive(Default)]
+pub(crate) struct Closing {
+    pub(crate) all: bool,
+    pub(crate) instances: rustc_hash::FxHashSet<InstanceId>,
 }
 
 impl State {
@@ -203,6 +225,7 @@ impl State {
             submitted: 0,
             settled: 0,
             roster: Roster::default(),
+            closing: Closing::default(),
         }
     }
 
@@ -223,6 +246,11 @@ impl State {
     /// threads that keep asking for a change grow the queue by at most one entry per instance
     /// and kind, however fast they ask.
     pub(crate) fn enqueue(&mut self, command: Command) {
+        if matches!(command, Command::Shutdown(..)) {
+            // Each carries the outcome its caller waits for.
+            self.queue.push_back(command);
+            return;
+        }
         if matches!(command, Command::DisposeAll)
             && matches!(self.queue.back(), Some(Command::DisposeAll))
         {

@@ -15,6 +15,13 @@ impl State {
             .map_or_else(|| Arc::from(ROOT), |inst| inst.name.clone())
     }
 
+    /// The span of `owner`'s current generation (none for the root).
+    pub(crate) fn span_of(&self, owner: Option<InstanceId>) -> tracing::Span {
+        owner
+            .and_then(|id| self.instances.get(&id))
+            .map_or_else(tracing::Span::none, |inst| inst.span.clone())
+    }
+
     pub(super) fn plugin_name(&self, id: InstanceId) -> &'static str {
         self.instances
             .get(&id)

@@ -11,7 +11,37 @@ impl State {
     /// The instance owning registrations made by `owner`, or `StaleScope` when that instance
     /// has moved on (torn down, restarted, disposed). Registrations are accepted while the
     /// instance is loading or active.
+    /// While a checked shutdown of the context, or of the instance or one of its ancestors,
+    /// is under way, `ShuttingDown` instead.
     pub(crate) fn owner(&self, owner: Owner) -> Result<Option<InstanceId>, CoreError> {
+        let owner = self.live_owner(owner)?;
+        if let Some(closing) = self.closing_at(owner) {
+            return Err(CoreError::ShuttingDown { plugin: closing });
+        }
+        Ok(owner)
+    }
+
+    /// The name of what is shutting down that covers `owner` (`<root>` for the context), if
+    /// anything is.
+    pub(crate) fn closing_at(&self, owner: Option<InstanceId>) -> Option<String> {
+        if self.closing.all {
+            return Some(super::ROOT.to_owned());
+        }
+        if self.closing.instances.is_empty() {
+            return None;
+        }
+        let mut at = owner;
+        while let Some(id) = at {
+            let inst = self.instances.get(&id)?;
+            if self.closing.instances.contains(&id) {
+                return Some(inst.name.to_string());
+            }
+            at = inst.parent;
+        }
+        None
+    }
+
+    fn live_owner(&self, owner: Owner) -> Result<Option<InstanceId>, CoreError> {
         match owner {
             Owner::Root => Ok(None),
             Owner::Instance(id, generation) => match self.instances.get(&id) {

@@ -495,7 +495,7 @@ impl Runtime {
 /// number) and `generation`. At the `ERROR` level, so that every subscriber that records a
 /// plugin's log line also records whose it is.
 fn instance_span(name: &str, id: InstanceId, generation: u64) -> tracing::Span {
-    tracing::error_span!("plugin", plugin = name, instance = id.0, generation)
+    tracing::error_span!("plugin", plugin = %name, instance = id.0, generation)
 }
 
 fn failed(error: &PluginError) -> TransitionCause {

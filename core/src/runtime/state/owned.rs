@@ -14,11 +14,14 @@ impl State {
     /// While a checked shutdown of the context, or of the instance or one of its ancestors,
     /// is under way, `ShuttingDown` instead.
     pub(crate) fn owner(&self, owner: Owner) -> Result<Option<InstanceId>, CoreError> {
-        let owner = self.live_owner(owner)?;
-        if let Some(closing) = self.closing_at(owner) {
+        let id = match owner {
+            Owner::Root => None,
+            Owner::Instance(id, _) => Some(id),
+        };
+        if let Some(closing) = self.closing_at(id) {
             return Err(CoreError::ShuttingDown { plugin: closing });
         }
-        Ok(owner)
+        self.live_owner(owner)
     }
 
     /// The name of what is shutting down that covers `owner` (`<root>` for the context), if

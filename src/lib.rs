@@ -23,13 +23,13 @@
 
 pub use dsh_core as core;
 pub use dsh_core::{
-    codes, plugin_fn, plugin_fn_with_config, registered, Action, AnyPlugin, BoxError, Coded,
-    Context, ContextBuilder, ContextConfig, CoreError, Dep, DependencyGraph, Deps, EmitError,
-    Emitter, FnApply, FnPlugin, InstanceId, ListenerHandle, LoadOptions, Manifest, NoConfig,
-    Optional, OptionalMode, Plan, PlanStep, Plugin, PluginError, PluginGroup, PluginHandle,
-    PluginInfo, PluginSettings, PluginState, PluginTransition, ReconcileReport, Scope,
-    ServiceChanged, ServiceInfo, ServiceKey, StepOutcome, Ticket, TransitionCause, Unavailable,
-    WaitError, WithConfig,
+    codes, plugin_fn, plugin_fn_with_config, registered, Action, AnyPlugin, BoxError,
+    CleanupFailure, Coded, Context, ContextBuilder, ContextConfig, CoreError, Dep, DependencyGraph,
+    Deps, EmitError, Emitter, FnApply, FnPlugin, InstanceId, ListenerError, ListenerFailure,
+    ListenerHandle, LoadOptions, Manifest, NoConfig, Optional, OptionalMode, Plan, PlanStep,
+    Plugin, PluginError, PluginGroup, PluginHandle, PluginInfo, PluginSettings, PluginState,
+    PluginTransition, ReconcileReport, Scope, ServiceChanged, ServiceInfo, ServiceKey,
+    ShutdownError, StepOutcome, Ticket, TransitionCause, Unavailable, WaitError, WithConfig,
 };
 
 #[cfg(feature = "acp")]

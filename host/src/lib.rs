@@ -27,6 +27,7 @@ pub mod bundle;
 pub mod config;
 pub mod describe;
 pub mod error;
+pub mod exit;
 mod regular_file;
 pub mod store;
 pub mod turns;

@@ -116,5 +116,22 @@ fn run(cli: &Cli) -> Result<output::Output, error::HostError> {
             eprintln!("{warning}");
         }
     }
-    result
+    finish(result, dsh_host::exit::shut_down(&app.ctx))
+}
+
+/// The outcome of a command whose context was then shut down (`shut`): a failed cleanup fails
+/// a command that succeeded (what it wrote may not all be stored); after a command that
+/// failed, it is printed on stderr and the command's own error is kept.
+fn finish(
+    result: Result<output::Output, error::HostError>,
+    shut: Result<(), error::HostError>,
+) -> Result<output::Output, error::HostError> {
+    match (result, shut) {
+        (result, Ok(())) => result,
+        (Ok(_), Err(shut)) => Err(shut),
+        (Err(error), Err(shut)) => {
+            eprintln!("error [{}]: {}", shut.code, shut.message);
+            Err(error)
+        }
+    }
 }

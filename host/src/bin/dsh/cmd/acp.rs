@@ -34,9 +34,19 @@ fn serve(cli: &Cli) -> Result<(), HostError> {
         let _inside = runtime.enter();
         crate::app::App::new(&config)?
     };
-    dsh_host::acp::serve_stdio(&runtime, &app.ctx, &sources)
-    // `app` is dropped here, after the last answer (what the sessions hold is written), then
-    // the runtime.
+    let served = dsh_host::acp::serve_stdio(&runtime, &app.ctx, &sources);
+    // After the last answer, on this thread (not a worker of the runtime, which drops the
+    // plugins' aborted work meanwhile): what the sessions hold is written, and every cleanup
+    // that failed is reported. Then the runtime goes.
+    let shut = dsh_host::exit::shut_down(&app.ctx);
+    match (served, shut) {
+        (served, Ok(())) => served,
+        (Ok(()), Err(shut)) => Err(shut),
+        (Err(error), Err(shut)) => {
+            eprintln!("error [{}]: {}", shut.code, shut.message);
+            Err(error)
+        }
+    }
 }
 
 /// This build has no ACP plugin: always `CAPABILITY_UNAVAILABLE`.

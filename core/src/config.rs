@@ -1,7 +1,10 @@
-//! The host's configuration of a context: which plugins are enabled and their settings.
+//! The host's configuration of a context: which plugins are enabled and their settings, in
+//! groups that switch together.
 
+use crate::error::CoreError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// Configuration of a root context, keyed by instance name (the plugin name, or
@@ -10,6 +13,48 @@ use std::collections::BTreeMap;
 /// [`crate::Context::reconfigure`].
 ///
 /// JSON shape: `{"plugins": {"dsh-session-fork": {"enabled": false, "config": {}}}}`.
+///
+/// # Groups
+///
+/// An entry whose name starts with `group:` is a group of entries (cordis's `group:` config
+/// entries): its `plugins` holds entries of the same shape (plugins, and groups again), and its
+/// `enabled: false` disables every entry in it, however they are switched themselves; a group
+/// switched on (or not switched) leaves each entry its own switch. A group has no `config`.
+/// Groups are a way to write the config, not instances: building and reconciling read the
+/// [flattened](ContextConfig::flatten) entries, so moving an entry from one group to another
+/// changes nothing for its instance (a reconcile keeps it), and disabling a group is one edit
+/// that disables its entries in one plan.
+///
+/// ```
+/// use dsh_core::{plugin_fn, Context, ContextConfig, PluginState};
+///
+/// let config: ContextConfig = serde_json::from_value(serde_json::json!({"plugins": {
+///     "group:storage": {"enabled": false, "plugins": {
+///         "disk": {"enabled": true},
+///         "group:caches": {"plugins": {"cache": {}}}
+///     }},
+///     "clock": {}
+/// }}))
+/// .unwrap();
+/// let ctx = Context::builder()
+///     .add_plugin(plugin_fn("disk", |_, ()| Ok(())))
+///     .add_plugin(plugin_fn("cache", |_, ()| Ok(())))
+///     .add_plugin(plugin_fn("clock", |_, ()| Ok(())))
+///     .with_config(config.clone())
+///     .build()?;
+/// assert_eq!(ctx.plugin_state("disk"), Some(PluginState::Disabled), "its group is off");
+/// assert_eq!(ctx.plugin_state("cache"), Some(PluginState::Disabled));
+/// assert_eq!(ctx.plugin_state("clock"), Some(PluginState::Active));
+///
+/// let mut on = config;
+/// on.plugins.get_mut("group:storage").unwrap().enabled = Some(true);
+/// assert_eq!(
+///     ctx.plan(&on)?.to_string(),
+///     "enable disk (disabled): enabled by the new config\n\
+///      enable cache (disabled): enabled by the new config"
+/// );
+/// # Ok::<(), dsh_core::CoreError>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextConfig {
@@ -26,9 +71,13 @@ pub struct PluginSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
     /// The plugin's own configuration, deserialized into its `Config` type and handed to
-    /// `apply`.
+    /// `apply`. Null for a group.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub config: Value,
+    /// A group's entries (an entry named `group:NAME`; see [`ContextConfig`]); empty for a
+    /// plugin's entry.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plugins: BTreeMap<String, PluginSettings>,
 }
 
 impl ContextConfig {
@@ -43,6 +92,80 @@ impl ContextConfig {
         self.plugins.entry(plugin.to_owned()).or_default().config = config;
         self
     }
+
+    /// Whether the entry name `name` is a group's (`group:NAME`).
+    pub fn is_group(name: &str) -> bool {
+        name.starts_with(GROUP_PREFIX)
+    }
+
+    /// The config with its groups dissolved: one entry per instance, whose switch is off when
+    /// a group around it is off (else its own) and whose config is its own. Borrowed, at no
+    /// cost, when the config has no group. What building and reconciling read.
+    ///
+    /// # Errors
+    /// [`CoreError::InvalidConfig`] (`CONFIG_INVALID`) naming the entry by its path (e.g.
+    /// `group:storage/disk`): an entry named in two places, a group with a `config`, or a
+    /// plugin's entry with `plugins` (only groups have entries).
+    pub fn flatten(&self) -> Result<Cow<'_, ContextConfig>, CoreError> {
+        let grouped = self
+            .plugins
+            .iter()
+            .any(|(name, settings)| ContextConfig::is_group(name) || !settings.plugins.is_empty());
+        if !grouped {
+            return Ok(Cow::Borrowed(self));
+        }
+        let mut flat = BTreeMap::new();
+        let mut places = BTreeMap::new();
+        dissolve(&self.plugins, "", false, &mut flat, &mut places)?;
+        Ok(Cow::Owned(ContextConfig { plugins: flat }))
+    }
+}
+
+/// The prefix of a group entry's name.
+const GROUP_PREFIX: &str = "group:";
+
+/// Adds the entries of `entries` (at `path`, inside groups that are off when `off`) to
+/// `flat`, recording where each was found in `places`.
+fn dissolve(
+    entries: &BTreeMap<String, PluginSettings>,
+    path: &str,
+    off: bool,
+    flat: &mut BTreeMap<String, PluginSettings>,
+    places: &mut BTreeMap<String, String>,
+) -> Result<(), CoreError> {
+    for (name, settings) in entries {
+        let at = format!("{path}{name}");
+        let refuse = |message: String| CoreError::InvalidConfig {
+            plugin: at.clone(),
+            message,
+        };
+        if ContextConfig::is_group(name) {
+            if !settings.config.is_null() {
+                return Err(refuse(
+                    "a group has no config of its own; its entries go in `plugins`".to_owned(),
+                ));
+            }
+            let off = off || settings.enabled == Some(false);
+            dissolve(&settings.plugins, &format!("{at}/"), off, flat, places)?;
+            continue;
+        }
+        if !settings.plugins.is_empty() {
+            return Err(refuse(format!(
+                "only a group has `plugins` (a group's name starts with `{GROUP_PREFIX}`)"
+            )));
+        }
+        if let Some(first) = places.insert(name.clone(), at.clone()) {
+            return Err(refuse(format!(
+                "instance \"{name}\" is configured twice, at {first} and at {at}"
+            )));
+        }
+        let mut entry = settings.clone();
+        if off {
+            entry.enabled = Some(false);
+        }
+        flat.insert(name.clone(), entry);
+    }
+    Ok(())
 }
 
 /// Deserializes a plugin's config value into `T`, reading an absent (null) config as `{}` so

@@ -339,7 +339,18 @@ fn read_config_file(path: &Path) -> Result<ConfigFile, HostError> {
     if !value.is_object() {
         return Err(invalid("the config must be a JSON object".into()));
     }
-    serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
+    let mut file: ConfigFile = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+    // Groups (`group:NAME` entries) are a way to write the file: dissolved here, so every
+    // later step (switches, unknown names, the store's backend) sees one entry per instance.
+    let grouped = ContextConfig {
+        plugins: std::mem::take(&mut file.plugins),
+    };
+    file.plugins = grouped
+        .flatten()
+        .map_err(|e| invalid(e.to_string()))?
+        .into_owned()
+        .plugins;
+    Ok(file)
 }
 
 /// The embedded default store: `<platform data dir>/dsh/sessions`.

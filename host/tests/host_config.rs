@@ -221,3 +221,36 @@ fn a_config_file_that_is_special_or_too_large_is_refused_before_it_is_read() {
         );
     }
 }
+
+#[test]
+fn groups_in_the_config_file_switch_their_entries_and_a_jsonl_root_inside_one_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = config_file(
+        dir.path(),
+        json!({"plugins": {
+            "group:storage": {"plugins": {"dsh-session-jsonl": {"config": {"root": "/grouped"}}}},
+            "group:extras": {"enabled": false, "plugins": {"dsh-session-fork": {"enabled": true}}}
+        }}),
+    );
+    let config = HostConfig::resolve(&Sources::default().config_file(&file)).unwrap();
+    assert_eq!(config.store, None, "the grouped root stands for the store");
+    let context = config.context_config();
+    assert_eq!(jsonl_root(&context).as_deref(), Some("/grouped"));
+    assert_eq!(context.plugins["dsh-session-fork"].enabled, Some(false));
+    assert!(config.warnings().is_empty(), "{:?}", config.warnings());
+
+    let twice = config_file(
+        dir.path(),
+        json!({"plugins": {
+            "dsh-session-fork": {},
+            "group:g": {"plugins": {"dsh-session-fork": {}}}
+        }}),
+    );
+    let error = HostConfig::resolve(&Sources::default().config_file(&twice)).unwrap_err();
+    assert_eq!(error.code, "CONFIG_INVALID");
+    assert!(
+        error.message.contains("configured twice"),
+        "{}",
+        error.message
+    );
+}

@@ -141,15 +141,17 @@ impl ContextBuilder {
     /// two instances with one name), [`CoreError::UnknownPlugin`] for a config entry that
     /// names no instance and may not create one, and the dependency graph's errors among the
     /// enabled instances: [`CoreError::DuplicateProvider`] and
-    /// [`CoreError::DependencyCycle`].
+    /// [`CoreError::DependencyCycle`]; [`CoreError::InvalidConfig`] for a config whose groups
+    /// do not dissolve ([`ContextConfig::flatten`]).
     pub fn build(self) -> Result<Context, CoreError> {
+        let config = self.config.flatten()?.into_owned();
         let rt = Runtime::new();
         let mut plugins = self.plugins.into_iter();
         // The plugins not yet added are user values: on an error they are dropped after the
         // lock (by `plugins` going out of scope), never under it.
         let added = {
             let mut state = rt.lock();
-            crate::reconcile::add_roots(&mut state, &mut plugins, &self.config)
+            crate::reconcile::add_roots(&mut state, &mut plugins, &config)
         };
         drop(plugins);
         added?;

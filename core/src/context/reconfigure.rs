@@ -29,6 +29,7 @@ impl Context {
     /// [`WaitError::TimedOut`] only if, for [`Context::RECONFIGURE_WAIT`], other threads keep
     /// disposing and loading the instances the entries name between its checks and its plan.
     pub fn plan(&self, config: &ContextConfig) -> Result<Plan, CoreError> {
+        let config = &*config.flatten()?;
         self.validated(config, |checked, _| {
             let state = self.rt.lock();
             let planned = diff::plan(&state, config, checked)?;
@@ -59,6 +60,7 @@ impl Context {
     /// [`Context::RECONFIGURE_WAIT`]; [`CoreError::ShuttingDown`] once
     /// [`Context::shutdown`] was called.
     pub fn reconfigure(&self, config: &ContextConfig) -> Result<ReconcileReport, CoreError> {
+        let config = &*config.flatten()?;
         self.validated(config, |checked, deadline| {
             let done = self
                 .rt
@@ -113,7 +115,7 @@ impl Context {
 
     /// The effective settings of the root instances the config manages (see the
     /// [`crate::reconcile`] module docs), one entry per instance with its switch (on unless
-    /// disabled) and its config now. Reconfiguring to it plans only `keep`s.
+    /// disabled) and its config now (no groups: a group is a way to write a config). Reconfiguring to it plans only `keep`s.
     ///
     /// ```
     /// # use dsh_core::{plugin_fn, Context};
@@ -133,6 +135,7 @@ impl Context {
                 let settings = PluginSettings {
                     enabled: Some(inst.state != PluginState::Disabled),
                     config: inst.config.clone(),
+                    plugins: Default::default(),
                 };
                 (inst.name.to_string(), settings)
             })

@@ -1,6 +1,8 @@
 //! The law of a reconcile: over a small catalog, for random configs A and B, building from A
 //! then reconfiguring to B gives the instances (names, states, configs, error codes) and the
 //! effective config that building from B gives; and reconfiguring to B again is all `keep`.
+//! Entries sit at the top or in (nested) groups switched at random, so entries move between
+//! groups and groups switch together from A to B.
 
 use crate::common::Log;
 use crate::support::{builder, snapshot, REFUSED, UNLUCKY};
@@ -46,13 +48,47 @@ fn setting() -> impl Strategy<Value = Setting> {
     ]
 }
 
+/// Where an entry sits: at the top, in `group:a`, in `group:b`, or in `group:inner` inside
+/// `group:a`.
+const PLACES: [&[&str]; 4] = [&[], &["group:a"], &["group:b"], &["group:a", "group:inner"]];
+
+/// The entries of the place at `path` in `config`, the groups on the way made with `switches`
+/// (one optional switch per group name, in the order `a`, `b`, `inner`).
+fn place<'c>(
+    config: &'c mut ContextConfig,
+    path: &[&str],
+    switches: &[Option<bool>; 3],
+) -> &'c mut std::collections::BTreeMap<String, PluginSettings> {
+    let mut entries = &mut config.plugins;
+    for group in path {
+        let switch = match *group {
+            "group:a" => switches[0],
+            "group:b" => switches[1],
+            _ => switches[2],
+        };
+        let settings = entries
+            .entry((*group).to_owned())
+            .or_insert_with(|| PluginSettings {
+                enabled: switch,
+                ..PluginSettings::default()
+            });
+        entries = &mut settings.plugins;
+    }
+    entries
+}
+
 fn generated() -> impl Strategy<Value = Generated> {
-    let entry = prop::option::of((prop::option::of(any::<bool>()), setting()));
-    prop::collection::vec(entry, NAMES.len()).prop_map(|entries| {
+    let entry = prop::option::of((prop::option::of(any::<bool>()), setting(), 0..PLACES.len()));
+    let switches = [
+        prop::option::of(any::<bool>()),
+        prop::option::of(any::<bool>()),
+        prop::option::of(any::<bool>()),
+    ];
+    (prop::collection::vec(entry, NAMES.len()), switches).prop_map(|(entries, switches)| {
         let mut config = ContextConfig::default();
         let mut invalid = false;
         for (name, entry) in NAMES.iter().zip(entries) {
-            let Some((enabled, setting)) = entry else {
+            let Some((enabled, setting, at)) = entry else {
                 continue;
             };
             let value = match setting {
@@ -66,8 +102,9 @@ fn generated() -> impl Strategy<Value = Generated> {
             let settings = PluginSettings {
                 enabled,
                 config: value,
+                ..PluginSettings::default()
             };
-            config.plugins.insert((*name).to_owned(), settings);
+            place(&mut config, PLACES[at], &switches).insert((*name).to_owned(), settings);
         }
         Generated { config, invalid }
     })

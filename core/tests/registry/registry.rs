@@ -347,6 +347,7 @@ fn context_config_reads_the_documented_json_shape_and_rejects_unknown_keys() {
         PluginSettings {
             enabled: Some(false),
             config: json!({"text": "hey"}),
+            ..PluginSettings::default()
         }
     );
     let ctx = Context::from_registry(&config).unwrap();

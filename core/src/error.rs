@@ -503,14 +503,14 @@ pub struct ShutdownError {
     /// Why the teardown had not been carried out by the deadline (it stays queued and runs
     /// later): another thread kept settling the context ([`WaitError::TimedOut`]), or the
     /// call came from code the settling thread runs ([`WaitError::Reentrant`]).
-    pub incomplete: Option<WaitError>,
+    pub incomplete: Option<Box<WaitError>>,
 }
 
 impl ShutdownError {
     /// The stable code: `WAIT_REENTRANT` for a call from code the settling thread runs,
     /// `SHUTDOWN_TIMED_OUT` when the deadline passed first, else `CLEANUP_FAILED`.
     pub fn code(&self) -> &'static str {
-        match &self.incomplete {
+        match self.incomplete.as_deref() {
             Some(WaitError::Reentrant) => codes::WAIT_REENTRANT,
             Some(_) => codes::SHUTDOWN_TIMED_OUT,
             None if !self.unfinished.is_empty() => codes::SHUTDOWN_TIMED_OUT,

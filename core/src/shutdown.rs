@@ -122,11 +122,11 @@ fn checked_shutdown(
     };
     let waited = rt.wait_for(Some(deadline), |state| (state.settled >= seq).then_some(()));
     if let Err(wait) = waited {
-        error.incomplete = Some(wait.unwrap_or(WaitError::TimedOut {
+        error.incomplete = Some(Box::new(wait.unwrap_or(WaitError::TimedOut {
             plugin: target.map(|_| name.to_owned()),
             state: None,
             pending_on: Vec::new(),
-        }));
+        })));
         return Err(error);
     }
     if let Some(cleanup) = outcome.lock().take() {

@@ -51,7 +51,7 @@ use std::collections::BTreeMap;
 /// assert_eq!(
 ///     ctx.plan(&on)?.to_string(),
 ///     "enable disk (disabled): enabled by the new config\n\
-///      enable cache (disabled): enabled by the new config"
+///      enable cache (disabled): enabled by default (the new config does not switch it)"
 /// );
 /// # Ok::<(), dsh_core::CoreError>(())
 /// ```

@@ -4,9 +4,13 @@ use clap::{Parser, Subcommand};
 use dsh_host::Sources;
 use std::path::PathBuf;
 
-/// dsh: inspect, import and fork DeepSeek Harness sessions through the dsh-rs plugins.
+/// Keep, inspect, fork and serve your DeepSeek Harness (dsh) sessions.
+///
+/// List and show the sessions of a store, fork one at any turn, import and export dsh session
+/// files, migrate them to newer dsh formats, delete them or apply a retention policy, and
+/// serve them to an editor over the Agent Client Protocol (`dsh acp`).
 #[derive(Debug, Parser)]
-#[command(name = "dsh", version, about)]
+#[command(name = "dsh", version)]
 pub struct Cli {
     /// Session store: a JSONL folder DIR or jsonl:DIR, an SQLite database sqlite:FILE, or a
     /// PostgreSQL database postgres:URL (builds with the session-postgres feature) (default: $DSH_STORE, then the config file's "store", then the platform data
@@ -174,6 +178,16 @@ pub enum Command {
         #[arg(long)]
         invariants: bool,
     },
+    /// Print a completion script for SHELL on stdout, e.g. `dsh completions bash >
+    /// ~/.local/share/bash-completion/completions/dsh` (zsh: a file `_dsh` on $fpath; fish:
+    /// ~/.config/fish/completions/dsh.fish).
+    Completions {
+        /// The shell: bash, elvish, fish, powershell or zsh.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page of dsh (roff) on stdout, e.g. `dsh man >
+    /// ~/.local/share/man/man1/dsh.1`, then `man dsh`.
+    Man,
     /// Apply the retention policy of plugin dsh-session-retention (enabled with its policy in
     /// the config file): delete the stored sessions it selects and no keep rule protects,
     /// never a live one, and report each; exit status 1 when a delete failed.

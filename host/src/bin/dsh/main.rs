@@ -13,6 +13,7 @@ mod cli;
 mod cmd;
 mod log;
 mod output;
+mod progress;
 mod session_file;
 
 use clap::Parser;
@@ -27,6 +28,7 @@ static ALLOCATOR: alloc::Reporting = alloc::Reporting;
 fn main() {
     let cli = Cli::parse();
     log::init(cli.verbose);
+    progress::init(cli.json);
     #[cfg(unix)]
     alloc::report_as_json(cli.json);
     // Deep data (a fork chain thousands of sessions deep, records nested 16,384 levels) is
@@ -39,6 +41,9 @@ fn main() {
         move || match cli.command {
             // Stdout is the protocol's: `dsh acp` reports on stderr only.
             Command::Acp => cmd::acp::main(&cli),
+            // Stdout is the script's or the page's, --json or not.
+            Command::Completions { shell } => cmd::completions::completions(shell),
+            Command::Man => cmd::completions::man(),
             _ => output::emit(run(&cli), cli.json, log::show_causes(cli.verbose)),
         }
     };
@@ -54,6 +59,8 @@ fn main() {
             tracing::debug!(%error, "no room for the command thread's stack; running on the main thread");
             match cli.command {
                 Command::Acp => cmd::acp::main(&cli),
+                Command::Completions { shell } => cmd::completions::completions(shell),
+                Command::Man => cmd::completions::man(),
                 _ => output::emit(run(&cli), cli.json, log::show_causes(cli.verbose)),
             }
         }
@@ -107,7 +114,9 @@ fn run(cli: &Cli) -> Result<output::Output, error::HostError> {
             dry_run,
         } => cmd::delete::run(&app, id, *with_descendants, *dry_run),
         Command::Gc { plan } => cmd::gc::run(&app, *plan),
-        Command::Check { .. } | Command::Acp => unreachable!("handled above"),
+        Command::Check { .. } | Command::Acp | Command::Completions { .. } | Command::Man => {
+            unreachable!("handled above")
+        }
     };
     // A plugin that failed is named by the error it causes; when the command did without it,
     // it is named here (the listings show it already).

@@ -6,6 +6,7 @@
 use crate::app::App;
 use crate::error::HostError;
 use crate::output::{cut_short, Output};
+use crate::progress::Progress;
 use dsh::session::backend::SessionPersistence;
 use dsh::session::codes::IO_ERROR;
 use dsh::session::{SessionEvent, SessionId};
@@ -50,11 +51,14 @@ pub fn run(app: &App, request: &Request<'_>) -> Result<Output, HostError> {
             ),
         ));
     }
+    let progress = Progress::spinner("exporting");
     let chain = collect_chain(&*persistence, &id, request.with_ancestors)?;
     warn(&chain);
     let manifest = chain.manifest(now_ms());
     let Some(file) = request.output else {
+        drop(progress);
         return Ok(Output::streamed(move |out, _| {
+            let _progress = Progress::spinner("exporting");
             write_bundle(out, &manifest, &chain.sessions, "stdout")
                 .map(drop)
                 .map_err(unwritten)

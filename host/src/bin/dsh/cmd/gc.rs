@@ -38,6 +38,8 @@ pub fn run(app: &App, plan_only: bool) -> Result<Output, HostError> {
         }
         error
     })?;
+    let _progress =
+        crate::progress::Progress::spinner(if plan_only { "planning" } else { "collecting" });
     if plan_only {
         let plan = retention.plan()?;
         let json = serde_json::to_value(&plan).expect("a plan serializes");

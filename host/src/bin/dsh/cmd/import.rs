@@ -14,6 +14,7 @@ mod bundle;
 use crate::app::App;
 use crate::error::HostError;
 use crate::output::{error_json, Output};
+use crate::progress::Progress;
 use crate::session_file::read_valid;
 use dsh::session::backend::StoredSession;
 use dsh::session::{CreateOptions, SessionId, SessionMeta};
@@ -61,7 +62,9 @@ pub fn run(app: &App, files: &[PathBuf], cwd: Option<&str>) -> Result<Output, Ho
     app.store()?;
     app.persistence()?;
     let mut entries = Vec::new();
+    let progress = Progress::bar(files.len() as u64, "importing");
     for file in files {
+        progress.step(file.display().to_string());
         if dsh_host::bundle::looks_like_bundle(file) {
             bundle::import(app, file, cwd, &mut entries);
         } else {
@@ -72,7 +75,9 @@ pub fn run(app: &App, files: &[PathBuf], cwd: Option<&str>) -> Result<Output, Ho
                 result,
             });
         }
+        progress.done();
     }
+    drop(progress);
     let mut human = String::new();
     let failed = entries.iter().any(|entry| entry.result.is_err());
     let json: Vec<Value> = entries

@@ -2,6 +2,7 @@
 
 pub mod acp;
 pub mod check;
+pub mod completions;
 pub mod delete;
 pub mod export;
 pub mod fork;

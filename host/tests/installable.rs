@@ -12,8 +12,14 @@ fn help_opens_with_what_dsh_does_for_its_user() {
     let run = sandbox.run(&["--help"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let first = run.stdout.lines().next().unwrap_or_default();
-    assert!(first.contains("DeepSeek Harness") && first.contains("sessions"), "{first}");
-    assert!(!run.stdout.contains("host layer"), "not the crate's description");
+    assert!(
+        first.contains("DeepSeek Harness") && first.contains("sessions"),
+        "{first}"
+    );
+    assert!(
+        !run.stdout.contains("host layer"),
+        "not the crate's description"
+    );
 }
 
 #[test]
@@ -28,7 +34,11 @@ fn completions_are_printed_for_every_shell_and_know_every_command() {
     }
     let run = sandbox.run(&["completions", "tcsh"]);
     assert_eq!(run.code, 2, "an unknown shell is a usage error");
-    assert!(run.stderr.contains("bash"), "the shells are named: {}", run.stderr);
+    assert!(
+        run.stderr.contains("bash"),
+        "the shells are named: {}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -49,7 +59,10 @@ fn importing_many_files_draws_no_progress_on_a_stderr_that_is_not_a_terminal() {
     let files: Vec<_> = (0..40)
         .map(|n| {
             let id = format!("s{n}");
-            sandbox.write(&format!("{id}.jsonl"), &jsonl(&header(&id), &complete_events()))
+            sandbox.write(
+                &format!("{id}.jsonl"),
+                &jsonl(&header(&id), &complete_events()),
+            )
         })
         .collect();
     let mut args = vec![std::path::PathBuf::from("import")];

@@ -59,8 +59,7 @@ fn the_ten_most_common_errors_read_as_one_plain_line() {
         (
             vec!["--store".into(), store.clone(), "fork".into(), "open".into()],
             "error [OPEN_TURN]: session open cannot be forked at its end: its last event is \
-             user/message, and a fork must end at a turn/end (fork at an earlier turn/end with \
-             --at SEQ)\n",
+             user/message, and a fork must end at a turn/end (fork at an earlier turn/end)\n",
         ),
         (
             vec![

@@ -168,7 +168,8 @@ impl AcpError {
     /// be (`OPEN_TURN`, `INVALID_BOUNDARY`, `HEADER_INVALID`, `SESSION_ALREADY_EXISTS`,
     /// `SESSION_NOT_LIVE`, `SESSION_LIVE`, `TURN_IN_PROGRESS`, `INVALID_CURSOR`, `FORK_VERSION_UNSUPPORTED`,
     /// `FORK_ANCHOR_INVALID`, `MESSAGE_NOT_FOUND`), `-32603` (internal error)
-    /// otherwise; `data` is `{"code": CODE, "message": MESSAGE}`.
+    /// otherwise; `data` is `{"code": CODE, "message": MESSAGE}`, the message being
+    /// [`AcpError::message`].
     pub fn to_rpc(&self) -> RpcError {
         let code = self.code();
         let rpc = match code {
@@ -188,8 +189,22 @@ impl AcpError {
             | codes::MESSAGE_NOT_FOUND => ErrorCode::INVALID_PARAMS,
             _ => ErrorCode::INTERNAL_ERROR,
         };
-        let message = self.to_string();
+        let message = self.message();
         RpcError::new(rpc, message.clone()).data(json!({ "code": code, "message": message }))
+    }
+
+    /// What the client is told: for the store's and the fork service's errors, the words the
+    /// `dsh` command line uses for the same code (`dsh_session::messages`,
+    /// `dsh_session_fork::messages`), written once; this error's own text otherwise.
+    pub fn message(&self) -> String {
+        let said = match self {
+            AcpError::Store(error) => Some(dsh_session::messages::store(error)),
+            #[cfg(feature = "session-fork")]
+            AcpError::Fork(error) => Some(dsh_session_fork::messages::fork(error)),
+            AcpError::Unavailable(error) => Some(dsh_session::messages::unavailable(error)),
+            _ => None,
+        };
+        said.unwrap_or_else(|| self.to_string())
     }
 }
 

@@ -36,6 +36,7 @@ pub mod cold;
 pub mod error;
 pub mod fork;
 pub mod lineage;
+pub mod messages;
 pub mod plugin;
 
 pub use anchor::MessageAnchor;

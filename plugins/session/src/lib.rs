@@ -50,6 +50,7 @@ pub mod format;
 mod header;
 mod id;
 mod invariants;
+pub mod messages;
 mod migrate;
 mod persistence;
 mod plugin;

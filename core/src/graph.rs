@@ -183,7 +183,8 @@ impl DependencyGraph {
 
     /// The graph in Graphviz DOT: one node per plugin (dashed when disabled), one edge per
     /// required service from the user to its provider (labelled with the service; dashed for
-    /// optional ones), and a red `missing` node for services nobody provides.
+    /// optional ones), a red `missing` node for a required service nobody provides, and a
+    /// grey dashed `absent` node for an optional one nobody provides (not an error).
     pub fn to_dot(&self) -> String {
         let providers = self.providers(true);
         let mut out = String::from("digraph plugins {\n  rankdir=LR;\n  node [shape=box];\n");
@@ -203,6 +204,15 @@ impl DependencyGraph {
                             key.name()
                         );
                     }
+                }
+                // A required service nobody provides is an error of the graph (red); an
+                // optional one is only absent (grey), which a stock build may well be.
+                None if optional => {
+                    let _ = writeln!(
+                        out,
+                        "  \"absent {0}\" [shape=ellipse, style=dashed, color=gray, label=\"{0}\\n(optional, absent)\"];\n  \"{from}\" -> \"absent {0}\" [label=\"{0}\"{style}];",
+                        key.name()
+                    );
                 }
                 None => {
                     let _ = writeln!(

@@ -205,9 +205,9 @@ fn classify(
         };
         if config_changed {
             reason.push_str(if configured_by_entry {
-                ", with a new config"
+                "; its config changes too"
             } else {
-                ", back to its default config"
+                "; its config goes back to its default"
             });
         }
         reason

@@ -62,7 +62,7 @@ fn reconfigure_enables_a_plugin_with_its_new_config_after_disabling_the_one_it_r
     assert_eq!(
         report.plan().to_string(),
         "disable store (active): disabled by the new config\n\
-         enable alt-store (disabled): enabled by the new config, with a new config"
+         enable alt-store (disabled): enabled by the new config; its config changes too"
     );
     // The index (a keep) was torn down with the old store and applied on the new one.
     assert_eq!(
@@ -189,8 +189,8 @@ fn a_base_plugin_whose_entry_disappeared_goes_back_to_its_defaults() {
     assert_eq!(
         report.plan().to_string(),
         "restart store (active): it goes back to its default config: it restarts\n\
-         enable extra (disabled): enabled by default (the new config does not switch it), \
-         back to its default config"
+         enable extra (disabled): enabled by default (the new config does not switch it); \
+         its config goes back to its default"
     );
     assert_eq!(ctx.plugin_state("extra"), Some(PluginState::Active));
     assert_eq!(ctx.plugin("extra").unwrap().config(), Some(knob(2)));

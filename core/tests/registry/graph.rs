@@ -319,3 +319,27 @@ fn to_dot_prints_every_plugin_and_an_edge_per_required_or_optional_service() {
     }
     assert_eq!(dot.matches("->").count(), 3, "{dot}");
 }
+
+#[test]
+fn to_dot_draws_an_optional_service_nobody_provides_as_absent_not_missing() {
+    let applied = Log::new();
+    let ctx = Context::builder()
+        .add_plugin(recorder::<Option<Dep<Unprovided>>>(
+            "g-dot-hopeful",
+            &applied,
+        ))
+        .build()
+        .unwrap();
+    let dot = ctx.graph().to_dot();
+    assert!(
+        dot.contains(
+            "\"g-dot-hopeful\" -> \"absent Unprovided\" [label=\"Unprovided\", style=dashed];"
+        ),
+        "{dot}"
+    );
+    assert!(dot.contains("color=gray"), "{dot}");
+    assert!(
+        !dot.contains("red"),
+        "an optional service is not an error: {dot}"
+    );
+}

@@ -310,3 +310,73 @@ fn without_the_acp_plugin_dsh_acp_says_so_on_stderr() {
         run.stderr
     );
 }
+
+#[test]
+fn a_relative_cwd_is_refused_naming_the_cwd_and_no_session_id() {
+    let sandbox = Sandbox::new();
+    let mut peer = Peer::dsh(&sandbox, &[]);
+    peer.initialize();
+    let answer = peer.call(
+        json!(1),
+        "session/new",
+        json!({"cwd": "rel/dir", "mcpServers": []}),
+    );
+    assert_eq!(error(&answer), (-32602, Some("HEADER_INVALID")));
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("\"rel/dir\""), "{message}");
+    assert!(
+        !message.contains("session \""),
+        "no id of a session never made: {message}"
+    );
+    assert_clean_exit(peer);
+    assert!(
+        common::files_under(&sandbox.store()).is_empty(),
+        "nothing was created"
+    );
+}
+
+#[test]
+fn load_and_resume_say_when_the_request_cwd_differs_and_keep_the_stored_one() {
+    let (sandbox, stored) = with_example();
+    let mut peer = Peer::dsh(&sandbox, &[]);
+    peer.initialize();
+    let load = |peer: &mut Peer, id: i64, method: &str, cwd: &str| {
+        let answer = peer.call(
+            json!(id),
+            method,
+            json!({"sessionId": EXAMPLE_ID, "cwd": cwd, "mcpServers": []}),
+        );
+        answer["result"].clone()
+    };
+    let same = load(&mut peer, 1, "session/load", common::CWD);
+    assert_eq!(same.get("_meta"), None, "{same}");
+    for (id, method) in [(2, "session/load"), (3, "session/resume")] {
+        let moved = load(&mut peer, id, method, "/elsewhere");
+        assert_eq!(
+            moved["_meta"]["dsh"]["cwd"],
+            json!({"stored": common::CWD, "requested": "/elsewhere", "used": common::CWD}),
+            "{method}: {moved}"
+        );
+    }
+    assert_clean_exit(peer);
+    assert_eq!(common::stored_bytes(&sandbox.store(), EXAMPLE_ID), stored);
+}
+
+#[cfg(feature = "session-fork")]
+#[test]
+fn a_fork_keeps_its_sources_cwd_and_says_so_when_the_request_names_another() {
+    let (sandbox, _) = with_example();
+    let mut peer = Peer::dsh(&sandbox, &[]);
+    peer.initialize();
+    let answer = peer.call(
+        json!(1),
+        "session/fork",
+        json!({"sessionId": EXAMPLE_ID, "cwd": "/elsewhere"}),
+    );
+    assert_eq!(
+        answer["result"]["_meta"]["dsh"]["cwd"],
+        json!({"stored": common::CWD, "requested": "/elsewhere", "used": common::CWD}),
+        "{answer}"
+    );
+    assert_clean_exit(peer);
+}

@@ -41,6 +41,15 @@ pub enum AcpError {
         /// The session.
         id: SessionId,
     },
+    /// A `session/new` whose `cwd` is not absolute (`HEADER_INVALID`): nothing was created.
+    #[error(
+        "the cwd \"{cwd}\" is not an absolute path: a session's cwd must be absolute; no \
+         session was created"
+    )]
+    RelativeCwd {
+        /// The cwd as the request gave it.
+        cwd: String,
+    },
     /// A second `session/prompt` while a turn of the session is running
     /// (`TURN_IN_PROGRESS`).
     #[error("session \"{id}\" is already running a turn: wait for it or cancel it")]
@@ -149,6 +158,7 @@ impl AcpError {
             AcpError::Unavailable(error) => error.code(),
             AcpError::NoRunner => dsh_core::codes::CAPABILITY_UNAVAILABLE,
             AcpError::NotOpen { .. } => session_codes::SESSION_NOT_FOUND,
+            AcpError::RelativeCwd { .. } => session_codes::HEADER_INVALID,
             AcpError::TurnInProgress { .. } => codes::TURN_IN_PROGRESS,
             AcpError::Turn { source, .. } => source.code(),
             AcpError::TurnNotClosed { .. } => codes::TURN_NOT_CLOSED,

@@ -18,7 +18,7 @@
 //! stored from the source's stored prefix and opened as `session/load` opens a session (made
 //! live at its first prompt). The answer's `sessionId` is the child's; its
 //! `_meta.dsh` has `parentSession` and `seedLength`. The request's `cwd` is not used: a fork
-//! keeps its source's.
+//! keeps its source's, and when the two differ `_meta.dsh.cwd` says so (`crate::cwd`).
 //!
 //! A fork at a message: `_meta.jetbrains.air.fork = {"version": 1, "messageId": ID,
 //! "messageFingerprint"?: "sha256:HEX", "messageOccurrence"?: N}` (module [`crate::anchor`]
@@ -116,6 +116,9 @@ mod served {
                     dsh["prompt"] = serde_json::to_value(prompt).unwrap_or_default();
                 }
                 None => {}
+            }
+            if let Some(note) = crate::cwd::note(child.header.cwd.as_deref(), &request.cwd) {
+                dsh["cwd"] = note;
             }
             let mut meta = Meta::new();
             meta.insert(META_KEY.into(), dsh);

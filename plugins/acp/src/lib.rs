@@ -46,6 +46,7 @@ pub mod anchor;
 pub mod codes;
 pub mod config;
 pub mod connection;
+mod cwd;
 mod echo;
 pub mod error;
 pub mod fork;

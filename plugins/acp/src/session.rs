@@ -35,12 +35,13 @@ const REPLAY_CHANNEL_EVENTS: usize = 64;
 
 impl Shared {
     /// `session/new`: a new session in the store at the request's `cwd` (which must be
-    /// absolute: `HEADER_INVALID` otherwise), written to the backend at once.
+    /// absolute: `HEADER_INVALID` naming it otherwise, before an id is made), written to the
+    /// backend at once.
     pub(crate) async fn new_session(
         &self,
         request: NewSessionRequest,
     ) -> Result<NewSessionResponse, AcpError> {
-        let cwd = request.cwd.to_string_lossy().into_owned();
+        let cwd = crate::cwd::absolute(&request.cwd)?;
         let session = self
             .store()?
             .create(None, CreateOptions::meta(SessionMeta::default().cwd(cwd)))
@@ -66,8 +67,9 @@ impl Shared {
         cx: &ConnectionTo<Client>,
         written: &Written,
     ) -> Result<LoadSessionResponse, AcpError> {
-        self.open(&request.session_id, Some((cx, written))).await?;
-        Ok(LoadSessionResponse::new())
+        let stored = self.open(&request.session_id, Some((cx, written))).await?;
+        let note = crate::cwd::note(stored.as_deref(), &request.cwd);
+        Ok(LoadSessionResponse::new().meta(crate::cwd::meta(note)))
     }
 
     /// `session/resume`: opens the session as `session/load` does, without the replay.
@@ -79,8 +81,9 @@ impl Shared {
         &self,
         request: ResumeSessionRequest,
     ) -> Result<ResumeSessionResponse, AcpError> {
-        self.open(&request.session_id, None).await?;
-        Ok(ResumeSessionResponse::new())
+        let stored = self.open(&request.session_id, None).await?;
+        let note = crate::cwd::note(stored.as_deref(), &request.cwd);
+        Ok(ResumeSessionResponse::new().meta(crate::cwd::meta(note)))
     }
 
     /// Opens session `id`, its events replayed to the client when given (a connection, paced
@@ -88,11 +91,12 @@ impl Shared {
     /// streamed from its stored log as it is read
     /// ([`dsh_session::AsyncSessionStore::reopen_streamed`]: a crash-interrupted turn closed
     /// durably, its closers replayed last). Records it opened with what was replayed.
+    /// Returns the session's stored cwd.
     async fn open(
         &self,
         acp_id: &AcpSessionId,
         client: Option<(&ConnectionTo<Client>, &Written)>,
-    ) -> Result<(), AcpError> {
+    ) -> Result<Option<String>, AcpError> {
         let id = SessionId::from(acp_id.0.as_ref());
         let store = self.store()?;
         let cx = client.map(|(cx, _)| cx);
@@ -105,11 +109,12 @@ impl Shared {
             }
             Ok::<(), AcpError>(())
         };
-        if let Some(session) = store.store().get(&id) {
+        let cwd = if let Some(session) = store.store().get(&id) {
             let events = session.events();
             for event in events.iter() {
                 replay(&mut state, event).await?;
             }
+            session.header().cwd.clone()
         } else {
             let mut stream = store.reopen_streamed(&id, REPLAY_CHANNEL_EVENTS);
             while let Some(event) = stream.next().await {
@@ -119,9 +124,10 @@ impl Shared {
             for closer in &reopened.appended {
                 replay(&mut state, closer).await?;
             }
-        }
+            reopened.header.cwd
+        };
         self.opened.insert(id, state);
-        Ok(())
+        Ok(cwd)
     }
 
     /// `session/close`: cancels the session's running turn, if any, and disposes the session

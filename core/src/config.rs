@@ -168,14 +168,37 @@ fn dissolve(
     Ok(())
 }
 
+/// Why a plugin's config was refused: the path of the offending field inside the config (empty
+/// for the config as a whole) and serde's message. Displays as `path: message` (`limits.max:
+/// invalid type: string "x", expected u32`), or the message alone for the whole config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigRefused {
+    /// The field's path inside the config (`limits.max`, `pinned[2]`); empty for the config
+    /// as a whole.
+    pub path: String,
+    /// serde's message.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigRefused {}
+
 /// Deserializes a plugin's config value into `T`, reading an absent (null) config as `{}` so
 /// `#[serde(default)]` fields take their defaults.
 ///
 /// # Errors
 ///
-/// Serde's message prefixed with the path of the offending field (e.g.
-/// `limits.max: invalid type: string "x", expected u32`).
-pub(crate) fn parse<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
+/// Why, naming the path of the offending field.
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, ConfigRefused> {
     let empty;
     let value = if value.is_null() {
         empty = Value::Object(Default::default());
@@ -188,17 +211,19 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, 
     T::deserialize(value).map_err(|_| refusal::<T>(value))
 }
 
-/// serde's message for a refused `value`, prefixed with the path of the offending field.
+/// serde's message for a refused `value`, with the path of the offending field.
 #[cold]
-fn refusal<T: serde::de::DeserializeOwned>(value: &Value) -> String {
+fn refusal<T: serde::de::DeserializeOwned>(value: &Value) -> ConfigRefused {
     match serde_path_to_error::deserialize::<_, T>(value) {
-        Ok(_) => "the config was refused".to_owned(),
+        Ok(_) => ConfigRefused {
+            path: String::new(),
+            message: "the config was refused".to_owned(),
+        },
         Err(e) => {
             let path = e.path().to_string();
-            if path == "." {
-                e.into_inner().to_string()
-            } else {
-                format!("{path}: {}", e.into_inner())
+            ConfigRefused {
+                path: if path == "." { String::new() } else { path },
+                message: e.into_inner().to_string(),
             }
         }
     }

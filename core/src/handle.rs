@@ -278,9 +278,9 @@ impl PluginHandle {
         plugin
             .plugin
             .check_config(&config)
-            .map_err(|message| CoreError::InvalidConfig {
+            .map_err(|refused| CoreError::InvalidConfig {
                 plugin: self.name.to_string(),
-                message,
+                message: refused.to_string(),
             })?;
         self.command(|id| Command::Update(id, config))
     }

@@ -70,7 +70,7 @@ mod state;
 #[cfg(feature = "tokio")]
 pub use blocking::run_blocking;
 pub use code::{codes, Coded};
-pub use config::{ContextConfig, PluginSettings};
+pub use config::{ConfigRefused, ContextConfig, PluginSettings};
 pub use context::{Context, ContextBuilder};
 pub use dep::{Dep, Deps, Optional};
 pub use error::{
@@ -85,7 +85,8 @@ pub use info::{PluginInfo, PluginTransition, ServiceChanged, ServiceInfo, Transi
 pub use key::ServiceKey;
 pub use manifest::{Manifest, OptionalMode};
 pub use plugin::{
-    plugin_fn, plugin_fn_with_config, FnApply, FnPlugin, NoConfig, Plugin, WithConfig,
+    plugin_fn, plugin_fn_with_config, schema_of, ConfigSchema, FnApply, FnPlugin, NoConfig, Plugin,
+    WithConfig,
 };
 pub use reconcile::{Action, Plan, PlanStep, ReconcileReport, StepOutcome};
 pub use registry::registered;

@@ -2,7 +2,7 @@
 //! type of plugins without one ([`NoConfig`]), and link-time registration
 //! ([`crate::submit_plugin!`]).
 
-use crate::config::parse;
+use crate::config::{parse, ConfigRefused};
 use crate::dep::{Deps, DepsCx};
 use crate::error::BoxError;
 use crate::key::ServiceKey;
@@ -87,6 +87,14 @@ pub trait Plugin: Send + Sync + 'static {
     const UNIQUE: bool = true;
     /// Whether [`crate::Context::from_registry`] enables the plugin when the config is silent.
     const ENABLED_BY_DEFAULT: bool = true;
+    /// The JSON Schema of `Config`, for hosts to print and check config files with (`dsh
+    /// config schema`, `dsh config check`) and editors to complete them: one declaration that
+    /// documents what `Config`'s `Deserialize` checks, as a cordis plugin's `Config` schema
+    /// does. Derive `schemars::JsonSchema` on the config type and set
+    /// `const CONFIG_SCHEMA: Option<ConfigSchema> = Some(dsh_core::schema_of::<MyConfig>);`.
+    /// `None` (the default) leaves the config undocumented: a config file's schema then takes
+    /// any value for it. A plugin whose `Config` is [`NoConfig`] has its schema either way.
+    const CONFIG_SCHEMA: Option<ConfigSchema> = None;
 
     /// The config type, parsed from the instance's JSON config before each apply (once per
     /// generation, and handed to it); an invalid config fails the instance with
@@ -145,6 +153,70 @@ impl<'de> serde::Deserialize<'de> for NoConfig {
     }
 }
 
+impl schemars::JsonSchema for NoConfig {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NoConfig".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "This plugin takes no config: null or {}.",
+            "type": ["object", "null"],
+            "additionalProperties": false
+        })
+    }
+}
+
+/// How a plugin gives the JSON Schema of its config ([`Plugin::CONFIG_SCHEMA`]): its
+/// subschema in the generator a host builds a config file's schema with.
+pub type ConfigSchema = fn(&mut schemars::SchemaGenerator) -> schemars::Schema;
+
+/// The [`ConfigSchema`] of config type `C`: `Some(schema_of::<MyConfig>)` in a plugin's
+/// `CONFIG_SCHEMA`. The schema follows `C`'s serde attributes (`rename_all`, `default`,
+/// `deny_unknown_fields`, ...); a field deserialized by hand is described with
+/// `#[schemars(with = "...")]`.
+///
+/// ```
+/// use dsh_core::{schema_of, BoxError, ConfigSchema, Plugin, Scope};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// #[serde(deny_unknown_fields)]
+/// struct PoolConfig {
+///     /// Connections kept open.
+///     size: u32,
+/// }
+///
+/// struct Pool;
+/// impl Plugin for Pool {
+///     const NAME: &'static str = "pool";
+///     const CONFIG_SCHEMA: Option<ConfigSchema> = Some(schema_of::<PoolConfig>);
+///     type Config = PoolConfig;
+///     type Deps = ();
+///     fn apply(&self, _: &Scope, _: PoolConfig, (): ()) -> Result<(), BoxError> {
+///         Ok(())
+///     }
+/// }
+///
+/// let plugin = dsh_core::AnyPlugin::from(Pool);
+/// let mut generator = schemars::SchemaGenerator::default();
+/// let schema = plugin.config_schema(&mut generator).unwrap(); // a reference to its definition
+/// assert_eq!(schema.as_value()["$ref"], "#/$defs/PoolConfig");
+/// assert_eq!(generator.definitions()["PoolConfig"]["properties"]["size"]["type"], "integer");
+/// let refused = plugin.check_config(&serde_json::json!({"size": "many"})).unwrap_err();
+/// assert_eq!(refused.path, "size");
+/// ```
+pub fn schema_of<C: schemars::JsonSchema>(
+    generator: &mut schemars::SchemaGenerator,
+) -> schemars::Schema {
+    generator.subschema_for::<C>()
+}
+
+/// The schema `P` declares, or, for a `Config` of [`NoConfig`], that one.
+fn declared_schema<P: Plugin>() -> Option<ConfigSchema> {
+    let takes_none = std::any::TypeId::of::<P::Config>() == std::any::TypeId::of::<NoConfig>();
+    P::CONFIG_SCHEMA.or(takes_none.then_some(schema_of::<NoConfig> as ConfigSchema))
+}
+
 fn manifest_of<P: Plugin>() -> Manifest {
     let mut manifest = Manifest::new(P::NAME);
     manifest.version = P::VERSION;
@@ -159,16 +231,20 @@ fn manifest_of<P: Plugin>() -> Manifest {
 struct Typed<P>(P);
 
 impl<P: Plugin> ErasedPlugin for Typed<P> {
-    fn check_config(&self, config: &Value) -> Result<(), String> {
+    fn check_config(&self, config: &Value) -> Result<(), ConfigRefused> {
         parse::<P::Config>(config).map(drop)
     }
 
-    fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, String> {
+    fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, ConfigRefused> {
         let config = parse::<P::Config>(config)?;
         Ok(Box::new(move |applying| {
             let deps = P::Deps::resolve(&DepsCx { applying })?;
             self.0.apply(&Scope::new(applying), config, deps)
         }))
+    }
+
+    fn config_schema(&self, generator: &mut schemars::SchemaGenerator) -> Option<schemars::Schema> {
+        declared_schema::<P>().map(|schema| schema(generator))
     }
 }
 
@@ -186,6 +262,7 @@ impl<P: Plugin> From<P> for AnyPlugin {
 pub struct FnPlugin<D, F> {
     manifest: Manifest,
     apply: F,
+    schema: Option<ConfigSchema>,
     _deps: PhantomData<fn() -> D>,
 }
 
@@ -218,7 +295,7 @@ where
     D: Deps,
     F: Fn(&Scope, D) -> Result<(), BoxError> + Send + Sync + 'static,
 {
-    FnPlugin::new(name, apply)
+    FnPlugin::new(name, apply, Some(schema_of::<NoConfig>))
 }
 
 /// A plugin named `name` whose apply is `apply`, taking a config of type `C`: the closure
@@ -266,6 +343,7 @@ where
             apply,
             _config: PhantomData,
         },
+        None,
     )
 }
 
@@ -325,14 +403,24 @@ where
 }
 
 impl<D: Deps, F> FnPlugin<D, F> {
-    fn new(name: &'static str, apply: F) -> FnPlugin<D, F> {
+    fn new(name: &'static str, apply: F, schema: Option<ConfigSchema>) -> FnPlugin<D, F> {
         let mut manifest = Manifest::new(name);
         D::declare(&mut manifest);
         FnPlugin {
             manifest,
             apply,
+            schema,
             _deps: PhantomData,
         }
+    }
+}
+
+impl<C: schemars::JsonSchema, D, F> FnPlugin<D, WithConfig<C, F>> {
+    /// Declares the JSON Schema of the closure's config type: the closure form of a
+    /// [`Plugin`]'s `CONFIG_SCHEMA` (see [`schema_of`]).
+    pub fn config_schema(mut self) -> FnPlugin<D, WithConfig<C, F>> {
+        self.schema = Some(schema_of::<C>);
+        self
     }
 }
 
@@ -368,16 +456,20 @@ where
     D: Deps,
     F: FnApply<D>,
 {
-    fn check_config(&self, config: &Value) -> Result<(), String> {
+    fn check_config(&self, config: &Value) -> Result<(), ConfigRefused> {
         parse::<F::Config>(config).map(drop)
     }
 
-    fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, String> {
+    fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, ConfigRefused> {
         let config = parse::<F::Config>(config)?;
         Ok(Box::new(move |applying| {
             let deps = D::resolve(&DepsCx { applying })?;
             self.apply.call(&Scope::new(applying), config, deps)
         }))
+    }
+
+    fn config_schema(&self, generator: &mut schemars::SchemaGenerator) -> Option<schemars::Schema> {
+        self.schema.map(|schema| schema(generator))
     }
 }
 

@@ -92,10 +92,13 @@ impl Sources {
     }
 }
 
-/// The config file: `{"store": "STORE", "plugins": {...}}`.
+/// The config file: `{"$schema": "URL", "store": "STORE", "plugins": {...}}` (`$schema`, for
+/// editors, is read and ignored; [`crate::schema::config_schema`] is the file's schema).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
+    #[serde(default, rename = "$schema")]
+    _schema: Option<String>,
     #[serde(default)]
     store: Option<PathBuf>,
     #[serde(default)]
@@ -311,7 +314,46 @@ pub const MAX_CONFIG_FILE_BYTES: u64 = 16 << 20;
 /// # Errors
 /// `CONFIG_INVALID` naming the file: missing or unreadable, not a regular file (saying what it
 /// is), too large, not JSON, not an object, or a field that is not part of the format.
+/// Checks the config of every plugin entry of the config file at `path` (inside groups too)
+/// against its plugin's config type, starting nothing: one line per refusal, named by its
+/// path in the file (`plugins.dsh-session-jsonl.config.compression: unknown variant ...`);
+/// empty when every config is accepted. (A command runs without a plugin whose config is
+/// refused: that plugin fails, and the command says so when it needs it.)
+///
+/// # Errors
+/// `CONFIG_INVALID` when the file cannot be read or is not a config file (as
+/// [`HostConfig::resolve`]).
+pub fn check_plugin_configs(path: &Path) -> Result<Vec<String>, HostError> {
+    let file = read_grouped(path)?;
+    Ok(crate::schema::check_plugin_configs(&file.plugins))
+}
+
 fn read_config_file(path: &Path) -> Result<ConfigFile, HostError> {
+    let mut file = read_grouped(path)?;
+    // Groups (`group:NAME` entries) are a way to write the file: dissolved here, so every
+    // later step (switches, unknown names, the store's backend) sees one entry per instance.
+    let grouped = ContextConfig {
+        plugins: std::mem::take(&mut file.plugins),
+    };
+    file.plugins = grouped
+        .flatten()
+        .map_err(|e| invalid_file(path, e.to_string()))?
+        .into_owned()
+        .plugins;
+    Ok(file)
+}
+
+/// `CONFIG_INVALID` naming the config file at `path` and why it is invalid.
+fn invalid_file(path: &Path, why: String) -> HostError {
+    HostError::new(
+        dsh::codes::CONFIG_INVALID,
+        format!("invalid config file {}: {why}", path.display()),
+    )
+}
+
+/// The config file at `path` as written (its groups kept); unknown members and wrongly typed
+/// values are refused naming their path (`plugins.dsh-session.enabeld: unknown field ...`).
+fn read_grouped(path: &Path) -> Result<ConfigFile, HostError> {
     let bytes = read_regular(path, MAX_CONFIG_FILE_BYTES).map_err(|refused| {
         let why = match refused {
             ReadRefused::TooLarge { len: Some(len), .. } => format!(
@@ -329,28 +371,18 @@ fn read_config_file(path: &Path) -> Result<ConfigFile, HostError> {
             format!("cannot read the config file {}: {why}", path.display()),
         )
     })?;
-    let invalid = |e: String| {
-        HostError::new(
-            dsh::codes::CONFIG_INVALID,
-            format!("invalid config file {}: {e}", path.display()),
-        )
-    };
+    let invalid = |e: String| invalid_file(path, e);
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
     if !value.is_object() {
         return Err(invalid("the config must be a JSON object".into()));
     }
-    let mut file: ConfigFile = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
-    // Groups (`group:NAME` entries) are a way to write the file: dissolved here, so every
-    // later step (switches, unknown names, the store's backend) sees one entry per instance.
-    let grouped = ContextConfig {
-        plugins: std::mem::take(&mut file.plugins),
-    };
-    file.plugins = grouped
-        .flatten()
-        .map_err(|e| invalid(e.to_string()))?
-        .into_owned()
-        .plugins;
-    Ok(file)
+    serde_path_to_error::deserialize(&value).map_err(|e| {
+        let path = e.path().to_string();
+        match path.as_str() {
+            "." => invalid(e.into_inner().to_string()),
+            _ => invalid(format!("{path}: {}", e.into_inner())),
+        }
+    })
 }
 
 /// The embedded default store: `<platform data dir>/dsh/sessions`.

@@ -29,6 +29,7 @@ pub mod describe;
 pub mod error;
 pub mod exit;
 mod regular_file;
+pub mod schema;
 pub mod store;
 pub mod turns;
 pub mod watch;

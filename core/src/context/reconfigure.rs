@@ -173,9 +173,9 @@ impl Context {
                 plugin
                     .plugin
                     .check_config(&settings.config)
-                    .map_err(|message| CoreError::InvalidConfig {
+                    .map_err(|refused| CoreError::InvalidConfig {
                         plugin: name.clone(),
-                        message,
+                        message: refused.to_string(),
                     })?;
             }
         }

@@ -4,6 +4,7 @@
 //! `Plugin` types and closure plugins.
 
 use super::Runtime;
+use crate::config::ConfigRefused;
 use crate::error::BoxError;
 use crate::manifest::Manifest;
 use crate::state::InstanceId;
@@ -21,14 +22,17 @@ pub(crate) trait ErasedPlugin: Send + Sync + 'static {
     /// # Errors
     ///
     /// Serde's message, naming the field path.
-    fn check_config(&self, config: &Value) -> Result<(), String>;
+    fn check_config(&self, config: &Value) -> Result<(), ConfigRefused>;
 
     /// Parses `config` once and returns the apply that uses it.
     ///
     /// # Errors
     ///
     /// As [`ErasedPlugin::check_config`].
-    fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, String>;
+    fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, ConfigRefused>;
+
+    /// The JSON Schema of the config type, when the plugin declares one.
+    fn config_schema(&self, generator: &mut schemars::SchemaGenerator) -> Option<schemars::Schema>;
 }
 
 /// A plugin ready to be loaded into a context: a value of a [`crate::Plugin`] type or a
@@ -50,6 +54,28 @@ impl AnyPlugin {
     /// The plugin name.
     pub fn name(&self) -> &'static str {
         self.manifest.name()
+    }
+
+    /// Checks `config` (null read as `{}`) against the plugin's config type, as loading an
+    /// instance with it would, without loading anything: what `dsh config check` does for
+    /// each entry of a config file.
+    ///
+    /// # Errors
+    /// Why: the path of the offending field inside the config and serde's message
+    /// (`compression: unknown variant "brotli", expected "none" or "zstd"`).
+    pub fn check_config(&self, config: &Value) -> Result<(), ConfigRefused> {
+        self.plugin.check_config(config)
+    }
+
+    /// The JSON Schema of the plugin's config type (its subschema in `generator`, whose
+    /// definitions it may add to), when the plugin declares one ([`crate::Plugin::CONFIG_SCHEMA`],
+    /// [`crate::FnPlugin::config_schema`]; a plugin that takes no config always has one);
+    /// `None` when it does not, and its config is then checked only when it is loaded.
+    pub fn config_schema(
+        &self,
+        generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        self.plugin.config_schema(generator)
     }
 
     /// Whether `self` and `other` are the same plugin value (clones of one `AnyPlugin`).

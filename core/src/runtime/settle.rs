@@ -254,10 +254,10 @@ impl Runtime {
         };
         let ready = match plugin.plugin.prepare(&config) {
             Ok(ready) => ready,
-            Err(message) => {
+            Err(refused) => {
                 let error = CoreError::InvalidConfig {
                     plugin: name.to_string(),
-                    message,
+                    message: refused.to_string(),
                 };
                 let error = PluginError::from_apply(&name, Box::new(error));
                 tracing::warn!(plugin = %name, %error, "plugin config refused");

@@ -6,7 +6,7 @@ use std::num::NonZeroUsize;
 /// The plugin's config: `{"list_page_size": 50, "max_line_bytes": 16777216,
 /// "stop_timeout_ms": 5000}` (the defaults). Updated in place: a running server keeps its
 /// connections, which use the new values from the next line, page or connection end on.
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AcpConfig {
     /// Sessions per `session/list` page (at least 1; default 50).

@@ -19,6 +19,7 @@ impl Plugin for AcpPlugin {
     const NAME: &'static str = "dsh-acp";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<AcpServer>()];
+    const CONFIG_SCHEMA: Option<dsh_core::ConfigSchema> = Some(dsh_core::schema_of::<AcpConfig>);
     type Config = AcpConfig;
     type Deps = (Dep<SessionStore>, ForkService, Optional<dyn TurnRunner>);
 

@@ -41,7 +41,7 @@ use std::time::Duration;
 
 /// The physical form new session files are written in (`{"compression": ...}` in the
 /// plugin's config). Appends always keep the form of the file they extend.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {
     /// `session.jsonl`, plain text (the default of this crate).

@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// (default `"none"`, plain `session.jsonl`) and the dsh format version new sessions are
 /// written in (default 0: see [`JsonlPersistence::with_format_version`] for why, and when to
 /// choose 3). Any other `formatVersion` fails the plugin's config, naming the versions.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JsonlConfig {
     /// The store folder.
@@ -26,6 +26,7 @@ pub struct JsonlConfig {
     pub compression: Compression,
     /// The format version of new sessions.
     #[serde(default, rename = "formatVersion", deserialize_with = "format_version")]
+    #[schemars(with = "u8", range(max = 3))]
     pub format_version: FormatVersion,
 }
 
@@ -54,6 +55,7 @@ impl Plugin for SessionJsonlPlugin {
     const NAME: &'static str = "dsh-session-jsonl";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<dyn SessionPersistence>()];
+    const CONFIG_SCHEMA: Option<dsh_core::ConfigSchema> = Some(dsh_core::schema_of::<JsonlConfig>);
     type Config = JsonlConfig;
     type Deps = ();
 

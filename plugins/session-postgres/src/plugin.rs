@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// `url` is a `postgres://` (or `postgresql://`) URL or libpq-style `key=value` pairs;
 /// `schema` is the namespace of the tables, `public` when absent (created with its tables
 /// when missing), so several stores can share one database.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PostgresConfig {
     /// The connection string.
@@ -35,6 +35,8 @@ impl Plugin for SessionPostgresPlugin {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<dyn SessionPersistence>()];
     const ENABLED_BY_DEFAULT: bool = false;
+    const CONFIG_SCHEMA: Option<dsh_core::ConfigSchema> =
+        Some(dsh_core::schema_of::<PostgresConfig>);
     type Config = PostgresConfig;
     type Deps = ();
 

@@ -28,7 +28,7 @@ use std::time::Duration;
 ///
 /// An invalid field fails the plugin with `CONFIG_INVALID` naming the field (`maxAgeDays: must
 /// be at least 1`); an unknown field is refused. With no delete rule the plan deletes nothing.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 #[non_exhaustive]
 pub struct RetentionConfig {
@@ -37,21 +37,25 @@ pub struct RetentionConfig {
         deserialize_with = "at_least_one",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(range(min = 1))]
     pub max_age_days: Option<u64>,
     /// Only the newest this many sessions of each `cwd` are not selected (at least 1).
     #[serde(
         deserialize_with = "at_least_one",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(range(min = 1))]
     pub max_per_cwd: Option<u64>,
     /// A session with a kept stored descendant is kept (default `true`).
     pub keep_with_descendants: bool,
     /// A session with a title is kept (default `false`).
     pub keep_titled: bool,
     /// Sessions never deleted.
+    #[schemars(with = "Vec<String>")]
     pub pinned: Vec<SessionId>,
     /// The period of the async run; `None`: no periodic run.
     #[serde(with = "period", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub every: Option<Duration>,
 }
 

@@ -19,6 +19,8 @@ impl Plugin for SessionRetentionPlugin {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<SessionRetention>()];
     const ENABLED_BY_DEFAULT: bool = false;
+    const CONFIG_SCHEMA: Option<dsh_core::ConfigSchema> =
+        Some(dsh_core::schema_of::<RetentionConfig>);
     type Config = RetentionConfig;
     type Deps = Dep<SessionStore>;
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 /// The plugin's configuration: `{"path": "FILE"}`, the database file (created with its parent
 /// folders when absent; an empty path is refused).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SqliteConfig {
     /// The database file.
@@ -34,6 +34,7 @@ impl Plugin for SessionSqlitePlugin {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<dyn SessionPersistence>()];
     const ENABLED_BY_DEFAULT: bool = false;
+    const CONFIG_SCHEMA: Option<dsh_core::ConfigSchema> = Some(dsh_core::schema_of::<SqliteConfig>);
     type Config = SqliteConfig;
     type Deps = ();
 

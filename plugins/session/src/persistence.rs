@@ -749,7 +749,7 @@ pub fn check_seqs(
 
 /// Whether a store may keep sessions in memory when no persistence backend is active: the
 /// `dsh-session` plugin's config `{"persistence": "auto" | "required" | "optional"}`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PersistenceMode {
     /// The default: sessions live in memory when no plugin provides a backend or the

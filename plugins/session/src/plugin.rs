@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 /// The plugin's configuration:
 /// `{"persistence": "auto" | "required" | "optional", "check_invariants": true}`.
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct SessionConfig {
     /// Whether sessions may live in memory when no backend is active (default `auto`: only
@@ -42,6 +42,8 @@ impl Plugin for SessionPlugin {
     const NAME: &'static str = "dsh-session";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const PROVIDES: &'static [ServiceKey] = &[ServiceKey::of::<SessionStore>()];
+    const CONFIG_SCHEMA: Option<dsh_core::ConfigSchema> =
+        Some(dsh_core::schema_of::<SessionConfig>);
     type Config = SessionConfig;
     type Deps = Optional<dyn SessionPersistence>;
 

@@ -178,6 +178,13 @@ pub enum Command {
         #[arg(long)]
         invariants: bool,
     },
+    /// Config files: print their JSON Schema (for editors: point a file's "$schema" member
+    /// at it), or check one without starting anything.
+    Config {
+        /// What to do with config files.
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
     /// Print a completion script for SHELL on stdout, e.g. `dsh completions bash >
     /// ~/.local/share/bash-completion/completions/dsh` (zsh: a file `_dsh` on $fpath; fish:
     /// ~/.config/fish/completions/dsh.fish).
@@ -195,6 +202,21 @@ pub enum Command {
         /// Print what the policy would delete or keep and why, and delete nothing.
         #[arg(long)]
         plan: bool,
+    },
+}
+
+/// What `dsh config` does.
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Print the JSON Schema of a config file of this build: the store, every linked plugin's
+    /// entry with its own config schema, groups.
+    Schema,
+    /// Check a config file as every command reads it (the JSON, each plugin's config, the
+    /// store value, plugin names, strictly: an unknown name is an error), starting nothing;
+    /// every problem is named by its path in the file.
+    Check {
+        /// The config file.
+        file: PathBuf,
     },
 }
 

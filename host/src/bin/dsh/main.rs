@@ -75,6 +75,9 @@ fn run(cli: &Cli) -> Result<output::Output, error::HostError> {
     if let Command::Check { paths, invariants } = &cli.command {
         return Ok(cmd::check::run(paths, *invariants));
     }
+    if let Command::Config { action } = &cli.command {
+        return cmd::config::run(cli, action);
+    }
     let config = HostConfig::resolve(&cli.sources())?;
     let app = app::App::new(&config)?;
     let result = match &cli.command {
@@ -114,7 +117,11 @@ fn run(cli: &Cli) -> Result<output::Output, error::HostError> {
             dry_run,
         } => cmd::delete::run(&app, id, *with_descendants, *dry_run),
         Command::Gc { plan } => cmd::gc::run(&app, *plan),
-        Command::Check { .. } | Command::Acp | Command::Completions { .. } | Command::Man => {
+        Command::Check { .. }
+        | Command::Config { .. }
+        | Command::Acp
+        | Command::Completions { .. }
+        | Command::Man => {
             unreachable!("handled above")
         }
     };

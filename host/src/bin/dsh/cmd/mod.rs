@@ -3,6 +3,7 @@
 pub mod acp;
 pub mod check;
 pub mod completions;
+pub mod config;
 pub mod delete;
 pub mod export;
 pub mod fork;

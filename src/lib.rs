@@ -1,7 +1,8 @@
 //! dsh: the facade of dsh-rs, a capability-plugin framework in the style of cordis with an
 //! event-sourced session log compatible with the DeepSeek Harness (dsh rc.8).
 //!
-//! It re-exports the core and, per Cargo feature, each plugin crate:
+//! It re-exports the core and, per Cargo feature, each plugin crate (the plugin set,
+//! `dsh-plugins`):
 //!
 //! | feature | crate | plugin | service |
 //! | --- | --- | --- | --- |
@@ -14,85 +15,22 @@
 //! | `subagent-fork` | `subagent_fork` | `dsh-subagent-fork` | `SubagentFork` |
 //! | `session-retention` | `session_retention` | `dsh-session-retention` (disabled by default) | `SessionRetention` |
 //! | `acp` (not a default feature) | `acp` | `dsh-acp` | `AcpServer` (the Agent Client Protocol; `session/fork` with `session-fork`) |
+//! | `host` (not a default feature) | `host` | | the host layer: `HostConfig`, `Sources`, `ConfigWatcher` (crate `dsh-host`) |
 //!
 //! A build without a feature links no code of that plugin, so it is absent from
-//! [`default_plugins`] and from [`Context::from_registry`].
+//! [`default_plugins`] and from [`Context::from_registry`]. A library host needs one
+//! dependency: `dsh = { version = "0.1", features = ["host"] }` (and `session-postgres` for
+//! `postgres:` stores, `acp` for `dsh_host::acp`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub use dsh_core as core;
-pub use dsh_core::{
-    codes, plugin_fn, plugin_fn_with_config, registered, Action, AnyPlugin, BoxError,
-    CleanupFailure, Coded, Context, ContextBuilder, ContextConfig, CoreError, Dep, DependencyGraph,
-    Deps, EmitError, Emitter, FnApply, FnPlugin, InstanceId, ListenerError, ListenerFailure,
-    ListenerHandle, LoadOptions, Manifest, NoConfig, Optional, OptionalMode, Plan, PlanStep,
-    Plugin, PluginError, PluginGroup, PluginHandle, PluginInfo, PluginSettings, PluginState,
-    PluginTransition, ReconcileReport, Scope, ServiceChanged, ServiceInfo, ServiceKey,
-    ShutdownError, StepOutcome, Ticket, TransitionCause, Unavailable, WaitError, WithConfig,
-};
+pub use dsh_plugins::*;
 
-#[cfg(feature = "acp")]
-pub use dsh_acp as acp;
-#[cfg(feature = "session")]
-pub use dsh_session as session;
-#[cfg(feature = "session-fork")]
-pub use dsh_session_fork as session_fork;
-#[cfg(feature = "session-jsonl")]
-pub use dsh_session_jsonl as session_jsonl;
-#[cfg(feature = "session-postgres")]
-pub use dsh_session_postgres as session_postgres;
-#[cfg(feature = "session-retention")]
-pub use dsh_session_retention as session_retention;
-#[cfg(feature = "session-sqlite")]
-pub use dsh_session_sqlite as session_sqlite;
-#[cfg(feature = "subagent-fork")]
-pub use dsh_subagent_fork as subagent_fork;
-
-/// The plugins this build of the facade contains, as one group: the one list of them (in
-/// the way bevy's `DefaultPlugins` is one group). Each Cargo feature adds its plugin; a build
-/// without the feature has no code of it to add.
-///
-/// A host builds its context from it (with [`PluginGroup::with_registered`] for the plugins
-/// it does not know, which reach it through the link-time registry) and asserts its
-/// [`PluginGroup::names`] with [`Context::expect_plugins`]. Naming the plugin values here
-/// also keeps each plugin crate linked, so its `inventory` submission reaches
-/// [`registered`]: a host that uses the group needs no `use the_crate as _;` line per plugin.
-///
-/// ```
-/// let ctx = dsh::Context::builder().add_plugins(dsh::default_plugins()).build()?;
-/// ctx.expect_plugins(&dsh::default_plugins().names())?;
-/// assert!(ctx.plugin("dsh-session").is_some());
-/// # Ok::<(), dsh::CoreError>(())
-/// ```
-pub fn default_plugins() -> PluginGroup {
-    let group = PluginGroup::new("dsh::default_plugins");
-    #[cfg(feature = "session")]
-    let group = group.add_plugin(dsh_session::SessionPlugin);
-    #[cfg(feature = "session-jsonl")]
-    let group = group.add_plugin(dsh_session_jsonl::SessionJsonlPlugin);
-    #[cfg(feature = "session-sqlite")]
-    let group = group.add_plugin(dsh_session_sqlite::SessionSqlitePlugin);
-    #[cfg(feature = "session-postgres")]
-    let group = group.add_plugin(dsh_session_postgres::SessionPostgresPlugin);
-    #[cfg(feature = "session-fork")]
-    let group = group.add_plugin(dsh_session_fork::SessionForkPlugin);
-    #[cfg(feature = "subagent-fork")]
-    let group = group.add_plugin(dsh_subagent_fork::SubagentForkPlugin);
-    #[cfg(feature = "session-retention")]
-    let group = group.add_plugin(dsh_session_retention::SessionRetentionPlugin);
-    #[cfg(feature = "acp")]
-    let group = group.add_plugin(dsh_acp::AcpPlugin);
-    group
-}
-
-/// The plugins of [`default_plugins`] as a list: the explicit registration path beside the
-/// link-time registry of [`registered`] (a host that cannot rely on `inventory`, or a test
-/// that wants exactly these, builds from it). The short form of
-/// `default_plugins().into_iter().collect()`.
-pub fn builtin_plugins() -> Vec<AnyPlugin> {
-    default_plugins().into_iter().collect()
-}
+/// The host layer (feature `host`): the config file, flags and `DSH_STORE`, store values,
+/// building the context, live reload of the config file (crate `dsh-host`).
+#[cfg(feature = "host")]
+pub use dsh_host as host;
 
 /// The Rust blocks of the README, compiled (and run, unless marked `no_run`) as doctests:
 /// `cargo test -p dsh --doc`. They use the default plugins, so they run in builds that have

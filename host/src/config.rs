@@ -307,13 +307,6 @@ fn linked_backends() -> Vec<&'static str> {
 /// file is refused with `CONFIG_INVALID` before it is read).
 pub const MAX_CONFIG_FILE_BYTES: u64 = 16 << 20;
 
-/// Reads and checks the config file at `path`: a regular file (links followed) of at most
-/// [`MAX_CONFIG_FILE_BYTES`], read as [`read_regular`] reads (never blocking on a FIFO, never
-/// reading a device).
-///
-/// # Errors
-/// `CONFIG_INVALID` naming the file: missing or unreadable, not a regular file (saying what it
-/// is), too large, not JSON, not an object, or a field that is not part of the format.
 /// Checks the config of every plugin entry of the config file at `path` (inside groups too)
 /// against its plugin's config type, starting nothing: one line per refusal, named by its
 /// path in the file (`plugins.dsh-session-jsonl.config.compression: unknown variant ...`);
@@ -328,6 +321,7 @@ pub fn check_plugin_configs(path: &Path) -> Result<Vec<String>, HostError> {
     Ok(crate::schema::check_plugin_configs(&file.plugins))
 }
 
+/// The config file at `path` ([`read_grouped`]) with its groups dissolved.
 fn read_config_file(path: &Path) -> Result<ConfigFile, HostError> {
     let mut file = read_grouped(path)?;
     // Groups (`group:NAME` entries) are a way to write the file: dissolved here, so every
@@ -351,8 +345,14 @@ fn invalid_file(path: &Path, why: String) -> HostError {
     )
 }
 
-/// The config file at `path` as written (its groups kept); unknown members and wrongly typed
-/// values are refused naming their path (`plugins.dsh-session.enabeld: unknown field ...`).
+/// Reads and checks the config file at `path`, as written (its groups kept): a regular file
+/// (links followed) of at most [`MAX_CONFIG_FILE_BYTES`], read as [`read_regular`] reads
+/// (never blocking on a FIFO, never reading a device).
+///
+/// # Errors
+/// `CONFIG_INVALID` naming the file: missing or unreadable, not a regular file (saying what it
+/// is), too large, not JSON, not an object, or a member that is not part of the format or a
+/// wrongly typed value (naming its path: `plugins.dsh-session.enabeld: unknown field ...`).
 fn read_grouped(path: &Path) -> Result<ConfigFile, HostError> {
     let bytes = read_regular(path, MAX_CONFIG_FILE_BYTES).map_err(|refused| {
         let why = match refused {

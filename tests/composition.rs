@@ -44,30 +44,6 @@ fn the_default_group_links_its_plugins_and_builds_the_context_the_registry_build
 }
 
 #[test]
-fn the_builtin_plugins_follow_the_features_of_this_build() {
-    let mut expected = vec!["dsh-session", "dsh-session-jsonl"];
-    if cfg!(feature = "session-fork") {
-        expected.push("dsh-session-fork");
-    }
-    if cfg!(feature = "subagent-fork") {
-        expected.push("dsh-subagent-fork");
-    }
-    if cfg!(feature = "session-sqlite") {
-        expected.push("dsh-session-sqlite");
-    }
-    if cfg!(feature = "acp") {
-        expected.push("dsh-acp");
-    }
-    if cfg!(feature = "session-retention") {
-        expected.push("dsh-session-retention");
-    }
-    let mut got = names(&builtin_plugins());
-    got.sort_unstable();
-    expected.sort_unstable();
-    assert_eq!(got, expected);
-}
-
-#[test]
 fn a_context_from_the_registry_activates_everything_its_config_enables() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = ContextConfig::default();

@@ -95,3 +95,37 @@ pub fn default_plugins() -> PluginGroup {
 pub fn builtin_plugins() -> Vec<AnyPlugin> {
     default_plugins().into_iter().collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The features are this crate's: a workspace build unifies them across its members (the
+    // host turns `acp` on), so the facade's own `cfg!` would not tell.
+    #[test]
+    fn the_builtin_plugins_follow_the_features_of_this_build() {
+        let mut expected = vec!["dsh-session", "dsh-session-jsonl"];
+        if cfg!(feature = "session-fork") {
+            expected.push("dsh-session-fork");
+        }
+        if cfg!(feature = "subagent-fork") {
+            expected.push("dsh-subagent-fork");
+        }
+        if cfg!(feature = "session-sqlite") {
+            expected.push("dsh-session-sqlite");
+        }
+        if cfg!(feature = "acp") {
+            expected.push("dsh-acp");
+        }
+        if cfg!(feature = "session-retention") {
+            expected.push("dsh-session-retention");
+        }
+        let mut got = builtin_plugins()
+            .iter()
+            .map(AnyPlugin::name)
+            .collect::<Vec<_>>();
+        got.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(got, expected);
+    }
+}

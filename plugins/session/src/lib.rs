@@ -48,9 +48,11 @@ pub mod event_type;
 mod fold;
 pub mod format;
 mod header;
+mod hooks;
 mod id;
 mod invariants;
 mod migrate;
+mod owner;
 mod persistence;
 mod plugin;
 mod repair;
@@ -74,6 +76,10 @@ pub use store::{
     Reopened, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush, SessionStore,
     StoreError, StoredSeed,
 };
+
+// What plugins hang on the write path: owners of sessions and pre-commit append hooks.
+pub use hooks::{AppendCandidate, HookInfo, Veto, INVARIANTS_HOOK};
+pub use owner::{OfSession, SessionOwner};
 
 // A session, its events and their envelope, ids and the header.
 pub use data::{DataError, EventData, MAX_SAFE_INTEGER};

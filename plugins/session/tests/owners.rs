@@ -1,0 +1,245 @@
+//! Owners of sessions (issue 27, point 6): a session created from a plugin's scope is closed
+//! and released when that instance goes, what it appended written first, unless handed over
+//! or released before; listeners of one owner's sessions hear only those. Over JSONL.
+
+use dsh_core::{codes as core_codes, plugin_fn, Context, Dep, Scope};
+use dsh_session::backend::SessionPersistence;
+use dsh_session::{
+    CreateOptions, EventDraft, Session, SessionCreated, SessionEventAppended, SessionId,
+    SessionMeta, SessionOwner, SessionPlugin, SessionStore, TurnEndReason,
+};
+use dsh_session_jsonl::JsonlPersistence;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// What a plugin under test hands back to the test: its scope and the sessions it made.
+#[derive(Clone, Default)]
+struct Captured {
+    scope: Arc<Mutex<Option<Scope>>>,
+    sessions: Arc<Mutex<Vec<Arc<Session>>>>,
+}
+
+impl Captured {
+    fn scope(&self) -> Scope {
+        self.scope.lock().unwrap().clone().expect("applied")
+    }
+
+    fn session(&self, index: usize) -> Arc<Session> {
+        self.sessions.lock().unwrap()[index].clone()
+    }
+}
+
+/// A plugin named `name` that creates session `id` from its scope (with one turn appended)
+/// at every apply (`id.N` at generation N after the first: `id` is stored by then),
+/// capturing its scope and the session in `captured`.
+fn creator(
+    name: &'static str,
+    id: &'static str,
+    captured: &Captured,
+) -> impl Into<dsh_core::AnyPlugin> {
+    let captured = captured.clone();
+    plugin_fn(name, move |scope, store: Dep<SessionStore>| {
+        let store = store.get()?;
+        let id = match scope.generation() {
+            1 => id.to_owned(),
+            generation => format!("{id}.{generation}"),
+        };
+        let session = store.create_in(
+            scope,
+            Some(SessionId::from(id)),
+            CreateOptions::meta(SessionMeta::default().cwd("/r")),
+        )?;
+        session.append(EventDraft::turn_start(1))?;
+        session.append(EventDraft::user_text("u1", "hello", "user"))?;
+        session.append(EventDraft::turn_end(1, TurnEndReason::Completed))?;
+        *captured.scope.lock().unwrap() = Some(scope.clone());
+        captured.sessions.lock().unwrap().push(session);
+        Ok(())
+    })
+}
+
+/// A context of the session plugin over a JSONL store at `root`, with `plugins`.
+fn context(root: &Path, plugins: Vec<dsh_core::AnyPlugin>) -> Context {
+    let mut builder = Context::builder().add_plugin(SessionPlugin);
+    for plugin in plugins {
+        builder = builder.add_plugin(plugin);
+    }
+    let ctx = builder.build().expect("context");
+    ctx.provide::<dyn SessionPersistence>(Arc::new(JsonlPersistence::new(root)))
+        .expect("backend provided");
+    ctx
+}
+
+#[test]
+fn a_session_created_from_a_plugins_scope_is_closed_with_the_plugin_and_what_it_appended_is_stored()
+{
+    let dir = tempfile::tempdir().expect("a folder");
+    let agent = Captured::default();
+    let ctx = context(dir.path(), vec![creator("agent", "s1", &agent).into()]);
+    let store = ctx.expect::<SessionStore>();
+    let session = agent.session(0);
+    assert_eq!(session.owner(), Some(SessionOwner::of(&agent.scope())));
+    assert_eq!(session.owner().unwrap().plugin(), "agent");
+    // Appended after creation, not flushed: the close must write it.
+    session.append(EventDraft::turn_start(2)).expect("appended");
+
+    ctx.disable("agent").expect("disabled");
+
+    assert!(!session.is_live(), "closed with its owner");
+    assert!(store.get(&SessionId::from("s1")).is_none(), "released");
+    let stored = store
+        .read_stored(&SessionId::from("s1"), None)
+        .expect("stored");
+    assert_eq!(stored.events.len(), 4, "every appended event written");
+}
+
+#[test]
+fn a_session_handed_over_to_the_root_survives_its_creator() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let agent = Captured::default();
+    let ctx = context(dir.path(), vec![creator("agent", "s1", &agent).into()]);
+    let store = ctx.expect::<SessionStore>();
+    let session = agent.session(0);
+
+    store.hand_over(&session, &ctx.root()).expect("handed over");
+    assert_eq!(session.owner().unwrap().plugin(), "<root>");
+    ctx.disable("agent").expect("disabled");
+
+    assert!(session.is_live(), "the root owns it now");
+    session
+        .append(EventDraft::turn_start(2))
+        .expect("still appends");
+    ctx.dispose();
+    assert!(!session.is_live(), "closed with the root");
+}
+
+#[test]
+fn a_session_released_from_its_owner_survives_it_owned_by_nobody() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let agent = Captured::default();
+    let ctx = context(dir.path(), vec![creator("agent", "s1", &agent).into()]);
+    let store = ctx.expect::<SessionStore>();
+    let session = agent.session(0);
+
+    store.release_owner(&session).expect("released");
+    ctx.disable("agent").expect("disabled");
+
+    assert!(session.is_live());
+    assert_eq!(session.owner(), None);
+}
+
+#[test]
+fn a_session_created_without_a_scope_is_owned_by_nobody_and_outlives_every_plugin() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let agent = Captured::default();
+    let ctx = context(dir.path(), vec![creator("agent", "s1", &agent).into()]);
+    let store = ctx.expect::<SessionStore>();
+    let plain = store
+        .create(None, CreateOptions::default())
+        .expect("created");
+    assert_eq!(plain.owner(), None);
+    ctx.disable("agent").expect("disabled");
+    assert!(plain.is_live());
+}
+
+#[test]
+fn a_plugin_restarted_closes_the_sessions_of_its_former_generation_and_owns_the_new_ones() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let agent = Captured::default();
+    let ctx = context(dir.path(), vec![creator("agent", "s1", &agent).into()]);
+    let first = agent.session(0);
+    let first_owner = first.owner().expect("owned");
+
+    ctx.disable("agent").expect("disabled");
+    ctx.enable("agent").expect("enabled again");
+
+    let second = agent.session(1);
+    assert!(!first.is_live());
+    assert!(second.is_live(), "created by the new generation");
+    assert_ne!(
+        second.owner(),
+        Some(first_owner),
+        "a new generation is a new owner"
+    );
+    assert_eq!(second.events().len(), 3);
+}
+
+#[test]
+fn a_stale_scope_cannot_own_a_session_and_nothing_is_created() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let agent = Captured::default();
+    let ctx = context(dir.path(), vec![creator("agent", "s1", &agent).into()]);
+    let store = ctx.expect::<SessionStore>();
+    let stale = agent.scope();
+    ctx.disable("agent").expect("disabled");
+
+    let error = store
+        .create_in(
+            &stale,
+            Some(SessionId::from("s2")),
+            CreateOptions::default(),
+        )
+        .expect_err("the scope has ended");
+    assert_eq!(error.code(), core_codes::STALE_SCOPE);
+    assert!(error.to_string().contains("agent"), "{error}");
+    assert!(store.get(&SessionId::from("s2")).is_none());
+}
+
+#[test]
+fn a_listener_of_one_owners_sessions_hears_only_those() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let (alpha, beta) = (Captured::default(), Captured::default());
+    let heard = Arc::new(Mutex::new(Vec::<String>::new()));
+    let created = Arc::new(Mutex::new(Vec::<String>::new()));
+    let ctx = context(
+        dir.path(),
+        vec![
+            creator("alpha", "a1", &alpha).into(),
+            creator("beta", "b1", &beta).into(),
+        ],
+    );
+    let store = ctx.expect::<SessionStore>();
+    let listener = {
+        let (heard, created) = (heard.clone(), created.clone());
+        let owner = SessionOwner::of(&alpha.scope());
+        plugin_fn("listener", move |scope, ()| {
+            let heard = heard.clone();
+            owner.on::<SessionEventAppended>(scope, move |appended| {
+                heard.lock().unwrap().push(format!(
+                    "{}#{}",
+                    appended.session.id(),
+                    appended.event.seq
+                ));
+                Ok(())
+            })?;
+            let created = created.clone();
+            owner.on::<SessionCreated>(scope, move |new| {
+                created.lock().unwrap().push(new.session.id().to_string());
+                Ok(())
+            })?;
+            Ok(())
+        })
+    };
+    ctx.load(listener).expect("listener loaded");
+
+    alpha.session(0).append(EventDraft::turn_start(2)).unwrap();
+    beta.session(0).append(EventDraft::turn_start(2)).unwrap();
+    let unowned = store.create(None, CreateOptions::default()).unwrap();
+    unowned.append(EventDraft::turn_start(1)).unwrap();
+    let another = store
+        .create_in(
+            &alpha.scope(),
+            Some(SessionId::from("a2")),
+            CreateOptions::default(),
+        )
+        .unwrap();
+    another.append(EventDraft::turn_start(1)).unwrap();
+    // Handed over: its events are no longer alpha's.
+    store.hand_over(&another, &ctx.root()).unwrap();
+    another
+        .append(EventDraft::user_text("u", "x", "user"))
+        .unwrap();
+
+    assert_eq!(*heard.lock().unwrap(), ["a1#3", "a2#0"]);
+    assert_eq!(*created.lock().unwrap(), ["a2"]);
+}

@@ -243,3 +243,40 @@ fn a_listener_of_one_owners_sessions_hears_only_those() {
     assert_eq!(*heard.lock().unwrap(), ["a1#3", "a2#0"]);
     assert_eq!(*created.lock().unwrap(), ["a2"]);
 }
+
+#[test]
+fn a_session_that_cannot_be_written_when_its_owner_goes_stays_live_owned_by_nobody_and_loses_nothing(
+) {
+    let dir = tempfile::tempdir().expect("a folder");
+    let backend: Arc<dyn SessionPersistence> = Arc::new(JsonlPersistence::new(dir.path()));
+    let provider = plugin_fn("jsonl", move |scope, ()| {
+        scope.provide(backend.clone())?;
+        Ok(())
+    })
+    .provides::<dyn SessionPersistence>();
+    let agent = Captured::default();
+    let ctx = Context::builder()
+        .add_plugin_with(
+            SessionPlugin,
+            dsh_core::LoadOptions::with_config(serde_json::json!({ "persistence": "required" })),
+        )
+        .add_plugin(provider)
+        .add_plugin(creator("agent", "s1", &agent))
+        .build()
+        .expect("context");
+    let store = ctx.expect::<SessionStore>();
+    let session = agent.session(0);
+    // The backend goes (the store drains to it), then one more event is appended: with no
+    // backend and persistence required, the owner's going cannot write it.
+    ctx.disable("jsonl").expect("backend disabled");
+    session.append(EventDraft::turn_start(2)).expect("appended");
+
+    ctx.disable("agent").expect("disabled");
+
+    assert!(session.is_live(), "kept: its last event is not written");
+    assert_eq!(session.owner(), None, "owned by nobody now");
+    ctx.enable("jsonl").expect("backend back");
+    assert!(store.dispose(session.id()).expect("written now"));
+    let stored = store.read_stored(session.id(), None).expect("stored");
+    assert_eq!(stored.events.len(), 4, "nothing lost");
+}

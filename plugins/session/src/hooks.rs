@@ -95,6 +95,34 @@ impl Veto {
     }
 }
 
+/// The veto of an append, with the hook it came from ([`AppendError::Vetoed`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HookVeto {
+    /// The seq the event would have had.
+    pub seq: u64,
+    /// The plugin that registered the hook.
+    pub plugin: String,
+    /// The hook's name.
+    pub hook: String,
+    /// The hook's reason, and its own code when it gave one.
+    pub veto: Veto,
+}
+
+impl fmt::Display for HookVeto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "seq {} vetoed by hook \"{}\" of plugin \"{}\"",
+            self.seq, self.hook, self.plugin
+        )?;
+        if let Some(code) = self.veto.code {
+            write!(f, " [{code}]")?;
+        }
+        write!(f, ": {}", self.veto.reason)
+    }
+}
+
 /// What a hook is: called with each candidate of every live session's `append`.
 pub(crate) type HookFn = dyn Fn(&AppendCandidate<'_>) -> Result<(), Veto> + Send + Sync;
 
@@ -210,10 +238,12 @@ impl HookList {
             if let Err(veto) = verdict {
                 return Err(AppendError::Vetoed {
                     id: candidate.session_id().clone(),
-                    seq: candidate.event().seq,
-                    plugin: hook.plugin.to_string(),
-                    hook: hook.name.to_string(),
-                    veto,
+                    by: Box::new(HookVeto {
+                        seq: candidate.event().seq,
+                        plugin: hook.plugin.to_string(),
+                        hook: hook.name.to_string(),
+                        veto,
+                    }),
                 });
             }
         }

@@ -78,7 +78,7 @@ pub use store::{
 };
 
 // What plugins hang on the write path: owners of sessions and pre-commit append hooks.
-pub use hooks::{AppendCandidate, HookInfo, Veto, INVARIANTS_HOOK};
+pub use hooks::{AppendCandidate, HookInfo, HookVeto, Veto, INVARIANTS_HOOK};
 pub use owner::{OfSession, SessionOwner};
 
 // A session, its events and their envelope, ids and the header.

@@ -15,7 +15,7 @@ use crate::event_type::{title_of, TURN_END, TURN_START};
 use crate::fold::{project, Surface, SurfacePlan};
 use crate::format::FormatVersion;
 use crate::header::SessionHeader;
-use crate::hooks::{AppendCandidate, AppendHooks, HookList, Veto};
+use crate::hooks::{AppendCandidate, AppendHooks, HookList, HookVeto};
 use crate::id::SessionId;
 use crate::invariants::{InvariantChecker, InvariantViolation};
 use crate::owner::SessionOwner;
@@ -272,28 +272,18 @@ pub enum AppendError {
     /// A pre-commit append hook ([`crate::SessionStore::hook_append`]) refused the event:
     /// nothing was appended (the seq did not advance, nothing reaches persistence, the
     /// invariant trace did not advance).
-    #[error(
-        "cannot append to session \"{id}\": seq {seq} vetoed by hook \"{hook}\" of plugin \"{plugin}\"{}: {}",
-        veto.code().map(|code| format!(" [{code}]")).unwrap_or_default(),
-        veto.reason()
-    )]
+    #[error("cannot append to session \"{id}\": {by}")]
     Vetoed {
         /// The session.
         id: SessionId,
-        /// The seq the event would have had.
-        seq: u64,
-        /// The plugin that registered the hook.
-        plugin: String,
-        /// The hook's name.
-        hook: String,
-        /// The hook's reason, and its own code when it gave one.
-        veto: Veto,
+        /// The hook that refused the event, and why.
+        by: Box<HookVeto>,
     },
 }
 
 impl AppendError {
     /// The stable code: `EVENT_INVALID`, `INVARIANT_VIOLATED`, `SESSION_NOT_LIVE`,
-    /// `REENTRANT_APPEND` or `APPEND_VETOED` (the hook's own code is [`Veto::code`]).
+    /// `REENTRANT_APPEND` or `APPEND_VETOED` (the hook's own code is in [`HookVeto::veto`]).
     pub fn code(&self) -> &'static str {
         match self {
             AppendError::Invalid { .. } => codes::EVENT_INVALID,
@@ -737,7 +727,8 @@ impl Session {
     }
 
     /// Runs the plugin hooks on `event`, with `appending` set so that an append from a hook is
-    /// refused as re-entrant, and no lock of the log held.
+    /// refused as re-entrant, and no lock of the log held; `NotLive` when a hook disposed the
+    /// session meanwhile.
     fn run_hooks(
         &self,
         appending: &Cell<bool>,
@@ -747,7 +738,15 @@ impl Session {
         appending.set(true);
         let verdict = hooks.run(AppendCandidate::new(self, event));
         appending.set(false);
-        verdict
+        verdict?;
+        // A hook that disposed the session (its dispose wrote the log without the candidate)
+        // leaves nothing to commit to.
+        if self.sealed.load(Ordering::SeqCst) {
+            return Err(AppendError::NotLive {
+                id: self.id().clone(),
+            });
+        }
+        Ok(())
     }
 
     /// Appends events another writer stored after this log (a follower catching up with

@@ -129,19 +129,13 @@ fn a_veto_commits_nothing_and_names_the_plugin_the_hook_and_the_session_with_its
 
     assert_eq!(error.code(), codes::APPEND_VETOED);
     match &error {
-        AppendError::Vetoed {
-            id,
-            seq,
-            plugin,
-            hook,
-            veto,
-        } => {
+        AppendError::Vetoed { id, by } => {
             assert_eq!(id.as_str(), "s1");
-            assert_eq!(*seq, 0);
-            assert_eq!(plugin, "gate");
-            assert_eq!(hook, "gate/hook");
-            assert_eq!(veto.code(), Some("QUOTA_EXCEEDED"));
-            assert_eq!(veto.reason(), "quota reached");
+            assert_eq!(by.seq, 0);
+            assert_eq!(by.plugin, "gate");
+            assert_eq!(by.hook, "gate/hook");
+            assert_eq!(by.veto.code(), Some("QUOTA_EXCEEDED"));
+            assert_eq!(by.veto.reason(), "quota reached");
         }
         other => panic!("not a veto: {other:?}"),
     }
@@ -258,7 +252,9 @@ fn the_invariant_hook_is_replaced_by_switching_it_off_and_registering_another() 
     let error = session
         .append(EventDraft::turn_end(0, TurnEndReason::Completed))
         .unwrap_err();
-    assert!(matches!(&error, AppendError::Vetoed { veto, .. } if veto.code() == Some("TURN_ZERO")));
+    assert!(
+        matches!(&error, AppendError::Vetoed { by, .. } if by.veto.code() == Some("TURN_ZERO"))
+    );
     assert_eq!(session.len(), 1);
 }
 
@@ -274,8 +270,8 @@ fn a_panicking_hook_vetoes_the_append_with_hook_panicked() {
     let error = session.append(EventDraft::turn_start(1)).unwrap_err();
 
     assert_eq!(error.code(), codes::APPEND_VETOED);
-    assert!(matches!(&error, AppendError::Vetoed { plugin, veto, .. }
-            if plugin == "broken" && veto.code() == Some(codes::HOOK_PANICKED)));
+    assert!(matches!(&error, AppendError::Vetoed { by, .. }
+            if by.plugin == "broken" && by.veto.code() == Some(codes::HOOK_PANICKED)));
     assert_eq!(session.len(), 0);
     ctx.disable("broken").expect("disabled");
     session
@@ -350,4 +346,37 @@ fn hooks_come_and_go_while_two_threads_append_and_every_append_is_judged_once() 
         assert_eq!(writer.join().expect("no panic"), PER_THREAD);
     }
     assert_eq!(judged.load(Ordering::SeqCst), 2 * PER_THREAD);
+}
+
+#[test]
+fn a_hook_that_disposes_the_session_has_the_append_refused_and_the_stored_log_stays_whole() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let ctx = context(dir.path(), json!({}));
+    let store = ctx.expect::<SessionStore>();
+    let session = create(&store, "s1");
+    session.append(EventDraft::turn_start(1)).unwrap();
+    let closer = {
+        let store = store.clone();
+        hooking("closer", move |candidate| {
+            if candidate.event().kind == "user/message" {
+                store.dispose(candidate.session_id()).expect("disposed");
+            }
+            Ok(())
+        })
+    };
+    ctx.load(closer).expect("loaded");
+
+    let error = session
+        .append(EventDraft::user_text("u1", "hi", "user"))
+        .unwrap_err();
+
+    assert_eq!(error.code(), codes::SESSION_NOT_LIVE);
+    assert!(!session.is_live());
+    assert_eq!(
+        session.len(),
+        1,
+        "nothing committed after the dispose wrote the log"
+    );
+    let stored = store.read_stored(session.id(), None).expect("stored");
+    assert_eq!(stored.events.len(), 1);
 }

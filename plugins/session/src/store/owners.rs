@@ -112,8 +112,8 @@ impl SessionStore {
     /// session.append(EventDraft::step_start(1, 1))?;
     /// let error = session.append(EventDraft::tool_call(1, 1, "c1", "sh", "{}")).unwrap_err();
     /// assert_eq!(error.code(), codes::APPEND_VETOED);
-    /// assert!(matches!(&error, AppendError::Vetoed { plugin, veto, .. }
-    ///     if plugin == "no-shell" && veto.code() == Some("TOOL_DENIED")));
+    /// assert!(matches!(&error, AppendError::Vetoed { by, .. }
+    ///     if by.plugin == "no-shell" && by.veto.code() == Some("TOOL_DENIED")));
     /// assert_eq!(session.len(), 2, "nothing committed");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -9,7 +9,9 @@
 //! - **the crate root**, for hosts and plugin authors: the plugin and its config, the
 //!   [`SessionStore`] service and its events, [`Session`] and its [`Events`], the event
 //!   envelope ([`SessionEvent`], [`EventDraft`], [`EventData`], [`TurnEndReason`]), ids,
-//!   the header, the errors, the folds and checks of a log (history, invariants, the crash
+//!   the header, what plugins hang on the write path (sessions owned by a plugin's scope,
+//!   [`SessionStore::create_in`]; listeners of one owner's sessions, [`SessionOwner::on`];
+//!   pre-commit append hooks, [`SessionStore::hook_append`]), the errors, the folds and checks of a log (history, invariants, the crash
 //!   closers, the restore of a stored log), and two namespaces of constants: [`event_type`]
 //!   (the vocabulary) and [`codes`] (stable error codes);
 //! - **[`backend`]**, for persistence authors: the [`backend::SessionPersistence`] trait, the

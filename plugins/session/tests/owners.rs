@@ -280,3 +280,111 @@ fn a_session_that_cannot_be_written_when_its_owner_goes_stays_live_owned_by_nobo
     let stored = store.read_stored(session.id(), None).expect("stored");
     assert_eq!(stored.events.len(), 4, "nothing lost");
 }
+
+/// JSONL whose `new_session_version` (which `create` asks between taking the owner and the
+/// session entering the store) meets the test at `gate` twice, once armed: the test acts in
+/// between.
+struct Gated {
+    inner: JsonlPersistence,
+    armed: std::sync::atomic::AtomicBool,
+    gate: std::sync::Barrier,
+}
+
+impl SessionPersistence for Gated {
+    fn create(
+        &self,
+        header: &dsh_session::SessionHeader,
+        seed: &[Arc<dsh_session::SessionEvent>],
+    ) -> Result<(), dsh_session::backend::PersistenceError> {
+        self.inner.create(header, seed)
+    }
+
+    fn append(
+        &self,
+        id: &SessionId,
+        events: &[Arc<dsh_session::SessionEvent>],
+    ) -> Result<(), dsh_session::backend::PersistenceError> {
+        self.inner.append(id, events)
+    }
+
+    fn read_prefix(
+        &self,
+        id: &SessionId,
+        len: u64,
+    ) -> Result<dsh_session::backend::StoredSession, dsh_session::backend::PersistenceError> {
+        self.inner.read_prefix(id, len)
+    }
+
+    fn read_from(
+        &self,
+        id: &SessionId,
+        from: u64,
+    ) -> Result<dsh_session::backend::StoredTail, dsh_session::backend::PersistenceError> {
+        self.inner.read_from(id, from)
+    }
+
+    fn list(
+        &self,
+    ) -> Result<Vec<dsh_session::backend::ListedSession>, dsh_session::backend::PersistenceError>
+    {
+        self.inner.list()
+    }
+
+    fn new_session_version(&self) -> dsh_session::format::FormatVersion {
+        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            self.gate.wait();
+            self.gate.wait();
+        }
+        self.inner.new_session_version()
+    }
+}
+
+#[test]
+fn an_owner_that_goes_while_its_session_is_being_created_leaves_no_session_live_behind_it() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let gated = Arc::new(Gated {
+        inner: JsonlPersistence::new(dir.path()),
+        armed: std::sync::atomic::AtomicBool::new(false),
+        gate: std::sync::Barrier::new(2),
+    });
+    let agent = Captured::default();
+    let ctx = Context::builder()
+        .add_plugin(SessionPlugin)
+        .add_plugin(creator("agent", "s1", &agent))
+        .build()
+        .expect("context");
+    ctx.provide::<dyn SessionPersistence>(gated.clone())
+        .expect("backend provided");
+    let store = ctx.expect::<SessionStore>();
+    let scope = agent.scope();
+    let owner = SessionOwner::of(&scope);
+    gated.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let creating = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            store
+                .create_in(
+                    &scope,
+                    Some(SessionId::from("late")),
+                    CreateOptions::default(),
+                )
+                .map(|session| session.id().clone())
+                .map_err(|error| error.code())
+        })
+    };
+    gated.gate.wait(); // `create_in` has taken the owner, the session is not live yet
+    ctx.disable("agent").expect("disabled");
+    gated.gate.wait();
+
+    let created = creating.join().expect("no panic");
+
+    assert_eq!(created, Err(core_codes::STALE_SCOPE));
+    let left: Vec<_> = store
+        .list()
+        .into_iter()
+        .filter(|session| session.owner().as_ref() == Some(&owner))
+        .map(|session| session.id().clone())
+        .collect();
+    assert!(left.is_empty(), "live, owned by an owner gone: {left:?}");
+    assert!(store.get(&SessionId::from("late")).is_none());
+}

@@ -43,7 +43,9 @@ impl SessionStore {
     ///
     /// # Errors
     /// As [`SessionStore::create`], and [`StoreError::Scope`] (code `STALE_SCOPE`) when
-    /// `scope`'s generation has ended (nothing is created).
+    /// `scope`'s generation has ended: before the call (nothing is created), or during it
+    /// (the session, created meanwhile, is disposed as the owner's teardown disposes its
+    /// sessions).
     pub fn create_in(
         &self,
         scope: &Scope,
@@ -51,8 +53,15 @@ impl SessionStore {
         mut options: CreateOptions,
     ) -> Result<Arc<Session>, StoreError> {
         let owner = self.watch(scope)?;
-        options.owner = Some(owner);
-        self.create(id, options)
+        options.owner = Some(owner.clone());
+        let session = self.create(id, options)?;
+        if self.watching(&owner) {
+            return Ok(session);
+        }
+        // The owner went while the session was being created, its teardown finding nothing to
+        // close yet: the session is closed as that teardown would have closed it.
+        self.release_owned(&owner);
+        Err(gone(scope))
     }
 
     /// Hands live `session` over to `scope`'s instance: it is closed when that generation
@@ -65,8 +74,14 @@ impl SessionStore {
     pub fn hand_over(&self, session: &Arc<Session>, scope: &Scope) -> Result<(), StoreError> {
         self.entry(session)?;
         let owner = self.watch(scope)?;
-        session.set_owner(Some(owner));
-        Ok(())
+        let before = session.owner();
+        session.set_owner(Some(owner.clone()));
+        if self.watching(&owner) {
+            return Ok(());
+        }
+        // The new owner went meanwhile: the hand-over did not happen.
+        session.set_owner(before);
+        Err(gone(scope))
     }
 
     /// Releases live `session` from its owner: owned by nobody, it stays live until disposed
@@ -164,6 +179,13 @@ impl SessionStore {
         Ok(owner)
     }
 
+    /// Whether the store still watches `owner`'s teardown: `false` once it has begun.
+    fn watching(&self, owner: &SessionOwner) -> bool {
+        self.owners
+            .lock()
+            .contains(&(owner.instance(), owner.generation()))
+    }
+
     /// Disposes every live session `owner` owns, newest first: its generation is being torn
     /// down.
     fn release_owned(&self, owner: &SessionOwner) {
@@ -183,6 +205,17 @@ impl SessionStore {
             }
         }
     }
+}
+
+/// [`StoreError::Scope`] for `scope`, whose generation ended.
+fn gone(scope: &Scope) -> StoreError {
+    scope_error(
+        scope,
+        CoreError::StaleScope {
+            plugin: scope.name().to_owned(),
+            generation: scope.generation(),
+        },
+    )
 }
 
 /// [`StoreError::Scope`] for `scope`.

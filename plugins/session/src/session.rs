@@ -22,7 +22,7 @@ use crate::owner::SessionOwner;
 use crate::validate::{lossy_number, validate_restored_append, ValidationError};
 use crate::view::Json;
 use dsh_core::Emitter;
-use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard, RwLock};
+use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard, RwLock, RwLockWriteGuard};
 use serde_json::Value;
 use std::cell::Cell;
 use std::fmt;
@@ -315,6 +315,7 @@ enum Title {
 
 impl Log {
     /// Commits `event` (checked, carrying the next seq) with its surface transition `plan`.
+    #[inline(always)]
     fn commit(&mut self, event: SessionEvent, plan: SurfacePlan) -> Arc<SessionEvent> {
         let seq = event.seq;
         self.note_title(&event);
@@ -691,31 +692,46 @@ impl Session {
                     }
                     log.commit(event, plan)
                 }
-                Some(hooks) => {
-                    // The invariant hook judges a copy of the trace: it advances on commit only.
-                    let trace = match log.trace() {
-                        Some(trace) => {
-                            let mut next = trace.clone();
-                            next.admit_data(&event, tree)
-                                .map_err(|violation| self.violated(violation))?;
-                            Some(next)
-                        }
-                        None => None,
-                    };
-                    drop(log);
-                    self.run_hooks(&guard, &hooks, &event)?;
-                    // Appends are serialized by `guard`: the log is as the plan found it.
-                    let mut log = self.log.write();
-                    if let Some(trace) = trace {
-                        log.trace = Trace::Ready(trace);
-                    }
-                    log.commit(event, plan)
-                }
+                Some(hooks) => self.commit_hooked(log, &guard, &hooks, event, tree, plan)?,
             };
             (event, drafted)
         };
         self.announce(&guard, std::slice::from_ref(&event));
         Ok(event)
+    }
+
+    /// Checks `event` (stamped, valid by the surface rules of `log`, its data read from
+    /// `tree`) against a copy of the invariant trace, which replaces the trace on commit only,
+    /// unlocks the log, runs the plugin `hooks` on the event, then commits it. Appends are
+    /// serialized by the appending guard, so the log is still as `plan` found it. Out of line:
+    /// an append with no plugin hook does not carry it.
+    #[cold]
+    #[inline(never)]
+    fn commit_hooked(
+        &self,
+        mut log: RwLockWriteGuard<'_, Log>,
+        appending: &Cell<bool>,
+        hooks: &HookList,
+        event: SessionEvent,
+        tree: Json<'_>,
+        plan: SurfacePlan,
+    ) -> Result<Arc<SessionEvent>, AppendError> {
+        let trace = match log.trace() {
+            Some(trace) => {
+                let mut next = trace.clone();
+                next.admit_data(&event, tree)
+                    .map_err(|violation| self.violated(violation))?;
+                Some(next)
+            }
+            None => None,
+        };
+        drop(log);
+        self.run_hooks(appending, hooks, &event)?;
+        let mut log = self.log.write();
+        if let Some(trace) = trace {
+            log.trace = Trace::Ready(trace);
+        }
+        Ok(log.commit(event, plan))
     }
 
     /// The invariant hook's veto: the error appends have always returned for it.

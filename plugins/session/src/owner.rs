@@ -53,6 +53,28 @@ impl SessionOwner {
     /// [`SessionEventAppended`], [`SessionFlush`], [`SessionDisposed`]. The other listeners of
     /// `E` pay nothing for it: the owner is checked in this listener only.
     ///
+    /// ```
+    /// use dsh_core::Context;
+    /// use dsh_session::{EventDraft, SessionEventAppended, SessionOwner, SessionPlugin, SessionStore};
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let ctx = Context::builder().add_plugin(SessionPlugin).build()?;
+    /// let store = ctx.expect::<SessionStore>();
+    /// let heard = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = heard.clone();
+    /// // The root's sessions only (a plugin passes its own scope, or another plugin's owner).
+    /// SessionOwner::of(&ctx.root()).on::<SessionEventAppended>(&ctx.root(), move |appended| {
+    ///     sink.lock().unwrap().push(appended.event.seq);
+    ///     Ok(())
+    /// })?;
+    /// let owned = store.create_in(&ctx.root(), None, Default::default())?;
+    /// let other = store.create(None, Default::default())?;
+    /// other.append(EventDraft::turn_start(1))?;
+    /// owned.append(EventDraft::turn_start(1))?;
+    /// assert_eq!(*heard.lock().unwrap(), [0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`CoreError::StaleScope`] when `listening`'s generation has ended.
     pub fn on<E: OfSession + 'static>(

@@ -211,6 +211,10 @@ pub struct SessionReport {
     pub history_peak_bytes_per_file_byte: f64,
     /// Appends per second to a live session without persistence.
     pub append_per_s: f64,
+    /// The same with one plugin append hook installed that admits every event (what a
+    /// sibling plugin's pre-commit hook costs: the out-of-line path, the log unlocked around
+    /// the hook).
+    pub append_hooked_per_s: f64,
     /// Appends per second with the JSONL plugin flushing (fsync) at every turn end.
     pub append_flush_per_s: f64,
     /// Events per turn of the generated log (so flushes per second = the above / this).
@@ -247,6 +251,7 @@ impl SessionReport {
             ("load_file_mb", self.load_file_mb),
             ("load_events", self.load_events),
             ("append_per_s", self.append_per_s),
+            ("append_hooked_per_s", self.append_hooked_per_s),
             ("append_flush_per_s", self.append_flush_per_s),
             ("events_per_turn", self.events_per_turn),
         ]
@@ -359,6 +364,19 @@ pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> SessionReport {
             .map(|_| appends_per_s(&mem_store, generate::drafts(sizes.append_len), false))
             .collect(),
     );
+    let hooked = Context::builder()
+        .add_plugin(SessionPlugin)
+        .build()
+        .expect("session context builds");
+    let hooked_store = hooked.expect::<SessionStore>();
+    hooked_store
+        .hook_append(&hooked.root(), "bench/admit", |_| Ok(()))
+        .expect("the root scope takes a hook");
+    let append_hooked_per_s = median(
+        (0..sizes.append_reps.max(1))
+            .map(|_| appends_per_s(&hooked_store, generate::drafts(sizes.append_len), false))
+            .collect(),
+    );
     let flush_dir = tempfile::tempdir().expect("a temporary directory");
     let durable = jsonl_context(flush_dir.path());
     let append_flush_per_s = appends_per_s(
@@ -381,6 +399,7 @@ pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> SessionReport {
         show_peak_bytes_per_file_byte,
         history_peak_bytes_per_file_byte,
         append_per_s,
+        append_hooked_per_s,
         append_flush_per_s,
         events_per_turn: generate::TURN_LEN as f64,
     }

@@ -48,6 +48,11 @@ pub const EVENT_UNSTORABLE: &str = "EVENT_UNSTORABLE";
 pub const INVARIANT_VIOLATED: &str = "INVARIANT_VIOLATED";
 /// An append from inside a listener of the same session's append.
 pub const REENTRANT_APPEND: &str = "REENTRANT_APPEND";
+/// A pre-commit append hook vetoed the event ([`crate::AppendError::Vetoed`]): nothing was
+/// appended.
+pub const APPEND_VETOED: &str = "APPEND_VETOED";
+/// The code of the veto a panicking append hook is taken for.
+pub const HOOK_PANICKED: &str = "HOOK_PANICKED";
 /// A store whose plugin was disposed.
 pub const STORE_DISPOSED: &str = "STORE_DISPOSED";
 /// Event data that is not valid JSON.

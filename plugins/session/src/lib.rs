@@ -9,7 +9,9 @@
 //! - **the crate root**, for hosts and plugin authors: the plugin and its config, the
 //!   [`SessionStore`] service and its events, [`Session`] and its [`Events`], the event
 //!   envelope ([`SessionEvent`], [`EventDraft`], [`EventData`], [`TurnEndReason`]), ids,
-//!   the header, the errors, the folds and checks of a log (history, invariants, the crash
+//!   the header, what plugins hang on the write path (sessions owned by a plugin's scope,
+//!   [`SessionStore::create_in`]; listeners of one owner's sessions, [`SessionOwner::on`];
+//!   pre-commit append hooks, [`SessionStore::hook_append`]), the errors, the folds and checks of a log (history, invariants, the crash
 //!   closers, the restore of a stored log), and two namespaces of constants: [`event_type`]
 //!   (the vocabulary) and [`codes`] (stable error codes);
 //! - **[`backend`]**, for persistence authors: the [`backend::SessionPersistence`] trait, the
@@ -48,10 +50,12 @@ pub mod event_type;
 mod fold;
 pub mod format;
 mod header;
+mod hooks;
 mod id;
 mod invariants;
 pub mod messages;
 mod migrate;
+mod owner;
 mod persistence;
 mod plugin;
 mod repair;
@@ -75,6 +79,10 @@ pub use store::{
     Reopened, Resumed, Seed, SessionCreated, SessionDisposed, SessionFlush, SessionStore,
     StoreError, StoredSeed,
 };
+
+// What plugins hang on the write path: owners of sessions and pre-commit append hooks.
+pub use hooks::{AppendCandidate, HookInfo, HookVeto, Veto, INVARIANTS_HOOK};
+pub use owner::{OfSession, SessionOwner};
 
 // A session, its events and their envelope, ids and the header.
 pub use data::{DataError, EventData, MAX_SAFE_INTEGER};

@@ -15,7 +15,9 @@ pub struct SessionConfig {
     pub persistence: PersistenceMode,
     /// Whether appends are checked against the session invariants (turn and step enclosure,
     /// tool call and result pairing, ...) before they are committed (default `true`; replay
-    /// tools switch it off).
+    /// tools switch it off). The check is the first pre-commit append hook,
+    /// [`crate::INVARIANTS_HOOK`]: a host replaces it by switching it off and registering its
+    /// own with [`SessionStore::hook_append`], or extends it by registering one after it.
     pub check_invariants: bool,
 }
 

@@ -15,12 +15,14 @@ use crate::event_type::{title_of, TURN_END, TURN_START};
 use crate::fold::{project, Surface, SurfacePlan};
 use crate::format::FormatVersion;
 use crate::header::SessionHeader;
+use crate::hooks::{AppendCandidate, AppendHooks, HookList, HookVeto};
 use crate::id::SessionId;
 use crate::invariants::{InvariantChecker, InvariantViolation};
+use crate::owner::SessionOwner;
 use crate::validate::{lossy_number, validate_restored_append, ValidationError};
 use crate::view::Json;
 use dsh_core::Emitter;
-use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard, RwLock};
+use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard, RwLock, RwLockWriteGuard};
 use serde_json::Value;
 use std::cell::Cell;
 use std::fmt;
@@ -260,23 +262,35 @@ pub enum AppendError {
         /// The session.
         id: SessionId,
     },
-    /// `append` was called from inside a listener of an append on the same session.
+    /// `append` was called from inside a listener of an append on the same session (or from
+    /// inside one of the store's append hooks).
     #[error("re-entrant append to session \"{id}\" from inside its own event listener")]
     Reentrant {
         /// The session.
         id: SessionId,
     },
+    /// A pre-commit append hook ([`crate::SessionStore::hook_append`]) refused the event:
+    /// nothing was appended (the seq did not advance, nothing reaches persistence, the
+    /// invariant trace did not advance).
+    #[error("cannot append to session \"{id}\": {by}")]
+    Vetoed {
+        /// The session.
+        id: SessionId,
+        /// The hook that refused the event, and why.
+        by: Box<HookVeto>,
+    },
 }
 
 impl AppendError {
-    /// The stable code: `EVENT_INVALID`, `INVARIANT_VIOLATED`, `SESSION_NOT_LIVE` or
-    /// `REENTRANT_APPEND`.
+    /// The stable code: `EVENT_INVALID`, `INVARIANT_VIOLATED`, `SESSION_NOT_LIVE`,
+    /// `REENTRANT_APPEND` or `APPEND_VETOED` (the hook's own code is in [`HookVeto::veto`]).
     pub fn code(&self) -> &'static str {
         match self {
             AppendError::Invalid { .. } => codes::EVENT_INVALID,
             AppendError::Invariant { .. } => codes::INVARIANT_VIOLATED,
             AppendError::NotLive { .. } => codes::SESSION_NOT_LIVE,
             AppendError::Reentrant { .. } => codes::REENTRANT_APPEND,
+            AppendError::Vetoed { .. } => codes::APPEND_VETOED,
         }
     }
 }
@@ -300,6 +314,17 @@ enum Title {
 }
 
 impl Log {
+    /// Commits `event` (checked, carrying the next seq) with its surface transition `plan`.
+    #[inline(always)]
+    fn commit(&mut self, event: SessionEvent, plan: SurfacePlan) -> Arc<SessionEvent> {
+        let seq = event.seq;
+        self.note_title(&event);
+        let event = Arc::new(event);
+        self.events.chain.push(event.clone());
+        self.surface.apply(plan, seq);
+        event
+    }
+
     /// The log's title, found in its events (the last first, so only the events after the
     /// last title are read) the first time, then kept.
     fn title(&mut self) -> Option<Arc<str>> {
@@ -392,6 +417,10 @@ pub struct Session {
     /// from then on, so the dispose's final write holds every event.
     sealed: AtomicBool,
     publishing: Publishing,
+    /// The store's pre-commit append hooks (the invariant check among them).
+    hooks: Arc<AppendHooks>,
+    /// The plugin instance that owns the session, if any ([`Session::owner`]).
+    owner: Mutex<Option<SessionOwner>>,
 }
 
 impl fmt::Debug for Session {
@@ -413,18 +442,19 @@ pub struct SessionEventAppended {
 }
 
 impl Session {
-    /// A session over `seed`, whose surface fold is `surface`. With `check_invariants`, its
-    /// appends are checked against the invariant trace after the seed: the trace the seed
-    /// view carries (a snapshot of a live log), else a lenient fold of the seed made at the
-    /// first append (a seed may break the rules: dsh restores such logs).
+    /// A session over `seed`, whose surface fold is `surface`, its appends going through
+    /// `hooks`. With the invariant hook installed, its appends are checked against the
+    /// invariant trace after the seed: the trace the seed view carries (a snapshot of a live
+    /// log), else a lenient fold of the seed made at the first append (a seed may break the
+    /// rules: dsh restores such logs).
     pub(crate) fn new(
         header: SessionHeader,
         seed: Events,
         surface: Surface,
-        check_invariants: bool,
+        hooks: Arc<AppendHooks>,
     ) -> Session {
         let seed_len = seed.len();
-        let trace = match (check_invariants, &seed.trace) {
+        let trace = match (hooks.invariants(), &seed.trace) {
             (false, _) => Trace::Off,
             (true, Some(trace)) => Trace::Ready(trace.clone()),
             (true, None) => Trace::Unfolded,
@@ -448,7 +478,25 @@ impl Session {
             link: Mutex::new(None),
             sealed: AtomicBool::new(false),
             publishing: Publishing::default(),
+            hooks,
+            owner: Mutex::new(None),
         }
+    }
+
+    /// The plugin instance (one generation of it) that owns the session: the one whose scope
+    /// created it with [`crate::SessionStore::create_in`] or took it over with
+    /// [`crate::SessionStore::hand_over`]; `None` for a session owned by nobody.
+    pub fn owner(&self) -> Option<SessionOwner> {
+        self.owner.lock().clone()
+    }
+
+    pub(crate) fn set_owner(&self, owner: Option<SessionOwner>) {
+        *self.owner.lock() = owner;
+    }
+
+    /// Whether `owner` owns the session.
+    pub(crate) fn is_owned_by(&self, owner: &SessionOwner) -> bool {
+        self.owner.lock().as_ref() == Some(owner)
     }
 
     pub(crate) fn attach(&self, link: Link) {
@@ -595,16 +643,19 @@ impl Session {
     }
 
     /// Appends an event: stamps `seq` (the log length) and `time` (now, epoch ms), validates
-    /// it against the envelope, message-shape and surface rules and (when the store checks
-    /// them) the turn and step invariants, commits it, then publishes
-    /// [`SessionEventAppended`] when the session is live (listener failures are logged, the
-    /// event stays committed). A listener that disposes the session has the dispose wait
-    /// until every listener has heard the event. Returns the committed event.
+    /// it against the envelope, message-shape and surface rules, runs the store's pre-commit
+    /// hooks on it (the invariant check first, when the store checks invariants, then the
+    /// hooks plugins registered with [`crate::SessionStore::hook_append`], in registration
+    /// order, without the log locked), commits it, then publishes [`SessionEventAppended`]
+    /// when the session is live (listener failures are logged, the event stays committed). A
+    /// listener that disposes the session has the dispose wait until every listener has heard
+    /// the event. Returns the committed event.
     ///
     /// # Errors
     ///
-    /// [`AppendError::Invalid`] or [`AppendError::Invariant`] (nothing appended),
-    /// [`AppendError::Reentrant`] when called from a listener of this session's own append.
+    /// [`AppendError::Invalid`], [`AppendError::Invariant`] or [`AppendError::Vetoed`]
+    /// (nothing appended), [`AppendError::Reentrant`] when called from a listener of this
+    /// session's own append or from an append hook.
     pub fn append(self: &Arc<Self>, draft: EventDraft) -> Result<Arc<SessionEvent>, AppendError> {
         let guard = self.admit_append()?;
         // The data is written as text, and checked for lossy numbers in the same walk, before
@@ -614,6 +665,7 @@ impl Session {
         let lossy = may_be_lossy
             .then(|| lossy_number(&draft.data, "data"))
             .flatten();
+        let hooks = self.hooks.custom();
         // The draft's tree is dropped once the log is unlocked.
         let (event, _drafted) = {
             let mut log = self.log.write();
@@ -630,22 +682,87 @@ impl Session {
             let plan: SurfacePlan =
                 validate_restored_append(&log.surface, &event, tree, log.events.lookup())
                     .map_err(invalid)?;
-            if let Some(trace) = log.trace() {
-                trace
-                    .admit_data(&event, tree)
-                    .map_err(|violation| AppendError::Invariant {
-                        id: self.id().clone(),
-                        violation,
-                    })?;
-            }
-            log.note_title(&event);
-            let event = Arc::new(event);
-            log.events.chain.push(event.clone());
-            log.surface.apply(plan, seq);
+            let event = match hooks {
+                // Only the invariant hook (the default): checked and committed under one lock.
+                None => {
+                    if let Some(trace) = log.trace() {
+                        trace
+                            .admit_data(&event, tree)
+                            .map_err(|violation| self.violated(violation))?;
+                    }
+                    log.commit(event, plan)
+                }
+                Some(hooks) => self.commit_hooked(log, &guard, &hooks, event, tree, plan)?,
+            };
             (event, drafted)
         };
         self.announce(&guard, std::slice::from_ref(&event));
         Ok(event)
+    }
+
+    /// Checks `event` (stamped, valid by the surface rules of `log`, its data read from
+    /// `tree`) against a copy of the invariant trace, which replaces the trace on commit only,
+    /// unlocks the log, runs the plugin `hooks` on the event, then commits it. Appends are
+    /// serialized by the appending guard, so the log is still as `plan` found it. Out of line:
+    /// an append with no plugin hook does not carry it.
+    #[cold]
+    #[inline(never)]
+    fn commit_hooked(
+        &self,
+        mut log: RwLockWriteGuard<'_, Log>,
+        appending: &Cell<bool>,
+        hooks: &HookList,
+        event: SessionEvent,
+        tree: Json<'_>,
+        plan: SurfacePlan,
+    ) -> Result<Arc<SessionEvent>, AppendError> {
+        let trace = match log.trace() {
+            Some(trace) => {
+                let mut next = trace.clone();
+                next.admit_data(&event, tree)
+                    .map_err(|violation| self.violated(violation))?;
+                Some(next)
+            }
+            None => None,
+        };
+        drop(log);
+        self.run_hooks(appending, hooks, &event)?;
+        let mut log = self.log.write();
+        if let Some(trace) = trace {
+            log.trace = Trace::Ready(trace);
+        }
+        Ok(log.commit(event, plan))
+    }
+
+    /// The invariant hook's veto: the error appends have always returned for it.
+    fn violated(&self, violation: InvariantViolation) -> AppendError {
+        AppendError::Invariant {
+            id: self.id().clone(),
+            violation,
+        }
+    }
+
+    /// Runs the plugin hooks on `event`, with `appending` set so that an append from a hook is
+    /// refused as re-entrant, and no lock of the log held; `NotLive` when a hook disposed the
+    /// session meanwhile.
+    fn run_hooks(
+        &self,
+        appending: &Cell<bool>,
+        hooks: &HookList,
+        event: &SessionEvent,
+    ) -> Result<(), AppendError> {
+        appending.set(true);
+        let verdict = hooks.run(AppendCandidate::new(self, event));
+        appending.set(false);
+        verdict?;
+        // A hook that disposed the session (its dispose wrote the log without the candidate)
+        // leaves nothing to commit to.
+        if self.sealed.load(Ordering::SeqCst) {
+            return Err(AppendError::NotLive {
+                id: self.id().clone(),
+            });
+        }
+        Ok(())
     }
 
     /// Appends events another writer stored after this log (a follower catching up with
@@ -695,11 +812,7 @@ impl Session {
                 if let Some(trace) = log.trace() {
                     let _ = trace.admit(&event);
                 }
-                log.note_title(&event);
-                let event = Arc::new(event);
-                log.events.chain.push(event.clone());
-                log.surface.apply(plan, expected);
-                appended.push(event);
+                appended.push(log.commit(event, plan));
             }
             refused
         };
@@ -819,7 +932,12 @@ mod tests {
     fn a_session_seeded_by_a_view_reads_through_to_it() {
         let seed = Events::from_vec((0..3).map(event).collect());
         let header = SessionHeader::new(SessionId::from("s"), 0, Default::default());
-        let session = Arc::new(Session::new(header, seed.clone(), Surface::default(), true));
+        let session = Arc::new(Session::new(
+            header,
+            seed.clone(),
+            Surface::default(),
+            AppendHooks::new(true),
+        ));
         session.append(EventDraft::new("x/log", json!({}))).unwrap();
         let events = session.events();
         assert_eq!(events.len(), 4);
@@ -832,7 +950,12 @@ mod tests {
     fn iter_from_yields_the_events_from_a_seq_on_across_the_seed() {
         let seed = Events::from_vec((0..3).map(event).collect());
         let header = SessionHeader::new(SessionId::from("s"), 0, Default::default());
-        let session = Arc::new(Session::new(header, seed, Surface::default(), false));
+        let session = Arc::new(Session::new(
+            header,
+            seed,
+            Surface::default(),
+            AppendHooks::new(false),
+        ));
         session.append(EventDraft::new("x/log", json!({}))).unwrap();
         let events = session.events();
         let seqs = |from| events.iter_from(from).map(|e| e.seq).collect::<Vec<_>>();

@@ -5,7 +5,7 @@ use crate::id::{SessionId, SessionIdError};
 use crate::persistence::PersistenceError;
 use crate::upgrade::StoredLogError;
 use crate::validate::ValidationError;
-use dsh_core::{EmitError, Unavailable};
+use dsh_core::{CoreError, EmitError, Unavailable};
 
 /// Errors of the store. Each names the session.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +72,18 @@ pub enum StoreError {
     NotLive {
         /// The id.
         id: SessionId,
+    },
+    /// The scope a session was to be owned by, or an append hook registered for, has ended
+    /// ([`crate::SessionStore::create_in`], [`crate::SessionStore::hand_over`],
+    /// [`crate::SessionStore::hook_append`]): the core's error (code `STALE_SCOPE`). Nothing
+    /// was created or changed.
+    #[error("plugin \"{plugin}\" cannot own a session or an append hook: {source}")]
+    Scope {
+        /// The scope's instance name.
+        plugin: String,
+        /// Why the scope cannot own anything.
+        #[source]
+        source: CoreError,
     },
     /// Neither live nor stored.
     #[error("session \"{id}\" not found")]
@@ -157,6 +169,7 @@ impl StoreError {
             StoreError::Persistence { source, .. } => source.code(),
             StoreError::Unavailable { source, .. } => source.code(),
             StoreError::Append { source, .. } => source.code(),
+            StoreError::Scope { source, .. } => source.code(),
         }
     }
 }

@@ -13,6 +13,7 @@ mod detached;
 mod error;
 mod inspect;
 mod migrate;
+mod owners;
 mod read;
 mod reopen;
 mod types;
@@ -33,16 +34,17 @@ use crate::event_type::SESSION_END_SEED;
 use crate::fold::Surface;
 use crate::format::{is_inherited_marker, FormatVersion};
 use crate::header::{SessionHeader, SessionMeta, SESSION_FORMAT_VERSION};
+use crate::hooks::AppendHooks;
 use crate::id::SessionId;
 use crate::persistence::{
     catch_up, contain, first_write, Contained, Landed, OnMismatch, PersistenceMode,
     SessionPersistence, StoredPrefix,
 };
 use crate::session::{admit_seed, fold_trusted, now_ms, Events, Link, Session};
-use dsh_core::{Emitter, Optional, PluginState, Unavailable};
+use dsh_core::{Emitter, InstanceId, Optional, PluginState, Unavailable};
 use parking_lot::Mutex;
 use serde_json::json;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -95,7 +97,10 @@ pub struct SessionStore {
     events: Emitter,
     backend: Optional<dyn SessionPersistence>,
     mode: PersistenceMode,
-    check_invariants: bool,
+    /// The pre-commit append hooks, shared with every session the store creates.
+    hooks: Arc<AppendHooks>,
+    /// The owners whose teardown the store watches ([`SessionStore::create_in`]).
+    owners: Mutex<HashSet<(InstanceId, u64)>>,
     live: Mutex<Live>,
     /// The store itself, for the deferred disposals its sessions ask for.
     this: Weak<SessionStore>,
@@ -123,7 +128,8 @@ impl SessionStore {
             events,
             backend,
             mode,
-            check_invariants,
+            hooks: AppendHooks::new(check_invariants),
+            owners: Mutex::new(HashSet::new()),
             live: Mutex::new(Live::default()),
             this: this.clone(),
             disposed: AtomicBool::new(false),
@@ -185,6 +191,7 @@ impl SessionStore {
         let version = self.version_of(&id, &options.meta)?;
         // A fork child whose seed is a prefix the backend holds of a live parent may be stored
         // by reference to it.
+        let owner = options.owner.clone();
         let prefix = match &options.seed {
             Some(Seed::Snapshot(events)) if stored.is_none() => {
                 self.stored_prefix(&options.meta, version, events)
@@ -228,7 +235,8 @@ impl SessionStore {
             })?,
             Some(_) => SessionHeader::new(id.clone(), created_at(&meta), meta),
         };
-        let session = Arc::new(Session::new(header, seed, surface, self.check_invariants));
+        let session = Arc::new(Session::new(header, seed, surface, self.hooks.clone()));
+        session.set_owner(owner);
         let entry = Entry {
             session: session.clone(),
             written: Arc::new(Mutex::new(Written {

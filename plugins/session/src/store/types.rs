@@ -3,6 +3,7 @@
 
 use crate::event::SessionEvent;
 use crate::header::{SessionHeader, SessionMeta};
+use crate::owner::SessionOwner;
 use crate::persistence::StoredPrefix;
 use crate::session::{Events, Session};
 use std::sync::Arc;
@@ -75,6 +76,8 @@ pub struct CreateOptions {
     pub seed: Option<Seed>,
     /// Header fields (cwd, lineage, ...).
     pub meta: SessionMeta,
+    /// The owner the session gets ([`crate::SessionStore::create_in`]); nobody by default.
+    pub(crate) owner: Option<SessionOwner>,
 }
 
 impl CreateOptions {
@@ -83,12 +86,17 @@ impl CreateOptions {
         CreateOptions {
             seed: Some(seed.into()),
             meta,
+            owner: None,
         }
     }
 
     /// Options with meta only (empty log).
     pub fn meta(meta: SessionMeta) -> CreateOptions {
-        CreateOptions { seed: None, meta }
+        CreateOptions {
+            seed: None,
+            meta,
+            owner: None,
+        }
     }
 }
 

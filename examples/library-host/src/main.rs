@@ -4,7 +4,7 @@
 //! in the working directory it runs in, and prints where.
 
 use dsh::host::{HostConfig, Sources};
-use dsh::session::{CreateOptions, EventDraft, SessionMeta, SessionStore, TurnEndReason};
+use dsh::session::{CreateOptions, EventDraft, SessionStore, TurnEndReason};
 use std::error::Error;
 
 /// Stores a one-turn session in the store `sources` name, at the working directory `cwd`
@@ -14,7 +14,7 @@ fn store_a_turn(sources: &Sources, cwd: &str) -> Result<(String, String), Box<dy
     let config = HostConfig::resolve(sources)?;
     let ctx = config.build()?;
     let store = ctx.expect::<SessionStore>();
-    let session = store.create(None, CreateOptions::meta(SessionMeta::default().cwd(cwd)))?;
+    let session = store.create(None, CreateOptions::at(cwd))?;
     session.append(EventDraft::turn_start(1))?;
     session.append(EventDraft::user_text(
         "m1",

@@ -71,7 +71,7 @@ submit_plugin!(GreeterPlugin);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dsh::session::{CreateOptions, SessionMeta, SessionPlugin};
+    use dsh::session::{CreateOptions, SessionPlugin};
     use dsh::Context;
 
     #[test]
@@ -86,10 +86,7 @@ mod tests {
             .unwrap();
         let store = ctx.expect::<SessionStore>();
         let session = store
-            .create(
-                None,
-                CreateOptions::meta(SessionMeta::default().cwd("/work/project")),
-            )
+            .create(None, CreateOptions::at("/work/project"))
             .unwrap();
         let greeting = ctx.expect::<Greeter>().greet(session.id()).unwrap();
         assert_eq!(greeting, format!("hi, session {} (0 events)", session.id()));

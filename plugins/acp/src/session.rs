@@ -28,7 +28,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
-use dsh_session::{CreateOptions, SessionEvent, SessionId, SessionMeta};
+use dsh_session::{CreateOptions, SessionEvent, SessionId};
 
 /// How many events a streamed replay's reader may read ahead of the updates sent.
 const REPLAY_CHANNEL_EVENTS: usize = 64;
@@ -42,10 +42,7 @@ impl Shared {
         request: NewSessionRequest,
     ) -> Result<NewSessionResponse, AcpError> {
         let cwd = crate::cwd::absolute(&request.cwd)?;
-        let session = self
-            .store()?
-            .create(None, CreateOptions::meta(SessionMeta::default().cwd(cwd)))
-            .await?;
+        let session = self.store()?.create(None, CreateOptions::at(cwd)).await?;
         self.opened.insert(session.id().clone(), OpenState::new());
         Ok(NewSessionResponse::new(AcpSessionId::new(
             session.id().as_str(),

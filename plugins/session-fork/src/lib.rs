@@ -16,7 +16,7 @@
 //! use dsh_session_fork::{ForkSessionOptions, SessionFork, SessionForkPlugin};
 //!
 //! let ctx = Context::builder().add_plugin(SessionPlugin).add_plugin(SessionForkPlugin).build()?;
-//! let source = ctx.expect::<SessionStore>().create(None, Default::default())?;
+//! let source = ctx.expect::<SessionStore>().create(None, dsh_session::CreateOptions::at("/home/dev/project"))?;
 //! source.append(EventDraft::turn_start(1))?;
 //! source.append(EventDraft::turn_end(1, TurnEndReason::Completed))?;
 //! let child = ctx.expect::<SessionFork>().fork(ForkSessionOptions::new(&source))?;

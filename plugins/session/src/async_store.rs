@@ -40,7 +40,7 @@ use dsh_core::{run_blocking, Unavailable};
 ///
 /// let ctx = Context::builder().add_plugin(SessionPlugin).build()?;
 /// let store = AsyncSessionStore::new(ctx.expect::<SessionStore>());
-/// let session = store.create(None, Default::default()).await?;
+/// let session = store.create(None, dsh_session::CreateOptions::at("/home/dev/project")).await?;
 /// session.append(EventDraft::turn_start(1))?;
 /// session.append(EventDraft::turn_end(1, TurnEndReason::Completed))?;
 /// store.flush(&session).await?;

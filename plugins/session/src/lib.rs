@@ -26,7 +26,7 @@
 //!
 //! let ctx = Context::builder().add_plugin(SessionPlugin).build()?;
 //! let store = ctx.expect::<SessionStore>();
-//! let session = store.create(None, Default::default())?;
+//! let session = store.create(None, dsh_session::CreateOptions::at("/home/dev/project"))?;
 //! session.append(EventDraft::turn_start(1))?;
 //! session.append(EventDraft::user_text("m1", "hello", "user"))?;
 //! session.append(EventDraft::turn_end(1, TurnEndReason::Completed))?;

@@ -68,7 +68,7 @@ impl SessionOwner {
     ///     Ok(())
     /// })?;
     /// let owned = store.create_in(&ctx.root(), None, Default::default())?;
-    /// let other = store.create(None, Default::default())?;
+    /// let other = store.create(None, dsh_session::CreateOptions::at("/home/dev/project"))?;
     /// other.append(EventDraft::turn_start(1))?;
     /// owned.append(EventDraft::turn_start(1))?;
     /// assert_eq!(*heard.lock().unwrap(), [0]);

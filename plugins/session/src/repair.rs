@@ -35,7 +35,7 @@ const TEXT_NOT_STARTED: &str =
 /// use dsh_session::{open_turn, EventDraft, SessionStore};
 /// # let ctx = dsh_core::Context::builder().add_plugin(dsh_session::SessionPlugin).build()?;
 /// # let store = ctx.expect::<SessionStore>();
-/// let session = store.create(None, Default::default())?;
+/// let session = store.create(None, dsh_session::CreateOptions::at("/home/dev/project"))?;
 /// session.append(EventDraft::turn_start(1))?;
 /// assert_eq!(open_turn(&session.events()).map(|start| start.seq), Some(0));
 /// # Ok::<(), Box<dyn std::error::Error>>(())

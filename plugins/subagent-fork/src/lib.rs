@@ -14,7 +14,7 @@
 //! use dsh_subagent_fork::{SubagentFork, SubagentForkPlugin};
 //!
 //! let ctx = Context::builder().add_plugin(SessionPlugin).add_plugin(SubagentForkPlugin).build()?;
-//! let parent = ctx.expect::<SessionStore>().create(None, Default::default())?;
+//! let parent = ctx.expect::<SessionStore>().create(None, dsh_session::CreateOptions::at("/home/dev/project"))?;
 //! parent.append(EventDraft::turn_start(1))?;
 //! parent.append(EventDraft::turn_end(1, TurnEndReason::Completed))?;
 //! parent.append(EventDraft::turn_start(2))?; // the delegating turn, still open

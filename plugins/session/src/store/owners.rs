@@ -122,7 +122,7 @@ impl SessionStore {
     ///     Ok(())
     /// });
     /// let ctx = Context::builder().add_plugin(SessionPlugin).add_plugin(guard).build()?;
-    /// let session = ctx.expect::<SessionStore>().create(None, Default::default())?;
+    /// let session = ctx.expect::<SessionStore>().create(None, dsh_session::CreateOptions::at("/home/dev/project"))?;
     /// session.append(EventDraft::turn_start(1))?;
     /// session.append(EventDraft::step_start(1, 1))?;
     /// let error = session.append(EventDraft::tool_call(1, 1, "c1", "sh", "{}")).unwrap_err();

@@ -69,6 +69,24 @@ impl From<Events> for Seed {
 }
 
 /// Options of [`crate::SessionStore::create`]: the seed (default: empty log) and the header meta.
+///
+/// Give every session a working directory ([`CreateOptions::at`], or `SessionMeta::cwd`): dsh
+/// writes one in every header it creates (the directory the agent works in), files a session
+/// under it (`<root>/--<cwd slug>--/<id>/` in a JSONL store) and lists a project's sessions by
+/// it; an editor (ACP) always sends one and cannot list a session without one.
+/// `CreateOptions::default()` makes a session without a cwd: dsh reads, resumes and forks it,
+/// but files it under `_no-cwd/`, no project's listing shows it, and `dsh acp`'s
+/// `session/list` leaves it out. Use it for what has no directory (a test, a replay).
+///
+/// ```
+/// use dsh_session::{CreateOptions, SessionPlugin, SessionStore};
+///
+/// let ctx = dsh_core::Context::builder().add_plugin(SessionPlugin).build()?;
+/// let store = ctx.expect::<SessionStore>();
+/// let session = store.create(None, CreateOptions::at("/home/dev/project"))?;
+/// assert_eq!(session.header().cwd.as_deref(), Some("/home/dev/project"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct CreateOptions {
@@ -88,6 +106,12 @@ impl CreateOptions {
             meta,
             owner: None,
         }
+    }
+
+    /// An empty session working in `cwd` (an absolute path, as dsh writes: a relative one is
+    /// refused by the header check with `HEADER_INVALID`), with no other header field.
+    pub fn at(cwd: impl Into<String>) -> CreateOptions {
+        CreateOptions::meta(SessionMeta::default().cwd(cwd))
     }
 
     /// Options with meta only (empty log).

@@ -118,6 +118,21 @@ pub enum CoreError {
         /// The instance whose apply spawned.
         plugin: String,
     },
+    /// An isolation realm ([`crate::Realm`]) could not be made or used: its name is empty,
+    /// a realm of that name exists with another parent or other isolated services, it (or
+    /// the realm it would nest in) is disposed, or its handle provided a service it does not
+    /// isolate.
+    ///
+    /// ### Handling
+    /// Give each realm one name and one set of services; provide a shared service through
+    /// the root (or the realm that isolates it).
+    #[error("realm \"{realm}\": {reason}")]
+    RealmInvalid {
+        /// The realm's name (`#N` for a disposed realm known by id only).
+        realm: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// [`crate::Context::reconfigure`] could not wait for the context to become idle: it was
     /// called from code the settling thread runs ([`WaitError::Reentrant`]), or another
     /// thread kept settling the context for longer than
@@ -146,6 +161,7 @@ impl CoreError {
             CoreError::MissingPlugins { .. } => codes::MISSING_PLUGINS,
             CoreError::InvalidName { .. } => codes::PLUGIN_NAME_INVALID,
             CoreError::NoRuntime { .. } => codes::NO_RUNTIME,
+            CoreError::RealmInvalid { .. } => codes::REALM_INVALID,
             CoreError::Wait(error) => error.code(),
         }
     }

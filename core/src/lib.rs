@@ -60,6 +60,7 @@ mod info;
 mod key;
 mod manifest;
 mod plugin;
+mod realm;
 pub mod reconcile;
 mod registry;
 mod runtime;
@@ -85,6 +86,7 @@ pub use manifest::{Manifest, OptionalMode};
 pub use plugin::{
     plugin_fn, plugin_fn_with_config, FnApply, FnPlugin, NoConfig, Plugin, WithConfig,
 };
+pub use realm::Realm;
 pub use reconcile::{Action, Plan, PlanStep, ReconcileReport, StepOutcome};
 pub use registry::registered;
 pub use runtime::plugin::AnyPlugin;

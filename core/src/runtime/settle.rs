@@ -51,7 +51,7 @@ impl Drop for UnwindGuard<'_> {
 }
 
 /// Runs `f`, containing a panic (logged with `what`): user code the engine calls.
-fn contained(what: &str, f: impl FnOnce()) {
+pub(super) fn contained(what: &str, f: impl FnOnce()) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
         tracing::warn!(message = %panic_message(payload.as_ref()), "{what} panicked");
     }
@@ -116,6 +116,7 @@ impl Runtime {
                 }
             }
             Command::Fail(id, generation, error) => self.fail(id, generation, error),
+            Command::DisposeRealm(realm) => self.dispose_realm(realm),
             Command::DisposeAll => self.dispose_all(),
         }
     }
@@ -411,24 +412,25 @@ impl Runtime {
 
     /// Undoes registrations in reverse order. Service values, listener handlers and hooks are
     /// dropped outside the lock; a panicking disposer or destructor is contained.
-    fn undo(self: &Arc<Self>, owned: Vec<Owned>) {
+    pub(super) fn undo(self: &Arc<Self>, owned: Vec<Owned>) {
         for item in owned.into_iter().rev() {
             match item {
-                Owned::Service(type_id) => {
-                    let removed = self.state.lock().remove_service(type_id);
+                Owned::Service(slot) => {
+                    let removed = self.state.lock().remove_service(slot);
                     contained("dropping a service value", || drop(removed));
                 }
                 Owned::Listener(type_id, id) => {
                     let removed = self.state.lock().remove_listener(type_id, id);
                     contained("dropping a listener", || drop(removed));
                 }
-                Owned::LeaveHook(type_id, id) => {
-                    let removed = self.state.lock().remove_leave_hook(type_id, id);
+                Owned::LeaveHook(slot, id) => {
+                    let removed = self.state.lock().remove_leave_hook(slot, id);
                     contained("dropping a leave hook", || drop(removed));
                 }
                 Owned::Child(child) => {
                     self.teardown(child, PluginState::Disposed, TransitionCause::Disposed);
                 }
+                Owned::Realm(realm) => self.dispose_realm(realm),
                 Owned::Disposer(disposer) => contained("disposer", disposer),
                 Owned::Absorber(absorber) => {
                     contained("dropping a config absorber", || drop(absorber))

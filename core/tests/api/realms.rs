@@ -325,3 +325,62 @@ fn plugin_info_names_the_realm_and_json_leaves_the_root_realm_out() {
     let inside = serde_json::to_value(&infos[1]).unwrap();
     assert_eq!(inside["realm"], "workspace-a");
 }
+
+#[test]
+fn the_graph_links_a_realms_requirer_to_the_realms_provider_and_draws_the_realm_as_a_cluster() {
+    let log = Log::new();
+    let ctx = Context::builder()
+        .add_plugin(consumer(&log))
+        .build()
+        .unwrap();
+    let a = ctx.isolate("workspace-a", &isolating_store()).unwrap();
+    let b = ctx.isolate("workspace-b", &isolating_store()).unwrap();
+    a.load(store("a", &log)).unwrap();
+    a.load(consumer(&log)).unwrap();
+    b.load(store("b", &log)).unwrap();
+    let graph = ctx.graph();
+    // Two stores in two realms are not two providers of one service.
+    graph.check().unwrap();
+    let missing: Vec<(String, &str)> = graph
+        .missing()
+        .into_iter()
+        .map(|m| (m.plugin, m.service))
+        .collect();
+    assert_eq!(missing, [("consumer".to_owned(), "Store")]);
+    let dot = graph.to_dot();
+    assert!(
+        dot.contains("subgraph \"cluster_realm_workspace-a\" {\n    label=\"realm workspace-a\";"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("    \"store:workspace-b\" [style=solid];"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("\"consumer:workspace-a\" -> \"store:workspace-a\" [label=\"Store\"];"),
+        "{dot}"
+    );
+    assert!(
+        !dot.contains("\"consumer:workspace-a\" -> \"store:workspace-b\""),
+        "{dot}"
+    );
+    assert!(dot.contains("\"consumer\" -> \"missing Store\""), "{dot}");
+}
+
+#[test]
+fn a_reconcile_plan_does_not_take_two_realms_stores_for_two_providers() {
+    let log = Log::new();
+    let ctx = Context::builder()
+        .add_plugin(consumer(&log))
+        .build()
+        .unwrap();
+    for name in ["workspace-a", "workspace-b"] {
+        let realm = ctx.isolate(name, &isolating_store()).unwrap();
+        realm.load(store("s", &log)).unwrap();
+    }
+    let plan = ctx.plan(&dsh_core::ContextConfig::default()).unwrap();
+    assert!(plan.changes_nothing(), "{plan}");
+    ctx.reconfigure(&dsh_core::ContextConfig::default())
+        .unwrap();
+    assert_eq!(ctx.plugins().len(), 3);
+}

@@ -7,11 +7,13 @@
 //! isolates nothing and holds every other slot, so a context without realms keys every slot
 //! by the root realm, as before realms.
 
-use super::{Owned, State};
+use super::{Instance, Owned, State};
 use crate::error::CoreError;
+use crate::graph::InstanceNode;
 use crate::key::ServiceKey;
 use crate::runtime::cells::{Index, ServiceCell};
 use crate::state::InstanceId;
+use crate::state::PluginState;
 use std::any::TypeId;
 use std::sync::Arc;
 
@@ -269,5 +271,42 @@ impl State {
     /// The live realm named `name`.
     pub(crate) fn realm_named(&self, name: &str) -> Option<RealmId> {
         self.realm_names.get(name).copied()
+    }
+}
+
+impl State {
+    /// The static dependency graph of the root instances (enabled and disabled).
+    pub(crate) fn graph(&self) -> crate::graph::DependencyGraph {
+        crate::graph::DependencyGraph::of_realm_instances(
+            self.in_order()
+                .into_iter()
+                .filter(|(_, inst)| inst.parent.is_none())
+                .map(|(_, inst)| self.graph_node(inst, inst.state != PluginState::Disabled))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    /// `inst` as a node of a dependency graph (enabled as given), with its realm and the
+    /// realm slots its service types resolve to.
+    pub(crate) fn graph_node(&self, inst: &Instance, enabled: bool) -> InstanceNode {
+        let manifest = inst.plugin.manifest.clone();
+        let keys = manifest
+            .requires()
+            .iter()
+            .chain(manifest.optional().iter().map(|(key, _)| key))
+            .chain(manifest.provides());
+        let slots = keys
+            .filter_map(|key| {
+                let slot = self.slot(inst.realm, key.id());
+                Some((key.id(), self.realm_name(slot.realm)?))
+            })
+            .collect();
+        (
+            inst.name.clone(),
+            manifest.clone(),
+            enabled,
+            self.realm_name(inst.realm),
+            slots,
+        )
     }
 }

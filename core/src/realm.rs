@@ -9,9 +9,10 @@ use crate::key::ServiceKey;
 use crate::runtime::cells::ServiceValue;
 use crate::runtime::plugin::AnyPlugin;
 use crate::runtime::state::realms::Level;
-use crate::runtime::state::{Owner, RealmId};
+use crate::runtime::state::{Owner, RealmId, SlotKey};
 use crate::runtime::Runtime;
 use crate::scope::Scope;
+use std::any::TypeId;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
@@ -138,13 +139,37 @@ impl Realm {
     /// a scan of the isolated types of each realm of the chain.
     #[inline]
     pub fn get<T: ?Sized + 'static>(&self) -> Option<Arc<T>> {
-        self.with::<T, _>(|service| Arc::clone(service))
+        self.read(Arc::clone)
     }
 
-    /// Calls `f` with a borrow of the service of type `T` as [`Realm::get`] resolves it.
+    /// Calls `f` with a borrow of the service of type `T` as [`Realm::get`] resolves it (no
+    /// reference count touched, like [`Context::with`]).
     #[inline]
-    pub fn with<T: ?Sized + 'static, R>(&self, f: impl FnOnce(&Arc<T>) -> R) -> Option<R> {
-        self.rt.upgrade()?.with_service_in(&self.chain, f)
+    pub fn with<T: ?Sized + 'static, R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.read::<T, _>(|service| f(service))
+    }
+
+    /// Calls `f` with service `T` as the chain resolves it: the cell of the first realm
+    /// isolating `T` (the handle keeps that realm's index, so this touches no shared count),
+    /// else the root's through the context.
+    #[inline]
+    fn read<T: ?Sized + 'static, R>(&self, f: impl FnOnce(&Arc<T>) -> R) -> Option<R> {
+        let type_id = TypeId::of::<T>();
+        match self
+            .chain
+            .iter()
+            .find(|level| level.isolated.contains(&type_id))
+        {
+            None => self.rt.upgrade()?.with_service(f),
+            Some(level) => {
+                let at = SlotKey {
+                    realm: level.realm,
+                    type_id,
+                };
+                let locked = || self.rt.upgrade()?.published(at);
+                level.cells.get(&type_id)?.with(f, locked)
+            }
+        }
     }
 
     /// Makes (or joins) a realm nested in this one, isolating `keys` (see

@@ -1,17 +1,15 @@
-//! The runtime's side of isolation realms: making (or joining) one, loading and providing
-//! into it, reading a service through its chain without the lock, and disposing it with its
-//! instances (consumers first) and its services.
+//! The runtime's side of isolation realms: making (or joining) one, providing into it, and
+//! disposing it with its instances (consumers first) and its services.
 
 use super::cells::ServiceValue;
 use super::settle::contained;
 use super::state::realms::Level;
-use super::state::{Owned, Owner, RealmId, SlotKey};
+use super::state::{Owned, Owner, RealmId};
 use super::Runtime;
 use crate::error::CoreError;
 use crate::info::TransitionCause;
 use crate::key::ServiceKey;
 use crate::state::PluginState;
-use std::any::TypeId;
 use std::sync::Arc;
 
 impl Runtime {
@@ -70,28 +68,6 @@ impl Runtime {
             state.insert_service(&self.services, None, Some(realm), key, value)?;
         }
         Ok(self.submit(None))
-    }
-
-    /// Calls `f` with service `T` as `chain` (a realm's levels, innermost first) resolves it:
-    /// the cell of the first level isolating `T`, else the root's. Lock-free like
-    /// [`Runtime::with_service`], plus a scan of each level's isolated types.
-    #[inline]
-    pub(crate) fn with_service_in<T: ?Sized + 'static, R>(
-        &self,
-        chain: &[Level],
-        f: impl FnOnce(&Arc<T>) -> R,
-    ) -> Option<R> {
-        let type_id = TypeId::of::<T>();
-        match chain.iter().find(|level| level.isolated.contains(&type_id)) {
-            None => self.with_service(f),
-            Some(level) => {
-                let at = SlotKey {
-                    realm: level.realm,
-                    type_id,
-                };
-                level.cells.get(&type_id)?.with(f, || self.published(at))
-            }
-        }
     }
 
     /// Asks for the disposal of `realm` (see [`Runtime::dispose_realm`]) and settles.

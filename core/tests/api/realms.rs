@@ -56,7 +56,7 @@ fn two_stores_in_two_realms_are_each_seen_only_by_their_own_consumers() {
         ["consumer:workspace-a sees a", "consumer:workspace-b sees b"]
     );
     assert_eq!(a.get::<Store>().map(|s| s.0), Some("a"));
-    assert_eq!(b.get::<Store>().map(|s| s.0), Some("b"));
+    assert_eq!(b.with::<Store, _>(|s| s.0), Some("b"));
     assert!(ctx.get::<Store>().is_none());
     assert_eq!(
         ctx.plugin_state("store:workspace-a"),
@@ -383,4 +383,19 @@ fn a_reconcile_plan_does_not_take_two_realms_stores_for_two_providers() {
     ctx.reconfigure(&dsh_core::ContextConfig::default())
         .unwrap();
     assert_eq!(ctx.plugins().len(), 3);
+}
+
+#[test]
+fn a_realm_handle_kept_after_its_context_is_gone_reads_nothing() {
+    let ctx = Context::builder().build().unwrap();
+    ctx.provide(Arc::new(Clock(1))).unwrap();
+    let a = ctx.isolate("workspace-a", &isolating_store()).unwrap();
+    a.provide(Arc::new(Store("a"))).unwrap();
+    drop(ctx);
+    assert!(a.get::<Store>().is_none());
+    assert!(a.get::<Clock>().is_none());
+    assert_eq!(
+        a.provide(Arc::new(Store("late"))).unwrap_err().code(),
+        "REALM_INVALID"
+    );
 }

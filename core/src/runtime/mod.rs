@@ -214,7 +214,7 @@ impl Runtime {
             };
             let name = state.instance_name_in(&plugin, realm_label.as_deref(), parent, realm)?;
             if enabled {
-                if let Some(path) = state.cycle_through(&name, plugin.manifest()) {
+                if let Some(path) = state.cycle_through(&name, plugin.manifest(), realm) {
                     return Err(CoreError::DependencyCycle { path });
                 }
             }

@@ -399,3 +399,45 @@ fn a_realm_handle_kept_after_its_context_is_gone_reads_nothing() {
         "REALM_INVALID"
     );
 }
+
+pub struct Upstream;
+
+#[test]
+fn a_load_into_a_realm_closes_no_cycle_through_a_slot_it_does_not_resolve_to() {
+    // At the root, `gateway` requires Upstream and provides Store. In the realm (isolating
+    // Store), `relay` requires Store (the realm's slot: nobody) and provides Upstream (shared).
+    // Type by type that is a cycle; slot by slot it is not.
+    let gateway = plugin_fn("gateway", |scope, _: Dep<Upstream>| {
+        Ok(scope.provide(Arc::new(Store("gateway")))?)
+    })
+    .provides::<Store>();
+    let relay = plugin_fn("relay", |scope, _: Dep<Store>| {
+        Ok(scope.provide(Arc::new(Upstream))?)
+    })
+    .provides::<Upstream>();
+    let ctx = Context::builder().add_plugin(gateway).build().unwrap();
+    let a = ctx.isolate("workspace-a", &isolating_store()).unwrap();
+    let relay = a.load(relay).unwrap();
+    assert_eq!(relay.state(), PluginState::Pending);
+    a.provide(Arc::new(Store("a"))).unwrap();
+    assert_eq!(relay.state(), PluginState::Active);
+    assert_eq!(ctx.expect::<Store>().0, "gateway");
+}
+
+#[test]
+fn a_cycle_inside_a_realm_is_still_refused() {
+    let gateway = plugin_fn("gateway", |scope, _: Dep<Upstream>| {
+        Ok(scope.provide(Arc::new(Store("gateway")))?)
+    })
+    .provides::<Store>();
+    let relay = plugin_fn("relay", |scope, _: Dep<Store>| {
+        Ok(scope.provide(Arc::new(Upstream))?)
+    })
+    .provides::<Upstream>();
+    let ctx = Context::builder().build().unwrap();
+    let a = ctx.isolate("workspace-a", &isolating_store()).unwrap();
+    a.load(relay).unwrap();
+    let cycle = a.load(gateway).unwrap_err();
+    assert_eq!(cycle.code(), "DEPENDENCY_CYCLE");
+    assert!(cycle.to_string().contains("gateway:workspace-a"), "{cycle}");
+}

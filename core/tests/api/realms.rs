@@ -73,7 +73,7 @@ fn a_lookup_outside_a_realm_sees_the_parents_provider() {
         .unwrap();
     ctx.provide(Arc::new(Store("root"))).unwrap();
     let a = ctx.isolate("workspace-a", &isolating_store()).unwrap();
-    a.provide(Arc::new(Store("a"))).unwrap();
+    a.load(store("a", &log)).unwrap();
     a.load(consumer(&log)).unwrap();
     assert_eq!(
         log.take(),
@@ -84,6 +84,10 @@ fn a_lookup_outside_a_realm_sees_the_parents_provider() {
     // A type the realm does not isolate reads the root's, through the realm too.
     ctx.provide(Arc::new(Clock(7))).unwrap();
     assert_eq!(a.get::<Clock>().map(|c| c.0), Some(7));
+    // The realm's store goes with the realm; the root's consumer keeps the root's store.
+    a.dispose().unwrap();
+    assert_eq!(log.take(), ["consumer:workspace-a gone", "store a gone"]);
+    assert_eq!(ctx.plugin_state("consumer"), Some(PluginState::Active));
 }
 
 #[test]
@@ -440,4 +444,21 @@ fn a_cycle_inside_a_realm_is_still_refused() {
     let cycle = a.load(gateway).unwrap_err();
     assert_eq!(cycle.code(), "DEPENDENCY_CYCLE");
     assert!(cycle.to_string().contains("gateway:workspace-a"), "{cycle}");
+}
+
+#[test]
+fn a_restart_mode_user_outside_a_realm_does_not_restart_when_the_realms_provider_appears() {
+    let log = Log::new();
+    let seen = log.clone();
+    let watcher = plugin_fn("watcher", move |_, store: Option<Dep<Store>>| {
+        let tag = store.map_or("none", |store| store.get().map_or("gone", |s| s.0));
+        seen.push(format!("watcher sees {tag}"));
+        Ok(())
+    });
+    let ctx = Context::builder().add_plugin(watcher).build().unwrap();
+    let a = ctx.isolate("workspace-a", &isolating_store()).unwrap();
+    a.provide(Arc::new(Store("a"))).unwrap();
+    a.dispose().unwrap();
+    ctx.provide(Arc::new(Store("root"))).unwrap();
+    assert_eq!(log.take(), ["watcher sees none", "watcher sees root"]);
 }

@@ -76,6 +76,7 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
         Resolver::BaselineWith,
         Resolver::Dep,
         Resolver::BaselineArc,
+        Resolver::RealmGet,
     ] {
         lookup.run(resolver, plan.iters); // warm-up
     }
@@ -97,6 +98,13 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
         || lookup.ns_per_lookup(Resolver::BaselineArc, plan.iters),
     );
     report.dep_ratio = report.dep_ns / report.baseline_arc_ns;
+    let outside_ns;
+    (report.realm_lookup_ns, outside_ns) = paired_medians(
+        plan.reps,
+        || lookup.ns_per_lookup(Resolver::RealmGet, plan.iters),
+        || lookup.ns_per_lookup(Resolver::Get, plan.iters),
+    );
+    report.realm_lookup_ratio = report.realm_lookup_ns / outside_ns;
 
     progress("lookup on two threads");
     let get = lookup.scaling(Resolver::Get, plan.reps, plan.iters);

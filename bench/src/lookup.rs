@@ -1,14 +1,15 @@
 //! Service lookup: `ctx.get::<T>()` (and the borrowing `ctx.with::<T>(..)`) with 32 services
 //! registered, against a plain `FxHashMap<TypeId, Arc<dyn Any + Send + Sync>>` holding the same
 //! 32 entries (lookup and downcast, plus an `Arc` clone for `get`); a `Dep<T>` read against a
-//! bare `Arc<T>` deref; and the throughput of two threads resolving the same service relative
+//! bare `Arc<T>` deref; `realm.get::<T>()` through an isolation realm that has its own
+//! provider of the target, against `ctx.get::<T>()` outside it; and the throughput of two threads resolving the same service relative
 //! to one thread.
 
 use crate::measure::{median, time};
 use dsh_bench_chain::{
     make, BaselineEntry, LookupTarget, BASELINE_ENTRIES, INDEPENDENT, LOOKUP_SERVICES,
 };
-use dsh_core::{plugin_fn, Context, Dep, PluginState};
+use dsh_core::{plugin_fn, Context, Dep, PluginState, Realm, ServiceKey};
 use std::any::{Any, TypeId};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -91,6 +92,9 @@ pub enum Resolver {
     Dep,
     /// A bare `Arc<T>` deref: what a `Dep` read is compared with.
     BaselineArc,
+    /// `realm.get::<T>()` through a realm isolating `T` with its own provider: an `Arc<T>`
+    /// clone (dropped at once), compared with [`Resolver::Get`] outside the realm.
+    RealmGet,
 }
 
 /// The registries a lookup measurement reads.
@@ -103,17 +107,26 @@ pub struct Lookup {
     pub map: BaselineMap,
     /// The lookup target as a bare `Arc`.
     pub arc: Arc<LookupTarget>,
+    /// A realm of `ctx` isolating the lookup target, with its own provider of it.
+    pub realm: Realm,
 }
 
 impl Lookup {
     /// Every registry, ready.
     pub fn new() -> Lookup {
         let (ctx, dep) = lookup_context();
+        let realm = ctx
+            .isolate("bench", &[ServiceKey::of::<LookupTarget>()])
+            .expect("the bench realm is made");
+        realm
+            .provide(Arc::new(LookupTarget::default()))
+            .expect("the bench realm provides the target");
         Lookup {
             ctx,
             dep,
             map: baseline_map(),
             arc: Arc::new(LookupTarget::default()),
+            realm,
         }
     }
 
@@ -158,6 +171,9 @@ impl Lookup {
                 let service: &LookupTarget = black_box(&self.arc);
                 black_box(service);
                 n + 1
+            }),
+            Resolver::RealmGet => (0..iters).fold(0u64, |n, _| {
+                n + u64::from(black_box(black_box(&self.realm).get::<LookupTarget>()).is_some())
             }),
         };
         assert_eq!(found, iters, "the lookup target resolves every time");

@@ -28,6 +28,11 @@ pub struct Report {
     pub baseline_arc_ns: f64,
     /// `dep_ns / baseline_arc_ns` (target <= 3).
     pub dep_ratio: f64,
+    /// `realm.get::<T>()` through an isolation realm with its own provider of `T`, ns.
+    pub realm_lookup_ns: f64,
+    /// `realm_lookup_ns` over a `ctx.get::<T>()` outside the realm measured beside it (its
+    /// own pairing, so not exactly `realm_lookup_ns / get_ns`).
+    pub realm_lookup_ratio: f64,
     /// `get` lookups per second on one thread.
     pub get_1thread_per_s: f64,
     /// `get` lookups per second on two threads resolving the same service.
@@ -145,6 +150,8 @@ impl Report {
             ("dep_ns", self.dep_ns),
             ("baseline_arc_ns", self.baseline_arc_ns),
             ("dep_ratio", self.dep_ratio),
+            ("realm_lookup_ns", self.realm_lookup_ns),
+            ("realm_lookup_ratio", self.realm_lookup_ratio),
             ("get_1thread_per_s", self.get_1thread_per_s),
             ("get_2threads_per_s", self.get_2threads_per_s),
             ("get_2threads_scaling", self.get_2threads_scaling),
@@ -250,6 +257,13 @@ impl Report {
         .unwrap();
         writeln!(
             out,
+            "  realm get  {:>10} ns   over get outside a realm: ratio {:>5}",
+            r(self.realm_lookup_ns),
+            r(self.realm_lookup_ratio)
+        )
+        .unwrap();
+        writeln!(
+            out,
             "  2 threads / 1 thread: with {} (baseline {}), Dep {} (targets >= 1.8; machine ceiling {}); get {} (baseline {}; {} -> {} lookups/s, one shared reference count: not targeted)",
             r(self.with_2threads_scaling),
             r(self.baseline_with_2threads_scaling),
@@ -348,6 +362,8 @@ mod tests {
             "get_ratio",
             "with_ratio",
             "dep_ratio",
+            "realm_lookup_ns",
+            "realm_lookup_ratio",
             "get_2threads_scaling",
             "with_2threads_scaling",
             "dep_2threads_scaling",
@@ -375,5 +391,6 @@ mod tests {
         let text = report.to_human();
         assert!(text.contains("get                20 ns   baseline       10 ns   ratio     2"));
         assert!(text.contains("emit to 10 listeners"));
+        assert!(text.contains("realm get"));
     }
 }

@@ -95,6 +95,7 @@ fn every_resolver_finds_the_lookup_target() {
         Resolver::BaselineWith,
         Resolver::Dep,
         Resolver::BaselineArc,
+        Resolver::RealmGet,
     ] {
         lookup.run(resolver, 100);
         let s = lookup.scaling(resolver, 1, 100);

@@ -54,6 +54,8 @@ pub mod codes {
     pub const MISSING_PLUGINS: &str = "MISSING_PLUGINS";
     /// [`crate::CoreError::NoRuntime`].
     pub const NO_RUNTIME: &str = "NO_RUNTIME";
+    /// [`crate::CoreError::RealmInvalid`].
+    pub const REALM_INVALID: &str = "REALM_INVALID";
     /// An apply returned an error without a code of its own ([`crate::PluginError`]).
     pub const APPLY_FAILED: &str = "APPLY_FAILED";
     /// An apply (or its start work) panicked ([`crate::PluginError`]).

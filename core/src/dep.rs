@@ -9,6 +9,7 @@ use crate::key::ServiceKey;
 use crate::manifest::{Manifest, OptionalMode};
 use crate::runtime::cells::ServiceCell;
 use crate::runtime::plugin::Applying;
+use crate::runtime::state::SlotKey;
 use crate::runtime::Runtime;
 use std::fmt;
 use std::marker::PhantomData;
@@ -72,7 +73,7 @@ impl<T: ?Sized + Send + Sync + 'static> Dep<T> {
 
     fn resolve(cx: &DepsCx<'_>) -> Option<Dep<T>> {
         let key = ServiceKey::of::<T>();
-        let resolved = cx.applying.rt.resolve(&key)?;
+        let resolved = cx.applying.rt.resolve(cx.applying.id, &key)?;
         let value = resolved.value.downcast_ref::<Arc<T>>()?.clone();
         Some(Dep {
             value,
@@ -112,6 +113,8 @@ impl<T: ?Sized> fmt::Debug for Dep<T> {
 /// lock and no shared write, so it scales across threads.
 pub struct Optional<T: ?Sized> {
     cell: Arc<ServiceCell>,
+    /// The slot the cell is of (in the realm of the instance that took the handle).
+    slot: SlotKey,
     rt: Weak<Runtime>,
     _service: PhantomData<fn() -> Arc<T>>,
 }
@@ -138,7 +141,7 @@ impl<T: ?Sized + Send + Sync + 'static> Optional<T> {
 
     fn read<R>(&self, f: impl FnOnce(&Arc<T>) -> R) -> Option<R> {
         self.cell
-            .with(f, || self.rt.upgrade()?.published(self.cell.key.id()))
+            .with(f, || self.rt.upgrade()?.published(self.slot))
     }
 
     /// Whether a provider is active now.
@@ -156,6 +159,7 @@ impl<T: ?Sized> Clone for Optional<T> {
     fn clone(&self) -> Optional<T> {
         Optional {
             cell: self.cell.clone(),
+            slot: self.slot,
             rt: self.rt.clone(),
             _service: PhantomData,
         }
@@ -259,8 +263,10 @@ impl<T: ?Sized + Send + Sync + 'static> Deps for Optional<T> {
             .push((ServiceKey::of::<T>(), OptionalMode::Live));
     }
     fn resolve(cx: &DepsCx<'_>) -> Result<Optional<T>, Unavailable> {
+        let (cell, slot) = cx.applying.rt.cell(cx.applying.id, &ServiceKey::of::<T>());
         Ok(Optional {
-            cell: cx.applying.rt.cell(&ServiceKey::of::<T>()),
+            cell,
+            slot,
             rt: Arc::downgrade(&cx.applying.rt),
             _service: PhantomData,
         })

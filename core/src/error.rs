@@ -3,7 +3,7 @@
 //!
 //! | type | code(s) | returned by |
 //! | --- | --- | --- |
-//! | [`CoreError`] | `SERVICE_CONFLICT`, `UNDECLARED_SERVICE`, `STALE_SCOPE`, `UNKNOWN_PLUGIN`, `DUPLICATE_PLUGIN`, `DUPLICATE_PROVIDER`, `DEPENDENCY_CYCLE`, `CONFIG_INVALID`, `PLUGIN_NAME_INVALID`, `MISSING_PLUGINS`, `NO_RUNTIME`, `SHUTTING_DOWN`; `WAIT_REENTRANT`, `WAIT_TIMED_OUT` (a reconfigure's wait) | building, loading, registering, lifecycle calls, reconciles |
+//! | [`CoreError`] | `SERVICE_CONFLICT`, `UNDECLARED_SERVICE`, `STALE_SCOPE`, `UNKNOWN_PLUGIN`, `DUPLICATE_PLUGIN`, `DUPLICATE_PROVIDER`, `DEPENDENCY_CYCLE`, `CONFIG_INVALID`, `PLUGIN_NAME_INVALID`, `MISSING_PLUGINS`, `NO_RUNTIME`, `SHUTTING_DOWN`, `REALM_INVALID`; `WAIT_REENTRANT`, `WAIT_TIMED_OUT` (a reconfigure's wait) | building, loading, registering, lifecycle calls, reconciles |
 //! | [`Unavailable`] | `CAPABILITY_UNAVAILABLE` | a `Dep` whose provider has gone, `Context::require` |
 //! | [`PluginError`] | the apply error's own code, else `APPLY_FAILED` / `APPLY_PANICKED` | the last error of a failed instance |
 //! | [`WaitError`] | `WAIT_TIMED_OUT`, `PLUGIN_FAILED`, `PLUGIN_STOPPED`, `WAIT_REENTRANT` | waiting on a handle or a ticket |
@@ -128,6 +128,21 @@ pub enum CoreError {
         /// What is shutting down: the instance, or `<root>` for the whole context.
         plugin: String,
     },
+    /// An isolation realm ([`crate::Realm`]) could not be made or used: its name is empty,
+    /// a realm of that name exists with another parent or other isolated services, it (or
+    /// the realm it would nest in) is disposed, or its handle provided a service it does not
+    /// isolate.
+    ///
+    /// ### Handling
+    /// Give each realm one name and one set of services; provide a shared service through
+    /// the root (or the realm that isolates it).
+    #[error("realm \"{realm}\": {reason}")]
+    RealmInvalid {
+        /// The realm's name (`#N` for a disposed realm known by id only).
+        realm: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// [`crate::Context::reconfigure`] could not wait for the context to become idle: it was
     /// called from code the settling thread runs ([`WaitError::Reentrant`]), or another
     /// thread kept settling the context for longer than
@@ -157,6 +172,7 @@ impl CoreError {
             CoreError::InvalidName { .. } => codes::PLUGIN_NAME_INVALID,
             CoreError::NoRuntime { .. } => codes::NO_RUNTIME,
             CoreError::ShuttingDown { .. } => codes::SHUTTING_DOWN,
+            CoreError::RealmInvalid { .. } => codes::REALM_INVALID,
             CoreError::Wait(error) => error.code(),
         }
     }

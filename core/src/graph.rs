@@ -5,7 +5,7 @@ use crate::error::CoreError;
 use crate::key::ServiceKey;
 use crate::manifest::Manifest;
 use crate::runtime::plugin::AnyPlugin;
-use crate::runtime::state::TypeMap;
+use std::any::TypeId;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -22,7 +22,36 @@ struct Node {
     name: Arc<str>,
     manifest: Arc<Manifest>,
     enabled: bool,
+    /// The node's isolation realm, `None` for the root realm.
+    realm: Option<Arc<str>>,
+    /// The service types of its manifest that resolve to a realm's slot, with that realm.
+    slots: Vec<(TypeId, Arc<str>)>,
 }
+
+/// Where a node's service lives: the realm whose slot it is (`None`: the root's), its type.
+type Slot = (Option<Arc<str>>, TypeId);
+
+impl Node {
+    fn slot(&self, key: &ServiceKey) -> Slot {
+        let id = key.id();
+        let realm = self
+            .slots
+            .iter()
+            .find(|(type_id, _)| *type_id == id)
+            .map(|(_, realm)| realm.clone());
+        (realm, id)
+    }
+}
+
+/// An instance as the graph takes it from a context: its name, manifest, whether it is
+/// enabled, its realm and the realm slots of its service types (see `Node`).
+pub(crate) type InstanceNode = (
+    Arc<str>,
+    Arc<Manifest>,
+    bool,
+    Option<Arc<str>>,
+    Vec<(TypeId, Arc<str>)>,
+);
 
 /// Plugin instances (enabled or not) and the edges "requires a service provided by".
 ///
@@ -53,25 +82,40 @@ impl DependencyGraph {
     pub(crate) fn of_instances(
         instances: impl IntoIterator<Item = (Arc<str>, Arc<Manifest>, bool)>,
     ) -> DependencyGraph {
+        DependencyGraph::of_realm_instances(
+            instances
+                .into_iter()
+                .map(|(name, manifest, enabled)| (name, manifest, enabled, None, Vec::new())),
+        )
+    }
+
+    /// The graph of instances that may live in isolation realms: a requirement links to the
+    /// providers of the slot it resolves to, so the instances of two realms isolating a
+    /// service never link to each other's providers.
+    pub(crate) fn of_realm_instances(
+        instances: impl IntoIterator<Item = InstanceNode>,
+    ) -> DependencyGraph {
         DependencyGraph {
             nodes: instances
                 .into_iter()
-                .map(|(name, manifest, enabled)| Node {
+                .map(|(name, manifest, enabled, realm, slots)| Node {
                     name,
                     manifest,
                     enabled,
+                    realm,
+                    slots,
                 })
                 .collect(),
         }
     }
 
     /// Providers of each service among enabled plugins (or all plugins), in node order.
-    fn providers(&self, include_disabled: bool) -> TypeMap<Vec<usize>> {
-        let mut providers: TypeMap<Vec<usize>> = TypeMap::default();
+    fn providers(&self, include_disabled: bool) -> rustc_hash::FxHashMap<Slot, Vec<usize>> {
+        let mut providers = rustc_hash::FxHashMap::<Slot, Vec<usize>>::default();
         for (i, node) in self.nodes.iter().enumerate() {
             if node.enabled || include_disabled {
                 for key in node.manifest.provides() {
-                    providers.entry(key.id()).or_default().push(i);
+                    providers.entry(node.slot(key)).or_default().push(i);
                 }
             }
         }
@@ -89,7 +133,7 @@ impl DependencyGraph {
                 n.manifest
                     .requires()
                     .iter()
-                    .filter(|key| !providers.contains_key(&key.id()))
+                    .filter(|key| !providers.contains_key(&n.slot(key)))
                     .map(|key| MissingService {
                         plugin: n.name.to_string(),
                         service: key.name(),
@@ -107,8 +151,8 @@ impl DependencyGraph {
             .nodes
             .iter()
             .filter(|n| n.enabled)
-            .flat_map(|n| n.manifest.provides())
-            .find_map(|key| match providers[&key.id()].as_slice() {
+            .flat_map(|n| n.manifest.provides().iter().map(|key| (key, n.slot(key))))
+            .find_map(|(key, slot)| match providers[&slot].as_slice() {
                 [first, second, ..] => Some((key, *first, *second)),
                 _ => None,
             });
@@ -126,12 +170,18 @@ impl DependencyGraph {
     }
 
     /// Edges of enabled node `i`: the enabled providers of its required services.
-    fn edges(&self, providers: &TypeMap<Vec<usize>>, i: usize) -> Vec<usize> {
-        self.nodes[i]
-            .manifest
+    fn edges(&self, providers: &rustc_hash::FxHashMap<Slot, Vec<usize>>, i: usize) -> Vec<usize> {
+        let node = &self.nodes[i];
+        node.manifest
             .requires()
             .iter()
-            .flat_map(|key| providers.get(&key.id()).into_iter().flatten().copied())
+            .flat_map(|key| {
+                providers
+                    .get(&node.slot(key))
+                    .into_iter()
+                    .flatten()
+                    .copied()
+            })
             .collect()
     }
 
@@ -184,17 +234,41 @@ impl DependencyGraph {
     /// The graph in Graphviz DOT: one node per plugin (dashed when disabled), one edge per
     /// required service from the user to its provider (labelled with the service; dashed for
     /// optional ones), a red `missing` node for a required service nobody provides, and a
-    /// grey dashed `absent` node for an optional one nobody provides (not an error).
+    /// grey dashed `absent` node for an optional one nobody provides (not an error). The
+    /// instances of an isolation realm are drawn in a cluster subgraph `cluster_realm_<name>`
+    /// labelled `realm <name>`.
     pub fn to_dot(&self) -> String {
         let providers = self.providers(true);
         let mut out = String::from("digraph plugins {\n  rankdir=LR;\n  node [shape=box];\n");
+        let mut realms: Vec<&Arc<str>> = Vec::new();
         for node in &self.nodes {
+            match &node.realm {
+                Some(realm) if !realms.contains(&realm) => realms.push(realm),
+                _ => {}
+            }
+        }
+        for node in self.nodes.iter().filter(|node| node.realm.is_none()) {
             let style = if node.enabled { "solid" } else { "dashed" };
             let _ = writeln!(out, "  \"{}\" [style={style}];", node.name);
         }
-        let edge = |out: &mut String, from: &str, key: &ServiceKey, optional: bool| {
+        for realm in realms {
+            let _ = writeln!(
+                out,
+                "  subgraph \"cluster_realm_{realm}\" {{\n    label=\"realm {realm}\";\n    style=rounded;"
+            );
+            for node in &self.nodes {
+                if node.realm.as_ref() == Some(realm) {
+                    let style = if node.enabled { "solid" } else { "dashed" };
+                    let _ = writeln!(out, "    \"{}\" [style={style}];", node.name);
+                }
+            }
+            out.push_str("  }\n");
+        }
+        let edge = |out: &mut String, from: &Node, key: &ServiceKey, optional: bool| {
             let style = if optional { ", style=dashed" } else { "" };
-            match providers.get(&key.id()) {
+            let slot = from.slot(key);
+            let from = &from.name;
+            match providers.get(&slot) {
                 Some(list) => {
                     for &p in list {
                         let _ = writeln!(
@@ -224,12 +298,11 @@ impl DependencyGraph {
             }
         };
         for node in &self.nodes {
-            let name = &node.name;
             for key in node.manifest.requires() {
-                edge(&mut out, name, key, false);
+                edge(&mut out, node, key, false);
             }
             for (key, _) in node.manifest.optional() {
-                edge(&mut out, name, key, true);
+                edge(&mut out, node, key, true);
             }
         }
         out.push_str("}\n");

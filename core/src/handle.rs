@@ -4,7 +4,7 @@
 use crate::error::{CoreError, PluginError, WaitError};
 use crate::info::PluginInfo;
 use crate::runtime::plugin::AnyPlugin;
-use crate::runtime::state::{Command, Owner, State};
+use crate::runtime::state::{Command, Owner, RealmId, State};
 use crate::runtime::Runtime;
 use crate::state::{InstanceId, PluginState};
 use serde_json::Value;
@@ -133,18 +133,34 @@ impl PluginHandle {
     ///
     /// # Errors
     ///
-    /// As [`Runtime::load`].
+    /// As [`Runtime::load_in`].
     pub(crate) fn load(
         rt: &Arc<Runtime>,
         owner: Owner,
         plugin: AnyPlugin,
         options: LoadOptions,
     ) -> Result<PluginHandle, CoreError> {
+        PluginHandle::load_in(rt, owner, None, plugin, options)
+    }
+
+    /// [`PluginHandle::load`] into isolation realm `realm` (`None`: the owner's realm).
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::load_in`].
+    pub(crate) fn load_in(
+        rt: &Arc<Runtime>,
+        owner: Owner,
+        realm: Option<RealmId>,
+        plugin: AnyPlugin,
+        options: LoadOptions,
+    ) -> Result<PluginHandle, CoreError> {
         let enabled = options
             .enabled
             .unwrap_or(plugin.manifest().is_enabled_by_default());
-        let (id, name, _) = rt.load(
+        let (id, name, _) = rt.load_in(
             owner,
+            realm,
             plugin,
             options.label.as_deref(),
             options.config,

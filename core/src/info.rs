@@ -36,6 +36,10 @@ pub struct PluginInfo {
     pub error: Option<PluginError>,
     /// The instance whose scope loaded this one, `None` for a root instance.
     pub parent: Option<String>,
+    /// The isolation realm it resolves services in ([`crate::Realm`]), `None` for the root
+    /// realm (and then left out of JSON).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub realm: Option<String>,
 }
 
 /// A snapshot of one registered service, from [`crate::Context::services`].
@@ -47,6 +51,11 @@ pub struct ServiceInfo {
     pub provider: Option<&'static str>,
     /// The provider's state (`Active` for root services).
     pub state: PluginState,
+    /// The isolation realm whose slot holds it ([`crate::Realm`]): only the instances of
+    /// that realm (and of realms nested in it that do not isolate the service again) see it.
+    /// `None` for the root realm (and then left out of JSON).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub realm: Option<String>,
 }
 
 /// Why an instance changed state: carried by every [`PluginTransition`].
@@ -122,4 +131,9 @@ pub struct ServiceChanged {
     pub provider: Option<&'static str>,
     /// Whether it can be read now.
     pub available: bool,
+    /// The isolation realm of the slot that changed ([`crate::Realm`]), `None` for the root
+    /// realm (and then left out of JSON). A change in a realm is announced context-wide
+    /// (it names the realm, not the value): the value stays readable in the realm only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub realm: Option<String>,
 }

@@ -34,8 +34,8 @@
 //! Layout: `runtime` holds the tables and the transitions and imports nothing above it;
 //! [`Context`] (`context/`, one file per role of its methods) is the host's handle, [`Scope`]
 //! (`scope.rs`, its async work in `scope/work.rs`) what `apply` gets, `plugin.rs` the trait,
-//! closure plugins and the registration macro, `group.rs` plugin groups, `dep.rs` the typed
-//! handles, `state.rs`, `info.rs`, `error.rs` and `code.rs` the public vocabulary.
+//! closure plugins and the registration macro, `group.rs` plugin groups, `realm.rs` isolation
+//! realms ([`Realm`]), `dep.rs` the typed handles, `state.rs`, `info.rs`, `error.rs` and `code.rs` the public vocabulary.
 //!
 //! Only one copy of this crate may be in a build (its `links` key makes Cargo refuse a
 //! second), so every plugin registers with the registry the host reads.
@@ -60,6 +60,7 @@ mod info;
 mod key;
 mod manifest;
 mod plugin;
+mod realm;
 pub mod reconcile;
 mod registry;
 mod runtime;
@@ -88,6 +89,7 @@ pub use plugin::{
     plugin_fn, plugin_fn_with_config, schema_of, ConfigSchema, FnApply, FnPlugin, NoConfig, Plugin,
     WithConfig,
 };
+pub use realm::Realm;
 pub use reconcile::{Action, Plan, PlanStep, ReconcileReport, StepOutcome};
 pub use registry::registered;
 pub use runtime::plugin::AnyPlugin;

@@ -138,7 +138,12 @@ impl Scope {
         }
     }
 
-    fn runtime(&self) -> Result<Arc<Runtime>, CoreError> {
+    /// The owner registrations through this scope are made for (for [`crate::Realm`]s).
+    pub(crate) fn owner(&self) -> Owner {
+        self.owner
+    }
+
+    pub(crate) fn runtime(&self) -> Result<Arc<Runtime>, CoreError> {
         self.rt.upgrade().ok_or_else(|| CoreError::StaleScope {
             plugin: self.name.to_string(),
             generation: self.generation(),

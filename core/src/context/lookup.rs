@@ -180,7 +180,8 @@ impl Context {
     }
 
     /// The static dependency graph of the root instances (enabled and disabled), for reports
-    /// and `dsh plugins --dot`.
+    /// and `dsh plugins --dot`. An instance in an isolation realm links to the providers of
+    /// the realm's slots and is drawn in the realm's cluster.
     ///
     /// ```
     /// # use dsh_core::{plugin_fn, Context, Dep};
@@ -192,20 +193,7 @@ impl Context {
     /// # Ok::<(), dsh_core::CoreError>(())
     /// ```
     pub fn graph(&self) -> DependencyGraph {
-        let state = self.rt.lock();
-        DependencyGraph::of_instances(
-            state
-                .in_order()
-                .into_iter()
-                .filter(|(_, inst)| inst.parent.is_none())
-                .map(|(_, inst)| {
-                    (
-                        inst.name.clone(),
-                        inst.plugin.manifest.clone(),
-                        inst.state != PluginState::Disabled,
-                    )
-                }),
-        )
+        self.rt.lock().graph()
     }
 
     /// Checks that the context has a root instance of each plugin named (in any state): a

@@ -100,14 +100,9 @@ pub(crate) fn plan(
         if inst.parent.is_some() {
             continue;
         }
-        let manifest = inst.plugin.manifest.clone();
         let Some(managed) = state.roster.managed(id) else {
             // Loaded by the host: left alone, but it takes part in the graph.
-            nodes.push((
-                inst.name.clone(),
-                manifest,
-                inst.state != PluginState::Disabled,
-            ));
+            nodes.push(state.graph_node(inst, inst.state != PluginState::Disabled));
             continue;
         };
         let entry = config.plugins.get(&*inst.name);
@@ -117,7 +112,7 @@ pub(crate) fn plan(
             continue;
         }
         let wanted = Wanted::of(managed, entry);
-        nodes.push((inst.name.clone(), manifest, wanted.enabled));
+        nodes.push(state.graph_node(inst, wanted.enabled));
         let (action, reason) = classify(state, id, inst, entry, &wanted);
         let work = match action {
             Action::Keep => Work::Keep(id),
@@ -136,7 +131,13 @@ pub(crate) fn plan(
             continue;
         };
         let wanted = Wanted::of(&Managed::entry(&plugin), config.plugins.get(name));
-        nodes.push((given.clone(), plugin.manifest.clone(), wanted.enabled));
+        nodes.push((
+            given.clone(),
+            plugin.manifest.clone(),
+            wanted.enabled,
+            None,
+            Vec::new(),
+        ));
         let reason = if wanted.enabled {
             "the new config names it"
         } else {
@@ -151,7 +152,7 @@ pub(crate) fn plan(
         };
         steps.push((step, Work::Add(plugin, given, wanted)));
     }
-    DependencyGraph::of_instances(nodes).check()?;
+    DependencyGraph::of_realm_instances(nodes).check()?;
 
     steps.sort_by_key(|(step, _)| order(step.action));
     let (steps, work) = steps.into_iter().unzip();

@@ -186,7 +186,14 @@ fn add_managed(
     wanted: Wanted,
 ) -> InstanceId {
     let initial = wanted.initial();
-    let id = state.add_instance(plugin, name, None, wanted.config, initial);
+    let id = state.add_instance(
+        plugin,
+        name,
+        None,
+        crate::runtime::state::RealmId::ROOT,
+        wanted.config,
+        initial,
+    );
     state.roster.manage(id, defaults);
     id
 }

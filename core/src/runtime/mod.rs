@@ -22,6 +22,7 @@ pub(crate) mod hazard;
 #[allow(unsafe_code)]
 mod loom_models;
 pub(crate) mod plugin;
+mod realms;
 pub(crate) mod roster;
 mod settle;
 pub(crate) mod shutdown;
@@ -39,7 +40,9 @@ use cells::{Index, ListenerCell, ServiceCell, ServiceValue};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use plugin::AnyPlugin;
 use serde_json::Value;
-use state::{Command, ConfigFn, Disposer, LeaveFn, LeaveHook, Owned, Owner, State};
+use state::{
+    Command, ConfigFn, Disposer, LeaveFn, LeaveHook, Owned, Owner, RealmId, SlotKey, State,
+};
 use std::any::TypeId;
 use std::sync::Arc;
 use std::time::Instant;
@@ -188,17 +191,22 @@ impl Runtime {
     }
 
     /// Adds an instance of `plugin` owned by `owner` (a root instance for the root, a child of
-    /// the instance otherwise) and settles. Returns the instance, its name and the ticket.
+    /// the instance otherwise) and settles, in isolation realm `realm`
+    /// (`None`: the owner's realm; an instance loaded into a realm other than the root's
+    /// without a label is labelled with the realm's name). Returns the instance, its name and
+    /// the ticket.
     ///
     /// # Errors
     ///
     /// [`CoreError::InvalidName`], [`CoreError::DuplicatePlugin`] for a name that is
     /// taken,
     /// [`CoreError::DependencyCycle`] when an enabled instance would close a requirement
-    /// cycle, [`CoreError::StaleScope`] when `owner` has moved on.
-    pub(crate) fn load(
+    /// cycle, [`CoreError::StaleScope`] when `owner` has moved on, [`CoreError::RealmInvalid`]
+    /// when `realm` is disposed.
+    pub(crate) fn load_in(
         self: &Arc<Self>,
         owner: Owner,
+        realm: Option<RealmId>,
         plugin: AnyPlugin,
         label: Option<&str>,
         config: Value,
@@ -207,9 +215,18 @@ impl Runtime {
         let (id, name) = {
             let mut state = self.state.lock();
             let parent = state.owner(owner)?;
-            let name = state.instance_name(&plugin, label, parent)?;
+            let realm = match realm {
+                Some(realm) => realm,
+                None => state.realm_of(parent),
+            };
+            let realm_label = match (label, realm) {
+                (Some(label), _) => Some(Arc::from(label)),
+                (None, RealmId::ROOT) => None,
+                (None, realm) => Some(state.live_realm_name(realm)?),
+            };
+            let name = state.instance_name_in(&plugin, realm_label.as_deref(), parent, realm)?;
             if enabled {
-                if let Some(path) = state.cycle_through(&name, plugin.manifest()) {
+                if let Some(path) = state.cycle_through(&name, plugin.manifest(), realm) {
                     return Err(CoreError::DependencyCycle { path });
                 }
             }
@@ -218,7 +235,7 @@ impl Runtime {
             } else {
                 crate::state::PluginState::Disabled
             };
-            let id = state.add_instance(plugin, name.clone(), parent, config, initial);
+            let id = state.add_instance(plugin, name.clone(), parent, realm, config, initial);
             if parent.is_some() {
                 state.own(parent, Owned::Child(id));
             }
@@ -246,7 +263,7 @@ impl Runtime {
         {
             let mut state = self.state.lock();
             let owner = state.owner(owner)?;
-            state.insert_service(&self.services, owner, key, value)?;
+            state.insert_service(&self.services, owner, None, key, value)?;
         }
         Ok(self.submit(None))
     }
@@ -329,8 +346,9 @@ impl Runtime {
         let owner = state.owner(owner)?;
         let id = state.next_registration();
         let plugin = state.name_of(owner);
-        state.add_leave_hook(key.id(), LeaveHook { id, plugin, hook });
-        state.own(owner, Owned::LeaveHook(key.id(), id));
+        let slot = state.slot_for(owner, key.id());
+        state.add_leave_hook(slot, LeaveHook { id, plugin, hook });
+        state.own(owner, Owned::LeaveHook(slot, id));
         Ok(())
     }
 
@@ -344,27 +362,26 @@ impl Runtime {
         let type_id = TypeId::of::<T>();
         self.services
             .get(&type_id)?
-            .with(f, || self.published(type_id))
+            .with(f, || self.published(SlotKey::root(type_id)))
     }
 
-    /// The published value of service `type_id`, read under the lock.
+    /// The published value of service slot `at`, read under the lock.
     #[cold]
-    pub(crate) fn published(&self, type_id: TypeId) -> Option<Arc<ServiceValue>> {
+    pub(crate) fn published(&self, at: SlotKey) -> Option<Arc<ServiceValue>> {
         self.state
             .lock()
             .services
-            .get(&type_id)
+            .get(&at)
             .filter(|slot| slot.published)
             .map(|slot| slot.value.clone())
     }
 
-    /// Service `key` as a dependency handle takes it, while it is readable.
-    pub(crate) fn resolve(&self, key: &ServiceKey) -> Option<Resolved> {
+    /// Service `key` as a dependency handle of instance `id` takes it (from the slot it
+    /// resolves to in `id`'s realm), while it is readable.
+    pub(crate) fn resolve(&self, id: InstanceId, key: &ServiceKey) -> Option<Resolved> {
         let state = self.state.lock();
-        let slot = state
-            .services
-            .get(&key.id())
-            .filter(|slot| slot.published)?;
+        let at = state.slot_for(Some(id), key.id());
+        let slot = state.services.get(&at).filter(|slot| slot.published)?;
         Some(Resolved {
             value: slot.value.clone(),
             cell: slot.cell.clone(),
@@ -373,9 +390,12 @@ impl Runtime {
         })
     }
 
-    /// The cell of service `key` (made when the type was never provided), for a live handle.
-    pub(crate) fn cell(&self, key: &ServiceKey) -> Arc<ServiceCell> {
-        self.state.lock().service_cell(&self.services, *key)
+    /// The cell of service `key` in the slot it resolves to for instance `id` (made when the
+    /// slot was never provided), for a live handle, and that slot.
+    pub(crate) fn cell(&self, id: InstanceId, key: &ServiceKey) -> (Arc<ServiceCell>, SlotKey) {
+        let mut state = self.state.lock();
+        let at = state.slot_for(Some(id), key.id());
+        (state.service_cell(&self.services, at, *key), at)
     }
 
     /// Why service `key` cannot be read: its declared provider and that provider's state.

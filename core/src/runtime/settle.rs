@@ -109,6 +109,7 @@ impl Runtime {
                 }
             }
             Command::Fail(id, generation, error) => self.fail(id, generation, error),
+            Command::DisposeRealm(realm) => self.dispose_realm(realm),
             Command::DisposeAll => self.dispose_all(),
             Command::Shutdown(target, outcome) => self.shutdown_now(target, &outcome),
         }
@@ -431,11 +432,11 @@ impl Runtime {
     /// values, listener handlers and hooks are dropped outside the lock; a disposer that fails
     /// and a disposer or destructor that panics is contained and reported
     /// ([`Runtime::contained`]), and the rest still run.
-    fn undo(self: &Arc<Self>, plugin: &str, owned: Vec<Owned>) {
+    pub(super) fn undo(self: &Arc<Self>, plugin: &str, owned: Vec<Owned>) {
         for item in owned.into_iter().rev() {
             match item {
-                Owned::Service(type_id) => {
-                    let removed = self.state.lock().remove_service(type_id);
+                Owned::Service(slot) => {
+                    let removed = self.state.lock().remove_service(slot);
                     self.contained(plugin, "dropping a service value", || {
                         drop(removed);
                         Ok(())
@@ -448,8 +449,8 @@ impl Runtime {
                         Ok(())
                     });
                 }
-                Owned::LeaveHook(type_id, id) => {
-                    let removed = self.state.lock().remove_leave_hook(type_id, id);
+                Owned::LeaveHook(slot, id) => {
+                    let removed = self.state.lock().remove_leave_hook(slot, id);
                     self.contained(plugin, "dropping a leave hook", || {
                         drop(removed);
                         Ok(())
@@ -458,6 +459,7 @@ impl Runtime {
                 Owned::Child(child) => {
                     self.teardown(child, PluginState::Disposed, TransitionCause::Disposed);
                 }
+                Owned::Realm(realm) => self.dispose_realm(realm),
                 Owned::Disposer(disposer) => self.contained(plugin, "disposer", disposer),
                 Owned::Absorber(absorber) => {
                     self.contained(plugin, "dropping a config absorber", || {

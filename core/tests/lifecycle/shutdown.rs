@@ -243,3 +243,22 @@ fn a_shutdown_asked_for_by_code_the_settling_thread_runs_is_reentrant_and_still_
         "carried out after the disposer"
     );
 }
+
+#[test]
+fn a_realm_is_shut_down_with_the_context_and_its_failures_name_the_realm() {
+    let ctx = Context::builder().build().unwrap();
+    let realm = ctx
+        .isolate("workspace-a", &[dsh_core::ServiceKey::of::<Exploding>()])
+        .unwrap();
+    realm.provide(Arc::new(Exploding)).unwrap();
+    let error = ctx.shutdown(WAIT).unwrap_err();
+    let owners: Vec<(&str, &str)> = error
+        .failures
+        .iter()
+        .map(|f| (f.plugin.as_str(), f.what.as_str()))
+        .collect();
+    assert_eq!(owners, [("realm workspace-a", "dropping a service value")]);
+    assert!(ctx.realm("workspace-a").is_none(), "disposed");
+    let refused = ctx.isolate("workspace-b", &[]).unwrap_err();
+    assert_eq!(refused.code(), "SHUTTING_DOWN");
+}

@@ -1,14 +1,15 @@
 //! The requirement cycle a load would close: a search forward and backward from the new
 //! instance, a step at a time each, over the instances that are not disabled.
 
-use super::State;
+use super::{RealmId, State, TypeMap};
 use crate::key::ServiceKey;
 use crate::state::{InstanceId, PluginState};
 
 impl State {
-    /// The requirement cycle that an enabled instance of `plugin` named `name` would close
-    /// among the instances that are not disabled, as the path of instance names that starts
-    /// and ends with `name`.
+    /// The requirement cycle that an enabled instance of `plugin` named `name`, in isolation
+    /// realm `realm`, would close among the instances that are not disabled, as the path of
+    /// instance names that starts and ends with `name`. A requirement links to the providers
+    /// of the slot it resolves to, so realms that isolate a service cut the links through it.
     ///
     /// Searches forward (the providers of what it requires, transitively) and backward (the
     /// instances requiring what it provides) a step at a time each, and stops with the first
@@ -17,25 +18,29 @@ impl State {
         &self,
         name: &str,
         manifest: &crate::manifest::Manifest,
+        realm: RealmId,
     ) -> Option<Vec<String>> {
         let live = |id: &InstanceId| {
             self.state_of(*id)
                 .is_some_and(|s| s != PluginState::Disabled)
         };
-        let providers = |keys: &[ServiceKey]| -> Vec<InstanceId> {
+        // The live instances of `index` whose slot of each key is the one `realm` resolves it to.
+        let sharing = |index: &TypeMap<Vec<InstanceId>>, realm: RealmId, keys: &[ServiceKey]| {
             keys.iter()
-                .flat_map(|key| self.declarers.get(&key.id()).into_iter().flatten())
-                .copied()
+                .flat_map(|key| {
+                    let slot = self.slot(realm, key.id());
+                    index
+                        .get(&key.id())
+                        .into_iter()
+                        .flatten()
+                        .copied()
+                        .filter(move |&id| self.slot_for(Some(id), slot.type_id) == slot)
+                })
                 .filter(live)
-                .collect()
+                .collect::<Vec<InstanceId>>()
         };
-        let users = |keys: &[ServiceKey]| -> Vec<InstanceId> {
-            keys.iter()
-                .flat_map(|key| self.requirers.get(&key.id()).into_iter().flatten())
-                .copied()
-                .filter(live)
-                .collect()
-        };
+        let providers = |realm, keys: &[ServiceKey]| sharing(&self.declarers, realm, keys);
+        let users = |realm, keys: &[ServiceKey]| sharing(&self.requirers, realm, keys);
         if manifest
             .requires()
             .iter()
@@ -45,11 +50,11 @@ impl State {
         }
         let manifest_of = |id: InstanceId| self.instances[&id].plugin.manifest();
         // Each search: the parent of every node seen, and the frontier still to expand.
-        let mut forward = Search::new(providers(manifest.requires()));
-        let mut backward = Search::new(users(manifest.provides()));
+        let mut forward = Search::new(providers(realm, manifest.requires()));
+        let mut backward = Search::new(users(realm, manifest.provides()));
         let (found, search, forward_found) = loop {
             if forward.frontier.is_empty() {
-                let closing = users(manifest.provides());
+                let closing = users(realm, manifest.provides());
                 break (
                     closing.into_iter().find(|id| forward.seen(*id)),
                     forward,
@@ -57,15 +62,15 @@ impl State {
                 );
             }
             if backward.frontier.is_empty() {
-                let closing = providers(manifest.requires());
+                let closing = providers(realm, manifest.requires());
                 break (
                     closing.into_iter().find(|id| backward.seen(*id)),
                     backward,
                     false,
                 );
             }
-            forward.step(|id| providers(manifest_of(id).requires()));
-            backward.step(|id| users(manifest_of(id).provides()));
+            forward.step(|id| providers(self.realm_of(Some(id)), manifest_of(id).requires()));
+            backward.step(|id| users(self.realm_of(Some(id)), manifest_of(id).provides()));
         };
         let mut path: Vec<String> = search
             .path_to(found?)

@@ -15,7 +15,7 @@ impl State {
                 .manifest()
                 .requires()
                 .iter()
-                .filter(|key| !self.service_visible(key.id()))
+                .filter(|key| !self.service_visible(self.slot(inst.realm, key.id())))
                 .map(ServiceKey::name)
                 .collect()
         })
@@ -33,7 +33,7 @@ impl State {
                 .manifest()
                 .requires()
                 .iter()
-                .all(|key| self.service_visible(key.id()));
+                .all(|key| self.service_visible(self.slot(inst.realm, key.id())));
             if inst.state == PluginState::Pending && met {
                 return Some(id);
             }
@@ -46,20 +46,24 @@ impl State {
     /// optional.
     pub(crate) fn consumers(&self, id: InstanceId) -> Vec<InstanceId> {
         let mut out = Vec::new();
-        for type_id in self.services_of(id) {
+        for at in self.services_of(id) {
+            let type_id = at.type_id;
+            let resolves_here = |other: InstanceId| self.slot_for(Some(other), type_id) == at;
             for &other in self.requirers.get(&type_id).into_iter().flatten() {
                 if matches!(
                     self.state_of(other),
                     Some(PluginState::Active | PluginState::Loading)
-                ) {
+                ) && resolves_here(other)
+                {
                     out.push(other);
                 }
             }
-            let Some(key) = self.services.get(&type_id).map(|slot| slot.key) else {
+            let Some(key) = self.services.get(&at).map(|slot| slot.key) else {
                 continue;
             };
             for &other in self.optional_users.get(&type_id).into_iter().flatten() {
                 if other != id
+                    && resolves_here(other)
                     && self.restart_mode_user(other, &key, PluginState::Active)
                     && !self.depends_on(id, other)
                 {
@@ -76,7 +80,14 @@ impl State {
     pub(crate) fn failed_requirers(&self, id: InstanceId) -> Vec<InstanceId> {
         self.services_of(id)
             .iter()
-            .flat_map(|type_id| self.requirers.get(type_id).into_iter().flatten().copied())
+            .flat_map(|at| {
+                self.requirers
+                    .get(&at.type_id)
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .filter(move |&other| self.slot_for(Some(other), at.type_id) == *at)
+            })
             .filter(|&other| self.state_of(other) == Some(PluginState::Failed))
             .collect()
     }
@@ -106,12 +117,10 @@ impl State {
             let Some(inst) = self.instances.get(&next) else {
                 continue;
             };
-            let providers = inst
-                .plugin
-                .manifest()
-                .requires()
-                .iter()
-                .filter_map(|key| self.services.get(&key.id()).and_then(|slot| slot.provider));
+            let providers = inst.plugin.manifest().requires().iter().filter_map(|key| {
+                let at = self.slot(inst.realm, key.id());
+                self.services.get(&at).and_then(|slot| slot.provider)
+            });
             for up in inst.parent.into_iter().chain(providers) {
                 if up == on {
                     return true;

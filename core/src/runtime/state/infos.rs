@@ -30,6 +30,7 @@ impl State {
                 .clone()
                 .filter(|_| inst.state == PluginState::Failed),
             parent: inst.parent.map(|p| self.name_of(Some(p)).to_string()),
+            realm: self.realm_name(inst.realm).map(|name| name.to_string()),
         })
     }
 
@@ -43,16 +44,17 @@ impl State {
     pub(crate) fn service_infos(&self) -> Vec<ServiceInfo> {
         let mut infos: Vec<ServiceInfo> = self
             .services
-            .values()
-            .map(|slot| ServiceInfo {
+            .iter()
+            .map(|(at, slot)| ServiceInfo {
                 service: slot.name,
                 provider: slot.provider.map(|id| self.plugin_name(id)),
                 state: slot.provider.map_or(PluginState::Active, |id| {
                     self.state_of(id).unwrap_or(PluginState::Disposed)
                 }),
+                realm: self.realm_name(at.realm).map(|name| name.to_string()),
             })
             .collect();
-        infos.sort_by_key(|info| info.service);
+        infos.sort_by(|a, b| (a.service, &a.realm).cmp(&(b.service, &b.realm)));
         infos
     }
 
@@ -69,14 +71,18 @@ impl State {
                 .flatten();
             (inst.name.to_string(), inst.state, failure)
         };
-        if let Some(id) = self.services.get(&key.id()).and_then(|slot| slot.provider) {
+        let root_slot = self.slot(super::RealmId::ROOT, key.id());
+        if let Some(id) = self.services.get(&root_slot).and_then(|slot| slot.provider) {
             return self.instances.get(&id).map(described);
         }
         let declaring: Vec<&Instance> = self
             .in_order()
             .into_iter()
             .map(|(_, inst)| inst)
-            .filter(|inst| inst.plugin.manifest().provides().contains(key))
+            .filter(|inst| {
+                inst.plugin.manifest().provides().contains(key)
+                    && self.slot(inst.realm, key.id()) == root_slot
+            })
             .collect();
         declaring
             .iter()

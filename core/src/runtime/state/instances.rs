@@ -2,7 +2,7 @@
 //! provides), moved from state to state by the one transition function, and collected once
 //! disposed.
 
-use super::{Instance, Notice, State, TypeMap};
+use super::{Instance, Notice, RealmId, State, TypeMap};
 use crate::error::PluginError;
 use crate::info::{PluginTransition, TransitionCause};
 use crate::key::ServiceKey;
@@ -20,6 +20,7 @@ impl State {
         plugin: AnyPlugin,
         name: Arc<str>,
         parent: Option<InstanceId>,
+        realm: RealmId,
         config: Value,
         state: PluginState,
     ) -> InstanceId {
@@ -39,7 +40,7 @@ impl State {
             cause: TransitionCause::Added,
         }));
         self.names.insert(name.clone(), id);
-        if parent.is_none() {
+        if parent.is_none() && realm == RealmId::ROOT {
             *self.root_plugins.entry(plugin_name).or_default() += 1;
         }
         self.instances.insert(
@@ -48,6 +49,7 @@ impl State {
                 plugin,
                 name,
                 parent,
+                realm,
                 config,
                 state,
                 generation: 0,
@@ -79,7 +81,7 @@ impl State {
         if self.names.get(&inst.name) == Some(&id) {
             self.names.remove(&inst.name);
         }
-        if inst.parent.is_none() {
+        if inst.parent.is_none() && inst.realm == RealmId::ROOT {
             if let Some(n) = self.root_plugins.get_mut(manifest.name()) {
                 *n -= 1;
             }
@@ -127,9 +129,9 @@ impl State {
                 self.ready.insert(id);
             }
             PluginState::Active => {
-                for type_id in self.services_of(id) {
-                    self.publish(type_id);
-                    self.service_appeared(type_id, Some(id));
+                for slot in self.services_of(id) {
+                    self.publish(slot);
+                    self.service_appeared(slot, Some(id));
                 }
             }
             _ => {}

@@ -1,18 +1,17 @@
 //! Leave hooks: what instances registered to hear before an optional service goes, while it
 //! is still readable.
 
-use super::{LeaveHook, State};
+use super::{LeaveHook, SlotKey, State};
 use crate::runtime::cells::ServiceValue;
 use crate::state::InstanceId;
-use std::any::TypeId;
 use std::sync::Arc;
 
 impl State {
-    pub(crate) fn add_leave_hook(&mut self, key: TypeId, hook: LeaveHook) {
+    pub(crate) fn add_leave_hook(&mut self, key: SlotKey, hook: LeaveHook) {
         self.leave_hooks.entry(key).or_default().push(hook);
     }
 
-    pub(crate) fn remove_leave_hook(&mut self, key: TypeId, id: u64) -> Option<LeaveHook> {
+    pub(crate) fn remove_leave_hook(&mut self, key: SlotKey, id: u64) -> Option<LeaveHook> {
         let hooks = self.leave_hooks.get_mut(&key)?;
         let at = hooks.iter().position(|h| h.id == id)?;
         Some(hooks.remove(at))
@@ -26,9 +25,9 @@ impl State {
     ) -> Vec<(Arc<ServiceValue>, Vec<LeaveHook>)> {
         self.services_of(id)
             .into_iter()
-            .filter_map(|type_id| {
-                let slot = self.services.get(&type_id)?;
-                let hooks = self.leave_hooks.get(&type_id).filter(|h| !h.is_empty())?;
+            .filter_map(|at| {
+                let slot = self.services.get(&at)?;
+                let hooks = self.leave_hooks.get(&at).filter(|h| !h.is_empty())?;
                 slot.published.then(|| (slot.value.clone(), hooks.clone()))
             })
             .collect()

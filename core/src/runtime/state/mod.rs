@@ -15,6 +15,7 @@ mod leave_hooks;
 mod listeners;
 pub(crate) mod naming;
 mod owned;
+pub(crate) mod realms;
 mod services;
 
 use super::cells::{ListenerCell, ServiceCell, ServiceValue};
@@ -31,6 +32,8 @@ use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::thread::ThreadId;
 
+pub(crate) use realms::{RealmId, RealmRecord, SlotKey, SlotMap};
+
 /// A map keyed by `TypeId`, hashed with `FxHasher` (a `TypeId` is already a hash).
 pub(crate) type TypeMap<V> = rustc_hash::FxHashMap<TypeId, V>;
 
@@ -43,11 +46,13 @@ pub(crate) enum Owner {
 
 /// A registration owned by an instance (or the root), undone when it is torn down.
 pub(crate) enum Owned {
-    Service(TypeId),
+    Service(SlotKey),
     Listener(TypeId, u64),
     Child(InstanceId),
     Disposer(Disposer),
-    LeaveHook(TypeId, u64),
+    LeaveHook(SlotKey, u64),
+    /// An isolation realm made through the owner's scope, disposed with it.
+    Realm(RealmId),
     /// A config absorber (`Scope::on_config`) of the generation.
     Absorber(Arc<ConfigFn>),
 }
@@ -56,6 +61,8 @@ pub(crate) struct Instance {
     pub(crate) plugin: AnyPlugin,
     pub(crate) name: Arc<str>,
     pub(crate) parent: Option<InstanceId>,
+    /// The isolation realm it resolves services in (its parent's, unless loaded into one).
+    pub(crate) realm: RealmId,
     pub(crate) config: Value,
     pub(crate) state: PluginState,
     pub(crate) generation: u64,
@@ -113,6 +120,8 @@ pub(crate) enum Command {
     /// ([`crate::Scope::fail`]): it ends `Failed` with the error, unless that generation is
     /// over.
     Fail(InstanceId, u64, PluginError),
+    /// Disposes an isolation realm: its instances, its services, the realms nested in it.
+    DisposeRealm(RealmId),
     DisposeAll,
     /// A checked shutdown of an instance (or, `None`, of the whole context): disposed as
     /// by `Dispose`/`DisposeAll`, its cleanup failures and the generations it tore down
@@ -131,7 +140,7 @@ impl Command {
             | Command::Update(id, _)
             | Command::Fail(id, _, _)
             | Command::Shutdown(Some(id), _) => Some(*id),
-            Command::DisposeAll | Command::Shutdown(None, _) => None,
+            Command::DisposeRealm(_) | Command::DisposeAll | Command::Shutdown(None, _) => None,
         }
     }
 }
@@ -157,18 +166,23 @@ pub(crate) struct State {
     /// How many root instances each plugin has.
     root_plugins: rustc_hash::FxHashMap<&'static str, usize>,
     next_instance: u64,
-    pub(crate) services: TypeMap<ServiceSlot>,
-    /// The cell of every service type ever provided or followed (the writer's side of the
-    /// runtime's lock-free index).
-    service_cells: TypeMap<Arc<ServiceCell>>,
+    pub(crate) services: SlotMap<ServiceSlot>,
+    /// The cell of every service slot ever provided or followed (the writer's side of the
+    /// runtime's lock-free index, or of its realm's).
+    service_cells: SlotMap<Arc<ServiceCell>>,
     /// Listeners of each event key in registration order, with the typed list published in
     /// the key's cell for emits.
     listeners: TypeMap<ListenerSet>,
-    leave_hooks: TypeMap<Vec<LeaveHook>>,
+    leave_hooks: SlotMap<Vec<LeaveHook>>,
     next_registration: u64,
     /// Registrations made through the root scope, undone when the root is disposed.
     pub(crate) root_owned: Vec<Owned>,
-    /// Instances requiring each service (any state), for O(degree) wake-ups and teardowns.
+    /// Isolation realms by id and by name, and the last id given.
+    realms: rustc_hash::FxHashMap<RealmId, RealmRecord>,
+    realm_names: rustc_hash::FxHashMap<Arc<str>, RealmId>,
+    next_realm: u64,
+    /// Instances requiring each service type (any state, any realm: a user filters them by
+    /// the slot they resolve to), for O(degree) wake-ups and teardowns.
     requirers: TypeMap<Vec<InstanceId>>,
     /// Instances listing each service as optional.
     optional_users: TypeMap<Vec<InstanceId>>,
@@ -208,10 +222,13 @@ impl State {
             names: Default::default(),
             root_plugins: Default::default(),
             next_instance: 0,
-            services: TypeMap::default(),
-            service_cells: TypeMap::default(),
+            services: SlotMap::default(),
+            service_cells: SlotMap::default(),
             listeners: TypeMap::default(),
-            leave_hooks: TypeMap::default(),
+            leave_hooks: SlotMap::default(),
+            realms: Default::default(),
+            realm_names: Default::default(),
+            next_realm: 0,
             next_registration: 0,
             root_owned: Vec::new(),
             requirers: TypeMap::default(),

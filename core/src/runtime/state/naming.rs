@@ -2,7 +2,7 @@
 //! instance a name stands for, the name of an owner, and what a config entry's name stands for
 //! (a managed instance, or a new instance of a catalog plugin).
 
-use super::{State, ROOT};
+use super::{RealmId, State, ROOT};
 use crate::error::CoreError;
 use crate::runtime::plugin::AnyPlugin;
 use crate::state::InstanceId;
@@ -45,6 +45,23 @@ impl State {
         label: Option<&str>,
         parent: Option<InstanceId>,
     ) -> Result<Arc<str>, CoreError> {
+        self.instance_name_in(plugin, label, parent, RealmId::ROOT)
+    }
+
+    /// [`State::instance_name`] for an instance of `realm`: a plugin that may be loaded once
+    /// is once per context's root realm, so a root instance in another realm (named with a
+    /// label, its realm's name unless given) does not clash with it.
+    ///
+    /// # Errors
+    ///
+    /// As [`State::instance_name`].
+    pub(crate) fn instance_name_in(
+        &self,
+        plugin: &AnyPlugin,
+        label: Option<&str>,
+        parent: Option<InstanceId>,
+        realm: RealmId,
+    ) -> Result<Arc<str>, CoreError> {
         let manifest = plugin.manifest();
         let plugin_name = manifest.name();
         check_name(plugin_name, "plugin name")?;
@@ -57,6 +74,7 @@ impl State {
         };
         let taken = |name: &str| self.names.contains_key(name);
         let root_unique_clash = parent.is_none()
+            && realm == RealmId::ROOT
             && manifest.is_unique()
             && self.root_plugins.get(plugin_name).is_some_and(|&n| n > 0);
         if root_unique_clash {

@@ -1,10 +1,9 @@
 //! Registrations and their owners: whose scope may register now, recording what an instance
 //! (or the root) owns, and reading it back (its services, its config absorbers).
 
-use super::{ConfigFn, Owned, Owner, State};
+use super::{ConfigFn, Owned, Owner, SlotKey, State};
 use crate::error::CoreError;
 use crate::state::{InstanceId, PluginState};
-use std::any::TypeId;
 use std::sync::Arc;
 
 impl State {
@@ -75,12 +74,12 @@ impl State {
     }
 
     /// Services registered by `id` (in registration order).
-    pub(crate) fn services_of(&self, id: InstanceId) -> Vec<TypeId> {
+    pub(crate) fn services_of(&self, id: InstanceId) -> Vec<SlotKey> {
         let owned = self.instances.get(&id).map_or(&[][..], |inst| &inst.owned);
         owned
             .iter()
             .filter_map(|item| match item {
-                Owned::Service(type_id) => Some(*type_id),
+                Owned::Service(slot) => Some(*slot),
                 _ => None,
             })
             .collect()

@@ -12,7 +12,8 @@ use std::path::Path;
 /// error, parent}]`: `name` is the instance name (the plugin name, or `plugin:label` for a
 /// further instance), `plugin` the plugin name, `id` the instance number (from 1), `error`
 /// `{code, message}` for a failed instance else `null`, `parent` the instance that loaded it
-/// (`null` for a root instance). With `dot`, the dependency graph in Graphviz DOT instead
+/// (`null` for a root instance), and `realm` the isolation realm it resolves services in (only
+/// for an instance in one, absent for the root realm). With `dot`, the dependency graph in Graphviz DOT instead
 /// (printed as is, also with `--json`, where it is the one JSON string).
 pub fn run(app: &App, dot: bool) -> Output {
     if dot {
@@ -24,7 +25,7 @@ pub fn run(app: &App, dot: bool) -> Output {
         plugins
             .iter()
             .map(|p| {
-                json!({
+                let mut entry = json!({
                     "name": p.name,
                     "plugin": p.plugin,
                     "id": p.id.get(),
@@ -37,13 +38,20 @@ pub fn run(app: &App, dot: bool) -> Output {
                     "pendingOn": p.pending_on,
                     "error": p.error,
                     "parent": p.parent,
-                })
+                });
+                if let Some(realm) = &p.realm {
+                    entry["realm"] = json!(realm);
+                }
+                entry
             })
             .collect(),
     );
     let mut human = String::new();
     for p in &plugins {
         let _ = write!(human, "{:<20} {:<9}", p.name, p.state.as_str());
+        if let Some(realm) = &p.realm {
+            let _ = write!(human, " in realm {realm}");
+        }
         if !p.provides.is_empty() {
             let _ = write!(human, " provides {}", p.provides.join(", "));
         }

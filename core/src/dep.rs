@@ -1,10 +1,11 @@
 //! Typed dependency handles, injected into `apply`: [`Dep<T>`] for a required service,
 //! `Option<Dep<T>>` for an optional one the plugin restarts on, [`Optional<T>`] for an optional
-//! one it follows live, and the [`Deps`] sets (tuples of them) a plugin declares as its
-//! `Deps` type. What a plugin requires is exactly what its `apply` receives: there is no list
-//! to keep in step with the body and no way to ask for an undeclared service.
+//! one it follows live, [`Provide<T>`] for a service it provides, and the [`Deps`] sets
+//! (tuples of them) a plugin declares as its `Deps` type. What a plugin requires and provides
+//! is exactly what its `apply` receives: there is no list to keep in step with the body, no way
+//! to ask for an undeclared service and, through `Provide<T>`, none to provide one.
 
-use crate::error::Unavailable;
+use crate::error::{CoreError, Unavailable};
 use crate::key::ServiceKey;
 use crate::manifest::{Manifest, OptionalMode};
 use crate::runtime::cells::ServiceCell;
@@ -200,20 +201,20 @@ mod sealed {
 
 /// A set of dependency handles a plugin declares as its `Deps` type and receives in `apply`:
 /// `()`, a [`Dep<T>`] (required), an `Option<Dep<T>>` (optional; the instance restarts when the
-/// service appears or goes, so apply sees it), an [`Optional<T>`] (optional, followed live), or
-/// a tuple of up to eight of these.
+/// service appears or goes, so apply sees it), an [`Optional<T>`] (optional, followed live), a
+/// [`Provide<T>`] (a service it provides), or a tuple of up to eight of these.
 ///
 /// ```
-/// use dsh_core::{Dep, Optional};
-/// # struct Store; struct Clock; trait Metrics {}
-/// type Deps = (Dep<Store>, Option<Dep<Clock>>, Optional<dyn Metrics>);
+/// use dsh_core::{Dep, Optional, Provide};
+/// # struct Store; struct Clock; trait Metrics {} struct Index;
+/// type Deps = (Dep<Store>, Option<Dep<Clock>>, Optional<dyn Metrics>, Provide<Index>);
 /// ```
 ///
 /// Sealed: the core resolves only the handles it knows.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a set of dependency handles",
-    label = "not `()`, `Dep<T>`, `Option<Dep<T>>`, `Optional<T>` or a tuple of them",
-    note = "a plugin receives its dependencies as handles: `Dep<T>` (required), `Option<Dep<T>>` (optional, restarts), `Optional<T>` (optional, live), `()` for none, or a tuple of up to eight"
+    label = "not `()`, `Dep<T>`, `Option<Dep<T>>`, `Optional<T>`, `Provide<T>` or a tuple of them",
+    note = "a plugin receives its dependencies as handles: `Dep<T>` (required), `Option<Dep<T>>` (optional, restarts), `Optional<T>` (optional, live), `Provide<T>` (provided), `()` for none, or a tuple of up to eight"
 )]
 pub trait Deps: sealed::Sealed + Sized + Send + 'static {
     /// Adds the declarations of the set to `manifest`.
@@ -268,6 +269,83 @@ impl<T: ?Sized + Send + Sync + 'static> Deps for Optional<T> {
             cell,
             slot,
             rt: Arc::downgrade(&cx.applying.rt),
+            _service: PhantomData,
+        })
+    }
+}
+
+/// A service the plugin provides, declared by its type: `Provide<T>` in a plugin's `Deps` adds
+/// `T` to what it provides (as `PROVIDES` does: the dependency graph, the pending reasons and
+/// the duplicate-provider check see it before anything runs), and `apply` receives the one
+/// handle that provides a `T`. A service the plugin does not declare cannot be provided
+/// through a handle it does not have, and one it declares cannot be left out of a list: the
+/// last declaration mistake [`crate::Scope::provide`] reports at run time
+/// (`UNDECLARED_SERVICE`) is a compile error here.
+///
+/// ```
+/// use dsh_core::{plugin_fn, Context, Dep, Provide};
+/// use std::sync::Arc;
+///
+/// struct Clock(u64);
+/// struct Greeting(String);
+///
+/// let clock = plugin_fn("clock", |_, clock: Provide<Clock>| Ok(clock.provide(Arc::new(Clock(7)))?));
+/// let greeter = plugin_fn("greeter", |_, (clock, greeting): (Dep<Clock>, Provide<Greeting>)| {
+///     greeting.provide(Arc::new(Greeting(format!("hello at {}", clock.get()?.0))))?;
+///     Ok(())
+/// });
+/// let ctx = Context::builder().add_plugin(greeter).add_plugin(clock).build()?;
+/// assert_eq!(ctx.expect::<Greeting>().0, "hello at 7");
+/// assert!(ctx.plugin("clock").unwrap().info().unwrap().provides.contains(&"Clock"));
+/// # Ok::<(), dsh_core::CoreError>(())
+/// ```
+pub struct Provide<T: ?Sized> {
+    scope: crate::Scope,
+    _service: PhantomData<fn(Arc<T>)>,
+}
+
+impl<T: ?Sized + Send + Sync + 'static> Provide<T> {
+    /// Provides `value` as this generation's service `T` ([`crate::Scope::provide`]): readable
+    /// once the instance is active (at once for an active one), withdrawn when it is torn
+    /// down, after the instances using it.
+    ///
+    /// # Errors
+    /// [`CoreError::ServiceConflict`] when `T` is already provided (naming both plugins),
+    /// [`CoreError::StaleScope`] once this generation has ended, [`CoreError::ShuttingDown`].
+    pub fn provide(&self, value: Arc<T>) -> Result<(), CoreError> {
+        self.scope.provide(value)
+    }
+}
+
+impl<T: ?Sized> Clone for Provide<T> {
+    fn clone(&self) -> Provide<T> {
+        Provide {
+            scope: self.scope.clone(),
+            _service: PhantomData,
+        }
+    }
+}
+
+impl<T: ?Sized + 'static> fmt::Debug for Provide<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Provide")
+            .field("service", &ServiceKey::of::<T>())
+            .field("plugin", &self.scope.name())
+            .finish()
+    }
+}
+
+impl<T: ?Sized + Send + Sync + 'static> sealed::Sealed for Provide<T> {}
+impl<T: ?Sized + Send + Sync + 'static> Deps for Provide<T> {
+    fn declare(manifest: &mut Manifest) {
+        let key = ServiceKey::of::<T>();
+        if !manifest.provides.contains(&key) {
+            manifest.provides.push(key);
+        }
+    }
+    fn resolve(cx: &DepsCx<'_>) -> Result<Provide<T>, Unavailable> {
+        Ok(Provide {
+            scope: crate::Scope::new(cx.applying),
             _service: PhantomData,
         })
     }

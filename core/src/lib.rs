@@ -73,7 +73,7 @@ pub use blocking::run_blocking;
 pub use code::{codes, Coded};
 pub use config::{ConfigRefused, ContextConfig, PluginSettings};
 pub use context::{Context, ContextBuilder};
-pub use dep::{Dep, Deps, Optional};
+pub use dep::{Dep, Deps, Optional, Provide};
 pub use error::{
     BoxError, CleanupFailure, CoreError, EmitError, ListenerError, ListenerFailure, Panicked,
     PluginError, ShutdownError, Unavailable, WaitError,

@@ -29,9 +29,9 @@ pub use dsh_core::{
     CoreError, Dep, DependencyGraph, Deps, EmitError, Emitter, FnApply, FnPlugin, InstanceId,
     ListenerError, ListenerFailure, ListenerHandle, LoadOptions, Manifest, NoConfig, Optional,
     OptionalMode, Plan, PlanStep, Plugin, PluginError, PluginGroup, PluginHandle, PluginInfo,
-    PluginSettings, PluginState, PluginTransition, ReconcileReport, Scope, ServiceChanged,
-    ServiceInfo, ServiceKey, ShutdownError, StepOutcome, Ticket, TransitionCause, Unavailable,
-    WaitError, WithConfig,
+    PluginSettings, PluginState, PluginTransition, Provide, Realm, ReconcileReport, Scope,
+    ServiceChanged, ServiceInfo, ServiceKey, ShutdownError, StepOutcome, Ticket, TransitionCause,
+    Unavailable, WaitError, WithConfig,
 };
 
 #[cfg(feature = "acp")]

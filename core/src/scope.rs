@@ -91,6 +91,28 @@ impl Scope {
     /// the async work the scope spawns, so the plugin's own `tracing` calls carry it without
     /// naming it; enter it on threads the plugin starts itself. (cordis gives each plugin a
     /// logger named after it.) The root scope's span is disabled (`Span::none()`).
+    ///
+    /// ```
+    /// use dsh_core::{plugin_fn, Context};
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let seen = Arc::new(Mutex::new(None));
+    /// let probe = {
+    ///     let seen = seen.clone();
+    ///     plugin_fn("probe", move |scope, ()| {
+    ///         let meta = scope.span().metadata().map(|m| (m.name(), m.fields().to_string()));
+    ///         *seen.lock().unwrap() = meta;
+    ///         tracing::info!("applied"); // logged inside `plugin{plugin=probe ...}`
+    ///         Ok(())
+    ///     })
+    /// };
+    /// tracing::subscriber::with_default(tracing_subscriber::registry(), || {
+    ///     Context::builder().add_plugin(probe).build().map(drop)
+    /// })?;
+    /// let (name, fields) = seen.lock().unwrap().clone().unwrap();
+    /// assert_eq!((name, fields.as_str()), ("plugin", "{plugin, instance, generation}"));
+    /// # Ok::<(), dsh_core::CoreError>(())
+    /// ```
     pub fn span(&self) -> &tracing::Span {
         &self.span
     }

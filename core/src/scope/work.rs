@@ -213,6 +213,31 @@ impl Scope {
     /// timeout never fires; an error or a panic of `work` fails the instance, as
     /// [`Scope::spawn`] work does. It runs in the generation's span.
     ///
+    /// ```
+    /// # #[tokio::main(flavor = "multi_thread", worker_threads = 1)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use dsh_core::{plugin_fn, Context};
+    /// use std::time::Duration;
+    ///
+    /// struct Reminded;
+    /// let (told, heard) = tokio::sync::oneshot::channel();
+    /// let told = std::sync::Mutex::new(Some(told));
+    /// let reminder = plugin_fn("reminder", move |scope, ()| {
+    ///     let told = told.lock().unwrap().take();
+    ///     scope.timeout(Duration::from_millis(5), async move {
+    ///         if let Some(told) = told {
+    ///             let _ = told.send(Reminded);
+    ///         }
+    ///         Ok(())
+    ///     })?;
+    ///     Ok(())
+    /// });
+    /// let ctx = Context::builder().add_plugin(reminder).build()?;
+    /// tokio::time::timeout(Duration::from_secs(10), heard).await??;
+    /// ctx.shutdown_async(Duration::from_secs(5)).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// As [`Scope::spawn`].
     pub fn timeout<Fut>(&self, delay: Duration, work: Fut) -> Result<(), CoreError>

@@ -6,7 +6,7 @@
 
 use crate::measure::{median, time};
 use crate::persist::{started_session, Backend};
-use dsh::session::backend::{ListedSession, SessionPersistence};
+use dsh::session::backend::{ListedSession, PageRequest, SessionPersistence};
 use dsh::session::{SessionId, SessionStore};
 use std::path::Path;
 use std::time::Duration;
@@ -20,19 +20,19 @@ pub const FEW: usize = 100;
 /// Sessions of the large store.
 pub const MANY: usize = 10_000;
 
-/// The first page, newest first then by id, of `backend`'s stored sessions, as ACP orders
-/// them.
+/// The first page, newest first then by id, of `backend`'s stored sessions, as ACP asks for
+/// it ([`SessionPersistence::list_page`]).
 ///
 /// # Panics
 /// When the listing fails.
 pub fn first_page(backend: &dyn SessionPersistence) -> Vec<ListedSession> {
-    let mut listed = backend.list().expect("the stored sessions list");
-    listed.sort_by(|a, b| {
-        (std::cmp::Reverse(a.header.created_at), &a.header.id)
-            .cmp(&(std::cmp::Reverse(b.header.created_at), &b.header.id))
-    });
-    listed.truncate(PAGE);
-    listed
+    let request = PageRequest {
+        limit: PAGE,
+        ..PageRequest::default()
+    };
+    backend
+        .list_page(&request)
+        .expect("a page of the stored sessions lists")
 }
 
 /// Stores sessions `from..to` (`list-<n>`, each holding generated turn 1) in `store`.

@@ -37,6 +37,7 @@ pub mod fork;
 pub mod generate;
 pub mod lifecycle;
 pub mod lineage;
+pub mod listing;
 pub mod lookup;
 pub mod measure;
 pub mod persist;

@@ -468,6 +468,8 @@ impl Paired {
 /// - `<b>_load_events_per_s`: through the store, in a fresh context;
 /// - `<b>_read_from_us`, and `read_from_ratio_<b>`: over the backend's own full `load` of the
 ///   session (target <= 0.05); for JSONL also `read_from_ratio`;
+/// - the listing figures of [`crate::listing::measure`] (`<b>_list_page_ms_100`,
+///   `<b>_list_page_ms_10000`, `list_page_growth_<b>`, `list_page`);
 ///
 /// then the baselines (`baseline_fsync_flush_per_s`, `baseline_fsync_8threads_per_s`,
 /// `baseline_fsync_8threads_scaling`, `baseline_parse_events_per_s`) and the sizes
@@ -563,6 +565,8 @@ pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> Vec<(String, f64
         }
     }
 
+    let listing = crate::listing::measure(&dir.path().join("listing"), sizes.reps, &mut progress);
+
     let mut figures: Vec<(String, f64)> = Vec::new();
     for (i, backend) in backends.iter().enumerate() {
         let name = backend.name;
@@ -586,6 +590,7 @@ pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> Vec<(String, f64
             figures.push(("read_from_ratio".into(), tail.ratio(i)));
         }
     }
+    figures.extend(listing);
     figures.push(("baseline_fsync_flush_per_s".into(), median(baseline_flush)));
     figures.push((
         format!("baseline_fsync_{FLUSH_THREADS}threads_per_s"),

@@ -14,7 +14,7 @@ use crate::shared::Shared;
 use agent_client_protocol::v1::schema::{
     ListSessionsRequest, ListSessionsResponse, SessionId as AcpSessionId, SessionInfo,
 };
-use dsh_session::backend::ListedSession;
+use dsh_session::backend::{ListedSession, PageRequest};
 use dsh_session::{Session, SessionHeader, SessionId};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -89,39 +89,44 @@ impl Shared {
         request: ListSessionsRequest,
     ) -> Result<ListSessionsResponse, AcpError> {
         let store = self.store()?;
-        let stored = store.persistence()?.list().await?;
+        let after = match &request.cursor {
+            None => None,
+            Some(cursor) => {
+                let (created_at, id) =
+                    parse_cursor(cursor).ok_or_else(|| AcpError::InvalidCursor {
+                        cursor: crate::echo::shown(cursor),
+                    })?;
+                Some((created_at, SessionId::from(id)))
+            }
+        };
+        let page_size = self.page_size.load(Ordering::Relaxed).max(1);
+        // One entry more than the page: whether another page follows.
+        let wanted = PageRequest {
+            after,
+            cwd: request
+                .cwd
+                .as_ref()
+                .map(|cwd| cwd.to_string_lossy().into_owned()),
+            limit: page_size.saturating_add(1),
+        };
+        // The stored page and every open session it admits, an open one replacing its stored
+        // entry: the first entries of the two together are the first entries of all.
+        let stored = store.persistence()?.list_page(wanted.clone()).await?;
         let mut entries: BTreeMap<SessionId, Entry> = stored
             .iter()
             .filter_map(Entry::stored)
             .map(|entry| (entry.id.clone(), entry))
             .collect();
         for session in store.store().list() {
+            if !wanted.admits(session.header()) {
+                continue;
+            }
             if let Some(entry) = Entry::live(&session) {
                 entries.insert(entry.id.clone(), entry);
             }
         }
-        let cwd = request
-            .cwd
-            .as_ref()
-            .map(|cwd| cwd.to_string_lossy().into_owned());
-        let mut entries: Vec<Entry> = entries
-            .into_values()
-            .filter(|entry| cwd.as_ref().is_none_or(|cwd| &entry.cwd == cwd))
-            .collect();
-        entries.sort_by(|a, b| a.key().cmp(&b.key()));
-        let start = match &request.cursor {
-            None => 0,
-            Some(cursor) => {
-                let (created_at, id) =
-                    parse_cursor(cursor).ok_or_else(|| AcpError::InvalidCursor {
-                        cursor: crate::echo::shown(cursor),
-                    })?;
-                let after = (std::cmp::Reverse(created_at), id);
-                entries.partition_point(|entry| entry.key() <= after)
-            }
-        };
-        let page_size = self.page_size.load(Ordering::Relaxed).max(1);
-        let mut page: Vec<Entry> = entries.drain(start..).collect();
+        let mut page: Vec<Entry> = entries.into_values().collect();
+        page.sort_by(|a, b| a.key().cmp(&b.key()));
         let more = page.len() > page_size;
         page.truncate(page_size);
         let next = more.then(|| page.last().map(Entry::cursor)).flatten();

@@ -159,6 +159,7 @@ macro_rules! contract_tests {
             list_reports_the_revision_each_load_reports,
             list_is_empty_for_fresh_storage,
             list_returns_headers_sorted_without_reading_logs,
+            a_page_of_the_listing_is_the_page_of_the_whole_listing,
             a_newer_header_version_is_refused_with_upgrade_and_not_written,
             a_stored_newer_version_is_refused_on_load_naming_upgrade,
             a_gap_before_the_last_turn_end_refuses_the_load,

@@ -372,10 +372,13 @@ pub(crate) fn compress_frame(plain: &[u8]) -> io::Result<Vec<u8>> {
 }
 
 /// A reader of the decoded text of a compressed file's first frame, decoding only as far as
-/// it is read (what listing needs to read the header line alone, which must lie in that frame).
-pub(crate) fn decoding_reader(file: File) -> io::Result<impl BufRead> {
-    Ok(BufReader::new(
-        zstd::stream::read::Decoder::new(file)?.single_frame(),
+/// it is read (what listing needs to read the header line alone, which must lie in that frame),
+/// reading the file `chunk` bytes at a time and handing out text `chunk` bytes at a time.
+pub(crate) fn decoding_reader(file: &File, chunk: usize) -> io::Result<impl BufRead + '_> {
+    let input = BufReader::with_capacity(chunk, file);
+    Ok(BufReader::with_capacity(
+        chunk,
+        zstd::stream::read::Decoder::with_buffer(input)?.single_frame(),
     ))
 }
 

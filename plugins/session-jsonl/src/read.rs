@@ -12,6 +12,7 @@ use crate::log::JsonlLog;
 use crate::scan::{read_header, scan_bytes, Scanned};
 use crate::title_cache::listed_title;
 use dsh_session::backend::{ListedSession, PersistenceError, StoredLog, StoredSession};
+use dsh_session::SessionHeader;
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -148,19 +149,12 @@ pub(crate) fn list_entry(
     file.seek(SeekFrom::Start(0))
         .map_err(|e| io_error(path, e))?;
     let compressed = is_compressed(path, &start[..read]);
-    let scanned = file.try_clone().map_err(|e| io_error(path, e))?;
-    let header = if compressed {
-        let mut reader = decoding_reader(file).map_err(|e| io_error(path, e))?;
-        read_header(&mut reader)
-    } else {
-        read_header(&mut BufReader::new(file))
-    };
-    let header = header.map_err(|e| read_error(path, e))?;
+    let header = header_of_file(path, &file, compressed)?;
     check_placement(root, &header.id, &header, path)?;
     let title = listed_title(
         folder,
         (name, path),
-        &scanned,
+        &file,
         revision,
         header.created_at,
         compressed,
@@ -170,6 +164,33 @@ pub(crate) fn list_entry(
         revision,
         title,
     })
+}
+
+/// The first read of a session file's header line, in bytes: a dsh header line is about 150
+/// bytes; a longer one is read on in further reads of this size.
+pub(crate) const HEADER_READ: usize = 512;
+
+/// The header of session file `file` (at `path`, read from its start; compressed when
+/// `compressed`), reading no more of the file than its header line needs: a first read of
+/// [`HEADER_READ`] bytes, more only while the line goes on (up to the header line's limit);
+/// of a compressed file, the start of its first frame only.
+///
+/// # Errors
+///
+/// [`PersistenceError::Io`] when the file cannot be read; the header's refusal otherwise
+/// (no header line, a line too long, a header that does not parse).
+pub(crate) fn header_of_file(
+    path: &Path,
+    file: &File,
+    compressed: bool,
+) -> Result<SessionHeader, PersistenceError> {
+    let header = if compressed {
+        let mut reader = decoding_reader(file, HEADER_READ).map_err(|e| io_error(path, e))?;
+        read_header(&mut reader)
+    } else {
+        read_header(&mut BufReader::with_capacity(HEADER_READ, file))
+    };
+    header.map_err(|e| read_error(path, e))
 }
 
 /// Converts the first `len` scanned events of a file read at `revision` into a
@@ -199,4 +220,89 @@ pub(crate) fn into_stored(
         dropped_tail: scanned.dropped_tail,
         revision,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compressed::compress_frame;
+    use std::io::{Seek, Write as _};
+
+    /// A header line and `events` event lines of hexadecimal noise (which compresses poorly).
+    fn session_text(events: usize) -> (Vec<u8>, Vec<u8>) {
+        let header = br#"{"type":"session","version":0,"id":"listed","createdAt":1,"delegationDepth":0,"cwd":"/w"}"#;
+        let mut head = header.to_vec();
+        head.push(b'\n');
+        let mut body = Vec::new();
+        let mut noise: u64 = 0x9e37_79b9_7f4a_7c15;
+        for seq in 0..events {
+            let mut text = String::new();
+            for _ in 0..32 {
+                noise ^= noise << 13;
+                noise ^= noise >> 7;
+                noise ^= noise << 17;
+                text.push_str(&format!("{noise:016x}"));
+            }
+            body.extend_from_slice(
+                format!(
+                    "{{\"type\":\"plugin/note\",\"seq\":{seq},\"time\":1,\"data\":\"{text}\"}}\n"
+                )
+                .as_bytes(),
+            );
+        }
+        (head, body)
+    }
+
+    /// Writes `bytes` to a fresh file and returns it, opened for reading at its start.
+    fn stored(bytes: &[u8]) -> (tempfile::TempDir, std::path::PathBuf, File) {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("session.jsonl");
+        File::create(&path)
+            .and_then(|mut file| file.write_all(bytes))
+            .expect("the file is written");
+        let file = File::open(&path).expect("the file opens");
+        (dir, path, file)
+    }
+
+    #[test]
+    fn a_plain_header_is_read_with_one_small_read() {
+        let (head, body) = session_text(64);
+        let (_dir, path, file) = stored(&[head.clone(), body].concat());
+        let header = header_of_file(&path, &file, false).expect("the header reads");
+        assert_eq!(header.id.as_str(), "listed");
+        let read = (&file).stream_position().expect("the file's offset");
+        assert!(
+            read <= HEADER_READ as u64,
+            "read {read} bytes for a {}-byte header line",
+            head.len()
+        );
+    }
+
+    #[test]
+    fn a_header_line_longer_than_the_first_read_is_read_whole() {
+        let title = "t".repeat(3 * HEADER_READ);
+        let header = format!(
+            "{{\"type\":\"session\",\"version\":0,\"id\":\"long\",\"createdAt\":1,\"delegationDepth\":0,\"cwd\":\"/{title}\"}}\n"
+        );
+        let (_dir, path, file) = stored(header.as_bytes());
+        let read = header_of_file(&path, &file, false).expect("the header reads");
+        assert_eq!(read.cwd.as_deref(), Some(format!("/{title}").as_str()));
+    }
+
+    #[test]
+    fn a_compressed_header_is_read_from_the_start_of_the_first_frame() {
+        let (head, body) = session_text(256);
+        let first = compress_frame(&head).expect("the header frame");
+        let rest = compress_frame(&body).expect("the body frame");
+        assert!(rest.len() > 64 * 1024, "the body frame is large");
+        let (_dir, path, file) = stored(&[first.clone(), rest].concat());
+        let header = header_of_file(&path, &file, true).expect("the header reads");
+        assert_eq!(header.id.as_str(), "listed");
+        let read = (&file).stream_position().expect("the file's offset");
+        assert!(
+            read <= (HEADER_READ + first.len()) as u64,
+            "read {read} bytes for a {}-byte header frame",
+            first.len()
+        );
+    }
 }

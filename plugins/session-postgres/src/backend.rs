@@ -9,8 +9,8 @@ use crate::publish::{header_params, publish_in};
 use crate::rows::{insert_events, PgRow};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
 use dsh_session::backend::{
-    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredPrefix,
-    StoredSession, StoredTail,
+    check_seqs, ListedSession, PageRequest, PersistenceError, SessionPersistence, StoredLog,
+    StoredPrefix, StoredSession, StoredTail,
 };
 use dsh_session::event_type::last_title;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
@@ -117,7 +117,8 @@ pub(crate) struct Prepared {
     pub(crate) select_spans: Statement,
     pub(crate) select_span_rows: Statement,
     list: Statement,
-    set_title: Statement,
+    list_page: Statement,
+    set_listed: Statement,
 }
 
 impl Conn {
@@ -147,7 +148,8 @@ impl Conn {
             select_spans: prepare(&sql.select_spans)?,
             select_span_rows: prepare(&sql.select_span_rows)?,
             list: prepare(&sql.list)?,
-            set_title: prepare(&sql.set_title)?,
+            list_page: prepare(&sql.list_page)?,
+            set_listed: prepare(&sql.set_listed)?,
         };
         Ok(Conn { client, st })
     }
@@ -218,17 +220,26 @@ struct Statements {
     select_spans: String,
     select_span_rows: String,
     list: String,
-    set_title: String,
+    list_page: String,
+    set_listed: String,
 }
 
-/// Sets the `title` column (schema 4) of session `id` to `title`, in transaction `tx`.
-fn set_title(
+/// Sets the `next_seq` column (schema 6) of session `id` to `next_seq` and, when `title` is
+/// given, its `title` column (schema 4) to what it holds, in transaction `tx`: what a listing
+/// reads of a session besides its header.
+fn set_listed(
     tx: &mut Transaction<'_>,
     st: &Prepared,
     id: &SessionId,
-    title: Option<String>,
+    next_seq: u64,
+    title: Option<Option<String>>,
 ) -> Result<(), tokio_postgres::Error> {
-    block(tx.execute(&st.set_title, &[&id.as_str(), &title]))?;
+    let next_seq = sql_int(next_seq);
+    let (set_title, title) = (title.is_some(), title.flatten());
+    block(tx.execute(
+        &st.set_listed,
+        &[&id.as_str(), &next_seq, &set_title, &title],
+    ))?;
     Ok(())
 }
 
@@ -279,12 +290,45 @@ impl Statements {
             select_spans: select_spans_sql(s),
             select_span_rows: span_rows_sql(&format!("{s}."), EVENT_SELECT, |n| format!("${n}")),
             list: format!(
-                "SELECT {HEADER_SELECT}, {}, s.title FROM {s}.sessions s \
-                 WHERE s.deleted_at IS NULL ORDER BY created_at, id COLLATE \"C\"",
-                revision(s, "s.id", "s.version")
+                "SELECT {HEADER_SELECT}, s.next_seq, s.title FROM {s}.sessions s \
+                 WHERE s.deleted_at IS NULL ORDER BY created_at, id COLLATE \"C\""
             ),
-            set_title: format!("UPDATE {s}.sessions SET title = $2 WHERE id = $1"),
+            list_page: format!(
+                "SELECT {HEADER_SELECT}, s.next_seq, s.title FROM {s}.sessions s \
+                 WHERE s.deleted_at IS NULL AND s.cwd IS NOT NULL \
+                 AND ($1::text IS NULL OR s.cwd = $1) \
+                 AND ($2::bigint IS NULL OR s.created_at < $2 \
+                 OR (s.created_at = $2 AND s.id COLLATE \"C\" > $3::text)) \
+                 ORDER BY s.created_at DESC, s.id COLLATE \"C\" LIMIT $4"
+            ),
+            set_listed: format!(
+                "UPDATE {s}.sessions SET next_seq = $2, \
+                 title = CASE WHEN $3 THEN $4 ELSE title END WHERE id = $1"
+            ),
         }
+    }
+}
+
+impl PostgresPersistence {
+    /// The listing entries of `rows` (the header columns, `next_seq` and `title` of
+    /// `sessions`), in their order; a row whose header is refused is skipped with a warning
+    /// in the log ([`list_entry`]).
+    fn listed(&self, rows: &[tokio_postgres::Row]) -> Vec<ListedSession> {
+        let store = self.place.to_string();
+        let mut listed = Vec::with_capacity(rows.len());
+        for row in rows {
+            let read = HeaderColumns::read(&PgRow(row))
+                .and_then(|columns| {
+                    Ok((
+                        columns,
+                        row.try_get(HeaderColumns::COUNT)?,
+                        row.try_get(HeaderColumns::COUNT + 1)?,
+                    ))
+                })
+                .map_err(self.failed());
+            listed.extend(list_entry(&store, read));
+        }
+        listed
     }
 }
 
@@ -524,7 +568,8 @@ impl SessionPersistence for PostgresPersistence {
                     return id_conflict(tx, s, id, &store).map(Some);
                 }
                 insert_events(tx, &st.insert_events, id, seed)?;
-                set_title(tx, st, id, last_title(seed.iter().map(Arc::as_ref)))?;
+                let title = last_title(seed.iter().map(Arc::as_ref));
+                set_listed(tx, st, id, seed.len() as u64, Some(title))?;
                 Ok(None)
             })
             .map_err(|e| self.write_error(id, e))?;
@@ -586,7 +631,8 @@ impl SessionPersistence for PostgresPersistence {
                 let statements = (&st.insert_session, &st.insert_events);
                 let refused = fork_in(tx, s, statements, (&row, &store), prefix, own)?;
                 if refused.is_none() {
-                    set_title(tx, st, id, title.clone())?;
+                    let next_seq = prefix.len + own.len() as u64;
+                    set_listed(tx, st, id, next_seq, Some(title.clone()))?;
                 }
                 Ok(refused)
             })
@@ -646,10 +692,10 @@ impl SessionPersistence for PostgresPersistence {
             match current.and_then(|()| check_seqs(id, sql_count(next), events)) {
                 Ok(()) => {
                     insert_events(tx, &st.insert_events, id, events)?;
-                    match last_title(events.iter().map(Arc::as_ref)) {
-                        Some(title) => set_title(tx, st, id, Some(title)),
-                        None => Ok(()),
-                    }
+                    // An append that sets no title keeps the stored one.
+                    let title = last_title(events.iter().map(Arc::as_ref)).map(Some);
+                    let next_seq = sql_count(next) + events.len() as u64;
+                    set_listed(tx, st, id, next_seq, title)
                 }
                 Err(mismatch) => {
                     refused = Some(mismatch);
@@ -733,23 +779,28 @@ impl SessionPersistence for PostgresPersistence {
     ///
     /// [`PersistenceError::Io`] when the table cannot be read.
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
-        let store = self.place.to_string();
         let client = self.client()?;
         let rows = block(client.client.query(&client.st.list, &[])).map_err(self.failed())?;
-        let mut listed = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let read = HeaderColumns::read(&PgRow(row))
-                .and_then(|columns| {
-                    Ok((
-                        columns,
-                        row.try_get(HeaderColumns::COUNT)?,
-                        row.try_get(HeaderColumns::COUNT + 1)?,
-                    ))
-                })
-                .map_err(self.failed());
-            listed.extend(list_entry(&store, read));
-        }
-        Ok(listed)
+        Ok(self.listed(&rows))
+    }
+
+    /// A page of the stored sessions as [`SessionPersistence::list`] lists them, read from
+    /// the `sessions` table by its index of the sessions newest first: as many rows as the
+    /// page holds, whatever the number of sessions. Rows whose header is refused are skipped
+    /// with a warning in the log (the page is then that much shorter).
+    ///
+    /// # Errors
+    ///
+    /// [`PersistenceError::Io`] when the table cannot be read.
+    fn list_page(&self, request: &PageRequest) -> Result<Vec<ListedSession>, PersistenceError> {
+        let after_time = request.after.as_ref().map(|(at, _)| sql_int(*at));
+        let after_id = request.after.as_ref().map(|(_, id)| id.as_str());
+        let limit = i64::try_from(request.limit).unwrap_or(i64::MAX);
+        let client = self.client()?;
+        let params: [&Param<'_>; 4] = [&request.cwd, &after_time, &after_id, &limit];
+        let rows =
+            block(client.client.query(&client.st.list_page, &params)).map_err(self.failed())?;
+        Ok(self.listed(&rows))
     }
 
     /// Takes the session's row lock, moves its stored generation to the tables of superseded
@@ -778,7 +829,8 @@ impl SessionPersistence for PostgresPersistence {
             .write(&mut client, id, |tx, st| {
                 publish_in(tx, s, &row, source_revision, |tx| {
                     insert_events(tx, &st.insert_events, id, events)?;
-                    set_title(tx, st, id, last_title(events.iter().map(Arc::as_ref)))
+                    let title = last_title(events.iter().map(Arc::as_ref));
+                    set_listed(tx, st, id, events.len() as u64, Some(title))
                 })
             })
             .map_err(|e| self.write_error(id, e))?;

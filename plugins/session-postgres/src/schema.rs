@@ -12,6 +12,7 @@
 use crate::driver::block;
 use crate::error::{sql_error, Place};
 use dsh_session::backend::PersistenceError;
+use dsh_session_sql::revision_sql;
 use tokio_postgres::Client;
 
 /// The schema version this build reads and writes, kept in the table `dsh_schema`. A store of
@@ -25,8 +26,11 @@ use tokio_postgres::Client;
 /// events included), kept by every write in its transaction and filled once by the upgrade;
 /// schema 5 `sessions.deleted_at` (epoch ms; NULL for a stored session): a deleted session
 /// whose rows fork children still read keeps its row, marked so, until none does
-/// ([`dsh_session_sql::delete_in`]).
-pub const SCHEMA_VERSION: i32 = 5;
+/// ([`dsh_session_sql::delete_in`]); schema 6 `sessions.next_seq`, the session's revision
+/// (one past its greatest own or inherited seq), kept by every write in its transaction and
+/// filled once by the upgrade, and an index of the sessions newest first: a listing, or a
+/// page of it, reads the `sessions` table alone.
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// The namespace used when the config names none.
 pub const DEFAULT_SCHEMA: &str = "public";
@@ -156,7 +160,10 @@ CREATE TABLE {s}.events (
 /// generation's rows? (A delete keeps them while one does.)
 ///
 /// Schema 3 to 4: `sessions.title`, filled once. Schema 4 to 5: `sessions.deleted_at` (NULL:
-/// stored; every session of an earlier schema is).
+/// stored; every session of an earlier schema is). Schema 5 to 6: `sessions.next_seq` (the
+/// revision, [`dsh_session_sql::revision_sql`] of the row), filled once, and the index of
+/// the sessions newest first (`createdAt` descending, then id in byte order), the order of a
+/// page of the listing.
 fn upgrades(s: &str, from: i32) -> String {
     let steps = [
         format!(
@@ -234,6 +241,14 @@ UPDATE {s}.sessions ss SET title = (
 "
         ),
         format!("ALTER TABLE {s}.sessions ADD COLUMN deleted_at BIGINT;"),
+        format!(
+            "
+ALTER TABLE {s}.sessions ADD COLUMN next_seq BIGINT NOT NULL DEFAULT 0;
+UPDATE {s}.sessions ss SET next_seq = {};
+CREATE INDEX sessions_newest ON {s}.sessions (created_at DESC, id COLLATE \"C\");
+",
+            revision_sql(&format!("{s}."), "ss.id", "ss.version")
+        ),
     ];
     let done = usize::try_from(from - 1).unwrap_or(0);
     steps.into_iter().skip(done).collect()

@@ -340,3 +340,41 @@ fn a_published_successor_keeps_every_earlier_generation_in_the_superseded_tables
     assert_eq!((current.header.version, current.events.len()), (3, 5));
     assert_eq!(current.events[4].data.to_value()["from"], "v3");
 }
+
+/// A store of schema 5 (before `sessions.next_seq`) is upgraded to schema 6 when opened:
+/// every session's `next_seq` filled once with its revision (one past its greatest own or
+/// inherited seq, 0 for an empty log), which the listing then reports.
+#[test]
+#[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
+fn a_schema_5_store_is_upgraded_and_its_next_seqs_filled() {
+    let schema = TestSchema::new("next_seq");
+    let (backend, _) = stored(&schema, "parent", 3);
+    let empty = SessionHeader::new(SessionId::from("empty"), 2, SessionMeta::default());
+    backend.create(&empty, &[]).unwrap();
+    drop(backend);
+    for statement in [
+        "DROP INDEX {s}.sessions_newest",
+        "ALTER TABLE {s}.sessions DROP COLUMN next_seq",
+        "UPDATE {s}.dsh_schema SET version = 5",
+        "INSERT INTO {s}.sessions (id, version, created_at, cwd, extra) \
+         VALUES ('child', 0, 3, '/w', '{}')",
+        "INSERT INTO {s}.inherited_spans VALUES ('child', 0, 0, 2, 'parent', 0)",
+        "INSERT INTO {s}.events (session_id, seq, type, time, data) \
+         VALUES ('child', 2, 'plugin/note', 6, '{\"n\":2}')",
+    ] {
+        schema.execute(statement, &[]);
+    }
+    let backend = schema.open();
+    for (id, next) in [("parent", 3_i64), ("empty", 0), ("child", 3)] {
+        let stored: i64 = schema.query_one(&format!(
+            "SELECT next_seq FROM {{s}}.sessions WHERE id = '{id}'"
+        ));
+        assert_eq!(stored, next, "{id}");
+    }
+    let listed = backend.list().unwrap();
+    assert_eq!(listed.len(), 3);
+    for listed in listed {
+        let loaded = backend.load(&listed.header.id).unwrap();
+        assert_eq!(listed.revision, loaded.revision, "{}", listed.header.id);
+    }
+}

@@ -31,6 +31,8 @@ fn a_schema_2_store_is_upgraded_and_forks_store_references() {
     schema.execute("DROP TABLE {s}.inherited_spans", &[]);
     schema.execute("ALTER TABLE {s}.sessions DROP COLUMN title", &[]);
     schema.execute("ALTER TABLE {s}.sessions DROP COLUMN deleted_at", &[]);
+    schema.execute("DROP INDEX {s}.sessions_newest", &[]);
+    schema.execute("ALTER TABLE {s}.sessions DROP COLUMN next_seq", &[]);
     schema.execute("UPDATE {s}.dsh_schema SET version = 2", &[]);
 
     let backend = schema.open();
@@ -126,6 +128,8 @@ fn a_schema_3_store_is_upgraded_and_its_titles_filled() {
     drop(backend);
     schema.execute("ALTER TABLE {s}.sessions DROP COLUMN title", &[]);
     schema.execute("ALTER TABLE {s}.sessions DROP COLUMN deleted_at", &[]);
+    schema.execute("DROP INDEX {s}.sessions_newest", &[]);
+    schema.execute("ALTER TABLE {s}.sessions DROP COLUMN next_seq", &[]);
     schema.execute("UPDATE {s}.dsh_schema SET version = 3", &[]);
 
     let listed = schema.open().list().unwrap();
@@ -164,6 +168,8 @@ fn a_schema_4_store_is_upgraded_and_deletes() {
         .unwrap();
     drop(backend);
     schema.execute("ALTER TABLE {s}.sessions DROP COLUMN deleted_at", &[]);
+    schema.execute("DROP INDEX {s}.sessions_newest", &[]);
+    schema.execute("ALTER TABLE {s}.sessions DROP COLUMN next_seq", &[]);
     schema.execute("UPDATE {s}.dsh_schema SET version = 4", &[]);
 
     let backend = schema.open();

@@ -5,13 +5,13 @@ use crate::inherit::{
     inherited_rows, insert_spans, referenceable, spans_of, stored_state, StoredState,
 };
 use crate::rows::{
-    insert_events, insert_header, replace_header, set_title, supersede, SqliteRow, EVENT_COLUMNS,
+    insert_events, insert_header, replace_header, set_listed, supersede, SqliteRow, EVENT_COLUMNS,
     HEADER_COLUMNS,
 };
 use crate::schema::{connect, open_prepared, storage_error};
 use dsh_session::backend::{
-    check_seqs, ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredPrefix,
-    StoredSession, StoredTail,
+    check_seqs, ListedSession, PageRequest, PersistenceError, SessionPersistence, StoredLog,
+    StoredPrefix, StoredSession, StoredTail,
 };
 use dsh_session::event_type::last_title;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
@@ -21,7 +21,7 @@ use dsh_session_sql::{
     PagedLog, SeenGenerations, Span, StoredRows,
 };
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -307,7 +307,7 @@ impl SqlitePersistence {
                 self.check_free(conn, &header.id)?;
                 insert_header(conn, header)?;
                 insert_events(conn, &header.id, rows)?;
-                set_title(conn, &header.id, title.as_deref())?;
+                set_listed(conn, &header.id, rows.len() as u64, Some(title.as_deref()))?;
             }
             Write::Fork {
                 header,
@@ -331,7 +331,8 @@ impl SqlitePersistence {
                 insert_header(conn, header)?;
                 insert_spans(conn, id, sql_int(header.version), prefix)?;
                 insert_events(conn, id, rows)?;
-                set_title(conn, id, title.as_deref())?;
+                let next_seq = prefix.len + rows.len() as u64;
+                set_listed(conn, id, next_seq, Some(title.as_deref()))?;
             }
             Write::Append {
                 id,
@@ -352,9 +353,9 @@ impl SqlitePersistence {
                     }
                     _ => insert_events(conn, id, rows)?,
                 }
-                if let Some(title) = title {
-                    set_title(conn, id, Some(title))?;
-                }
+                // An append that sets no title keeps the stored one.
+                let title = title.as_deref().map(Some);
+                set_listed(conn, id, next + rows.len() as u64, title)?;
             }
             Write::Publish {
                 header,
@@ -370,7 +371,7 @@ impl SqlitePersistence {
                 supersede(conn, id, sql_int(version))?;
                 replace_header(conn, header)?;
                 insert_events(conn, id, rows)?;
-                set_title(conn, id, title.as_deref())?;
+                set_listed(conn, id, rows.len() as u64, Some(title.as_deref()))?;
             }
             Write::Delete { id } => {
                 delete_in(&mut SqliteTx(conn), &DELETE_SQL, id)?.map_err(Refusal::Write)?;
@@ -552,6 +553,37 @@ fn current_of(conn: &Connection, id: &SessionId) -> rusqlite::Result<Option<(u64
     Ok(current.map(|(version, revision)| (sql_count(version), sql_count(revision))))
 }
 
+impl SqlitePersistence {
+    /// The listing entries of the rows `select` (the header columns, `next_seq` and `title`
+    /// of `sessions s`) reads with `params`, in its order; a row whose header is refused is
+    /// skipped with a warning in the log ([`list_entry`]).
+    fn listed(
+        &self,
+        select: &str,
+        params: impl rusqlite::Params,
+    ) -> Result<Vec<ListedSession>, PersistenceError> {
+        self.with_reader(|conn| {
+            let failed = |e| storage_error(&self.path, &e);
+            let mut select = conn.prepare_cached(select).map_err(failed)?;
+            let rows = select
+                .query_map(params, |row| {
+                    Ok((
+                        HeaderColumns::read(&SqliteRow(row))?,
+                        row.get::<_, i64>(HeaderColumns::COUNT)?,
+                        row.get::<_, Option<String>>(HeaderColumns::COUNT + 1)?,
+                    ))
+                })
+                .map_err(failed)?;
+            let mut listed = Vec::new();
+            for row in rows {
+                let row = row.map_err(failed)?;
+                listed.extend(list_entry(&self.store(), Ok(row)));
+            }
+            Ok(listed)
+        })
+    }
+}
+
 impl SessionPersistence for SqlitePersistence {
     /// Inserts the header row and the seed's event rows in one transaction (shared with the
     /// other writes of its group commit).
@@ -717,7 +749,7 @@ impl SessionPersistence for SqlitePersistence {
     }
 
     /// The headers and revisions of every stored session, sorted by `createdAt` then id, from
-    /// the `sessions` table and the primary key of `events` (no log is read). Rows whose
+    /// the `sessions` table alone (its `next_seq` and `title` columns: no log is read). Rows whose
     /// header is refused (a foreign version, a bad column) are skipped with a warning in the
     /// log.
     ///
@@ -725,31 +757,39 @@ impl SessionPersistence for SqlitePersistence {
     ///
     /// [`PersistenceError::Io`] when the table cannot be read.
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
-        self.with_reader(|conn| {
-            let failed = |e| storage_error(&self.path, &e);
-            let mut select = conn
-                .prepare_cached(&format!(
-                    "SELECT {HEADER_COLUMNS}, {}, s.title FROM sessions s \
-                     WHERE s.deleted_at IS NULL ORDER BY created_at, id",
-                    revision()
-                ))
-                .map_err(failed)?;
-            let rows = select
-                .query_map([], |row| {
-                    Ok((
-                        HeaderColumns::read(&SqliteRow(row))?,
-                        row.get::<_, i64>(HeaderColumns::COUNT)?,
-                        row.get::<_, Option<String>>(HeaderColumns::COUNT + 1)?,
-                    ))
-                })
-                .map_err(failed)?;
-            let mut listed = Vec::new();
-            for row in rows {
-                let row = row.map_err(failed)?;
-                listed.extend(list_entry(&self.store(), Ok(row)));
-            }
-            Ok(listed)
-        })
+        self.listed(
+            &format!(
+                "SELECT {HEADER_COLUMNS}, s.next_seq, s.title FROM sessions s \
+                 WHERE s.deleted_at IS NULL ORDER BY created_at, id"
+            ),
+            [],
+        )
+    }
+
+    /// A page of the stored sessions as [`SessionPersistence::list`] lists them, read from
+    /// the `sessions` table by its index of the sessions newest first: as many rows as the
+    /// page holds, whatever the number of sessions. Rows whose header is refused are skipped
+    /// with a warning in the log (the page is then that much shorter).
+    ///
+    /// # Errors
+    ///
+    /// [`PersistenceError::Io`] when the table cannot be read.
+    fn list_page(&self, request: &PageRequest) -> Result<Vec<ListedSession>, PersistenceError> {
+        let (after_time, after_id) = match &request.after {
+            Some((created_at, id)) => (Some(sql_int(*created_at)), Some(id.as_str())),
+            None => (None, None),
+        };
+        let limit = i64::try_from(request.limit).unwrap_or(i64::MAX);
+        self.listed(
+            &format!(
+                "SELECT {HEADER_COLUMNS}, s.next_seq, s.title FROM sessions s \
+                 WHERE s.deleted_at IS NULL AND s.cwd IS NOT NULL \
+                 AND (?1 IS NULL OR s.cwd = ?1) \
+                 AND (?2 IS NULL OR s.created_at < ?2 OR (s.created_at = ?2 AND s.id > ?3)) \
+                 ORDER BY s.created_at DESC, s.id LIMIT ?4"
+            ),
+            params![request.cwd.as_deref(), after_time, after_id, limit],
+        )
     }
 
     /// Moves the stored generation of `header.id` to the tables of superseded generations and

@@ -37,14 +37,24 @@ pub(crate) fn replace_header(conn: &Connection, header: &SessionHeader) -> rusql
     Ok(())
 }
 
-/// Sets the `title` column of session `id` (schema 4) to `title`.
-pub(crate) fn set_title(
+/// Sets the `next_seq` column of session `id` (schema 6) to `next_seq` and, when `title` is
+/// given, its `title` column (schema 4) to what it holds: what a listing reads of a session
+/// besides its header.
+pub(crate) fn set_listed(
     conn: &Connection,
     id: &SessionId,
-    title: Option<&str>,
+    next_seq: u64,
+    title: Option<Option<&str>>,
 ) -> rusqlite::Result<()> {
-    conn.prepare_cached("UPDATE sessions SET title = ?2 WHERE id = ?1")?
-        .execute(params![id.as_str(), title])?;
+    let next_seq = i64::try_from(next_seq).unwrap_or(i64::MAX);
+    match title {
+        Some(title) => conn
+            .prepare_cached("UPDATE sessions SET next_seq = ?2, title = ?3 WHERE id = ?1")?
+            .execute(params![id.as_str(), next_seq, title])?,
+        None => conn
+            .prepare_cached("UPDATE sessions SET next_seq = ?2 WHERE id = ?1")?
+            .execute(params![id.as_str(), next_seq])?,
+    };
     Ok(())
 }
 

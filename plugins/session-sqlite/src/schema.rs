@@ -20,18 +20,41 @@ use std::time::Duration;
 /// events included), kept by every write in its transaction and filled once by the upgrade;
 /// schema 5 `sessions.deleted_at` (epoch ms; NULL for a stored session): a deleted session
 /// whose rows fork children still read keeps its row, marked so, until none does
-/// ([`dsh_session_sql::delete_in`]).
-pub const SCHEMA_VERSION: i64 = 5;
+/// ([`dsh_session_sql::delete_in`]); schema 6 `sessions.next_seq`, the session's revision
+/// (one past its greatest own or inherited seq), kept by every write in its transaction and
+/// filled once by the upgrade, and an index of the sessions newest first: a listing, or a
+/// page of it, reads the `sessions` table alone.
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The statements that upgrade a database of schema `N` to `N + 1`, at index `N - 1`. A fresh
 /// database gets schema 1's [`TABLES`] and then every upgrade, so that a fresh database and an
 /// upgraded one have one shape; all run in the transaction that sets the new `user_version`.
-const UPGRADES: [&[&str]; 4] = [
+const UPGRADES: [&[&str]; 5] = [
     &[ADD_IS_SEEDED, SUPERSEDED_TABLES],
     &[SPANS_TABLE],
     &[ADD_TITLE, FILL_TITLE],
     &[ADD_DELETED_AT],
+    &[ADD_NEXT_SEQ, FILL_NEXT_SEQ, NEWEST_INDEX],
 ];
+
+/// Schema 5 to 6, first step: `sessions.next_seq` (the revision of the session: one past its
+/// greatest own or inherited seq; 0 for an empty log).
+const ADD_NEXT_SEQ: &str = "ALTER TABLE sessions ADD COLUMN next_seq INTEGER NOT NULL DEFAULT 0;";
+
+/// Schema 5 to 6, second step: the revision of every session
+/// ([`dsh_session_sql::revision_sql`] of its row), once.
+const FILL_NEXT_SEQ: &str = "
+UPDATE sessions SET next_seq = (SELECT MAX(n) FROM (
+    SELECT COALESCE(MAX(seq) + 1, 0) AS n FROM events WHERE session_id = sessions.id
+    UNION ALL
+    SELECT COALESCE(MAX(end_seq), 0) AS n FROM inherited_spans
+    WHERE session_id = sessions.id AND version = sessions.version
+) AS r);
+";
+
+/// Schema 5 to 6, third step: the sessions newest first (`createdAt` descending, then id),
+/// the order of a page of the listing ([`dsh_session::backend::PageRequest`]).
+const NEWEST_INDEX: &str = "CREATE INDEX sessions_newest ON sessions (created_at DESC, id);";
 
 /// Schema 4 to 5: `sessions.deleted_at` (NULL: stored; every session of an earlier schema is).
 const ADD_DELETED_AT: &str = "ALTER TABLE sessions ADD COLUMN deleted_at INTEGER;";
@@ -590,6 +613,63 @@ mod tests {
             .map(|listed| listed.header.id.as_str().to_owned())
             .collect();
         assert_eq!(listed, ["child"]);
+    }
+
+    /// A database of schema 5 (before `sessions.next_seq`) is upgraded to schema 6 when
+    /// opened: every session's `next_seq` filled once with its revision (one past its
+    /// greatest own or inherited seq, 0 for an empty log), which the listing then reports.
+    #[test]
+    fn a_schema_5_database_is_upgraded_and_its_next_seqs_filled() {
+        use crate::SqlitePersistence;
+        use dsh_session::backend::SessionPersistence;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(TABLES).unwrap();
+        for step in UPGRADES[..4].iter().flat_map(|steps| steps.iter()) {
+            old.execute_batch(step).unwrap();
+        }
+        old.pragma_update(None, "user_version", 5).unwrap();
+        old.execute_batch(
+            r#"INSERT INTO sessions (id, version, created_at, cwd, extra) VALUES
+                 ('parent', 0, 1, '/w', '{}'), ('child', 0, 2, '/w', '{}'),
+                 ('empty', 0, 3, '/w', '{}'), ('inherits', 0, 4, '/w', '{}');
+             INSERT INTO events (session_id, seq, type, time, data) VALUES
+                 ('parent', 0, 'plugin/note', 6, '{"n":0}'),
+                 ('parent', 1, 'plugin/note', 7, '{"n":1}'),
+                 ('parent', 2, 'plugin/note', 7, '{"n":2}'),
+                 ('child', 1, 'plugin/note', 8, '{"n":3}');
+             INSERT INTO inherited_spans VALUES ('child', 0, 0, 1, 'parent', 0),
+                 ('inherits', 0, 0, 2, 'parent', 0);"#,
+        )
+        .unwrap();
+        drop(old);
+
+        let db = SqlitePersistence::open(&path).unwrap();
+        let stored: Vec<(String, i64)> = Connection::open(&path)
+            .unwrap()
+            .prepare("SELECT id, next_seq FROM sessions ORDER BY created_at")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let expected = [("parent", 3), ("child", 2), ("empty", 0), ("inherits", 2)];
+        let expected: Vec<(String, i64)> = expected
+            .into_iter()
+            .map(|(id, next)| (id.to_owned(), next))
+            .collect();
+        assert_eq!(stored, expected);
+        for listed in db.list().unwrap() {
+            assert_eq!(
+                listed.revision,
+                db.load(&listed.header.id).unwrap().revision
+            );
+        }
+        assert_eq!(
+            schema_version(&Connection::open(&path).unwrap()).unwrap(),
+            SCHEMA_VERSION
+        );
     }
 
     /// Another process writing the fresh file while it is switched to WAL makes SQLite refuse

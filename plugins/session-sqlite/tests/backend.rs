@@ -2,7 +2,7 @@
 //! their start, reads that do not wait for a write, and group commits of many sessions'
 //! writes.
 
-use dsh_session::backend::SessionPersistence;
+use dsh_session::backend::{PageRequest, SessionPersistence};
 use dsh_session::{SessionEvent, SessionHeader, SessionId, SessionMeta};
 use dsh_session_sqlite::SqlitePersistence;
 use rusqlite::Connection;
@@ -175,4 +175,34 @@ fn a_published_successor_keeps_every_earlier_generation_in_the_superseded_tables
     assert_eq!(first, r#"{"from":0,"seq":2}"#);
     let current = db.load(&source.id).unwrap();
     assert_eq!((current.header.version, current.events.len()), (3, 5));
+}
+
+/// A page of the listing reads the rows of its page and no other: a session row after the
+/// page that cannot be read (its `next_seq` garbled behind the backend's back) fails the whole
+/// listing but not a page that ends before it.
+#[test]
+fn a_page_of_the_listing_reads_no_row_after_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let db = SqlitePersistence::open(&path).unwrap();
+    for (id, created_at) in [("oldest", 1), ("middle", 2), ("newest", 3)] {
+        let meta = SessionMeta::default().cwd("/w");
+        let header = SessionHeader::new(SessionId::from(id), created_at, meta);
+        db.create(&header, &[note(0, 0)]).expect("created");
+    }
+    raw(&path)
+        .execute(
+            "UPDATE sessions SET next_seq = 'garbled' WHERE id = 'oldest'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(db.list().unwrap_err().code(), "IO_ERROR");
+    let request = PageRequest {
+        limit: 2,
+        ..PageRequest::default()
+    };
+    let page = db.list_page(&request).expect("the page's rows are sound");
+    let ids: Vec<&str> = page.iter().map(|l| l.header.id.as_str()).collect();
+    assert_eq!(ids, ["newest", "middle"]);
+    assert!(page.iter().all(|listed| listed.revision == 1));
 }

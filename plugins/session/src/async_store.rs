@@ -8,6 +8,7 @@ use crate::event::SessionEvent;
 use crate::format::FormatVersion;
 use crate::header::SessionHeader;
 use crate::id::SessionId;
+use crate::list_page::PageRequest;
 use crate::persistence::{
     ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
 };
@@ -306,6 +307,19 @@ impl AsyncPersistence {
     pub async fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
         let backend = self.backend.clone();
         run_blocking(move || backend.list()).await
+    }
+
+    /// [`SessionPersistence::list_page`], off the workers.
+    ///
+    /// # Errors
+    ///
+    /// As `list_page`.
+    pub async fn list_page(
+        &self,
+        request: PageRequest,
+    ) -> Result<Vec<ListedSession>, PersistenceError> {
+        let backend = self.backend.clone();
+        run_blocking(move || backend.list_page(&request)).await
     }
 }
 

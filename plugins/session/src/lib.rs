@@ -53,6 +53,7 @@ mod header;
 mod hooks;
 mod id;
 mod invariants;
+mod list_page;
 pub mod messages;
 mod migrate;
 mod owner;

@@ -14,6 +14,7 @@ use crate::event::SessionEvent;
 use crate::format::FormatVersion;
 use crate::header::SessionHeader;
 use crate::id::{SessionId, SessionIdError};
+use crate::list_page::PageRequest;
 use crate::session::{Events, Session};
 use crate::stored_log::{ContainedLog, LoadedLog, StoredLog};
 use std::sync::Arc;
@@ -463,6 +464,21 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// reading their logs.
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError>;
 
+    /// A page of the stored sessions ([`PageRequest`]: those stored with a cwd, newest first,
+    /// after a position, at most `limit`), each entry as [`SessionPersistence::list`] returns
+    /// it.
+    ///
+    /// The default lists every session and keeps the page ([`PageRequest::page_of`]): right
+    /// for a backend that must read every header to order them (the JSONL files). A backend
+    /// that can read a page alone (the SQL backends, by an index) overrides it.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::list`].
+    fn list_page(&self, request: &PageRequest) -> Result<Vec<ListedSession>, PersistenceError> {
+        Ok(request.page_of(self.list()?))
+    }
+
     /// Publishes a migrated generation of a stored session: `header` (the stored session's
     /// id, a format version above the stored generation's) and `events` (seqs `0, 1, 2, …`,
     /// in that version's vocabulary), written in one durable step *beside* the stored
@@ -671,6 +687,10 @@ impl SessionPersistence for Contained {
 
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
         contain("list", || self.0.list())
+    }
+
+    fn list_page(&self, request: &PageRequest) -> Result<Vec<ListedSession>, PersistenceError> {
+        contain("list_page", || self.0.list_page(request))
     }
 
     fn publish_successor(

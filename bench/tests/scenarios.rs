@@ -214,8 +214,16 @@ fn the_persist_scenarios_measure_every_backend_next_to_the_baselines() {
             expected.push("read_from_ratio".into());
         }
     }
+    for backend in ["jsonl", "sqlite"] {
+        expected.extend([
+            format!("{backend}_list_page_ms_100"),
+            format!("{backend}_list_page_ms_10000"),
+            format!("list_page_growth_{backend}"),
+        ]);
+    }
     expected.extend(
         [
+            "list_page",
             "baseline_fsync_flush_per_s",
             "baseline_fsync_8threads_per_s",
             "baseline_fsync_8threads_scaling",

@@ -96,9 +96,9 @@ impl Scope {
         let counted = Counted::begin(&rt, (self.instance(), self.generation()));
         drop(rt);
         let task = runtime.spawn(
-            async move {
-                let _counted = counted;
-                work.await
+            CountedWork {
+                work: Box::pin(work),
+                _counted: counted,
             }
             .instrument(self.span.clone()),
         );
@@ -248,6 +248,25 @@ impl Scope {
             tokio::time::sleep(delay).await;
             work.await
         })
+    }
+}
+
+/// A scope's work with its count: the work is dropped before the count ends (fields drop in
+/// declaration order), so a checked shutdown that saw the count end saw the work dropped,
+/// whether it was aborted before its first poll or later.
+struct CountedWork<F> {
+    work: std::pin::Pin<Box<F>>,
+    _counted: Counted,
+}
+
+impl<F: Future> Future for CountedWork<F> {
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        self.work.as_mut().poll(cx)
     }
 }
 

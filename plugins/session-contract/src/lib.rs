@@ -268,6 +268,7 @@ mod tests {
             include_str!("cases/deletes.rs"),
             include_str!("cases/forks.rs"),
             include_str!("cases/generations.rs"),
+            include_str!("cases/pages.rs"),
             include_str!("cases/titles.rs"),
         ]
         .into_iter()

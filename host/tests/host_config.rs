@@ -229,21 +229,21 @@ fn groups_in_the_config_file_switch_their_entries_and_a_jsonl_root_inside_one_is
         dir.path(),
         json!({"plugins": {
             "group:storage": {"plugins": {"dsh-session-jsonl": {"config": {"root": "/grouped"}}}},
-            "group:extras": {"enabled": false, "plugins": {"dsh-session-fork": {"enabled": true}}}
+            "group:extras": {"enabled": false, "plugins": {"dsh-session-sqlite": {"enabled": true}}}
         }}),
     );
     let config = HostConfig::resolve(&Sources::default().config_file(&file)).unwrap();
     assert_eq!(config.store, None, "the grouped root stands for the store");
     let context = config.context_config();
     assert_eq!(jsonl_root(&context).as_deref(), Some("/grouped"));
-    assert_eq!(context.plugins["dsh-session-fork"].enabled, Some(false));
+    assert_eq!(context.plugins["dsh-session-sqlite"].enabled, Some(false));
     assert!(config.warnings().is_empty(), "{:?}", config.warnings());
 
     let twice = config_file(
         dir.path(),
         json!({"plugins": {
-            "dsh-session-fork": {},
-            "group:g": {"plugins": {"dsh-session-fork": {}}}
+            "dsh-session-sqlite": {},
+            "group:g": {"plugins": {"dsh-session-sqlite": {}}}
         }}),
     );
     let error = HostConfig::resolve(&Sources::default().config_file(&twice)).unwrap_err();

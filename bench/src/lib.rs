@@ -41,6 +41,7 @@ pub mod listing;
 pub mod lookup;
 pub mod measure;
 pub mod persist;
+pub mod pressure;
 pub mod reads;
 pub mod report;
 pub mod session;
@@ -137,6 +138,18 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
         lifecycle::up_down_median(&lifecycle::independent(CHAIN_1000), plan.lifecycle_reps);
     report.activate_independent_1000_ms = independent.activate_ms;
     report.dispose_independent_1000_ms = independent.dispose_ms;
+
+    progress("growth from 100 to 10,000 plugins");
+    let growth = lifecycle::Growth::measure(plan.cascade_reps);
+    report.activate_chain_100_ms = growth.small.activate_ms;
+    report.activate_chain_10000_ms = growth.large.activate_ms;
+    report.build_per_plugin_growth = growth.build();
+    report.dispose_chain_100_ms = growth.small.dispose_ms;
+    report.dispose_chain_10000_ms = growth.large.dispose_ms;
+    report.dispose_per_plugin_growth = growth.dispose();
+    report.load_chain_100_ms = growth.small_load_ms;
+    report.load_chain_10000_ms = growth.large_load_ms;
+    report.load_per_plugin_growth = growth.load();
 
     progress("pending to active");
     report.pending_to_active_us = lifecycle::pending_to_active_provide_median(plan.pending_reps);

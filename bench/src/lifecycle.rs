@@ -236,3 +236,60 @@ pub fn pending_to_active_enable_median(reps: usize) -> f64 {
         .collect();
     median(samples)
 }
+
+/// How the cost per plugin of a chain's build, dispose and one-load-at-a-time activation
+/// grows from a small chain to a large one: each figure is the time per plugin at
+/// [`Growth::LARGE`] over the time per plugin at [`Growth::SMALL`] (1 means linear).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Growth {
+    /// [`up_down`] of the small chain, medians.
+    pub small: UpDown,
+    /// [`up_down`] of the large chain, medians.
+    pub large: UpDown,
+    /// [`load_one_by_one`] of the small chain, median, ms.
+    pub small_load_ms: f64,
+    /// [`load_one_by_one`] of the large chain, median, ms.
+    pub large_load_ms: f64,
+}
+
+impl Growth {
+    /// Plugins in the small chain.
+    pub const SMALL: usize = 100;
+    /// Plugins in the large chain.
+    pub const LARGE: usize = 10_000;
+
+    /// Measures both chains: the small one `reps * 10` times (its figures are a hundredth
+    /// of the large one's), the large one `reps` times, each after a warm-up run.
+    pub fn measure(reps: usize) -> Growth {
+        let (small, large) = (chain(Self::SMALL), chain(Self::LARGE));
+        up_down(&small);
+        up_down(&large);
+        Growth {
+            small: up_down_median(&small, reps * 10),
+            large: up_down_median(&large, reps),
+            small_load_ms: load_one_by_one_median(&small, reps * 10),
+            large_load_ms: load_one_by_one_median(&large, reps),
+        }
+    }
+
+    /// The time per plugin of the large chain over the small one's, for `small_ms` and
+    /// `large_ms` (whole-chain times).
+    fn per_plugin(small_ms: f64, large_ms: f64) -> f64 {
+        (large_ms / Self::LARGE as f64) / (small_ms / Self::SMALL as f64)
+    }
+
+    /// Growth of the build (activation) cost per plugin (target <= 1.5).
+    pub fn build(&self) -> f64 {
+        Self::per_plugin(self.small.activate_ms, self.large.activate_ms)
+    }
+
+    /// Growth of the dispose cost per plugin (target <= 1.5).
+    pub fn dispose(&self) -> f64 {
+        Self::per_plugin(self.small.dispose_ms, self.large.dispose_ms)
+    }
+
+    /// Growth of the one-load-at-a-time cost per plugin (target <= 1.5).
+    pub fn load(&self) -> f64 {
+        Self::per_plugin(self.small_load_ms, self.large_load_ms)
+    }
+}

@@ -5,11 +5,15 @@
 //! `fork::run_fork`, `persist::run_persist`, `async_face::measure`), this file only parses the command line and prints. The binary counts
 //! allocations (`dsh_bench::alloc::Counting`) so that `fork` can report bytes per fork and
 //! `session` the most bytes a load holds at once.
+//! Every run ends with the CPU pressure at its start and its end
+//! ([`dsh_bench::pressure`]: `cpu_pressure_start_pct`, `cpu_pressure_end_pct`, `load_1m_start`,
+//! `load_1m_end`, `cpus` in the JSON line), so a figure taken under load says so.
 
 #![forbid(unsafe_code)]
 
 use clap::{Args, Parser, Subcommand};
 use dsh_bench::measure::Plan;
+use dsh_bench::pressure::{CpuPressure, RunPressure};
 use dsh_bench::report::{figures_table, json_line};
 use std::io::Write as _;
 
@@ -88,13 +92,14 @@ fn main() {
             eprintln!("measuring {group}...");
         }
     };
-    let text = match cli.command {
+    let start = CpuPressure::sample();
+    let output = match cli.command {
         Command::Core(_) => {
             let report = dsh_bench::run_core(plan, progress);
             if json {
-                report.to_json().to_string()
+                Output::Json(report.to_json())
             } else {
-                report.to_human()
+                Output::Text(report.to_human())
             }
         }
         Command::Session(_) => {
@@ -137,8 +142,27 @@ fn main() {
             plan != Plan::FULL,
         ),
     };
+    let pressure = RunPressure {
+        start,
+        end: CpuPressure::sample(),
+    };
+    let text = match output {
+        Output::Json(mut line) => {
+            pressure.add_to(&mut line);
+            line.to_string()
+        }
+        Output::Text(table) => format!("{}\n\n{}", table.trim_end(), pressure.to_human()),
+    };
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{}", text.trim_end()).expect("write to stdout");
+    writeln!(stdout, "{text}").expect("write to stdout");
+}
+
+/// What a subcommand measured, before the run's CPU pressure is added to it.
+enum Output {
+    /// The `--json` line.
+    Json(serde_json::Value),
+    /// The table for a person.
+    Text(String),
 }
 
 /// One JSON line or a table of `figures`.
@@ -147,10 +171,10 @@ fn render<N: Into<String> + AsRef<str>>(
     title: &str,
     figures: Vec<(N, f64)>,
     quick: bool,
-) -> String {
+) -> Output {
     if json {
-        json_line(figures, quick).to_string()
+        Output::Json(json_line(figures, quick))
     } else {
-        figures_table(title, &figures, quick)
+        Output::Text(figures_table(title, &figures, quick))
     }
 }

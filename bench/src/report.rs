@@ -64,6 +64,24 @@ pub struct Report {
     pub activate_independent_1000_ms: f64,
     /// Those from all active to all disposed, ms.
     pub dispose_independent_1000_ms: f64,
+    /// A chain of 100 plugins built at once, root first, until all active, ms.
+    pub activate_chain_100_ms: f64,
+    /// A chain of 10,000 likewise, ms.
+    pub activate_chain_10000_ms: f64,
+    /// The build's cost per plugin at 10,000 over its cost per plugin at 100 (target <= 1.5).
+    pub build_per_plugin_growth: f64,
+    /// The chain of 100 from all active to all disposed, ms.
+    pub dispose_chain_100_ms: f64,
+    /// The chain of 10,000 likewise, ms.
+    pub dispose_chain_10000_ms: f64,
+    /// Dispose's cost per plugin at 10,000 over at 100 (target <= 1.5).
+    pub dispose_per_plugin_growth: f64,
+    /// The chain of 100 loaded one `load` call at a time until all active, ms.
+    pub load_chain_100_ms: f64,
+    /// The chain of 10,000 likewise, ms.
+    pub load_chain_10000_ms: f64,
+    /// One-load-at-a-time's cost per plugin at 10,000 over at 100 (target <= 1.5).
+    pub load_per_plugin_growth: f64,
     /// From the root `provide` of a service to its pending dependant being active, us.
     pub pending_to_active_us: f64,
     /// From enabling the provider of a service to its pending dependant being active, us.
@@ -181,6 +199,15 @@ impl Report {
                 "dispose_independent_1000_ms",
                 self.dispose_independent_1000_ms,
             ),
+            ("activate_chain_100_ms", self.activate_chain_100_ms),
+            ("activate_chain_10000_ms", self.activate_chain_10000_ms),
+            ("build_per_plugin_growth", self.build_per_plugin_growth),
+            ("dispose_chain_100_ms", self.dispose_chain_100_ms),
+            ("dispose_chain_10000_ms", self.dispose_chain_10000_ms),
+            ("dispose_per_plugin_growth", self.dispose_per_plugin_growth),
+            ("load_chain_100_ms", self.load_chain_100_ms),
+            ("load_chain_10000_ms", self.load_chain_10000_ms),
+            ("load_per_plugin_growth", self.load_per_plugin_growth),
             ("pending_to_active_us", self.pending_to_active_us),
             (
                 "pending_to_active_enable_us",
@@ -299,6 +326,20 @@ impl Report {
         .unwrap();
         writeln!(
             out,
+            "  growth per plugin, 100 -> 10,000: build {} ({} -> {} ms), dispose {} ({} -> {} ms), one load at a time {} ({} -> {} ms)  (targets <= 1.5)",
+            r(self.build_per_plugin_growth),
+            r(self.activate_chain_100_ms),
+            r(self.activate_chain_10000_ms),
+            r(self.dispose_per_plugin_growth),
+            r(self.dispose_chain_100_ms),
+            r(self.dispose_chain_10000_ms),
+            r(self.load_per_plugin_growth),
+            r(self.load_chain_100_ms),
+            r(self.load_chain_10000_ms),
+        )
+        .unwrap();
+        writeln!(
+            out,
             "  pending to active:      {} us by a root provide, {} us by enabling the provider  (cordis 1,020 us)",
             r(self.pending_to_active_us),
             r(self.pending_to_active_enable_us)
@@ -368,6 +409,9 @@ mod tests {
             "with_2threads_scaling",
             "dep_2threads_scaling",
             "chain_incremental_ratio",
+            "build_per_plugin_growth",
+            "dispose_per_plugin_growth",
+            "load_per_plugin_growth",
             "emit_ratio",
             "activate_chain_1000_ms",
             "dispose_chain_1000_ms",

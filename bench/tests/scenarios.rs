@@ -8,7 +8,7 @@ use dsh::Context;
 use dsh_bench::events::Emitters;
 use dsh_bench::lifecycle::{
     cascade, chain, independent, load_one_by_one, pending_to_active_enable_median,
-    pending_to_active_provide, up_down,
+    pending_to_active_provide, up_down, Growth,
 };
 use dsh_bench::lookup::{baseline_map, scaling, spin, Lookup, Resolver};
 use dsh_bench::{async_face, fork, generate, persist, session};
@@ -54,6 +54,18 @@ fn a_chain_activates_and_disposes_completely() {
 #[test]
 fn a_chain_loaded_one_plugin_at_a_time_ends_all_active() {
     assert!(load_one_by_one(&chain(50)) >= 0.0);
+}
+
+#[test]
+fn the_growth_scenario_measures_both_chains_build_dispose_and_load() {
+    let growth = Growth::measure(1);
+    for figure in [growth.build(), growth.dispose(), growth.load()] {
+        assert!(figure.is_finite() && figure > 0.0, "{growth:?}");
+    }
+    assert!(
+        growth.large.activate_ms > growth.small.activate_ms,
+        "{growth:?}"
+    );
 }
 
 #[test]

@@ -43,8 +43,9 @@ impl Managed {
 /// The catalog and the managed instances of one context.
 #[derive(Default)]
 pub(crate) struct Roster {
-    /// One plugin value per plugin name, in the order the builder listed them.
-    catalog: Vec<AnyPlugin>,
+    /// One plugin value per plugin name: the first value of each name the builder listed
+    /// (or a reconcile added), found by name in constant time.
+    catalog: rustc_hash::FxHashMap<&'static str, AnyPlugin>,
     managed: rustc_hash::FxHashMap<InstanceId, Managed>,
 }
 
@@ -52,14 +53,14 @@ impl Roster {
     /// Adds `plugin` to the catalog unless a plugin of that name is in it (the first value of
     /// a name is the one new instances are made from).
     pub(crate) fn add_to_catalog(&mut self, plugin: &AnyPlugin) {
-        if self.plugin(plugin.name()).is_none() {
-            self.catalog.push(plugin.clone());
-        }
+        self.catalog
+            .entry(plugin.name())
+            .or_insert_with(|| plugin.clone());
     }
 
     /// The catalog's plugin named `name`.
     pub(crate) fn plugin(&self, name: &str) -> Option<&AnyPlugin> {
-        self.catalog.iter().find(|plugin| plugin.name() == name)
+        self.catalog.get(name)
     }
 
     /// Records that the config manages instance `id`.

@@ -69,14 +69,15 @@ impl Driver {
         })
     }
 
-    /// Opens a connection to `config`'s server: the connection task runs on the driver's
+    /// Opens a connection to `config`'s server (awaited: [`block`] it from a sync call): the
+    /// connection task runs on the driver's
     /// runtime until the client is dropped or the server closes it.
     ///
     /// # Errors
     ///
     /// [`PersistenceError::Io`] naming `place` when the server cannot be reached or
     /// refuses the connection.
-    pub(crate) fn connect(
+    pub(crate) async fn connect(
         &self,
         config: &Config,
         place: &Place,
@@ -91,7 +92,7 @@ impl Driver {
             });
             Ok::<_, tokio_postgres::Error>(client)
         });
-        match block(connecting) {
+        match connecting.await {
             Ok(connected) => connected.map_err(|e| sql_error(place, e)),
             Err(joined) => Err(PersistenceError::Io {
                 path: place.to_string(),

@@ -179,14 +179,14 @@ impl Sizes {
 
 /// The turns flushed by one measurement: turns 2 to `flushes + 1` of a generated session,
 /// each [`EVENTS_PER_FLUSH`] events, as drafts.
-pub fn flushed_turns(flushes: usize) -> Vec<Vec<EventDraft>> {
+pub(crate) fn flushed_turns(flushes: usize) -> Vec<Vec<EventDraft>> {
     (2..flushes as u64 + 2)
         .map(|turn| generate::turn(turn, ANSWER_CHUNKS))
         .collect()
 }
 
 /// Creates session `id` in `store` holding generated turn 1, durably.
-pub fn started_session(store: &SessionStore, id: &str) -> Arc<Session> {
+pub(crate) fn started_session(store: &SessionStore, id: &str) -> Arc<Session> {
     let first = generate::turn(1, ANSWER_CHUNKS)
         .into_iter()
         .zip(0u64..)

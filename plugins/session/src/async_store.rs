@@ -29,8 +29,9 @@ use dsh_core::{run_blocking, Unavailable};
 /// itself): each call runs the same sync call off the runtime's workers and awaits it, so no
 /// worker ever waits on I/O. A session's writes ([`AsyncSessionStore::flush`],
 /// [`AsyncSessionStore::dispose`]) run on a writer thread of that session (`dsh-writer`: one
-/// per session being written, started at its first write through this face and ended after
-/// 10 s without one; clones of the face share them), one after the other, with no
+/// per session being written, started at its first write through this face and ended at its
+/// dispose or after 10 s without a write; at most 64 per face, a session beyond them written
+/// on the blocking pool; clones of the face share them), one after the other, with no
 /// blocking-pool hand-off; the other calls run on tokio's blocking pool
 /// ([`dsh_core::run_blocking`]). Errors and codes are the sync API's, unchanged. Calls that do
 /// no I/O (`Session::append`, `SessionStore::get`, `list`) are cheap and stay sync.
@@ -185,7 +186,12 @@ impl AsyncSessionStore {
     /// As `dispose`.
     pub async fn dispose(&self, id: &SessionId) -> Result<bool, StoreError> {
         let (store, key) = (self.store.clone(), id.clone());
-        self.writers.run(id, move || store.dispose(&key)).await
+        let disposed = self.writers.run(id, move || store.dispose(&key)).await;
+        if disposed.is_ok() && self.store.get(id).is_none() {
+            // Nothing more to write: its writer ends after the writes handed to it.
+            self.writers.retire(id);
+        }
+        disposed
     }
 
     /// [`SessionStore::delete`], off the workers.

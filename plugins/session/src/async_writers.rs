@@ -12,7 +12,7 @@
 
 use crate::id::SessionId;
 use std::collections::HashMap;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
@@ -20,6 +20,11 @@ use std::time::Duration;
 /// How long a session's writer thread waits for the session's next write before it ends:
 /// 10 seconds (as long as tokio keeps an idle blocking thread).
 pub(crate) const WRITER_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// How many writer threads one face keeps at most: 64. A write of a session without one while
+/// as many are running goes to tokio's blocking pool instead (the store serializes one
+/// session's writes either way).
+pub(crate) const MAX_WRITERS: usize = 64;
 
 /// A write handed to a writer thread.
 type Job = Box<dyn FnOnce() + Send>;
@@ -34,12 +39,14 @@ pub(crate) struct Writers {
 
 impl Writers {
     /// Runs `work` on the writer thread of session `id` (started now if it has none) after the
-    /// writes handed to it before, and returns its result. `work` runs to its end even when
-    /// the returned future is dropped.
+    /// writes handed to it before, and returns its result; on tokio's blocking pool when the
+    /// session has no writer and [`MAX_WRITERS`] are running. `work` runs to its end even
+    /// when the returned future is dropped.
     ///
     /// # Panics
     /// When `work` panics (its panic is resumed in the caller); when the writer thread cannot
-    /// be started (as [`std::thread::spawn`]).
+    /// be started (as [`std::thread::spawn`]); on the blocking pool, as
+    /// [`dsh_core::run_blocking`].
     pub(crate) async fn run<T: Send + 'static>(
         self: &Arc<Self>,
         id: &SessionId,
@@ -51,7 +58,9 @@ impl Writers {
             // The caller may have gone: the write is done all the same.
             let _ = reply.send(outcome);
         });
-        self.send(id, job);
+        if let Err(job) = self.send(id, job) {
+            dsh_core::run_blocking(job).await;
+        }
         match answer.await {
             Ok(Ok(value)) => value,
             Ok(Err(payload)) => std::panic::resume_unwind(payload),
@@ -59,17 +68,28 @@ impl Writers {
         }
     }
 
-    /// Hands `job` to the writer of `id`, starting one when it has none.
-    fn send(self: &Arc<Self>, id: &SessionId, job: Job) {
+    /// Ends the writer of `id` once it has run the writes handed to it (a session disposed:
+    /// nothing more to write).
+    pub(crate) fn retire(&self, id: &SessionId) {
+        // The writer sees its channel closed after its last queued job.
+        self.lock().remove(id);
+    }
+
+    /// Hands `job` to the writer of `id`, starting one when it has none; gives `job` back
+    /// when the session has none and [`MAX_WRITERS`] are running.
+    fn send(self: &Arc<Self>, id: &SessionId, job: Job) -> Result<(), Job> {
         let mut by_session = self.lock();
         let job = match by_session.get(id) {
             Some(writer) => match writer.send(job) {
-                Ok(()) => return,
+                Ok(()) => return Ok(()),
                 // Unreachable while the lock is held (a writer ends under it); kept safe.
                 Err(mpsc::SendError(job)) => job,
             },
             None => job,
         };
+        if by_session.len() >= MAX_WRITERS {
+            return Err(job);
+        }
         let (sender, jobs) = mpsc::channel();
         sender
             .send(job)
@@ -80,6 +100,7 @@ impl Writers {
             .spawn(move || writers.serve(&key, &jobs))
             .expect("the writer thread starts");
         by_session.insert(id.clone(), sender);
+        Ok(())
     }
 
     /// The writer thread of `id`: runs the jobs as they come, and ends once none came for
@@ -96,10 +117,14 @@ impl Writers {
                             drop(by_session);
                             job();
                         }
-                        Err(_) => {
+                        // The channel's sender is alive, so the entry of `id` is this
+                        // writer's (the map holds the only sender).
+                        Err(TryRecvError::Empty) => {
                             by_session.remove(id);
                             return;
                         }
+                        // Retired: the entry, if any, is a successor's.
+                        Err(TryRecvError::Disconnected) => return,
                     }
                 }
                 Err(RecvTimeoutError::Disconnected) => return,

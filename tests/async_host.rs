@@ -113,8 +113,9 @@ fn the_face_writes_each_session_on_its_writer_thread_not_the_blocking_pool() {
 
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(Backend::Jsonl, dir.path());
-    let threads: Arc<Mutex<HashMap<String, HashSet<(std::thread::ThreadId, Option<String>)>>>> =
-        Arc::default();
+    /// The threads (id, name) each session's flushes were published from, by session.
+    type Publishers = HashMap<String, HashSet<(std::thread::ThreadId, Option<String>)>>;
+    let threads: Arc<Mutex<Publishers>> = Arc::default();
     let _flushes = ctx
         .on::<SessionFlush>({
             let threads = threads.clone();

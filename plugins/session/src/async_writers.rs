@@ -140,3 +140,56 @@ impl Writers {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Writers;
+    use crate::id::SessionId;
+    use std::sync::Arc;
+    use std::thread::{self, ThreadId};
+
+    fn current() -> (ThreadId, Option<String>) {
+        let me = thread::current();
+        (me.id(), me.name().map(str::to_owned))
+    }
+
+    #[test]
+    fn a_session_is_written_on_its_own_thread_until_it_is_retired() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let writers = Arc::new(Writers::default());
+        let (a, b) = (SessionId::from("a"), SessionId::from("b"));
+        let (first, again, other, after) = runtime.block_on(async {
+            let first = writers.run(&a, current).await;
+            let again = writers.run(&a, current).await;
+            let other = writers.run(&b, current).await;
+            writers.retire(&a);
+            let after = writers.run(&a, current).await;
+            (first, again, other, after)
+        });
+        assert_eq!(first.1.as_deref(), Some("dsh-writer"));
+        assert_eq!(first, again, "one thread for the session's writes");
+        assert_ne!(first.0, other.0, "another session, another thread");
+        assert_ne!(first.0, after.0, "a retired writer is not reused");
+    }
+
+    #[test]
+    fn a_panic_in_a_write_is_resumed_in_the_caller_and_the_writer_goes_on() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let writers = Arc::new(Writers::default());
+        let id = SessionId::from("p");
+        let panicked = runtime.block_on(async {
+            let task = tokio::spawn({
+                let (writers, id) = (writers.clone(), id.clone());
+                async move { writers.run(&id, || panic!("injected")).await }
+            });
+            task.await.unwrap_err().is_panic()
+        });
+        assert!(panicked);
+        let after = runtime.block_on(writers.run(&id, || 7));
+        assert_eq!(after, 7);
+    }
+}

@@ -648,9 +648,10 @@ impl PostgresPersistence {
     }
 }
 
-/// The native async calls: the awaited I/O the sync calls [`block`] on, returned as futures
-/// for an async host's face (no blocking-pool hand-off). The futures run on any executor: the
-/// connections' sockets are driven by the backend's driver runtime ([`crate::driver`]).
+/// The native async calls: the awaited I/O the sync calls wait for, returned as futures for an
+/// async host's face (no blocking-pool hand-off). The futures run on any executor: the
+/// connections' sockets are driven by the backend's driver runtime (the host's multi-thread
+/// runtime it was opened in, else one of its own).
 impl AsyncBackend for PostgresPersistence {
     fn append<'a>(
         &'a self,

@@ -113,17 +113,17 @@ impl AsyncSessionStore {
     /// [`SessionStore::flush`], off the workers: on the session's writer thread, after the
     /// writes of the session handed to it before.
     ///
-    /// # Errors
-    ///
-    /// As `flush`.
-    ///
     /// With a backend whose I/O is natively async ([`SessionPersistence::as_async`]: the
     /// PostgreSQL backend), a flush of a session written to it before awaits the backend's
-    /// async append on the runtime, as a task of its own (so that a flush that began is
-    /// finished), with no blocking-pool hand-off; [`crate::SessionFlush`]'s listeners then
-    /// run on a worker. The first write of a session, a flush while a sync write of it is
-    /// under way and the takeover of a stored log another writer moved on still run the sync
-    /// flush on the blocking pool.
+    /// async append on the runtime instead, as a task of its own (so that a flush that began
+    /// is finished), with no thread hand-off; [`crate::SessionFlush`]'s listeners then run on
+    /// a worker. The first write of a session, a flush while a sync write of it is under way
+    /// and the takeover of a stored log another writer moved on still run the sync flush on
+    /// the session's writer thread.
+    ///
+    /// # Errors
+    ///
+    /// As `flush`; a panic in the native append is [`PersistenceError::Panicked`].
     pub async fn flush(&self, session: &Arc<Session>) -> Result<(), StoreError> {
         if self.store.has_native_backend() {
             let (store, live) = (self.store.clone(), session.clone());

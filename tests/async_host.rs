@@ -98,6 +98,95 @@ async fn a_flush_waiting_on_the_store_leaves_the_runtime_thread_free() {
     assert_eq!(store.load(&"s".into()).await.unwrap().len(), 6);
 }
 
+/// The face writes each session (its flushes, its dispose) on a writer thread of its own,
+/// not on tokio's blocking pool: three tasks on a `current_thread` runtime each flush five
+/// turns of their session and dispose it; the runtime, which counts the threads it starts
+/// (`on_thread_start`: only its blocking pool starts any), starts none, each session's
+/// flushes are published (`SessionFlush`, whose listeners run on the writing thread) from a
+/// single `dsh-writer` thread, and every event is stored.
+#[test]
+fn the_face_writes_each_session_on_its_writer_thread_not_the_blocking_pool() {
+    use dsh::session::SessionFlush;
+    use std::collections::{HashMap, HashSet};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = context(Backend::Jsonl, dir.path());
+    /// The threads (id, name) each session's flushes were published from, by session.
+    type Publishers = HashMap<String, HashSet<(std::thread::ThreadId, Option<String>)>>;
+    let threads: Arc<Mutex<Publishers>> = Arc::default();
+    let _flushes = ctx
+        .on::<SessionFlush>({
+            let threads = threads.clone();
+            move |flushed| {
+                let me = std::thread::current();
+                threads
+                    .lock()
+                    .unwrap()
+                    .entry(flushed.session.id().to_string())
+                    .or_default()
+                    .insert((me.id(), me.name().map(str::to_owned)));
+                Ok(())
+            }
+        })
+        .unwrap();
+    let sync = ctx.expect::<SessionStore>();
+    let sessions: Vec<Arc<Session>> = (0..3)
+        .map(|n| {
+            sync.create(Some(format!("w{n}").into()), options())
+                .unwrap()
+        })
+        .collect();
+    let started = Arc::new(AtomicUsize::new(0));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .on_thread_start({
+            let started = started.clone();
+            move || {
+                started.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = AsyncSessionStore::new(sync.clone());
+        let tasks: Vec<_> = sessions
+            .iter()
+            .map(|session| {
+                let (store, session) = (store.clone(), session.clone());
+                tokio::spawn(async move {
+                    for turn in 1..=5 {
+                        append_turn(&session, turn);
+                        store.flush(&session).await?;
+                    }
+                    store.dispose(session.id()).await
+                })
+            })
+            .collect();
+        for task in tasks {
+            assert!(task.await.unwrap().expect("the task's writes succeed"));
+        }
+    });
+    assert_eq!(
+        started.load(Ordering::SeqCst),
+        0,
+        "a write went through tokio's blocking pool"
+    );
+    let threads = threads.lock().unwrap();
+    for n in 0..3 {
+        let id = format!("w{n}");
+        let used = &threads[&id];
+        assert_eq!(used.len(), 1, "{id}: flushed from one thread: {used:?}");
+        assert!(
+            used.iter()
+                .all(|(_, name)| name.as_deref() == Some("dsh-writer")),
+            "{id}: {used:?}"
+        );
+        assert_eq!(sync.load(&id.as_str().into()).unwrap().len(), 30, "{id}");
+    }
+}
+
 /// Eight tasks on a two-worker runtime each create a session and flush twenty turns, one
 /// turn at a time; a fork of a stored session comes from another task; then the context is
 /// dropped on a worker. A fresh context, built and dropped on the blocking pool, reads every
@@ -171,4 +260,85 @@ async fn on_sqlite_tasks_lose_nothing_and_the_context_drops_anywhere() {
 #[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
 async fn on_postgres_tasks_lose_nothing_and_the_context_drops_anywhere() {
     tasks_lose_nothing_and_the_context_drops_anywhere(Backend::Postgres).await;
+}
+
+/// With PostgreSQL (natively async underneath), the async face's flush of a session written
+/// before, and the backend face's append, load, read_prefix and list_page, await the backend's
+/// async calls on the runtime: none of them hands work to tokio's blocking pool. The runtime
+/// counts the threads it starts (`on_thread_start`): a `current_thread` runtime starts one
+/// only for its blocking pool, so the count stays 0. The context, and the backend's own
+/// connection runtime, are built outside it; the session's first write is sync.
+#[cfg(feature = "session-postgres")]
+#[test]
+#[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
+fn on_postgres_the_async_face_awaits_the_backend_without_the_blocking_pool() {
+    use dsh::session::backend::PageRequest;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = context(Backend::Postgres, dir.path());
+    let sync = ctx.expect::<SessionStore>();
+    let session = sync.create(Some("native".into()), options()).unwrap();
+    append_turn(&session, 1);
+    sync.flush(&session).unwrap();
+    let other = sync.create(Some("appended".into()), options()).unwrap();
+    sync.flush(&other).unwrap();
+    let started = Arc::new(AtomicUsize::new(0));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .on_thread_start({
+            let started = started.clone();
+            move || {
+                started.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .build()
+        .unwrap();
+    let (loaded, prefix, page) = runtime.block_on(async {
+        let store = AsyncSessionStore::new(sync.clone());
+        append_turn(&session, 2);
+        store
+            .flush(&session)
+            .await
+            .expect("the second turn flushes");
+        let backend = store.persistence().unwrap();
+        let events: Vec<_> = session.events().iter().take(3).cloned().collect();
+        let appended = other.id().clone();
+        assert_eq!(
+            backend
+                .append(&appended, events[1..].to_vec())
+                .await
+                .unwrap_err()
+                .code(),
+            "SEQ_MISMATCH",
+            "the backend's own seq check refuses a batch that does not start at its end"
+        );
+        let loaded = backend.load(session.id()).await.unwrap();
+        let prefix = backend.read_prefix(session.id(), 4).await.unwrap();
+        let page = backend
+            .list_page(PageRequest {
+                cwd: Some(CWD.into()),
+                limit: 10,
+                ..PageRequest::default()
+            })
+            .await
+            .unwrap();
+        (loaded, prefix, page)
+    });
+    assert_eq!(
+        started.load(Ordering::SeqCst),
+        0,
+        "a call went through tokio's blocking pool"
+    );
+    assert_eq!(loaded.events.len(), session.len());
+    assert_eq!(loaded.events.len(), 12);
+    assert_eq!(prefix.events.len(), 4);
+    let ids: Vec<&str> = page.iter().map(|l| l.header.id.as_str()).collect();
+    assert!(
+        ids.contains(&"native") && ids.contains(&"appended"),
+        "{ids:?}"
+    );
+    drop(runtime);
+    let stored = sync.persistence().unwrap().load(&"native".into()).unwrap();
+    assert_eq!(stored.events.len(), 12);
 }

@@ -32,10 +32,50 @@ enum Flush {
     SyncOnWorkers,
 }
 
+/// The runtime every scenario runs on: a `multi_thread` runtime of two workers, with timers.
+fn two_workers() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// The heartbeat task: asks to wake every [`HEARTBEAT`] until `done` is set, and returns how
+/// late it woke each time, in ms.
+fn heartbeat(done: Arc<AtomicBool>) -> tokio::task::JoinHandle<Vec<f64>> {
+    tokio::spawn(async move {
+        let mut late = Vec::new();
+        while !done.load(Ordering::Relaxed) {
+            let due = Instant::now() + HEARTBEAT;
+            tokio::time::sleep_until(due.into()).await;
+            late.push(due.elapsed().as_secs_f64() * 1e3);
+        }
+        late
+    })
+}
+
+/// The heartbeat's baseline: its lateness of every wake, in ms, on an idle two-worker
+/// runtime for `how_long` (what the machine alone costs it, measured in the same run).
+fn idle_heartbeat(how_long: Duration) -> Vec<f64> {
+    two_workers().block_on(async move {
+        let done = Arc::new(AtomicBool::new(false));
+        let beat = heartbeat(done.clone());
+        tokio::time::sleep(how_long).await;
+        done.store(true, Ordering::Relaxed);
+        beat.await.expect("the heartbeat completes")
+    })
+}
+
 /// One run of [`FLUSH_THREADS`] tasks flushing `flushes` turns each on a two-worker runtime,
-/// with the heartbeat: returns the flushes per second of all tasks together and the
-/// heartbeat's lateness of every wake, in ms.
-fn tasks_with_heartbeat(ctx: &Context, id: &str, flushes: usize, how: Flush) -> (f64, Vec<f64>) {
+/// with the heartbeat: returns the flushes per second of all tasks together, the heartbeat's
+/// lateness of every wake, in ms, and how long the tasks ran.
+fn tasks_with_heartbeat(
+    ctx: &Context,
+    id: &str,
+    flushes: usize,
+    how: Flush,
+) -> (f64, Vec<f64>, Duration) {
     let store = ctx.expect::<SessionStore>();
     let sessions: Vec<Arc<Session>> = (0..FLUSH_THREADS)
         .map(|i| started_session(&store, &format!("{id}-{i}")))
@@ -44,26 +84,10 @@ fn tasks_with_heartbeat(ctx: &Context, id: &str, flushes: usize, how: Flush) -> 
         .iter()
         .map(|session| (session.clone(), flushed_turns(flushes)))
         .collect();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .expect("a tokio runtime");
     let face = AsyncSessionStore::new(store.clone());
-    let (rate, late) = runtime.block_on(async move {
+    let (elapsed, late) = two_workers().block_on(async move {
         let done = Arc::new(AtomicBool::new(false));
-        let heartbeat = tokio::spawn({
-            let done = done.clone();
-            async move {
-                let mut late = Vec::new();
-                while !done.load(Ordering::Relaxed) {
-                    let due = Instant::now() + HEARTBEAT;
-                    tokio::time::sleep_until(due.into()).await;
-                    late.push(due.elapsed().as_secs_f64() * 1e3);
-                }
-                late
-            }
-        });
+        let beat = heartbeat(done.clone());
         let began = Instant::now();
         let tasks: Vec<_> = work
             .into_iter()
@@ -88,18 +112,15 @@ fn tasks_with_heartbeat(ctx: &Context, id: &str, flushes: usize, how: Flush) -> 
         }
         let elapsed = began.elapsed();
         done.store(true, Ordering::Relaxed);
-        let late = heartbeat.await.expect("the heartbeat completes");
-        (
-            (FLUSH_THREADS * flushes) as f64 / elapsed.as_secs_f64(),
-            late,
-        )
+        (elapsed, beat.await.expect("the heartbeat completes"))
     });
     for session in &sessions {
         store
             .dispose(session.id())
             .expect("the measured session is written and disposed");
     }
-    (rate, late)
+    let rate = (FLUSH_THREADS * flushes) as f64 / elapsed.as_secs_f64();
+    (rate, late, elapsed)
 }
 
 /// The `q`-quantile (0 to 1) of `samples`, nearest rank; 0 when empty.
@@ -119,11 +140,16 @@ fn quantile(mut samples: Vec<f64>, q: f64) -> f64 {
 ///   API on [`FLUSH_THREADS`] threads, the median of the per-repetition ratios (target >= 0.9);
 /// - `heartbeat_late_ms_p99_<b>`: the 99th percentile of the heartbeat's lateness over every
 ///   wake of every repetition, flushing through the face (target <= 5 ms);
+/// - `<b>_sync_threads_flush_per_s`: the ratio's baseline, the sync API on [`FLUSH_THREADS`]
+///   threads (median);
 /// - `heartbeat_late_ms_p99_sync_on_workers_<b>`: the same with the sync API called on the
 ///   workers (no target: what the face avoids);
 ///
-/// then `async_flush_ratio` (the lowest over the backends), `heartbeat_late_ms_p99` (the
-/// highest), `heartbeat_ms`, `events_per_flush` and `flush_tasks`.
+/// then `heartbeat_late_ms_p99_idle`: the heartbeat's baseline, the same heartbeat on an idle
+/// two-worker runtime, after each repetition's async run for as long as it ran, over every
+/// backend (what the machine alone costs it; no target); `async_flush_ratio` (the lowest over
+/// the backends), `heartbeat_late_ms_p99` (the highest), `heartbeat_ms`, `events_per_flush`
+/// and `flush_tasks`.
 ///
 /// # Panics
 /// When a scenario fails.
@@ -133,6 +159,7 @@ pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> Vec<(String, f64
     let reps = sizes.paired_reps.min(5);
     let mut figures = Vec::new();
     let (mut worst_ratio, mut worst_late) = (f64::INFINITY, 0.0_f64);
+    let mut idle = Vec::new();
     for backend in &backends {
         progress(backend.name);
         let ctx = backend.context();
@@ -146,11 +173,12 @@ pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> Vec<(String, f64
                 FLUSH_THREADS,
                 sizes.flushes,
             ));
-            let (rate, wakes) =
+            let (rate, wakes, ran) =
                 tasks_with_heartbeat(&ctx, &id("async"), sizes.flushes, Flush::Async);
             rates.push(rate);
             late.extend(wakes);
-            let (_, wakes) =
+            idle.extend(idle_heartbeat(ran));
+            let (_, wakes, _) =
                 tasks_with_heartbeat(&ctx, &id("sync"), sizes.flushes, Flush::SyncOnWorkers);
             late_sync.extend(wakes);
         }
@@ -160,6 +188,10 @@ pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> Vec<(String, f64
         worst_ratio = worst_ratio.min(ratio);
         worst_late = worst_late.max(p99);
         figures.push((format!("{name}_async_flush_per_s"), median(rates)));
+        figures.push((
+            format!("{name}_sync_threads_flush_per_s"),
+            median(sync_rates),
+        ));
         figures.push((format!("async_flush_ratio_{name}"), ratio));
         figures.push((format!("heartbeat_late_ms_p99_{name}"), p99));
         figures.push((
@@ -167,6 +199,7 @@ pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> Vec<(String, f64
             quantile(late_sync, 0.99),
         ));
     }
+    figures.push(("heartbeat_late_ms_p99_idle".into(), quantile(idle, 0.99)));
     figures.push(("async_flush_ratio".into(), worst_ratio));
     figures.push(("heartbeat_late_ms_p99".into(), worst_late));
     figures.push(("heartbeat_ms".into(), HEARTBEAT.as_secs_f64() * 1e3));

@@ -51,9 +51,10 @@ enum Command {
     /// with one sync per flush (on one thread and on eight, each its own file) and parsing
     /// them back.
     Persist(RunOptions),
-    /// The async face on a tokio runtime of two workers (JSONL, SQLite): 8 tasks flushing
-    /// 20-event turns through it while a 5 ms heartbeat records how late it wakes, against
-    /// the sync API on 8 threads, and the heartbeat with the sync API called on the workers.
+    /// The async face on a tokio runtime of two workers (JSONL, SQLite; PostgreSQL in a
+    /// `postgres` build with a server): 8 tasks flushing 20-event turns through it while a
+    /// 5 ms heartbeat records how late it wakes, against the sync API on 8 threads, the
+    /// heartbeat with the sync API called on the workers, and the heartbeat on an idle runtime.
     Async(RunOptions),
     /// The ACP server of `dsh acp`, in process: session/load of a 100,000-event JSONL session
     /// (events replayed per second) against what `dsh history --json` does with it,

@@ -272,6 +272,7 @@ fn the_async_scenarios_measure_every_backend_with_the_heartbeat() {
     for backend in ["jsonl", "sqlite"] {
         expected.extend([
             format!("{backend}_async_flush_per_s"),
+            format!("{backend}_sync_threads_flush_per_s"),
             format!("async_flush_ratio_{backend}"),
             format!("heartbeat_late_ms_p99_{backend}"),
             format!("heartbeat_late_ms_p99_sync_on_workers_{backend}"),
@@ -279,6 +280,7 @@ fn the_async_scenarios_measure_every_backend_with_the_heartbeat() {
     }
     expected.extend(
         [
+            "heartbeat_late_ms_p99_idle",
             "async_flush_ratio",
             "heartbeat_late_ms_p99",
             "heartbeat_ms",

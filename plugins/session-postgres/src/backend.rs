@@ -9,8 +9,8 @@ use crate::publish::{header_params, publish_in};
 use crate::rows::{insert_events, PgRow};
 use crate::schema::{set_up, DEFAULT_SCHEMA};
 use dsh_session::backend::{
-    check_seqs, ListedSession, PageRequest, PersistenceError, SessionPersistence, StoredLog,
-    StoredPrefix, StoredSession, StoredTail,
+    check_seqs, AsyncBackend, BackendFuture, ListedSession, PageRequest, PersistenceError,
+    SessionPersistence, StoredLog, StoredPrefix, StoredSession, StoredTail,
 };
 use dsh_session::event_type::last_title;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
@@ -128,28 +128,29 @@ impl Conn {
     /// # Errors
     ///
     /// The server refusing a step.
-    fn ready(
+    async fn ready(
         client: Client,
         sql: &Statements,
         lock_timeout: Duration,
     ) -> Result<Conn, tokio_postgres::Error> {
-        block(client.batch_execute(&format!(
-            "SET lock_timeout = {}; SET synchronous_commit = on",
-            lock_timeout.as_millis()
-        )))?;
-        let prepare = |text: &str| block(client.prepare(text));
+        client
+            .batch_execute(&format!(
+                "SET lock_timeout = {}; SET synchronous_commit = on",
+                lock_timeout.as_millis()
+            ))
+            .await?;
         let st = Prepared {
-            insert_session: prepare(&sql.insert_session)?,
-            insert_events: prepare(&sql.insert_events)?,
-            lock_session: prepare(&sql.lock_session)?,
-            next_seq: prepare(&sql.next_seq)?,
-            select_header: prepare(&sql.select_header)?,
-            select_events: prepare(&sql.select_events)?,
-            select_spans: prepare(&sql.select_spans)?,
-            select_span_rows: prepare(&sql.select_span_rows)?,
-            list: prepare(&sql.list)?,
-            list_page: prepare(&sql.list_page)?,
-            set_listed: prepare(&sql.set_listed)?,
+            insert_session: client.prepare(&sql.insert_session).await?,
+            insert_events: client.prepare(&sql.insert_events).await?,
+            lock_session: client.prepare(&sql.lock_session).await?,
+            next_seq: client.prepare(&sql.next_seq).await?,
+            select_header: client.prepare(&sql.select_header).await?,
+            select_events: client.prepare(&sql.select_events).await?,
+            select_spans: client.prepare(&sql.select_spans).await?,
+            select_span_rows: client.prepare(&sql.select_span_rows).await?,
+            list: client.prepare(&sql.list).await?,
+            list_page: client.prepare(&sql.list_page).await?,
+            set_listed: client.prepare(&sql.set_listed).await?,
         };
         Ok(Conn { client, st })
     }
@@ -227,7 +228,7 @@ struct Statements {
 /// Sets the `next_seq` column (schema 6) of session `id` to `next_seq` and, when `title` is
 /// given, its `title` column (schema 4) to what it holds, in transaction `tx`: what a listing
 /// reads of a session besides its header.
-fn set_listed(
+async fn set_listed(
     tx: &mut Transaction<'_>,
     st: &Prepared,
     id: &SessionId,
@@ -236,10 +237,11 @@ fn set_listed(
 ) -> Result<(), tokio_postgres::Error> {
     let next_seq = sql_int(next_seq);
     let (set_title, title) = (title.is_some(), title.flatten());
-    block(tx.execute(
+    tx.execute(
         &st.set_listed,
         &[&id.as_str(), &next_seq, &set_title, &title],
-    ))?;
+    )
+    .await?;
     Ok(())
 }
 
@@ -374,11 +376,12 @@ impl PostgresPersistence {
                 source,
             })
         })?;
-        let mut client = driver.connect(&config, &place)?;
+        let mut client = block(driver.connect(&config, &place))?;
         set_up(&mut client, &place)?;
         let sql = Statements::new(&place.schema);
         let lock_timeout = lock_timeout.max(Duration::from_millis(1));
-        let conn = Conn::ready(client, &sql, lock_timeout).map_err(|e| sql_error(&place, e))?;
+        let conn =
+            block(Conn::ready(client, &sql, lock_timeout)).map_err(|e| sql_error(&place, e))?;
         Ok(PostgresPersistence {
             sql,
             delete_sql: statements(&place.schema),
@@ -398,12 +401,19 @@ impl PostgresPersistence {
 
     /// A connection for one call: an idle one the server did not close, else a new one.
     fn client(&self) -> Result<Pooled<'_>, PersistenceError> {
+        block(self.connection())
+    }
+
+    /// [`PostgresPersistence::client`], awaited.
+    async fn connection(&self) -> Result<Pooled<'_>, PersistenceError> {
         let idle = std::iter::from_fn(|| self.idle.lock().pop()).find(|c| !c.client.is_closed());
         let client = match idle {
             Some(conn) => conn,
             None => {
-                let client = self.driver.connect(&self.config, &self.place)?;
-                Conn::ready(client, &self.sql, self.lock_timeout).map_err(self.failed())?
+                let client = self.driver.connect(&self.config, &self.place).await?;
+                Conn::ready(client, &self.sql, self.lock_timeout)
+                    .await
+                    .map_err(self.failed())?
             }
         };
         Ok(Pooled {
@@ -440,38 +450,41 @@ impl PostgresPersistence {
     /// Reads session `id` in one read-only repeatable read transaction, so that header,
     /// revision and events are of one committed state: the events with seq `from` and later,
     /// at most `limit` of them, checked as [`StoredRows::from_rows`] checks them.
-    fn read(&self, id: &SessionId, from: u64, limit: u64) -> Result<StoredRows, PersistenceError> {
+    async fn read(
+        &self,
+        id: &SessionId,
+        from: u64,
+        limit: u64,
+    ) -> Result<StoredRows, PersistenceError> {
         let not_found = || PersistenceError::NotFound { id: id.clone() };
         if id.as_str().contains('\0') {
             return Err(not_found());
         }
         let store = self.place.to_string();
-        let mut client = self.client()?;
+        let mut client = self.connection().await?;
         let Conn { client, st } = &mut *client;
-        let tx = block(
-            client
-                .build_transaction()
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start(),
-        )
-        .map_err(self.failed())?;
+        let tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(self.failed())?;
         // Sent together (one round trip), read in one snapshot.
         let (key, first, most) = (id.as_str(), sql_int(from), sql_int(limit));
         let (header_params, events_params): ([&Param<'_>; 1], [&Param<'_>; 3]) =
             ([&key], [&key, &first, &most]);
-        let (row, spans, rows) = block(async {
-            tokio::join!(
-                tx.query_opt(&st.select_header, &header_params),
-                tx.query(&st.select_spans, &header_params),
-                tx.query(&st.select_events, &events_params),
-            )
-        });
+        let (row, spans, rows) = tokio::join!(
+            tx.query_opt(&st.select_header, &header_params),
+            tx.query(&st.select_spans, &header_params),
+            tx.query(&st.select_events, &events_params),
+        );
         // The first statement's error first: the others fail only because the first did.
         let row = row.map_err(self.failed())?.ok_or_else(not_found)?;
         let spans = spans_of_rows(&spans.map_err(self.failed())?).map_err(self.failed())?;
         let own = rows.map_err(self.failed())?;
         let mut rows = inherited_rows(&tx, &st.select_span_rows, &spans, from, limit)
+            .await
             .map_err(self.failed())?;
         let header = HeaderColumns::read(&PgRow(&row))
             .map_err(self.failed())?
@@ -484,7 +497,7 @@ impl PostgresPersistence {
             rows.push(EventColumns::read(&PgRow(row)).map_err(self.failed())?);
         }
         let read = StoredRows::from_rows(&store, id, header, from, revision, rows)?;
-        block(tx.commit()).map_err(self.failed())?;
+        tx.commit().await.map_err(self.failed())?;
         Ok(read)
     }
 
@@ -536,6 +549,127 @@ impl PostgresPersistence {
     }
 }
 
+/// The calls whose I/O is awaited by both faces: the sync calls [`block`] on them, the
+/// async ones ([`AsyncBackend`]) return them.
+impl PostgresPersistence {
+    /// [`SessionPersistence::append`], awaited: its one transaction, every statement awaited.
+    async fn append_rows(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        if id.as_str().contains('\0') {
+            return Err(PersistenceError::NotFound { id: id.clone() });
+        }
+        self.check_storable(id, events)?;
+        let seen = self.seen.seen(id);
+        let mut client = self.connection().await?;
+        let mut refused = None;
+        let written = async {
+            let Conn { client, st } = &mut *client;
+            let mut tx = client.transaction().await?;
+            // Sent together (one round trip); run in order, so the next seq is read under the
+            // lock.
+            let key = id.as_str();
+            let params: [&Param<'_>; 1] = [&key];
+            let (locked, next) = tokio::join!(
+                tx.query_opt(&st.lock_session, &params),
+                tx.query_one(&st.next_seq, &params),
+            );
+            // The lock's error first (a lock timeout): the second fails only because of it.
+            let Some(locked) = locked? else {
+                refused = Some(PersistenceError::NotFound { id: id.clone() });
+                return tx.commit().await;
+            };
+            let next: i64 = next?.get(0);
+            let version: i64 = locked.get(0);
+            let current = SeenGenerations::check_write(id, seen, sql_count(version));
+            match current.and_then(|()| check_seqs(id, sql_count(next), events)) {
+                Ok(()) => {
+                    insert_events(&mut tx, &st.insert_events, id, events).await?;
+                    // An append that sets no title keeps the stored one.
+                    let title = last_title(events.iter().map(Arc::as_ref)).map(Some);
+                    let next_seq = sql_count(next) + events.len() as u64;
+                    set_listed(&mut tx, st, id, next_seq, title).await?;
+                }
+                Err(mismatch) => refused = Some(mismatch),
+            }
+            tx.commit().await?;
+            tracing::debug!(session = %id, store = %self.place, "committed");
+            Ok(())
+        }
+        .await;
+        match (written, refused) {
+            // The transaction committed nothing (a refused append inserts no row).
+            (Ok(()), Some(refusal)) => Err(refusal),
+            (Ok(()), None) => Ok(()),
+            (Err(error), _) if is_duplicate_key(&error) => {
+                // A writer that did not take the row lock stored one of these seqs first.
+                let next: i64 = client
+                    .client
+                    .query_one(&client.st.next_seq, &[&id.as_str()])
+                    .await
+                    .map_err(self.failed())?
+                    .get(0);
+                Err(PersistenceError::SeqMismatch {
+                    id: id.clone(),
+                    expected: sql_count(next),
+                    got: events.first().map_or(0, |e| e.seq),
+                })
+            }
+            (Err(error), _) => Err(self.write_error(id, error)),
+        }
+    }
+
+    /// [`SessionPersistence::read_prefix`], awaited.
+    async fn read_prefix_rows(
+        &self,
+        id: &SessionId,
+        len: u64,
+    ) -> Result<StoredSession, PersistenceError> {
+        let read = self.read(id, 0, len).await?;
+        self.seen.saw(id, read.header.version);
+        Ok(read.into_stored())
+    }
+
+    /// [`SessionPersistence::list_page`], awaited.
+    async fn page(&self, request: &PageRequest) -> Result<Vec<ListedSession>, PersistenceError> {
+        let after_time = request.after.as_ref().map(|(at, _)| sql_int(*at));
+        let after_id = request.after.as_ref().map(|(_, id)| id.as_str());
+        let limit = i64::try_from(request.limit).unwrap_or(i64::MAX);
+        let client = self.connection().await?;
+        let params: [&Param<'_>; 4] = [&request.cwd, &after_time, &after_id, &limit];
+        let rows = client
+            .client
+            .query(&client.st.list_page, &params)
+            .await
+            .map_err(self.failed())?;
+        Ok(self.listed(&rows))
+    }
+}
+
+/// The native async calls: the awaited I/O the sync calls wait for, returned as futures for an
+/// async host's face (no blocking-pool hand-off). The futures run on any executor: the
+/// connections' sockets are driven by the backend's driver runtime (the host's multi-thread
+/// runtime it was opened in, else one of its own).
+impl AsyncBackend for PostgresPersistence {
+    fn append<'a>(
+        &'a self,
+        id: &'a SessionId,
+        events: &'a [Arc<SessionEvent>],
+    ) -> BackendFuture<'a, ()> {
+        Box::pin(self.append_rows(id, events))
+    }
+
+    fn read_prefix<'a>(&'a self, id: &'a SessionId, len: u64) -> BackendFuture<'a, StoredSession> {
+        Box::pin(self.read_prefix_rows(id, len))
+    }
+
+    fn list_page<'a>(&'a self, request: &'a PageRequest) -> BackendFuture<'a, Vec<ListedSession>> {
+        Box::pin(self.page(request))
+    }
+}
+
 impl SessionPersistence for PostgresPersistence {
     /// Inserts the header row and the seed's event rows in one transaction.
     ///
@@ -567,9 +701,9 @@ impl SessionPersistence for PostgresPersistence {
                 if inserted != 1 {
                     return id_conflict(tx, s, id, &store).map(Some);
                 }
-                insert_events(tx, &st.insert_events, id, seed)?;
+                block(insert_events(tx, &st.insert_events, id, seed))?;
                 let title = last_title(seed.iter().map(Arc::as_ref));
-                set_listed(tx, st, id, seed.len() as u64, Some(title))?;
+                block(set_listed(tx, st, id, seed.len() as u64, Some(title)))?;
                 Ok(None)
             })
             .map_err(|e| self.write_error(id, e))?;
@@ -632,7 +766,7 @@ impl SessionPersistence for PostgresPersistence {
                 let refused = fork_in(tx, s, statements, (&row, &store), prefix, own)?;
                 if refused.is_none() {
                     let next_seq = prefix.len + own.len() as u64;
-                    set_listed(tx, st, id, next_seq, Some(title.clone()))?;
+                    block(set_listed(tx, st, id, next_seq, Some(title.clone())))?;
                 }
                 Ok(refused)
             })
@@ -663,67 +797,7 @@ impl SessionPersistence for PostgresPersistence {
     /// for an event type holding a NUL character; [`PersistenceError::Locked`];
     /// [`PersistenceError::Io`].
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
-        if id.as_str().contains('\0') {
-            return Err(PersistenceError::NotFound { id: id.clone() });
-        }
-        self.check_storable(id, events)?;
-        let seen = self.seen.seen(id);
-        let mut client = self.client()?;
-        let mut refused = None;
-        let written = self.write(&mut client, id, |tx, st| {
-            // Sent together (one round trip); run in order, so the next seq is read under the
-            // lock.
-            let key = id.as_str();
-            let params: [&Param<'_>; 1] = [&key];
-            let (locked, next) = block(async {
-                tokio::join!(
-                    tx.query_opt(&st.lock_session, &params),
-                    tx.query_one(&st.next_seq, &params),
-                )
-            });
-            // The lock's error first (a lock timeout): the second fails only because of it.
-            let Some(locked) = locked? else {
-                refused = Some(PersistenceError::NotFound { id: id.clone() });
-                return Ok(());
-            };
-            let next: i64 = next?.get(0);
-            let version: i64 = locked.get(0);
-            let current = SeenGenerations::check_write(id, seen, sql_count(version));
-            match current.and_then(|()| check_seqs(id, sql_count(next), events)) {
-                Ok(()) => {
-                    insert_events(tx, &st.insert_events, id, events)?;
-                    // An append that sets no title keeps the stored one.
-                    let title = last_title(events.iter().map(Arc::as_ref)).map(Some);
-                    let next_seq = sql_count(next) + events.len() as u64;
-                    set_listed(tx, st, id, next_seq, title)
-                }
-                Err(mismatch) => {
-                    refused = Some(mismatch);
-                    Ok(())
-                }
-            }
-        });
-        match (written, refused) {
-            // The transaction committed nothing (a refused append inserts no row).
-            (Ok(()), Some(refusal)) => Err(refusal),
-            (Ok(()), None) => Ok(()),
-            (Err(error), _) if is_duplicate_key(&error) => {
-                // A writer that did not take the row lock stored one of these seqs first.
-                let next: i64 = block(
-                    client
-                        .client
-                        .query_one(&client.st.next_seq, &[&id.as_str()]),
-                )
-                .map_err(self.failed())?
-                .get(0);
-                Err(PersistenceError::SeqMismatch {
-                    id: id.clone(),
-                    expected: sql_count(next),
-                    got: events.first().map_or(0, |e| e.seq),
-                })
-            }
-            (Err(error), _) => Err(self.write_error(id, error)),
-        }
+        block(self.append_rows(id, events))
     }
 
     /// Reads the header and the first `len` events (fewer when the log is shorter), reading
@@ -737,9 +811,7 @@ impl SessionPersistence for PostgresPersistence {
     /// the header cannot take); [`PersistenceError::Corrupt`] (a gap in the seqs, or a column
     /// that is not the JSON it should be); [`PersistenceError::Io`].
     fn read_prefix(&self, id: &SessionId, len: u64) -> Result<StoredSession, PersistenceError> {
-        let read = self.read(id, 0, len)?;
-        self.seen.saw(id, read.header.version);
-        Ok(read.into_stored())
+        block(self.read_prefix_rows(id, len))
     }
 
     /// Opens the log to read it a page of rows at a time ([`dsh_session_sql::PagedLog`], pages
@@ -767,7 +839,7 @@ impl SessionPersistence for PostgresPersistence {
     /// primary key: no row before them is read); `len` is the revision. Never writes. Errors as
     /// [`SessionPersistence::load`], for the rows read (a gap before `from` is not seen).
     fn read_from(&self, id: &SessionId, from: u64) -> Result<StoredTail, PersistenceError> {
-        Ok(self.read(id, from, u64::MAX)?.into_tail())
+        Ok(block(self.read(id, from, u64::MAX))?.into_tail())
     }
 
     /// The headers and revisions of every stored session, sorted by `createdAt` then id (byte
@@ -793,14 +865,7 @@ impl SessionPersistence for PostgresPersistence {
     ///
     /// [`PersistenceError::Io`] when the table cannot be read.
     fn list_page(&self, request: &PageRequest) -> Result<Vec<ListedSession>, PersistenceError> {
-        let after_time = request.after.as_ref().map(|(at, _)| sql_int(*at));
-        let after_id = request.after.as_ref().map(|(_, id)| id.as_str());
-        let limit = i64::try_from(request.limit).unwrap_or(i64::MAX);
-        let client = self.client()?;
-        let params: [&Param<'_>; 4] = [&request.cwd, &after_time, &after_id, &limit];
-        let rows =
-            block(client.client.query(&client.st.list_page, &params)).map_err(self.failed())?;
-        Ok(self.listed(&rows))
+        block(self.page(request))
     }
 
     /// Takes the session's row lock, moves its stored generation to the tables of superseded
@@ -828,9 +893,9 @@ impl SessionPersistence for PostgresPersistence {
         let refused = self
             .write(&mut client, id, |tx, st| {
                 publish_in(tx, s, &row, source_revision, |tx| {
-                    insert_events(tx, &st.insert_events, id, events)?;
+                    block(insert_events(tx, &st.insert_events, id, events))?;
                     let title = last_title(events.iter().map(Arc::as_ref));
-                    set_listed(tx, st, id, events.len() as u64, Some(title))
+                    block(set_listed(tx, st, id, events.len() as u64, Some(title)))
                 })
             })
             .map_err(|e| self.write_error(id, e))?;
@@ -873,6 +938,11 @@ impl SessionPersistence for PostgresPersistence {
 
     fn release(&self, id: &SessionId) {
         self.seen.forget(id);
+    }
+
+    /// The native async calls: appends, reads and pages awaited on the host's runtime.
+    fn as_async(&self) -> Option<&dyn AsyncBackend> {
+        Some(self)
     }
 }
 

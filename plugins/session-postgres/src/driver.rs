@@ -13,6 +13,13 @@
 //! cannot starve the connections it waits for. On a `current_thread` runtime the connections
 //! run on the backend's own thread for the same reason. Dropping the backend never blocks and
 //! never panics, on any thread: its own runtime is shut down in the background.
+//!
+//! The backend's native async calls (`dsh_session::backend::AsyncBackend`: append, reads,
+//! pages) are the same client futures, awaited instead of blocked on: an async host's face
+//! polls them from its own tasks, on any runtime, with no blocking-pool hand-off, while the
+//! sockets stay with the driver above. The sync `postgres` crate is not used (its client runs
+//! a runtime of its own per connection, which must not be dropped or used inside a tokio
+//! runtime); the sync calls are [`block`] over the async ones.
 
 use dsh_session::backend::PersistenceError;
 use std::future::Future;
@@ -69,14 +76,15 @@ impl Driver {
         })
     }
 
-    /// Opens a connection to `config`'s server: the connection task runs on the driver's
-    /// runtime until the client is dropped or the server closes it.
+    /// Opens a connection to `config`'s server (awaited; a sync call [`block`]s on it): the
+    /// connection task runs on the driver's runtime until the client is dropped or the
+    /// server closes it.
     ///
     /// # Errors
     ///
     /// [`PersistenceError::Io`] naming `place` when the server cannot be reached or
     /// refuses the connection.
-    pub(crate) fn connect(
+    pub(crate) async fn connect(
         &self,
         config: &Config,
         place: &Place,
@@ -91,7 +99,7 @@ impl Driver {
             });
             Ok::<_, tokio_postgres::Error>(client)
         });
-        match block(connecting) {
+        match connecting.await {
             Ok(connected) => connected.map_err(|e| sql_error(place, e)),
             Err(joined) => Err(PersistenceError::Io {
                 path: place.to_string(),

@@ -48,7 +48,7 @@ pub(crate) fn spans_of_rows(
 /// The inherited event rows of a generation with `spans`, with seq `from` and later, at most
 /// `limit` of them, in seq order, read with `select_rows` (the prepared
 /// [`dsh_session_sql::span_rows_sql`]) in the transaction of the read.
-pub(crate) fn inherited_rows(
+pub(crate) async fn inherited_rows(
     client: &impl GenericClient,
     select_rows: &Statement,
     spans: &[Span],
@@ -62,7 +62,9 @@ pub(crate) fn inherited_rows(
             sql_int(read.from),
             sql_int(read.to),
         );
-        let got = block(client.query(select_rows, &[&read.source_id, &version, &lo, &hi]))?;
+        let got = client
+            .query(select_rows, &[&read.source_id, &version, &lo, &hi])
+            .await?;
         for row in &got {
             rows.push(EventColumns::read(&PgRow(row))?);
         }
@@ -153,6 +155,6 @@ pub(crate) fn fork_in(
             ],
         ))?;
     }
-    insert_events(tx, insert_rows, &id, own)?;
+    block(insert_events(tx, insert_rows, &id, own))?;
     Ok(None)
 }

@@ -44,7 +44,7 @@ impl PageSource for Pages {
         let failed = |e| sql_error(&self.place, e);
         let select = self.conn.st.select_span_rows.clone();
         let tx = read_only(&mut self.conn).map_err(failed)?;
-        let rows = inherited_rows(&tx, &select, spans, from, limit).map_err(failed)?;
+        let rows = block(inherited_rows(&tx, &select, spans, from, limit)).map_err(failed)?;
         block(tx.commit()).map_err(failed)?;
         Ok(rows)
     }

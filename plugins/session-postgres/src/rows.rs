@@ -1,15 +1,15 @@
 //! Event rows in and out of PostgreSQL: the one-statement insert of a batch, and a driver row
 //! read by the row mapping the SQL backends share ([`dsh_session_sql`]).
 
-use crate::driver::block;
 use dsh_session::{SessionEvent, SessionId};
 use dsh_session_sql::EventColumns;
 use std::sync::Arc;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Statement, Transaction};
 
 /// Inserts the `events` rows of `events` for session `id` in one statement.
-pub(crate) fn insert_events(
-    tx: &mut Transaction,
+pub(crate) async fn insert_events(
+    tx: &mut Transaction<'_>,
     statement: &Statement,
     id: &SessionId,
     events: &[Arc<SessionEvent>],
@@ -28,19 +28,17 @@ pub(crate) fn insert_events(
         .map(|r| r.source_event_seqs.as_deref())
         .collect();
     let ignorable: Vec<Option<bool>> = rows.iter().map(|r| r.ignorable).collect();
-    block(tx.execute(
-        statement,
-        &[
-            &id.as_str(),
-            &seqs,
-            &kinds,
-            &times,
-            &data,
-            &surface_ops,
-            &sources,
-            &ignorable,
-        ],
-    ))?;
+    let params: [&(dyn ToSql + Sync); 8] = [
+        &id.as_str(),
+        &seqs,
+        &kinds,
+        &times,
+        &data,
+        &surface_ops,
+        &sources,
+        &ignorable,
+    ];
+    tx.execute(statement, &params).await?;
     Ok(())
 }
 

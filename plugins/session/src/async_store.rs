@@ -2,15 +2,17 @@
 //! (with [`ReopenStream`], a stored read streamed over a bounded channel) and
 //! [`AsyncPersistence`].
 
+use std::future::Future;
 use std::sync::Arc;
 
+use crate::async_writers::Writers;
 use crate::event::SessionEvent;
 use crate::format::FormatVersion;
 use crate::header::SessionHeader;
 use crate::id::SessionId;
 use crate::list_page::PageRequest;
 use crate::persistence::{
-    ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
+    panic_message, ListedSession, PersistenceError, SessionPersistence, StoredSession, StoredTail,
 };
 use crate::session::Session;
 use crate::store::{
@@ -24,14 +26,18 @@ use dsh_core::{run_blocking, Unavailable};
 /// Every [`SessionStore`] call that does I/O blocks its thread for the backend (an fsync, a
 /// database transaction). On a runtime worker that stalls every task scheduled there, so an
 /// async host calls them through this face (and [`AsyncPersistence`] for the backend
-/// itself): each call runs the same sync call on tokio's blocking pool
-/// ([`dsh_core::run_blocking`]) and awaits it, so no worker ever waits on I/O. Errors and
-/// codes are the sync API's, unchanged. Calls that do no I/O (`Session::append`,
-/// `SessionStore::get`, `list`) are cheap and stay sync.
+/// itself): each call runs the same sync call off the runtime's workers and awaits it, so no
+/// worker ever waits on I/O. A session's writes ([`AsyncSessionStore::flush`],
+/// [`AsyncSessionStore::dispose`]) run on a writer thread of that session (`dsh-writer`: one
+/// per session being written, started at its first write through this face and ended at its
+/// dispose or after 10 s without a write; at most 64 per face, a session beyond them written
+/// on the blocking pool; clones of the face share them), one after the other, with no
+/// blocking-pool hand-off; the other calls run on tokio's blocking pool
+/// ([`dsh_core::run_blocking`]). Errors and codes are the sync API's, unchanged. Calls that do
+/// no I/O (`Session::append`, `SessionStore::get`, `list`) are cheap and stay sync.
 ///
-/// A call whose future is dropped before it completes still runs to the end on the blocking
-/// pool (a flush that began is finished, never cut): dropping the future only drops the
-/// answer.
+/// A call whose future is dropped before it completes still runs to the end off the workers
+/// (a flush that began is finished, never cut): dropping the future only drops the answer.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -51,18 +57,24 @@ use dsh_core::{run_blocking, Unavailable};
 /// ```
 ///
 /// # Panics
-/// Every method panics as [`run_blocking`] does: outside a tokio runtime, or when the runtime
-/// shuts down before the call ran. The backends' own panics are contained as errors
+/// Every method but `flush` and `dispose` panics as [`run_blocking`] does: outside a tokio
+/// runtime, or when the runtime shuts down before the call ran; `flush` and `dispose` when the
+/// session's writer thread cannot be started. The backends' own panics are contained as errors
 /// ([`PersistenceError::Panicked`]) before that.
 #[derive(Clone, Debug)]
 pub struct AsyncSessionStore {
     store: Arc<SessionStore>,
+    /// The writer threads of the sessions this face writes (flush, dispose).
+    writers: Arc<Writers>,
 }
 
 impl AsyncSessionStore {
     /// The async face of `store` (e.g. `ctx.expect::<SessionStore>()`).
     pub fn new(store: Arc<SessionStore>) -> AsyncSessionStore {
-        AsyncSessionStore { store }
+        AsyncSessionStore {
+            store,
+            writers: Arc::default(),
+        }
     }
 
     /// The store itself, for the calls that do no I/O.
@@ -98,14 +110,39 @@ impl AsyncSessionStore {
         run_blocking(move || store.import(id, options)).await
     }
 
-    /// [`SessionStore::flush`], off the workers.
+    /// [`SessionStore::flush`], off the workers: on the session's writer thread, after the
+    /// writes of the session handed to it before.
+    ///
+    /// With a backend whose I/O is natively async ([`SessionPersistence::as_async`]: the
+    /// PostgreSQL backend), a flush of a session written to it before awaits the backend's
+    /// async append on the runtime instead, as a task of its own (so that a flush that began
+    /// is finished), with no thread hand-off; [`crate::SessionFlush`]'s listeners then run on
+    /// a worker. The first write of a session, a flush while a sync write of it is under way
+    /// and the takeover of a stored log another writer moved on still run the sync flush on
+    /// the session's writer thread.
     ///
     /// # Errors
     ///
-    /// As `flush`.
+    /// As `flush`; a panic in the native append is [`PersistenceError::Panicked`].
     pub async fn flush(&self, session: &Arc<Session>) -> Result<(), StoreError> {
-        let (store, session) = (self.store.clone(), session.clone());
-        run_blocking(move || store.flush(&session)).await
+        if self.store.has_native_backend() {
+            let (store, live) = (self.store.clone(), session.clone());
+            let native = spawned("append", async move { store.flush_native(&live).await });
+            match native.await {
+                Ok(Some(outcome)) => return outcome,
+                Ok(None) => {}
+                Err(source) => {
+                    return Err(StoreError::Persistence {
+                        id: session.id().clone(),
+                        source,
+                    })
+                }
+            }
+        }
+        let (store, live) = (self.store.clone(), session.clone());
+        self.writers
+            .run(session.id(), move || store.flush(&live))
+            .await
     }
 
     /// [`SessionStore::load`], off the workers.
@@ -141,14 +178,20 @@ impl AsyncSessionStore {
         run_blocking(move || store.refresh(&session)).await
     }
 
-    /// [`SessionStore::dispose`], off the workers.
+    /// [`SessionStore::dispose`], off the workers: on the session's writer thread, after the
+    /// writes of the session handed to it before.
     ///
     /// # Errors
     ///
     /// As `dispose`.
     pub async fn dispose(&self, id: &SessionId) -> Result<bool, StoreError> {
-        let (store, id) = (self.store.clone(), id.clone());
-        run_blocking(move || store.dispose(&id)).await
+        let (store, key) = (self.store.clone(), id.clone());
+        let disposed = self.writers.run(id, move || store.dispose(&key)).await;
+        if disposed.is_ok() && self.store.get(id).is_none() {
+            // Nothing more to write: its writer ends after the writes handed to it.
+            self.writers.retire(id);
+        }
+        disposed
     }
 
     /// [`SessionStore::delete`], off the workers.
@@ -226,10 +269,15 @@ impl AsyncSessionStore {
 }
 
 /// The async face of a [`SessionPersistence`] backend: each call run on tokio's blocking pool
-/// (as [`AsyncSessionStore`]'s), with the backend's errors.
+/// (as [`AsyncSessionStore`]'s), with the backend's errors; `append`, `load`, `read_prefix`
+/// and `list_page` of a backend whose I/O is natively async ([`SessionPersistence::as_async`]:
+/// the PostgreSQL backend) await its [`AsyncBackend`](crate::backend::AsyncBackend) calls instead, each as a task of its
+/// own on the runtime (a call that began is finished; a panic in it is contained as
+/// [`PersistenceError::Panicked`]), with no blocking-pool hand-off.
 ///
 /// # Panics
-/// Every method panics as [`run_blocking`] does.
+/// Every method panics as [`run_blocking`] does (a native call: when the runtime shuts down
+/// before it ran).
 #[derive(Clone)]
 pub struct AsyncPersistence {
     backend: Arc<dyn SessionPersistence>,
@@ -245,6 +293,11 @@ impl AsyncPersistence {
     /// The async face of `backend`.
     pub fn new(backend: Arc<dyn SessionPersistence>) -> AsyncPersistence {
         AsyncPersistence { backend }
+    }
+
+    /// Whether the backend offers native async calls ([`SessionPersistence::as_async`]).
+    fn is_native(&self) -> bool {
+        self.backend.as_async().is_some()
     }
 
     /// [`SessionPersistence::create`], off the workers.
@@ -264,12 +317,32 @@ impl AsyncPersistence {
         events: Vec<Arc<SessionEvent>>,
     ) -> Result<(), PersistenceError> {
         let (backend, id) = (self.backend.clone(), id.clone());
+        if self.is_native() {
+            return spawned("append", async move {
+                if let Some(native) = backend.as_async() {
+                    return native.append(&id, &events).await;
+                }
+                run_blocking(move || backend.append(&id, &events)).await
+            })
+            .await
+            .and_then(|outcome| outcome);
+        }
         run_blocking(move || backend.append(&id, &events)).await
     }
 
     /// [`SessionPersistence::load`], off the workers.
     pub async fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
         let (backend, id) = (self.backend.clone(), id.clone());
+        if self.is_native() {
+            return spawned("load", async move {
+                if let Some(native) = backend.as_async() {
+                    return native.load(&id).await;
+                }
+                run_blocking(move || backend.load(&id)).await
+            })
+            .await
+            .and_then(|outcome| outcome);
+        }
         run_blocking(move || backend.load(&id)).await
     }
 
@@ -280,6 +353,16 @@ impl AsyncPersistence {
         len: u64,
     ) -> Result<StoredSession, PersistenceError> {
         let (backend, id) = (self.backend.clone(), id.clone());
+        if self.is_native() {
+            return spawned("read_prefix", async move {
+                if let Some(native) = backend.as_async() {
+                    return native.read_prefix(&id, len).await;
+                }
+                run_blocking(move || backend.read_prefix(&id, len)).await
+            })
+            .await
+            .and_then(|outcome| outcome);
+        }
         run_blocking(move || backend.read_prefix(&id, len)).await
     }
 
@@ -319,7 +402,40 @@ impl AsyncPersistence {
         request: PageRequest,
     ) -> Result<Vec<ListedSession>, PersistenceError> {
         let backend = self.backend.clone();
+        if self.is_native() {
+            return spawned("list_page", async move {
+                if let Some(native) = backend.as_async() {
+                    return native.list_page(&request).await;
+                }
+                run_blocking(move || backend.list_page(&request)).await
+            })
+            .await
+            .and_then(|outcome| outcome);
+        }
         run_blocking(move || backend.list_page(&request)).await
+    }
+}
+
+/// Runs `work` (a native async backend call, `call` naming it) as a task of its own on the
+/// current runtime, so that it runs to its end even when the caller's future is dropped; a
+/// panic in it is contained as [`PersistenceError::Panicked`].
+///
+/// # Panics
+/// Outside a tokio runtime; when the runtime shuts down before `work` ended (as
+/// [`run_blocking`]).
+async fn spawned<T: Send + 'static>(
+    call: &'static str,
+    work: impl Future<Output = T> + Send + 'static,
+) -> Result<T, PersistenceError> {
+    match tokio::spawn(work).await {
+        Ok(value) => Ok(value),
+        Err(error) => match error.try_into_panic() {
+            Ok(payload) => Err(PersistenceError::Panicked {
+                call,
+                message: panic_message(payload.as_ref()),
+            }),
+            Err(_) => panic!("the tokio runtime shut down before the backend call ended"),
+        },
     }
 }
 

@@ -27,6 +27,7 @@
 //! assert!(matches!(mismatch, PersistenceError::SeqMismatch { expected: 3, got: 4, .. }));
 //! ```
 
+pub use crate::async_backend::{AsyncBackend, BackendFuture};
 pub use crate::config_path::non_empty_path;
 pub use crate::data::{deserialize_deep, nesting_depth, MAX_DEPTH};
 pub use crate::list_page::{newest_first, PageRequest};

@@ -38,8 +38,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod async_backend;
 #[cfg(feature = "tokio")]
 mod async_store;
+#[cfg(feature = "tokio")]
+mod async_writers;
 pub mod backend;
 mod chain;
 pub mod codes;

@@ -9,6 +9,7 @@
 //! synchronous calls the store makes itself: no listener and no event stand between a store
 //! operation and its write.
 
+use crate::async_backend::AsyncBackend;
 use crate::codes;
 use crate::event::SessionEvent;
 use crate::format::FormatVersion;
@@ -479,6 +480,16 @@ pub trait SessionPersistence: Send + Sync + 'static {
         Ok(request.page_of(self.list()?))
     }
 
+    /// The backend's native async calls ([`AsyncBackend`]), when its I/O is async underneath
+    /// (the PostgreSQL backend): an async host awaits them instead of running the sync calls
+    /// on a blocking thread pool.
+    ///
+    /// The default is `None`: the backend's calls are sync only (files, SQLite), and the async
+    /// face runs them off the runtime's workers.
+    fn as_async(&self) -> Option<&dyn AsyncBackend> {
+        None
+    }
+
     /// Publishes a migrated generation of a stored session: `header` (the stored session's
     /// id, a format version above the stored generation's) and `events` (seqs `0, 1, 2, …`,
     /// in that version's vocabulary), written in one durable step *beside* the stored
@@ -588,14 +599,19 @@ pub(crate) fn contain<T>(
     run: impl FnOnce() -> Result<T, PersistenceError>,
 ) -> Result<T, PersistenceError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|payload| {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|m| (*m).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic payload".to_owned());
+        let message = panic_message(payload.as_ref());
         tracing::error!(call, %message, "the persistence backend panicked; contained");
         Err(PersistenceError::Panicked { call, message })
     })
+}
+
+/// A panic's message (its `&str` or `String` payload), else a placeholder.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|m| (*m).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic payload".to_owned())
 }
 
 /// Creates the session of `header` with every event of `events` as its seed, through
@@ -691,6 +707,13 @@ impl SessionPersistence for Contained {
 
     fn list_page(&self, request: &PageRequest) -> Result<Vec<ListedSession>, PersistenceError> {
         contain("list_page", || self.0.list_page(request))
+    }
+
+    /// The backend's own (its futures' panics are contained where they are run: the async
+    /// face runs them as tasks of their own).
+    fn as_async(&self) -> Option<&dyn AsyncBackend> {
+        // A backend that panics here has no async face (and the panic is logged).
+        contain("as_async", || Ok(self.0.as_async())).unwrap_or(None)
     }
 
     fn publish_successor(

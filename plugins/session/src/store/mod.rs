@@ -13,6 +13,8 @@ mod detached;
 mod error;
 mod inspect;
 mod migrate;
+#[cfg(feature = "tokio")]
+mod native;
 mod owners;
 mod read;
 mod reopen;
@@ -398,6 +400,11 @@ impl SessionStore {
     pub fn flush(&self, session: &Arc<Session>) -> Result<(), StoreError> {
         let entry = self.entry(session)?;
         self.write(&entry)?;
+        self.flushed(session)
+    }
+
+    /// Publishes [`SessionFlush`] for `session`, whose flush wrote what was new.
+    fn flushed(&self, session: &Arc<Session>) -> Result<(), StoreError> {
         self.events
             .emit(&SessionFlush {
                 session: session.clone(),

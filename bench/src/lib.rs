@@ -79,6 +79,10 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
         Resolver::Dep,
         Resolver::BaselineArc,
         Resolver::RealmGet,
+        Resolver::WithMixed,
+        Resolver::BaselineWithMixed,
+        Resolver::GetMixed,
+        Resolver::BaselineGetMixed,
     ] {
         lookup.run(resolver, plan.iters); // warm-up
     }
@@ -100,6 +104,20 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
         || lookup.ns_per_lookup(Resolver::BaselineArc, plan.iters),
     );
     report.dep_ratio = report.dep_ns / report.baseline_arc_ns;
+    // What a host does: the 32 registered types in turn (the loops above keep one key hot).
+    let mixed_iters = (plan.iters / 32).max(1);
+    (report.with_mixed_ns, report.baseline_with_mixed_ns) = paired_medians(
+        plan.reps,
+        || lookup.ns_per_lookup(Resolver::WithMixed, mixed_iters),
+        || lookup.ns_per_lookup(Resolver::BaselineWithMixed, mixed_iters),
+    );
+    report.with_mixed_ratio = report.with_mixed_ns / report.baseline_with_mixed_ns;
+    (report.get_mixed_ns, report.baseline_get_mixed_ns) = paired_medians(
+        plan.reps,
+        || lookup.ns_per_lookup(Resolver::GetMixed, mixed_iters),
+        || lookup.ns_per_lookup(Resolver::BaselineGetMixed, mixed_iters),
+    );
+    report.get_mixed_ratio = report.get_mixed_ns / report.baseline_get_mixed_ns;
     let outside_ns;
     (report.realm_lookup_ns, outside_ns) = paired_medians(
         plan.reps,

@@ -7,7 +7,9 @@
 
 use crate::measure::{median, time};
 use dsh_bench_chain::{
-    make, BaselineEntry, LookupTarget, BASELINE_ENTRIES, INDEPENDENT, LOOKUP_SERVICES,
+    make, BaselineEntry, LookupTarget, BASELINE_ENTRIES, INDEPENDENT, LOOKUP_SERVICES, S0, S1, S10,
+    S11, S12, S13, S14, S15, S16, S17, S18, S19, S2, S20, S21, S22, S23, S24, S25, S26, S27, S28,
+    S29, S3, S30, S31, S4, S5, S6, S7, S8, S9,
 };
 use dsh_core::{plugin_fn, Context, Dep, PluginState, Realm, ServiceKey};
 use std::any::{Any, TypeId};
@@ -77,6 +79,23 @@ pub fn baseline_with<T: Send + Sync + 'static, R>(
     Some(f(service))
 }
 
+/// Calls `$probe!(T)` for each of the [`LOOKUP_SERVICES`] registered service types in turn
+/// (registration order), summing what each returns (1 when found): one round of the mixed
+/// measurements.
+macro_rules! mixed_round {
+    ($probe:ident) => {
+        mixed_round!($probe;
+            S0 S1 S2 S3 S4 S5 S6 S7 S8 S9 S10 S11 S12 S13 S14 S15
+            S16 S17 S18 S19 S20 S21 S22 S23 S24 S25 S26 S27 S28 S29 S30 S31)
+    };
+    ($probe:ident; $($t:ty)*) => {
+        0u64 $(+ $probe!($t))*
+    };
+}
+
+/// The mixed measurements go through every registered type, no other.
+const _: () = assert!(LOOKUP_SERVICES == 32);
+
 /// Which way of resolving the lookup target a measurement uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resolver {
@@ -95,6 +114,29 @@ pub enum Resolver {
     /// `realm.get::<T>()` through a realm isolating `T` with its own provider: an `Arc<T>`
     /// clone (dropped at once), compared with [`Resolver::Get`] outside the realm.
     RealmGet,
+    /// `ctx.with::<T>(..)` for each of the 32 registered types in turn (one lookup counts as
+    /// one of them): what a host resolving several services does, where the one-type loop of
+    /// [`Resolver::With`] keeps one key hot.
+    WithMixed,
+    /// [`baseline_with`] for each of the 32 types in turn.
+    BaselineWithMixed,
+    /// `ctx.get::<T>()` for each of the 32 types in turn.
+    GetMixed,
+    /// [`baseline_get`] for each of the 32 types in turn.
+    BaselineGetMixed,
+}
+
+impl Resolver {
+    /// Lookups one iteration of [`Lookup::run`] makes: 32 for the mixed resolvers, else 1.
+    pub fn lookups_per_iteration(self) -> u64 {
+        match self {
+            Resolver::WithMixed
+            | Resolver::BaselineWithMixed
+            | Resolver::GetMixed
+            | Resolver::BaselineGetMixed => LOOKUP_SERVICES as u64,
+            _ => 1,
+        }
+    }
 }
 
 /// The registries a lookup measurement reads.
@@ -175,13 +217,66 @@ impl Lookup {
             Resolver::RealmGet => (0..iters).fold(0u64, |n, _| {
                 n + u64::from(black_box(black_box(&self.realm).get::<LookupTarget>()).is_some())
             }),
+            Resolver::WithMixed => {
+                let ctx = &self.ctx;
+                macro_rules! probe {
+                    ($t:ty) => {
+                        u64::from(
+                            black_box(ctx)
+                                .with::<$t, _>(|s| {
+                                    black_box(s);
+                                })
+                                .is_some(),
+                        )
+                    };
+                }
+                (0..iters).fold(0u64, |n, _| n + mixed_round!(probe))
+            }
+            Resolver::BaselineWithMixed => {
+                let map = &self.map;
+                macro_rules! probe {
+                    ($t:ty) => {
+                        u64::from(
+                            baseline_with::<$t, _>(black_box(map), |s| {
+                                black_box(s);
+                            })
+                            .is_some(),
+                        )
+                    };
+                }
+                (0..iters).fold(0u64, |n, _| n + mixed_round!(probe))
+            }
+            Resolver::GetMixed => {
+                let ctx = &self.ctx;
+                macro_rules! probe {
+                    ($t:ty) => {
+                        u64::from(black_box(black_box(ctx).get::<$t>()).is_some())
+                    };
+                }
+                (0..iters).fold(0u64, |n, _| n + mixed_round!(probe))
+            }
+            Resolver::BaselineGetMixed => {
+                let map = &self.map;
+                macro_rules! probe {
+                    ($t:ty) => {
+                        u64::from(black_box(baseline_get::<$t>(black_box(map))).is_some())
+                    };
+                }
+                (0..iters).fold(0u64, |n, _| n + mixed_round!(probe))
+            }
         };
-        assert_eq!(found, iters, "the lookup target resolves every time");
+        assert_eq!(
+            found,
+            iters * resolver.lookups_per_iteration(),
+            "the lookup target resolves every time"
+        );
     }
 
-    /// Nanoseconds per lookup, over `iters` lookups on this thread.
+    /// Nanoseconds per lookup, over `iters` iterations on this thread (a mixed resolver's
+    /// iteration is 32 lookups).
     pub fn ns_per_lookup(&self, resolver: Resolver, iters: u64) -> f64 {
-        time(|| self.run(resolver, iters)).as_nanos() as f64 / iters as f64
+        time(|| self.run(resolver, iters)).as_nanos() as f64
+            / (iters * resolver.lookups_per_iteration()) as f64
     }
 
     /// Median over `reps` of (lookups/s on 2 threads) / (lookups/s on 1 thread) with

@@ -22,6 +22,19 @@ pub struct Report {
     pub baseline_with_ns: f64,
     /// `with_ns / baseline_with_ns` (target <= 1.5).
     pub with_ratio: f64,
+    /// `ctx.with::<T>(..)` over the 32 registered types in turn (what a host resolving several
+    /// services does; `with_ns` keeps one type hot), nanoseconds per lookup.
+    pub with_mixed_ns: f64,
+    /// The baseline borrow over the same 32 types in turn, ns per lookup.
+    pub baseline_with_mixed_ns: f64,
+    /// `with_mixed_ns / baseline_with_mixed_ns` (target <= 1.5).
+    pub with_mixed_ratio: f64,
+    /// `ctx.get::<T>()` over the 32 registered types in turn, ns per lookup.
+    pub get_mixed_ns: f64,
+    /// The baseline lookup and `Arc` clone over the same 32 types in turn, ns per lookup.
+    pub baseline_get_mixed_ns: f64,
+    /// `get_mixed_ns / baseline_get_mixed_ns` (target <= 1.5).
+    pub get_mixed_ratio: f64,
     /// A read of a `Dep<T>` resolved once (`dep.get()`, a borrow), nanoseconds.
     pub dep_ns: f64,
     /// A bare `Arc<T>` deref, nanoseconds.
@@ -165,6 +178,12 @@ impl Report {
             ("with_ns", self.with_ns),
             ("baseline_with_ns", self.baseline_with_ns),
             ("with_ratio", self.with_ratio),
+            ("with_mixed_ns", self.with_mixed_ns),
+            ("baseline_with_mixed_ns", self.baseline_with_mixed_ns),
+            ("with_mixed_ratio", self.with_mixed_ratio),
+            ("get_mixed_ns", self.get_mixed_ns),
+            ("baseline_get_mixed_ns", self.baseline_get_mixed_ns),
+            ("get_mixed_ratio", self.get_mixed_ratio),
             ("dep_ns", self.dep_ns),
             ("baseline_arc_ns", self.baseline_arc_ns),
             ("dep_ratio", self.dep_ratio),
@@ -272,6 +291,17 @@ impl Report {
             r(self.with_ns),
             r(self.baseline_with_ns),
             r(self.with_ratio)
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "  32 types in turn: with {} ns, baseline {} ns, ratio {}; get {} ns, baseline {} ns, ratio {}  (targets <= 1.5: what a host resolving several services pays)",
+            r(self.with_mixed_ns),
+            r(self.baseline_with_mixed_ns),
+            r(self.with_mixed_ratio),
+            r(self.get_mixed_ns),
+            r(self.baseline_get_mixed_ns),
+            r(self.get_mixed_ratio)
         )
         .unwrap();
         writeln!(
@@ -402,6 +432,8 @@ mod tests {
             "baseline_get_ns",
             "get_ratio",
             "with_ratio",
+            "with_mixed_ratio",
+            "get_mixed_ratio",
             "dep_ratio",
             "realm_lookup_ns",
             "realm_lookup_ratio",

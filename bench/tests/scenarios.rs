@@ -108,6 +108,10 @@ fn every_resolver_finds_the_lookup_target() {
         Resolver::Dep,
         Resolver::BaselineArc,
         Resolver::RealmGet,
+        Resolver::WithMixed,
+        Resolver::BaselineWithMixed,
+        Resolver::GetMixed,
+        Resolver::BaselineGetMixed,
     ] {
         lookup.run(resolver, 100);
         let s = lookup.scaling(resolver, 1, 100);

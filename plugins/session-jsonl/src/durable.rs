@@ -246,14 +246,16 @@ pub(crate) fn remove_stale_temps(dir: &Folder, age: Duration) {
 /// whose complete records `bytes` was to write again, and those must not be lost to a full
 /// disk.
 pub(crate) fn append_after(file: &mut File, len: u64, keep: u64, bytes: &[u8]) -> io::Result<()> {
-    replace_tail(file, len, keep, |file| file.write_all(bytes))
+    replace_tail(file, len, keep, |file| {
+        std::os::unix::fs::FileExt::write_all_at(file, bytes, keep)
+    })
 }
 
 /// [`append_after`] with the write step given: `write` writes at offset `keep` of the file cut
-/// there, then the data is synced; when either fails, the file is cut back to `keep` and the
-/// bytes that followed it are written back. `len` is the file's length (the caller has just
-/// checked it under the lock), so the common case, nothing to cut, costs one seek before the
-/// write.
+/// there (a positioned write: the file's offset is not set), then the data is synced; when
+/// either fails, the file is cut back to `keep` and the bytes that followed it are written
+/// back. `len` is the file's length (the caller has just checked it under the lock), so the
+/// common case, nothing to cut, costs the write and the sync alone.
 fn replace_tail(
     file: &mut File,
     len: u64,
@@ -266,7 +268,6 @@ fn replace_tail(
         file.read_to_end(&mut dropped)?;
         file.set_len(keep)?;
     }
-    file.seek(SeekFrom::Start(keep))?;
     let written = write(file).and_then(|()| file.sync_data());
     if written.is_err() {
         let _ = file.set_len(keep);
@@ -421,7 +422,7 @@ mod tests {
         let path = dir.path().join("log");
         fs::write(&path, b"keep\ntorn frame").expect("written");
         let failed = replace_tail(&mut open(&path), 15, 5, |file| {
-            file.write_all(b"half of it")?;
+            std::os::unix::fs::FileExt::write_all_at(file, b"half of it", 5)?;
             Err(io::Error::other("disk full"))
         });
         assert_eq!(failed.expect_err("fails").to_string(), "disk full");

@@ -158,7 +158,12 @@ fn a_writer_waiting_for_the_lock_during_a_delete_gets_an_error_not_a_new_file() 
     };
     let appending = {
         let writer = writer.clone();
-        std::thread::spawn(move || writer.append(&"raced".into(), &turn(4, 4)))
+        std::thread::spawn(move || {
+            let appended = writer.append(&"raced".into(), &turn(4, 4));
+            // A short-lived writer (a `dsh` command): it lets the session go when done.
+            writer.release(&"raced".into());
+            appended
+        })
     };
     std::thread::sleep(Duration::from_millis(200));
     drop(held);

@@ -1,6 +1,6 @@
 //! A tokio host over the async face (feature `tokio`: `AsyncSessionStore`, `AsyncSessionFork`)
 //! on JSONL, SQLite and (feature `session-postgres`, with `DSH_TEST_POSTGRES_URL`; ignored
-//! unless asked for with `-- --include-ignored`, failing without the variable) PostgreSQL: a call that waits on the store leaves the runtime's thread free,
+//! unless asked for with `-- --include-ignored`, failing without the variable) PostgreSQL: a flush refused by another process's lock keeps its events for the next,
 //! tasks writing at once lose nothing, and a context dropped on a worker or on the blocking
 //! pool goes quietly with everything written. `.ci/run` runs it with `--features tokio`, and
 //! beside a throwaway PostgreSQL with `session-postgres` too.
@@ -16,7 +16,6 @@ use dsh_session_contract::turn_drafts;
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 const CWD: &str = "/work/project";
 
@@ -71,31 +70,37 @@ fn append_turn(session: &Arc<Session>, turn: u64) {
     }
 }
 
-/// On a runtime of one thread, a flush that waits for the session file's lock (held by
-/// another process) waits on the blocking pool: the test's own task keeps running, releases
-/// the lock, and the flush then succeeds. Were the flush run on the runtime's thread, it would
-/// hold that thread until the lock timeout and fail with `SESSION_LOCKED`.
+/// On a runtime of one thread, a flush that meets another process's lock on the session's
+/// file is refused at once with `SESSION_LOCKED` (a live session's file has one writer, and
+/// nobody waits for it), its events kept live; once the lock is gone the next flush writes
+/// them. The store's own hold on the file (from the create) is let go by the dispose.
 #[tokio::test(flavor = "current_thread")]
-async fn a_flush_waiting_on_the_store_leaves_the_runtime_thread_free() {
+async fn a_flush_refused_by_another_writers_lock_keeps_its_events_for_the_next() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(Backend::Jsonl, dir.path());
     let store = AsyncSessionStore::new(ctx.expect::<SessionStore>());
     let session = store.create(Some("s".into()), options()).await.unwrap();
     append_turn(&session, 1);
+    assert!(
+        store.dispose(&"s".into()).await.unwrap(),
+        "disposed, written"
+    );
     let lock = std::fs::File::open(session_file(dir.path(), Some(CWD), "s")).unwrap();
     lock.lock().unwrap();
-    let flush = tokio::spawn({
-        let (store, session) = (store.clone(), session.clone());
-        async move { store.flush(&session).await }
-    });
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(!flush.is_finished(), "the flush waits for the lock");
-    drop(lock);
-    flush
+    let session = store.load(&"s".into()).await.unwrap();
+    append_turn(&session, 2);
+    let refused = store
+        .flush(&session)
         .await
-        .unwrap()
+        .expect_err("another writer holds the file");
+    assert_eq!(refused.code(), "SESSION_LOCKED", "{refused}");
+    drop(lock);
+    store
+        .flush(&session)
+        .await
         .expect("the flush succeeds once the lock is free");
-    assert_eq!(store.load(&"s".into()).await.unwrap().len(), 6);
+    store.dispose(&"s".into()).await.unwrap();
+    assert_eq!(store.load(&"s".into()).await.unwrap().len(), 12);
 }
 
 /// The face writes each session (its flushes, its dispose) on a writer thread of its own,

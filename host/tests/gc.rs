@@ -175,7 +175,7 @@ fn gc_in_a_build_without_the_retention_plugin_is_capability_unavailable() {
     assert!(message.contains("dsh-session-retention"), "{message}");
 }
 
-/// Another process holds the write lock of `old-b` for longer than the store waits (5 s):
+/// Another process holds the write lock of `old-b` (the store does not wait for it):
 /// its delete fails with `SESSION_LOCKED`, `old-a` is kept for it, nothing is lost, and
 /// `dsh gc` exits 1.
 #[cfg(feature = "session-retention")]

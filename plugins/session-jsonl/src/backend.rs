@@ -12,6 +12,7 @@ use crate::durable::{publish_new_file, PublishError};
 use crate::earlier_layout;
 use crate::error::{event_at, io_error, read_error};
 use crate::file_end::FileEnd;
+use crate::held::Held;
 use crate::layout::{
     check_placement, cwd_folder, id_segment, is_compressed, session_files, single_file,
     stored_twice,
@@ -52,8 +53,19 @@ pub enum Compression {
     Zstd,
 }
 
+/// What the backend keeps of one session between calls: where the next append goes, and the
+/// file it holds for the session's writes.
+#[derive(Debug, Default)]
+struct SlotState {
+    /// Where the next append goes (`None`: the file is read again first).
+    cursor: Option<Cursor>,
+    /// The session's file, held open under its write lock since this backend first wrote
+    /// it, until the session is released ([`crate::held`]).
+    held: Option<Held>,
+}
+
 /// The per-session slot: holding its lock serializes every operation on that id.
-type Slot = Arc<Mutex<Option<Cursor>>>;
+type Slot = Arc<Mutex<SlotState>>;
 
 /// Session persistence in the DeepSeek Harness rc.8 JSONL layout:
 /// `<root>/--<cwd-slug>--/<encoded-id>/session.jsonl` (`<root>/_no-cwd/…` without a cwd), a
@@ -67,13 +79,20 @@ type Slot = Arc<Mutex<Option<Cursor>>>;
 ///
 /// Operations on one id are serialized; operations on different ids run in parallel. The
 /// backend remembers, per id, the committed length of the file and the next seq, so an append
-/// does not rescan the file unless the file's end shows that someone else changed it; it
-/// forgets them when the store releases the id ([`SessionPersistence::release`]).
-/// Writers in other processes (or other instances on the same root) are coordinated per
-/// session file: a create never overwrites, and an append holds an exclusive advisory lock on
-/// the file from its length check to its sync, waiting at most the lock timeout
-/// ([`DEFAULT_LOCK_TIMEOUT`]) before failing with [`PersistenceError::Locked`]; an append
-/// whose view is stale fails with [`PersistenceError::SeqMismatch`].
+/// does not rescan the file unless the file's end shows that someone else changed it.
+///
+/// A live session owns its file: from its first write (its create, or its first append
+/// after a load) the backend keeps the file open under an exclusive advisory lock, until the
+/// store releases the id ([`SessionPersistence::release`]: the session was disposed), the
+/// session is deleted or migrated, or the backend drops. An append then costs one `fstat`
+/// (the file still linked, as long as this backend left it), one `write` and one
+/// `fdatasync`. Writers in other processes (or other instances on the same root) are
+/// coordinated per session file: a create never overwrites, and a writer that finds the file
+/// held fails at once (or after [`JsonlPersistence::with_lock_timeout`]) with
+/// [`PersistenceError::Locked`] (`SESSION_LOCKED`), whose reason names the holding process
+/// where the system tells (Linux: its pid and command, from `/proc/locks`). Readers (load,
+/// list, follow) never take the lock and read while the file is held. An append whose view
+/// is stale fails with [`PersistenceError::SeqMismatch`].
 #[derive(Debug)]
 pub struct JsonlPersistence {
     dir: StoreDir,
@@ -229,11 +248,12 @@ impl JsonlPersistence {
     /// The append of [`SessionPersistence::append`] (`Step::InPlace`) and
     /// [`SessionPersistence::append_atomic`] (`Step::Replace`).
     ///
-    /// The file is found by path once (or its path is remembered from the last call), then
-    /// its folder is opened from the root without following links, and the lock, the checks
-    /// of the file's end, the rescan, the cut and the write all go through that folder's
-    /// handle and the locked file: a folder swapped for a link meanwhile makes the append
-    /// fail, never write elsewhere.
+    /// The file is found by path once (or its path is remembered from the last call). The
+    /// first write of a session opens its folder from the root without following links,
+    /// locks the file and checks that no later generation supersedes it, then holds the file
+    /// ([`crate::held`]); every later append goes through the held file: one `fstat`, the
+    /// write, the sync. A folder swapped for a link meanwhile makes the append fail, never
+    /// write elsewhere.
     fn append_by(
         &self,
         id: &SessionId,
@@ -241,38 +261,56 @@ impl JsonlPersistence {
         step: Step,
     ) -> Result<(), PersistenceError> {
         let slot = self.slot(id);
-        let mut cached = slot.lock();
+        let mut state = slot.lock();
+        let SlotState {
+            cursor: cached,
+            held: held_slot,
+        } = &mut *state;
         let path = match cached.as_ref() {
             Some(cursor) => cursor.path.clone(),
             None => self.write_current(id)?,
         };
-        // Another process may append to the same file: hold an exclusive advisory lock from
-        // the length check to the sync, so neither cuts off what the other wrote.
-        let opened = self
-            .dir
-            .open_folder_of(id, &path)
-            .and_then(|(folder, name)| {
-                let (locked, len) = lock_exclusive(id, &folder, &name, &path, self.lock_timeout)?;
-                Ok((folder, name, locked, len))
-            });
-        let (folder, name, mut locked, len) = opened.map_err(|error| {
-            // The remembered path may be stale (the file moved): the next call looks again.
-            *cached = None;
-            // A session deleted since the path was remembered is not found, as for a reader.
-            match self.dir.locate(id) {
-                Ok(None) => PersistenceError::NotFound { id: id.clone() },
-                _ => error,
+        let (held, len, fresh) = match self.held_file(id, &path, held_slot) {
+            Ok(found) => found,
+            Err(error) => {
+                // The remembered path may be stale (the file moved): the next call looks again.
+                *cached = None;
+                // A session deleted since the path was remembered is not found, as for a reader.
+                return Err(match self.dir.locate(id) {
+                    Ok(None) => PersistenceError::NotFound { id: id.clone() },
+                    _ => error,
+                });
             }
-        })?;
-        // A migration may have published a later generation beside the file: what was
-        // written here would not be read any more. The cursor stays on this file, so every
-        // later append is refused too, until a read moves it to the current generation.
-        check_current(id, &folder, &name, &path)?;
-        // What this backend last saw of the file (`None`: it has not read it yet).
+        };
+        let wrote = self.write_held(id, events, step, (held, len, fresh), cached);
+        // A writer owns the file from its first write: a lock taken for an append that wrote
+        // nothing (refused, or nothing to cut) is let go.
+        if fresh && !matches!(wrote, Ok(true)) {
+            *held_slot = None;
+        }
+        wrote.map(drop)
+    }
+
+    /// The rest of [`JsonlPersistence::append_by`], on the `held` file (`len` bytes long,
+    /// locked just now when `fresh`): checks the cached cursor (rescanning the file when it
+    /// does not hold), checks `events`, cuts a torn tail and writes them. Returns whether
+    /// anything was written.
+    fn write_held(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+        step: Step,
+        (held, len, fresh): (&mut Held, u64, bool),
+        cached: &mut Option<Cursor>,
+    ) -> Result<bool, PersistenceError> {
+        let path = held.path.clone();
+        // What this backend last saw of the file (`None`: it has not read it yet); needed
+        // only to tell who cut a torn tail.
         let viewed = cached
             .as_ref()
+            .filter(|_| events.is_empty())
             .map(|cursor| (cursor.next_seq, cursor.end.clone()));
-        let cursor = self.cursor(id, &path, &locked, len, &mut cached)?;
+        let cursor = self.cursor(id, &path, (held.file(), len, fresh), cached)?;
         check_storable(id, cursor.next_seq, events, cursor.version)?;
         if events.is_empty() && cursor.end.len() == cursor.committed {
             // Nothing to cut. When the file changed since this backend read it, the torn tail
@@ -283,15 +321,22 @@ impl JsonlPersistence {
                     expected: cursor.next_seq,
                     got: next_seq,
                 }),
-                _ => Ok(()),
+                _ => Ok(false),
             };
         }
         let from = cursor.committed;
-        match write_records(&mut locked, &folder, &name, cursor, events, step) {
-            Ok(written) => {
+        let (file, folder, name) = held.parts();
+        match write_records(file, folder, name, cursor, events, step) {
+            Ok((written, replaced)) => {
                 cursor.committed += written;
+                if let Some(file) = replaced {
+                    if let Err(error) = held.replace_file(file) {
+                        // The name no longer names the file held: the next append locks it.
+                        tracing::debug!(session = %id, %error, "the replaced file is not held");
+                    }
+                }
                 if let Some(title) = last_title(events.iter().map(Arc::as_ref)) {
-                    title_cache::record_appended(&folder, &name, from, title);
+                    title_cache::record_appended(&held.folder, &held.name, from, title);
                 }
             }
             Err(e) => {
@@ -302,13 +347,59 @@ impl JsonlPersistence {
         }
         cursor.carry.clear();
         cursor.next_seq += events.len() as u64;
-        Ok(())
+        Ok(true)
     }
 
-    /// The cached cursor of session `id`, whose file at `path` is `locked` (held under its
-    /// lock, `len` bytes long), rescanning the locked file first when the cached cursor is
-    /// missing or the file's length or last bytes no longer match it (another writer changed
-    /// it, even at the same length).
+    /// The held file of session `id` at `path` with its length, and whether it was locked
+    /// just now (`true`: another writer may have changed it since this backend last saw it).
+    /// The file already held costs one `fstat`. Otherwise (the first write, the file held
+    /// was of another path, or it lost its name) the folder is opened from the root, the
+    /// file locked at once (failing with [`PersistenceError::Locked`] naming the holder when
+    /// another writer holds it) and checked to be the session's current generation, then
+    /// held in `held`.
+    ///
+    /// # Errors
+    ///
+    /// [`PersistenceError::Locked`], [`PersistenceError::LockFailed`],
+    /// [`PersistenceError::Superseded`] (a later generation is published beside the file:
+    /// what was written here would not be read), [`PersistenceError::NotFound`],
+    /// [`PersistenceError::Io`].
+    fn held_file<'h>(
+        &self,
+        id: &SessionId,
+        path: &Path,
+        held: &'h mut Option<Held>,
+    ) -> Result<(&'h mut Held, u64, bool), PersistenceError> {
+        let kept = match held.take() {
+            Some(mine) if mine.path == path => match mine.named_len() {
+                Ok(Some(len)) => Some((mine, len)),
+                Ok(None) => None,
+                Err(e) => return Err(io_error(path, e)),
+            },
+            // Another generation's file (a read moved the cursor) is let go.
+            _ => None,
+        };
+        if let Some((mine, len)) = kept {
+            return Ok((held.insert(mine), len, false));
+        }
+        let (folder, name) = self.dir.open_folder_of(id, path)?;
+        let (file, len) = lock_exclusive(id, &folder, &name, path, self.lock_timeout)?;
+        // A migration may have published a later generation beside the file: what was
+        // written here would not be read any more. The cursor stays on this file, so every
+        // later append is refused too, until a read moves it to the current generation.
+        // While the file is held, no other writer honouring its lock can publish one.
+        check_current(id, &folder, &name, path)?;
+        let mine =
+            Held::new(file, folder, name, path.to_path_buf()).map_err(|e| io_error(path, e))?;
+        Ok((held.insert(mine), len, true))
+    }
+
+    /// The cached cursor of session `id`, whose file at `path` is held under its lock (`len`
+    /// bytes long), rescanning the file first when the cached cursor is missing or the file
+    /// no longer ends as it says: another length, or, for a file locked just now (`fresh`),
+    /// other last bytes (another writer changed it, even at the same length). A file held
+    /// since this backend last wrote it is judged by its length alone: no writer honouring the
+    /// lock could write it meanwhile.
     ///
     /// # Errors
     ///
@@ -319,13 +410,16 @@ impl JsonlPersistence {
         &self,
         id: &SessionId,
         path: &Path,
-        locked: &File,
-        len: u64,
+        (locked, len, fresh): (&File, u64, bool),
         cached: &'c mut Option<Cursor>,
     ) -> Result<&'c mut Cursor, PersistenceError> {
-        let holds = cached
-            .as_ref()
-            .is_some_and(|cursor| matches!(cursor.end.matches(locked, len), Ok(true)));
+        let holds = cached.as_ref().is_some_and(|cursor| {
+            if fresh {
+                matches!(cursor.end.matches(locked, len), Ok(true))
+            } else {
+                cursor.end.len() == len
+            }
+        });
         if !holds {
             *cached = None;
             // Looked up again, as a load would, so that appends and reads agree on the file.
@@ -365,7 +459,7 @@ impl JsonlPersistence {
     ) -> Result<(), PersistenceError> {
         let id = &header.id;
         let slot = self.slot(id);
-        let mut cached = slot.lock();
+        let mut state = slot.lock();
         // A version this build does not read is refused with the header below; the file's
         // name is that of the header's version.
         let version = FormatVersion::from_number(header.version).unwrap_or_default();
@@ -393,14 +487,19 @@ impl JsonlPersistence {
             Ok(())
         };
         let also_sync = [&folders.cwd, &folders.root];
-        publish_new_file(&folders.id, file_name, &also_sync, write)
+        let file = publish_new_file(&folders.id, file_name, &also_sync, write)
             .map_err(|e| publish_error(id, &target, e))?;
         folders.made.keep();
         if let Some(title) = title {
             title_cache::record_written(&folders.id, file_name, header.created_at, title);
         }
         self.seen.lock().insert(id.clone(), target.clone());
-        *cached = Some(Cursor {
+        // The new file stays held, under the lock it was written under, for the session's
+        // appends (should its `fstat` fail, the first append locks it again).
+        state.held = Held::new(file, folders.id, file_name.to_owned(), target.clone())
+            .inspect_err(|error| tracing::debug!(session = %id, %error, "a new file not held"))
+            .ok();
+        state.cursor = Some(Cursor {
             path: target,
             committed: end.len(),
             carry: Vec::new(),
@@ -598,8 +697,10 @@ impl SessionPersistence for JsonlPersistence {
     /// layout); [`PersistenceError::Io`].
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
         let slot = self.slot(id);
-        let mut cached = slot.lock();
-        // A read that fails leaves no view behind: the next append reads the file again.
+        let mut state = slot.lock();
+        // A read that fails leaves no view behind: the next append reads the file again. The
+        // file held (if any) stays held: the next append uses it when it is still the one.
+        let cached = &mut state.cursor;
         *cached = None;
         let path = self.read_current(id)?;
         let (scanned, end) = self.scan_file(id, &path)?;

@@ -65,16 +65,19 @@ pub(crate) fn publish_new_with(
         write(&mut out)?;
         out.flush()
     })
+    .map(drop)
 }
 
 /// [`publish_new_with`], `write` writing to the temporary file itself (unbuffered), for a
-/// writer that copies into it in the kernel (`copy_file_range`).
+/// writer that copies into it in the kernel (`copy_file_range`). Returns the published file,
+/// open for reading and writing and still under the exclusive lock it was written under, so
+/// that its writer can keep holding it with no moment where another writer could take it.
 pub(crate) fn publish_new_file(
     dir: &Folder,
     name: &OsStr,
     also_sync: &[&Folder],
     write: impl FnOnce(&mut File) -> io::Result<()>,
-) -> Result<(), PublishError> {
+) -> Result<File, PublishError> {
     remove_stale_temps(dir, STALE_TEMP_AGE);
     let mut temp = LockedTemp::write(dir, write)?;
     match dir.rename_new(&temp.name, name) {
@@ -87,7 +90,7 @@ pub(crate) fn publish_new_file(
             .sync()
             .map_err(|e| PublishError::Io(folder.path().to_path_buf(), e))?;
     }
-    Ok(())
+    Ok(temp.into_file())
 }
 
 /// Puts as `name` in `dir` a new file holding the first `keep` bytes of `file` (the current
@@ -97,7 +100,8 @@ pub(crate) fn publish_new_file(
 /// leaves `name` either as it was or holding the whole new content, never a part of `bytes`
 /// (an append can be cut anywhere). The new file is locked from its creation until this
 /// returns; a writer waiting on the lock of the old one must check, once it holds the lock,
-/// that the name still names the file it locked.
+/// that the name still names the file it locked. Returns the new file, open for reading and
+/// writing and still locked, for its writer to keep holding.
 ///
 /// Costs a copy of the `keep` bytes kept (read from `file`, streamed).
 pub(crate) fn replace_atomically(
@@ -106,7 +110,7 @@ pub(crate) fn replace_atomically(
     file: &mut File,
     keep: u64,
     bytes: &[u8],
-) -> Result<(), IoAt> {
+) -> Result<File, IoAt> {
     remove_stale_temps(dir, STALE_TEMP_AGE);
     file.seek(SeekFrom::Start(0))
         .map_err(|e| IoAt(dir.join(name), e))?;
@@ -123,7 +127,8 @@ pub(crate) fn replace_atomically(
     dir.rename(&temp.name, name)
         .map_err(|e| IoAt(dir.join(name), e))?;
     temp.published = true;
-    dir.sync().map_err(|e| IoAt(dir.path().to_path_buf(), e))
+    dir.sync().map_err(|e| IoAt(dir.path().to_path_buf(), e))?;
+    Ok(temp.into_file())
 }
 
 /// A temporary file this process created in a folder, locked while it lives; removed when
@@ -131,8 +136,9 @@ pub(crate) fn replace_atomically(
 struct LockedTemp<'d> {
     dir: &'d Folder,
     name: OsString,
-    /// Held for the lock (released when this drops).
-    _file: File,
+    /// Held for the lock (released when this drops, unless [`LockedTemp::into_file`] takes
+    /// it); `None` only once taken.
+    file: Option<File>,
     published: bool,
 }
 
@@ -158,13 +164,24 @@ impl<'d> LockedTemp<'d> {
         let temp = LockedTemp {
             dir,
             name,
-            _file: file,
+            file: Some(file),
             published: false,
         };
         match written {
             Ok(()) => Ok(temp),
             Err(e) => Err(IoAt(dir.join(&temp.name), e)),
         }
+    }
+}
+
+impl LockedTemp<'_> {
+    /// The file, published under its final name, with its lock: it stays held by the caller.
+    fn into_file(mut self) -> File {
+        debug_assert!(self.published, "only a published file is handed over");
+        self.published = true;
+        self.file
+            .take()
+            .expect("the file is taken only here, once, as this consumes the temp")
     }
 }
 
@@ -229,14 +246,16 @@ pub(crate) fn remove_stale_temps(dir: &Folder, age: Duration) {
 /// whose complete records `bytes` was to write again, and those must not be lost to a full
 /// disk.
 pub(crate) fn append_after(file: &mut File, len: u64, keep: u64, bytes: &[u8]) -> io::Result<()> {
-    replace_tail(file, len, keep, |file| file.write_all(bytes))
+    replace_tail(file, len, keep, |file| {
+        std::os::unix::fs::FileExt::write_all_at(file, bytes, keep)
+    })
 }
 
 /// [`append_after`] with the write step given: `write` writes at offset `keep` of the file cut
-/// there, then the data is synced; when either fails, the file is cut back to `keep` and the
-/// bytes that followed it are written back. `len` is the file's length (the caller has just
-/// checked it under the lock), so the common case, nothing to cut, costs one seek before the
-/// write.
+/// there (a positioned write: the file's offset is not set), then the data is synced; when
+/// either fails, the file is cut back to `keep` and the bytes that followed it are written
+/// back. `len` is the file's length (the caller has just checked it under the lock), so the
+/// common case, nothing to cut, costs the write and the sync alone.
 fn replace_tail(
     file: &mut File,
     len: u64,
@@ -249,7 +268,6 @@ fn replace_tail(
         file.read_to_end(&mut dropped)?;
         file.set_len(keep)?;
     }
-    file.seek(SeekFrom::Start(keep))?;
     let written = write(file).and_then(|()| file.sync_data());
     if written.is_err() {
         let _ = file.set_len(keep);
@@ -404,7 +422,7 @@ mod tests {
         let path = dir.path().join("log");
         fs::write(&path, b"keep\ntorn frame").expect("written");
         let failed = replace_tail(&mut open(&path), 15, 5, |file| {
-            file.write_all(b"half of it")?;
+            std::os::unix::fs::FileExt::write_all_at(file, b"half of it", 5)?;
             Err(io::Error::other("disk full"))
         });
         assert_eq!(failed.expect_err("fails").to_string(), "disk full");

@@ -178,11 +178,20 @@ impl Folder {
     }
 
     /// The device and inode of the entry `name` of this folder (a link itself, not followed).
+    pub(crate) fn entry_id(&self, name: &OsStr) -> io::Result<(u64, u64)> {
+        self.entry_id_len(name).map(|(id, _)| id)
+    }
+
+    /// The device, inode and length of the entry `name` of this folder (a link itself, not
+    /// followed), from one `fstatat`.
     // The field types differ between systems (`dev_t` is 32 bits on some).
     #[allow(clippy::unnecessary_cast)]
-    pub(crate) fn entry_id(&self, name: &OsStr) -> io::Result<(u64, u64)> {
+    pub(crate) fn entry_id_len(&self, name: &OsStr) -> io::Result<((u64, u64), u64)> {
         let stat = rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)?;
-        Ok((stat.st_dev as u64, stat.st_ino as u64))
+        Ok((
+            (stat.st_dev as u64, stat.st_ino as u64),
+            stat.st_size as u64,
+        ))
     }
 
     /// Whether the entry `name` of this folder is a folder, a symbolic link, a regular file

@@ -33,6 +33,8 @@ mod folder;
 mod folders;
 mod fork_copy;
 mod header_line;
+mod held;
+mod holder;
 mod json;
 pub mod layout;
 pub mod limits;

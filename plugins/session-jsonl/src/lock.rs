@@ -1,9 +1,12 @@
 //! The write lock of a session file: an exclusive advisory lock other writers (other
-//! processes, other backends on the same root) honour, held from an append's length check to
-//! its sync, waited for at most a timeout.
+//! processes, other backends on the same root) honour. A live session's writer holds it from
+//! its first write until the store releases the session (see the backend's `held` module);
+//! a delete or a migration holds it for its own step. Another writer finding it held fails
+//! at once (or after a timeout it asked for), naming the holder where the system tells.
 
 use crate::error::io_error;
 use crate::folder::Folder;
+use crate::holder::holder_of;
 use dsh_session::backend::PersistenceError;
 use dsh_session::SessionId;
 use std::ffi::OsStr;
@@ -12,9 +15,10 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// How long an append waits for another writer's lock on the session file before failing
-/// with [`PersistenceError::Locked`]: 5 seconds.
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a write waits for another writer's lock on the session file before failing
+/// with [`PersistenceError::Locked`]: not at all. A live session's writer holds its file's
+/// lock for the session's whole life, so waiting for it would only delay the refusal.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::ZERO;
 
 /// Opens the file `name` of `folder` (the file of session `id` at `path`) for reading and
 /// writing, without following a link, and takes an exclusive advisory lock on it
@@ -24,7 +28,8 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 ///
 /// # Errors
 ///
-/// [`PersistenceError::Locked`] when the lock stayed held; [`PersistenceError::NotFound`]
+/// [`PersistenceError::Locked`] when the lock stayed held, its reason naming the holder
+/// ([`holder_of`]: the process's pid and command on Linux); [`PersistenceError::NotFound`]
 /// when the file's name is gone (the session was deleted, before or while the lock was
 /// waited for);
 /// [`PersistenceError::LockFailed`] when the file cannot be opened for writing (a
@@ -71,14 +76,18 @@ pub(crate) fn lock_exclusive(
                 std::thread::sleep(Duration::from_millis(5));
             }
             Err(fs::TryLockError::WouldBlock) => {
+                let waited = match timeout.as_millis() {
+                    0 => String::new(),
+                    ms => format!("; waited {ms} ms"),
+                };
                 return Err(PersistenceError::Locked {
                     id: id.clone(),
                     reason: format!(
-                        "another writer holds the lock of {}; waited {} ms",
+                        "{} holds the write lock of {}{waited}",
+                        holder_of(&file),
                         path.display(),
-                        timeout.as_millis()
                     ),
-                })
+                });
             }
             Err(fs::TryLockError::Error(e)) => return Err(lock_failed("locking it")(e)),
         }

@@ -103,8 +103,9 @@ pub(crate) fn check_storable(
 /// Writes the text the cursor carries, then `events`' lines, to `file`, the cursor's session
 /// file held under its lock: appended after the committed bytes ([`Step::InPlace`]) or as a
 /// new file put in its place ([`Step::Replace`]); one zstd frame in a compressed file.
-/// Returns the number of bytes written after the committed ones; the cursor's view of the
-/// file's end is updated.
+/// Returns the number of bytes written after the committed ones, and after a
+/// [`Step::Replace`] the new file now named `name` (open, still under the exclusive lock, for
+/// the caller to hold in place of `file`); the cursor's view of the file's end is updated.
 pub(crate) fn write_records(
     file: &mut File,
     folder: &Folder,
@@ -112,7 +113,7 @@ pub(crate) fn write_records(
     cursor: &mut Cursor,
     events: &[Arc<SessionEvent>],
     step: Step,
-) -> Result<u64, PersistenceError> {
+) -> Result<(u64, Option<File>), PersistenceError> {
     let mut text = Vec::with_capacity(cursor.carry.len() + lines_len(events));
     text.extend_from_slice(&cursor.carry);
     for event in events {
@@ -126,14 +127,16 @@ pub(crate) fn write_records(
     } else {
         &text
     };
-    match step {
+    let replaced = match step {
         Step::InPlace => append_after(file, cursor.end.len(), cursor.committed, bytes)
+            .map(|()| None)
             .map_err(|e| io_error(&cursor.path, e)),
         Step::Replace => replace_atomically(folder, name, file, cursor.committed, bytes)
+            .map(Some)
             .map_err(|IoAt(path, source)| io_error(&path, source)),
     }?;
     cursor.end.append(cursor.committed, bytes);
-    Ok(bytes.len() as u64)
+    Ok((bytes.len() as u64, replaced))
 }
 
 /// About the length of `events`' lines: their data and type, and room for the rest of the

@@ -338,6 +338,8 @@ fn a_torn_frame_of_several_blocks_keeps_the_records_its_complete_blocks_hold() {
     assert!(kept.len() < 4);
     assert_eq!(kept, lines_of(&big[..kept.len()]));
 
+    // Another process repairs it, once the writer let it go.
+    backend.release(&id());
     JsonlPersistence::new(dir.path())
         .append(&id(), &[])
         .expect("repaired");
@@ -627,6 +629,8 @@ fn numbers_dsh_would_read_back_as_others_are_unstorable_and_nothing_is_written()
                 .expect("created");
             let path = backend.locate(&id()).expect("locates").expect("stored");
             let before = fs::read(&path).expect("read");
+            // Another process appends, once the creator let the session go.
+            backend.release(&id());
             let error = JsonlPersistence::new(dir.path())
                 .append(&id(), &[Arc::new(SessionEvent::new("x/n", 3, 1003, data))])
                 .expect_err("refused");

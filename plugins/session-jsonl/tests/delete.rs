@@ -115,8 +115,11 @@ fn appends_after_a_delete_are_refused_and_never_recreate_the_session() {
     let writer = store_with(root.path(), &[("s", Some("/p"))]);
     writer.append(&"s".into(), &turn(4, 4)).expect("appended");
     let deleter = JsonlPersistence::new(root.path());
+    // The writer owns the live session: another instance's delete waits for it to let go.
+    assert_eq!(code(deleter.delete(&"s".into())), "SESSION_LOCKED");
+    writer.release(&"s".into());
     deleter.delete(&"s".into()).expect("deleted");
-    // The writer remembers the file it wrote: its next append still finds it gone.
+    // The writer's next append finds it gone.
     assert_eq!(
         code(writer.append(&"s".into(), &turn(8, 4))),
         "SESSION_NOT_FOUND"
@@ -135,7 +138,8 @@ fn appends_after_a_delete_are_refused_and_never_recreate_the_session() {
 #[test]
 fn a_writer_waiting_for_the_lock_during_a_delete_gets_an_error_not_a_new_file() {
     let root = tempfile::tempdir().expect("temp dir");
-    let backend = store_with(root.path(), &[("raced", Some("/p"))]);
+    // The creator is gone (it would hold its file as long as the session is live).
+    drop(store_with(root.path(), &[("raced", Some("/p"))]));
     let file = session_file(root.path(), Some("/p"), "raced");
     // Another process's writer holds the lock while both the delete and an append wait.
     let held = fs::OpenOptions::new()
@@ -143,7 +147,9 @@ fn a_writer_waiting_for_the_lock_during_a_delete_gets_an_error_not_a_new_file() 
         .open(&file)
         .expect("opens");
     held.lock().expect("locked");
-    let backend = Arc::new(backend);
+    // Both wait for the lock (a writer asks for a wait; the default is none).
+    let backend =
+        Arc::new(JsonlPersistence::new(root.path()).with_lock_timeout(Duration::from_secs(20)));
     let writer =
         Arc::new(JsonlPersistence::new(root.path()).with_lock_timeout(Duration::from_secs(20)));
     let deleting = {
@@ -152,7 +158,12 @@ fn a_writer_waiting_for_the_lock_during_a_delete_gets_an_error_not_a_new_file() 
     };
     let appending = {
         let writer = writer.clone();
-        std::thread::spawn(move || writer.append(&"raced".into(), &turn(4, 4)))
+        std::thread::spawn(move || {
+            let appended = writer.append(&"raced".into(), &turn(4, 4));
+            // A short-lived writer (a `dsh` command): it lets the session go when done.
+            writer.release(&"raced".into());
+            appended
+        })
     };
     std::thread::sleep(Duration::from_millis(200));
     drop(held);
@@ -310,7 +321,9 @@ fn a_folder_is_swept_once_per_instance_so_a_delete_costs_the_same_in_a_full_fold
         1,
         "and never lists it"
     );
-    // The next instance (the next `dsh` command) sweeps it at its first delete there.
+    // The next instance (the next `dsh` command, once this one is gone) sweeps it at its
+    // first delete there.
+    drop(backend);
     JsonlPersistence::new(root.path())
         .delete(&"c".into())
         .expect("deleted");
@@ -362,6 +375,8 @@ fn a_deleter_killed_at_random_moments_leaves_each_session_whole_or_gone() {
             .iter()
             .map(|id| backend.load(&id.as_str().into()).expect("loads"))
             .collect();
+        // The creating instance is gone before the deleting process starts.
+        drop(backend);
         let mut child = Command::new(std::env::current_exe().expect("test binary"))
             .args([
                 "--exact",

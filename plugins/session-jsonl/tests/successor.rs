@@ -108,7 +108,8 @@ fn a_source_changed_since_its_read_is_a_conflict_and_nothing_is_written() {
     let (backend, source) = stored_v0(dir.path());
     let id = SessionId::from("s");
     let revision = backend.load(&id).expect("loads").revision;
-    // Another writer appends after the migration's read.
+    // Another writer appends after the migration's read (the creator let the session go).
+    backend.release(&id);
     JsonlPersistence::new(dir.path())
         .append(&id, &turn(4, 2))
         .expect("appended");
@@ -132,10 +133,22 @@ fn writers_of_the_superseded_generation_are_refused_and_write_nothing() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (writer, source) = stored_v0(dir.path());
     let id = SessionId::from("s");
-    // The writer knows the file (its cursor is cached); the migration runs elsewhere.
     writer.append(&id, &turn(4, 2)).expect("appended");
     let migrator = JsonlPersistence::new(dir.path());
     let revision = migrator.load(&id).expect("loads").revision;
+    // While the writer holds the session live, no other instance migrates it.
+    let held = migrator
+        .publish_successor(
+            &header("s", 1),
+            &[turn(0, 1), turn(4, 2)].concat(),
+            revision,
+        )
+        .expect_err("the writer holds the file");
+    assert_eq!(held.code(), "SESSION_LOCKED", "{held}");
+    // The writer lets it go, then reads it again: it knows the file (its cursor is cached)
+    // without holding it; the migration runs elsewhere.
+    writer.release(&id);
+    writer.load(&id).expect("loads");
     migrator
         .publish_successor(
             &header("s", 1),

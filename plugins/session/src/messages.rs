@@ -71,10 +71,9 @@ pub fn persistence(error: &PersistenceError) -> String {
              written: try again",
             id
         ),
-        PersistenceError::Locked { id, .. } => format!(
-            "session {} is being written by another process; nothing was written: try again \
-             when it is done",
-            id
+        PersistenceError::Locked { id, reason } => format!(
+            "session {id} is being written by another writer ({reason}); nothing was written: \
+             try again when it is done"
         ),
         PersistenceError::Io { path, source } => format!("cannot use {path}: {source}"),
         other => other.to_string(),

@@ -171,13 +171,16 @@ pub enum PersistenceError {
         reason: String,
     },
     /// Another writer (another process, or another backend instance over the same storage)
-    /// held the session's write lock for longer than the backend waits; nothing was written.
-    /// The write may be retried once that writer is done.
+    /// held the session's write lock for longer than the backend waits (the JSONL backend
+    /// does not wait: a live session's writer holds its file for the session's life);
+    /// nothing was written. The write may be retried once that writer is done (released the
+    /// session).
     #[error("session \"{id}\" is being written by another writer ({reason}); nothing was written")]
     Locked {
         /// The session whose write lock was held.
         id: SessionId,
-        /// Which lock was held and how long the backend waited.
+        /// Which lock was held, by whom where the backend can tell (the JSONL backend names
+        /// the holding process on Linux), and how long the backend waited.
         reason: String,
     },
     /// The write lock of a stored session could not be taken, for another reason than another
@@ -580,8 +583,9 @@ pub trait SessionPersistence: Send + Sync + 'static {
         FormatVersion::V0
     }
 
-    /// Forgets what the backend keeps in memory to write session `id` quickly (the JSONL
-    /// backend's view of its file's end), since no live session of this store writes it any
+    /// Forgets what the backend keeps to write session `id` quickly (the JSONL backend's view
+    /// of its file's end, and the file it holds open and locked for the session's writes,
+    /// which other writers can then take), since no live session of this store writes it any
     /// more; the stored session is untouched, and a later write reads what it needs again.
     /// The store calls it when it removes a live session (dispose, the store's own disposal),
     /// so that a long-running host keeps memory for its live sessions only. The default

@@ -100,6 +100,8 @@ fn a_writer_that_appends_during_the_read_makes_the_closers_seq_mismatch() {
                 other
                     .append(&id, std::slice::from_ref(&theirs))
                     .expect("theirs lands");
+                // The other writer is done with it (a process that wrote and went).
+                other.release(&id);
             }
         })
         .expect_err("the log changed since the read");

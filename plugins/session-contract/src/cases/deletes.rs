@@ -153,6 +153,9 @@ pub fn an_append_racing_a_delete_gets_an_error_never_a_resurrected_session(fixtu
                         Ok(()) => {
                             next += 1;
                             appended.store(next, Ordering::SeqCst);
+                            // Let go between appends, as a short-lived writer (a `dsh`
+                            // command) does: a live session's owner keeps the delete out.
+                            appender.release(id);
                             // A writer's pace (a database may hand its lock to whoever asks
                             // first, and a writer that never pauses would starve the delete).
                             std::thread::sleep(std::time::Duration::from_millis(1));

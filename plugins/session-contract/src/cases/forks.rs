@@ -199,6 +199,8 @@ pub fn children_read_the_same_after_their_parent_is_migrated(fixture: &dyn Fixtu
     add_turn(&store, &child);
     let early = fork(&store, &parent, "early", first_turn_end(&parent));
     store.flush(&early).expect("flushed");
+    // The migration runs in another process, once this one let the parent go.
+    store.dispose(parent.id()).expect("the parent is disposed");
 
     let backend = fixture.open();
     let stored = backend.load(parent.id()).expect("the parent loads");

@@ -19,6 +19,7 @@
 use super::JsonlPersistence;
 use crate::error::io_error;
 use crate::folder::{unique_name, EntryKind, Folder};
+use crate::held::Held;
 use crate::layout::id_segment;
 use crate::lock::lock_exclusive;
 use dsh_session::backend::PersistenceError;
@@ -44,7 +45,7 @@ impl JsonlPersistence {
     /// module documentation).
     pub(super) fn delete_session(&self, id: &SessionId) -> Result<(), PersistenceError> {
         let slot = self.slot(id);
-        let mut cursor = slot.lock();
+        let mut state = slot.lock();
         let file = self.dir.require(id)?;
         let id_path = file
             .parent()
@@ -77,10 +78,20 @@ impl JsonlPersistence {
             .filter(|name| matches!(folder.entry_kind(name), Ok(Some(EntryKind::File))))
             .collect();
         generations.sort();
+        // The file this backend holds for the session's writes is locked already: its lock
+        // serves (any other file it held is let go first, so that it can be locked below).
+        let mut mine = state.held.take().filter(|held| {
+            generations
+                .iter()
+                .any(|name| folder.join(name) == held.path)
+        });
         let mut locks = Vec::with_capacity(generations.len());
         for name in &generations {
-            let (locked, _) =
-                lock_exclusive(id, &folder, name, &folder.join(name), self.lock_timeout)?;
+            let path = folder.join(name);
+            let locked = match Held::take_for(&mut mine, &path) {
+                Some((locked, _)) => locked,
+                None => lock_exclusive(id, &folder, name, &path, self.lock_timeout)?.0,
+            };
             locks.push(locked);
         }
         let tombstone = unique_name(TOMBSTONE_PREFIX, "");
@@ -89,7 +100,7 @@ impl JsonlPersistence {
         if let Err(error) = cwd.sync() {
             tracing::warn!(session = %id, %error, "the folder of a deleted session was not synced");
         }
-        *cursor = None;
+        state.cursor = None;
         self.seen.lock().remove(id);
         for name in &generations {
             if let Err(error) = folder.remove_file(name) {
@@ -99,7 +110,7 @@ impl JsonlPersistence {
         drop(locks);
         remove_tombstone(&cwd, &tombstone);
         self.remove_if_emptied(&cwd);
-        drop(cursor);
+        drop(state);
         self.slots.lock().remove(id);
         Ok(())
     }

@@ -11,6 +11,7 @@ use super::{publish_error, Compression, JsonlPersistence};
 use crate::durable::publish_new_with;
 use crate::error::io_error;
 use crate::folder::Folder;
+use crate::held::Held;
 use crate::lock::lock_exclusive;
 use crate::render::{header_line_of, write_new_log};
 use crate::title_cache;
@@ -42,10 +43,15 @@ impl JsonlPersistence {
         let slot = self.slot(id);
         // A cursor this backend holds stays on the file it read: its next append is refused
         // as superseded, until a read of the session moves it to the new generation.
-        let _serialized = slot.lock();
+        let mut state = slot.lock();
         let path = self.dir.require(id)?;
         let (folder, name) = self.dir.open_folder_of(id, &path)?;
-        let (_locked, len) = lock_exclusive(id, &folder, &name, &path, self.lock_timeout)?;
+        // The lock this backend holds for the session's writes serves (and is let go with the
+        // publication: the next append locks the file again and finds it superseded).
+        let (_locked, len) = match Held::take_for(&mut state.held, &path) {
+            Some(mine) => mine,
+            None => lock_exclusive(id, &folder, &name, &path, self.lock_timeout)?,
+        };
         if len != source_revision {
             return Err(PersistenceError::Conflict {
                 id: id.clone(),

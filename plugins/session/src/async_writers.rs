@@ -30,11 +30,23 @@ pub(crate) const MAX_WRITERS: usize = 64;
 type Job = Box<dyn FnOnce() + Send>;
 
 /// The writer threads of one async face, by session. Cheap to share (`Arc`).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Writers {
     /// The live writers' channels. Locked only to find or add a writer and to send to it, and
     /// by a writer that ends (so that no write is sent to a writer that has ended).
     by_session: Mutex<HashMap<SessionId, Sender<Job>>>,
+    /// How long a writer waits for its session's next write before it ends
+    /// ([`WRITER_KEEP_ALIVE`] but in tests).
+    keep_alive: Duration,
+}
+
+impl Default for Writers {
+    fn default() -> Writers {
+        Writers {
+            by_session: Mutex::default(),
+            keep_alive: WRITER_KEEP_ALIVE,
+        }
+    }
 }
 
 impl Writers {
@@ -104,11 +116,11 @@ impl Writers {
     }
 
     /// The writer thread of `id`: runs the jobs as they come, and ends once none came for
-    /// [`WRITER_KEEP_ALIVE`] (its channel removed under the lock first, so that no job is
-    /// sent to it after it looked for the last one).
+    /// its keep-alive (its channel removed under the lock first, so that no job is sent to it
+    /// after it looked for the last one).
     fn serve(&self, id: &SessionId, jobs: &Receiver<Job>) {
         loop {
-            match jobs.recv_timeout(WRITER_KEEP_ALIVE) {
+            match jobs.recv_timeout(self.keep_alive) {
                 Ok(job) => job(),
                 Err(RecvTimeoutError::Timeout) => {
                     let mut by_session = self.lock();
@@ -143,10 +155,11 @@ impl Writers {
 
 #[cfg(test)]
 mod tests {
-    use super::Writers;
+    use super::{Writers, MAX_WRITERS};
     use crate::id::SessionId;
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex};
     use std::thread::{self, ThreadId};
+    use std::time::{Duration, Instant};
 
     fn current() -> (ThreadId, Option<String>) {
         let me = thread::current();
@@ -191,5 +204,59 @@ mod tests {
         assert!(panicked);
         let after = runtime.block_on(writers.run(&id, || 7));
         assert_eq!(after, 7);
+    }
+
+    #[test]
+    fn beyond_the_most_writers_a_session_is_written_on_the_blocking_pool() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let writers = Arc::new(Writers::default());
+        let id = |i: usize| SessionId::from(format!("s{i}").as_str());
+        let (beyond, freed) = runtime.block_on(async {
+            for i in 0..MAX_WRITERS {
+                writers.run(&id(i), || ()).await;
+            }
+            let beyond = writers.run(&SessionId::from("beyond"), current).await;
+            writers.retire(&id(0));
+            let freed = writers.run(&SessionId::from("beyond"), current).await;
+            (beyond, freed)
+        });
+        assert_ne!(
+            beyond.1.as_deref(),
+            Some("dsh-writer"),
+            "the 65th session waits for no writer: the blocking pool runs it"
+        );
+        assert_eq!(writers.lock().len(), MAX_WRITERS);
+        assert_eq!(
+            freed.1.as_deref(),
+            Some("dsh-writer"),
+            "a retired writer's place goes to the next session"
+        );
+        for i in 1..MAX_WRITERS {
+            writers.retire(&id(i));
+        }
+    }
+
+    #[test]
+    fn an_idle_writer_ends_and_the_next_write_starts_another() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let writers = Arc::new(Writers {
+            by_session: Mutex::default(),
+            keep_alive: Duration::from_millis(20),
+        });
+        let id = SessionId::from("idle");
+        let first = runtime.block_on(writers.run(&id, current));
+        // Bounded: the writer ends 20 ms after its write, or the test fails.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !writers.lock().is_empty() {
+            assert!(Instant::now() < deadline, "the idle writer never ended");
+            thread::sleep(Duration::from_millis(5));
+        }
+        let next = runtime.block_on(writers.run(&id, current));
+        assert_eq!(next.1.as_deref(), Some("dsh-writer"));
+        assert_ne!(first.0, next.0, "an ended writer is not reused");
     }
 }

@@ -15,6 +15,7 @@ use dsh::{Context, ContextConfig};
 use dsh_session_contract::turn_drafts;
 use serde_json::json;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 const CWD: &str = "/work/project";
@@ -62,6 +63,23 @@ fn context(backend: Backend, dir: &Path) -> Context {
 
 fn options() -> CreateOptions {
     CreateOptions::meta(SessionMeta::default().cwd(CWD))
+}
+
+/// A `current_thread` runtime (its I/O and timers enabled) and the count of the threads it
+/// has started: only its blocking pool starts any.
+fn counting_runtime() -> (tokio::runtime::Runtime, Arc<AtomicUsize>) {
+    let started = Arc::new(AtomicUsize::new(0));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .on_thread_start({
+            let started = started.clone();
+            move || {
+                started.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .build()
+        .unwrap();
+    (runtime, started)
 }
 
 fn append_turn(session: &Arc<Session>, turn: u64) {
@@ -113,7 +131,6 @@ async fn a_flush_refused_by_another_writers_lock_keeps_its_events_for_the_next()
 fn the_face_writes_each_session_on_its_writer_thread_not_the_blocking_pool() {
     use dsh::session::SessionFlush;
     use std::collections::{HashMap, HashSet};
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
 
     let dir = tempfile::tempdir().unwrap();
@@ -143,17 +160,7 @@ fn the_face_writes_each_session_on_its_writer_thread_not_the_blocking_pool() {
                 .unwrap()
         })
         .collect();
-    let started = Arc::new(AtomicUsize::new(0));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .on_thread_start({
-            let started = started.clone();
-            move || {
-                started.fetch_add(1, Ordering::SeqCst);
-            }
-        })
-        .build()
-        .unwrap();
+    let (runtime, started) = counting_runtime();
     runtime.block_on(async {
         let store = AsyncSessionStore::new(sync.clone());
         let tasks: Vec<_> = sessions
@@ -278,7 +285,6 @@ async fn on_postgres_tasks_lose_nothing_and_the_context_drops_anywhere() {
 #[ignore = "needs PostgreSQL: run under scripts/with-postgres.sh (DSH_TEST_POSTGRES_URL)"]
 fn on_postgres_the_async_face_awaits_the_backend_without_the_blocking_pool() {
     use dsh::session::backend::PageRequest;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(Backend::Postgres, dir.path());
@@ -288,17 +294,7 @@ fn on_postgres_the_async_face_awaits_the_backend_without_the_blocking_pool() {
     sync.flush(&session).unwrap();
     let other = sync.create(Some("appended".into()), options()).unwrap();
     sync.flush(&other).unwrap();
-    let started = Arc::new(AtomicUsize::new(0));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .on_thread_start({
-            let started = started.clone();
-            move || {
-                started.fetch_add(1, Ordering::SeqCst);
-            }
-        })
-        .build()
-        .unwrap();
+    let (runtime, started) = counting_runtime();
     let (loaded, prefix, page) = runtime.block_on(async {
         let store = AsyncSessionStore::new(sync.clone());
         append_turn(&session, 2);

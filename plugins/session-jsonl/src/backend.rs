@@ -2,6 +2,7 @@
 
 mod delete;
 mod forked;
+mod listing;
 mod successor;
 
 use crate::render::{checked_version, header_line_of, write_new_log};
@@ -9,31 +10,27 @@ use crate::render::{checked_version, header_line_of, write_new_log};
 use successor::check_current;
 
 use crate::durable::{publish_new_file, PublishError};
-use crate::earlier_layout;
 use crate::error::{event_at, io_error, read_error};
 use crate::file_end::FileEnd;
 use crate::held::Held;
-use crate::layout::{
-    check_placement, cwd_folder, id_segment, is_compressed, session_files, single_file,
-    stored_twice,
-};
+use crate::layout::{check_placement, cwd_folder, id_segment, is_compressed};
 use crate::lock::{lock_exclusive, DEFAULT_LOCK_TIMEOUT};
-use crate::read::{into_stored, list_entry, raw_text};
+use crate::read::{into_stored, raw_text};
 use crate::scan::{scan_prefix, Scanned};
 use crate::store_dir::{dangling, StoreDir};
 use crate::tail::read_clean_tail;
 use crate::title_cache;
 use crate::write::{check_storable, write_records, Cursor, Step};
 use dsh_session::backend::{
-    create_whole, ListedSession, PersistenceError, SessionPersistence, StoredLog, StoredPrefix,
-    StoredSession, StoredTail,
+    create_whole, ListedSession, PageRequest, PersistenceError, SessionPersistence, StoredLog,
+    StoredPrefix, StoredSession, StoredTail,
 };
 use dsh_session::event_type::last_title;
 use dsh_session::format::FormatVersion;
 use dsh_session::{Events, SessionEvent, SessionHeader, SessionId};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ffi::{OsStr, OsString};
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -836,68 +833,18 @@ impl SessionPersistence for JsonlPersistence {
     /// earlier flat layout (`<project>/<id>.jsonl`), naming them and what to do, rather than
     /// a listing that leaves them out.
     fn list(&self) -> Result<Vec<ListedSession>, PersistenceError> {
-        // A store holding dsh's earlier layout is not listed as if it held nothing of it.
-        let earlier = earlier_layout::files(self.root())?;
-        if !earlier.is_empty() {
-            return Err(earlier_layout::refusal(&earlier));
-        }
-        // The session files of every id folder name, over all cwd folders.
-        let mut by_id_folder: BTreeMap<OsString, Vec<PathBuf>> = BTreeMap::new();
-        for folder in self.dir.cwd_folders()? {
-            let entries = fs::read_dir(&folder).map_err(|e| io_error(&folder, e))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| io_error(&folder, e))?;
-                if delete::is_tombstone(&entry.file_name()) {
-                    continue;
-                }
-                by_id_folder
-                    .entry(entry.file_name())
-                    .or_default()
-                    .extend(session_files(&entry.path()));
-            }
-        }
-        let mut listed = Vec::new();
-        for (id_folder, files) in by_id_folder {
-            let path = match single_file(files) {
-                Ok(Some(path)) => match self.dir.physical(&path) {
-                    Ok(Some(physical)) => physical,
-                    Ok(None) => {
-                        tracing::warn!(path = %path.display(), "skipping a session file outside the store");
-                        continue;
-                    }
-                    Err(error) => {
-                        tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
-                        continue;
-                    }
-                },
-                Ok(None) => continue,
-                Err(paths) => {
-                    tracing::warn!(
-                        id_folder = %id_folder.to_string_lossy(),
-                        reason = stored_twice(&paths),
-                        "skipping a session that load refuses"
-                    );
-                    continue;
-                }
-            };
-            // The id folder's name stands for the id in a refusal (logged, not returned).
-            let folder_id = SessionId::new(id_folder.to_string_lossy());
-            let entry = self.dir.open_file_in_folder(&folder_id, &path).and_then(
-                |(folder, name, file, revision)| {
-                    list_entry(self.root(), (&path, &folder, &name), file, revision)
-                },
-            );
-            match entry {
-                Ok(session) => listed.push(session),
-                Err(error) => {
-                    tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
-                }
-            }
-        }
-        listed.sort_by(|a, b| {
-            (a.header.created_at, &a.header.id).cmp(&(b.header.created_at, &b.header.id))
-        });
-        Ok(listed)
+        self.list_all()
+    }
+
+    /// The page `request` asks for, as [`SessionPersistence::list_page`] defines it, reading
+    /// the header line of every stored session (to order them) and the title and revision of
+    /// the page's sessions only (as [`SessionPersistence::list`] reads them).
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::list`].
+    fn list_page(&self, request: &PageRequest) -> Result<Vec<ListedSession>, PersistenceError> {
+        self.list_one_page(request)
     }
 
     /// Writes the migrated generation as a new file `session.vN.jsonl` (`.zstd` when this

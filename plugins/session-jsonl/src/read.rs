@@ -135,6 +135,28 @@ fn scan_in_memory(path: &Path, bytes: &[u8]) -> Result<Scanned, PersistenceError
     scan_bytes(bytes, is_compressed(path, bytes)).map_err(|e| read_error(path, e))
 }
 
+/// The header of the session file at `path` (`file`, opened, read from its start), checked
+/// against its folders in the store at `root`, and whether the file is compressed.
+///
+/// # Errors
+///
+/// [`PersistenceError::Io`] when the file cannot be read; the header's refusal otherwise (as
+/// [`header_of_file`]), or its placement's.
+pub(crate) fn listed_header(
+    root: &Path,
+    path: &Path,
+    file: &mut File,
+) -> Result<(SessionHeader, bool), PersistenceError> {
+    let mut start = [0u8; 4];
+    let read = file.read(&mut start).map_err(|e| io_error(path, e))?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| io_error(path, e))?;
+    let compressed = is_compressed(path, &start[..read]);
+    let header = header_of_file(path, file, compressed)?;
+    check_placement(root, &header.id, &header, path)?;
+    Ok((header, compressed))
+}
+
 /// The header of the session file at `path` (file `name` of `folder`; `file`, opened,
 /// `revision` bytes long), its revision and its title ([`listed_title`]), the header checked
 /// against its folders in the store at `root`.
@@ -144,13 +166,7 @@ pub(crate) fn list_entry(
     mut file: File,
     revision: u64,
 ) -> Result<ListedSession, PersistenceError> {
-    let mut start = [0u8; 4];
-    let read = file.read(&mut start).map_err(|e| io_error(path, e))?;
-    file.seek(SeekFrom::Start(0))
-        .map_err(|e| io_error(path, e))?;
-    let compressed = is_compressed(path, &start[..read]);
-    let header = header_of_file(path, &file, compressed)?;
-    check_placement(root, &header.id, &header, path)?;
+    let (header, compressed) = listed_header(root, path, &mut file)?;
     let title = listed_title(
         folder,
         (name, path),

@@ -272,3 +272,46 @@ fn an_untitled_session_costs_its_writes_no_cache_file() {
         "the listing wrote it"
     );
 }
+
+/// A page of the listing reads the titles of its own sessions only: of three sessions without
+/// a cache, a page of the newest one writes (after reading it) the cache of that one alone,
+/// and the next page that of the next one; the entries are those of the whole listing.
+#[test]
+fn a_page_reads_the_titles_of_its_sessions_only() {
+    use dsh_session::backend::PageRequest;
+
+    let root = tempfile::tempdir().unwrap();
+    let backend = JsonlPersistence::new(root.path());
+    let mut files = Vec::new();
+    for (n, id) in ["old", "mid", "new"].into_iter().enumerate() {
+        let id = SessionId::from(id);
+        let header = SessionHeader::new(id.clone(), n as u64 + 1, SessionMeta::default().cwd("/p"));
+        let title = SessionEvent::new("session/title", 0, 1, json!({"title": id.as_str()}));
+        backend.create(&header, &[Arc::new(title)]).unwrap();
+        let file = backend.locate(&id).unwrap().unwrap();
+        // The create wrote the title's cache: gone, so only a listing's read makes it again.
+        fs::remove_file(cache_path(&file)).unwrap();
+        files.push(file);
+    }
+    let cached = || {
+        files
+            .iter()
+            .map(|f| cache_path(f).exists())
+            .collect::<Vec<_>>()
+    };
+    let mut request = PageRequest {
+        after: None,
+        cwd: None,
+        limit: 1,
+    };
+    let page = backend.list_page(&request).unwrap();
+    assert_eq!(page.len(), 1);
+    assert_eq!(page[0].title.as_deref(), Some("new"));
+    assert_eq!(cached(), [false, false, true], "the page's session only");
+    request.after = Some((page[0].header.created_at, page[0].header.id.clone()));
+    let next = backend.list_page(&request).unwrap();
+    assert_eq!(next[0].title.as_deref(), Some("mid"));
+    assert_eq!(cached(), [false, true, true]);
+    let all = backend.list().unwrap();
+    assert_eq!(next, request.page_of(all));
+}

@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::async_backend::{AsyncBackend, BackendFuture};
 use crate::async_writers::Writers;
 use crate::event::SessionEvent;
 use crate::format::FormatVersion;
@@ -295,9 +296,28 @@ impl AsyncPersistence {
         AsyncPersistence { backend }
     }
 
-    /// Whether the backend offers native async calls ([`SessionPersistence::as_async`]).
-    fn is_native(&self) -> bool {
-        self.backend.as_async().is_some()
+    /// Runs one backend call with `args` off the workers: `native` (the [`AsyncBackend`]
+    /// call) as a task of its own when the backend offers native async calls, `blocking` (the
+    /// sync call) on tokio's blocking pool otherwise. `call` names it in a contained panic.
+    async fn route<A: Send + 'static, T: Send + 'static>(
+        &self,
+        call: &'static str,
+        args: A,
+        native: for<'b> fn(&'b dyn AsyncBackend, &'b A) -> BackendFuture<'b, T>,
+        blocking: fn(&dyn SessionPersistence, &A) -> Result<T, PersistenceError>,
+    ) -> Result<T, PersistenceError> {
+        let backend = self.backend.clone();
+        if backend.as_async().is_none() {
+            return run_blocking(move || blocking(backend.as_ref(), &args)).await;
+        }
+        spawned(call, async move {
+            let calls = backend
+                .as_async()
+                .expect("a backend's native async calls do not come and go");
+            native(calls, &args).await
+        })
+        .await
+        .and_then(|outcome| outcome)
     }
 
     /// [`SessionPersistence::create`], off the workers.
@@ -316,34 +336,24 @@ impl AsyncPersistence {
         id: &SessionId,
         events: Vec<Arc<SessionEvent>>,
     ) -> Result<(), PersistenceError> {
-        let (backend, id) = (self.backend.clone(), id.clone());
-        if self.is_native() {
-            return spawned("append", async move {
-                if let Some(native) = backend.as_async() {
-                    return native.append(&id, &events).await;
-                }
-                run_blocking(move || backend.append(&id, &events)).await
-            })
-            .await
-            .and_then(|outcome| outcome);
-        }
-        run_blocking(move || backend.append(&id, &events)).await
+        self.route(
+            "append",
+            (id.clone(), events),
+            |calls, (id, events)| calls.append(id, events),
+            |backend, (id, events)| backend.append(id, events),
+        )
+        .await
     }
 
     /// [`SessionPersistence::load`], off the workers.
     pub async fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
-        let (backend, id) = (self.backend.clone(), id.clone());
-        if self.is_native() {
-            return spawned("load", async move {
-                if let Some(native) = backend.as_async() {
-                    return native.load(&id).await;
-                }
-                run_blocking(move || backend.load(&id)).await
-            })
-            .await
-            .and_then(|outcome| outcome);
-        }
-        run_blocking(move || backend.load(&id)).await
+        self.route(
+            "load",
+            id.clone(),
+            |calls, id| calls.load(id),
+            |backend, id| backend.load(id),
+        )
+        .await
     }
 
     /// [`SessionPersistence::read_prefix`], off the workers.
@@ -352,18 +362,13 @@ impl AsyncPersistence {
         id: &SessionId,
         len: u64,
     ) -> Result<StoredSession, PersistenceError> {
-        let (backend, id) = (self.backend.clone(), id.clone());
-        if self.is_native() {
-            return spawned("read_prefix", async move {
-                if let Some(native) = backend.as_async() {
-                    return native.read_prefix(&id, len).await;
-                }
-                run_blocking(move || backend.read_prefix(&id, len)).await
-            })
-            .await
-            .and_then(|outcome| outcome);
-        }
-        run_blocking(move || backend.read_prefix(&id, len)).await
+        self.route(
+            "read_prefix",
+            (id.clone(), len),
+            |calls, (id, len)| calls.read_prefix(id, *len),
+            |backend, (id, len)| backend.read_prefix(id, *len),
+        )
+        .await
     }
 
     /// [`SessionPersistence::read_from`], off the workers.
@@ -401,18 +406,13 @@ impl AsyncPersistence {
         &self,
         request: PageRequest,
     ) -> Result<Vec<ListedSession>, PersistenceError> {
-        let backend = self.backend.clone();
-        if self.is_native() {
-            return spawned("list_page", async move {
-                if let Some(native) = backend.as_async() {
-                    return native.list_page(&request).await;
-                }
-                run_blocking(move || backend.list_page(&request)).await
-            })
-            .await
-            .and_then(|outcome| outcome);
-        }
-        run_blocking(move || backend.list_page(&request)).await
+        self.route(
+            "list_page",
+            request,
+            |calls, request| calls.list_page(request),
+            |backend, request| backend.list_page(request),
+        )
+        .await
     }
 }
 

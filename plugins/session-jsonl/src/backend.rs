@@ -3,6 +3,7 @@
 mod delete;
 mod forked;
 mod listing;
+mod page_index;
 mod successor;
 
 use crate::render::{checked_version, header_line_of, write_new_log};
@@ -105,6 +106,8 @@ pub struct JsonlPersistence {
     /// swept: each is swept once, so that a delete costs the same however many sessions its
     /// folder holds.
     swept: Mutex<HashSet<PathBuf>>,
+    /// What this backend's pages of the store's listing remember of its folders and headers.
+    page_index: Mutex<page_index::PageIndex>,
 }
 
 impl JsonlPersistence {
@@ -119,6 +122,7 @@ impl JsonlPersistence {
             slots: Mutex::new(HashMap::new()),
             seen: Mutex::new(HashMap::new()),
             swept: Mutex::new(HashSet::new()),
+            page_index: Mutex::default(),
         }
     }
 

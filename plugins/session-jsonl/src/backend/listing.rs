@@ -1,7 +1,9 @@
 //! Listing the store: every stored session ([`JsonlPersistence::list_all`]) or one page of
 //! them ([`JsonlPersistence::list_one_page`]), from the session files' header lines; titles
-//! and revisions are read for the sessions returned only.
+//! and revisions are read for the sessions returned only, and a page orders the store from
+//! the headers its backend remembers ([`super::page_index`]).
 
+use super::page_index::PageIndex;
 use super::{delete, JsonlPersistence};
 use crate::earlier_layout;
 use crate::error::io_error;
@@ -9,12 +11,87 @@ use crate::layout::{session_files, single_file, stored_twice};
 use crate::read::{list_entry, listed_header};
 use dsh_session::backend::{newest_first, ListedSession, PageRequest, PersistenceError};
 use dsh_session::{SessionHeader, SessionId};
-use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// A session a page may hold, by the header that orders it.
+enum Candidate<'a> {
+    /// A header the backend remembers, of id folder `.2` in cwd folder `.1`: the page reads
+    /// its file again.
+    Remembered(&'a SessionHeader, &'a Path, &'a OsStr),
+    /// A session whose name shows in several cwd folders, read whole just now.
+    ReadNow(&'a ListedSession),
+}
+
+impl Candidate<'_> {
+    fn header(&self) -> &SessionHeader {
+        match self {
+            Candidate::Remembered(header, ..) => header,
+            Candidate::ReadNow(listed) => &listed.header,
+        }
+    }
+}
+
+/// Logs that the session file at `path` is left out of a listing, and why.
+fn skip_unreadable(path: &Path, error: &PersistenceError) {
+    tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
+}
+
+/// The names of the id folders in the cwd folder `folder`, tombstones left out.
+fn id_folder_names(folder: &Path) -> Result<HashSet<OsString>, PersistenceError> {
+    let mut names = HashSet::new();
+    for entry in fs::read_dir(folder).map_err(|e| io_error(folder, e))? {
+        let name = entry.map_err(|e| io_error(folder, e))?.file_name();
+        if !delete::is_tombstone(&name) {
+            names.insert(name);
+        }
+    }
+    Ok(names)
+}
 
 impl JsonlPersistence {
+    /// Refuses a root holding dsh's earlier layout, so that it is not listed as if it held
+    /// nothing of it.
+    fn check_listable(&self) -> Result<(), PersistenceError> {
+        let earlier = earlier_layout::files(self.root())?;
+        if earlier.is_empty() {
+            Ok(())
+        } else {
+            Err(earlier_layout::refusal(&earlier))
+        }
+    }
+
+    /// The one session file among `found` (the session files of id folder `id_folder` over
+    /// every cwd folder), by its physical path; `None`, with a warning, when there is none,
+    /// several, or it leads outside the store or cannot be resolved.
+    fn session_file(&self, id_folder: &OsStr, found: Vec<PathBuf>) -> Option<PathBuf> {
+        let path = match single_file(found) {
+            Ok(found) => found?,
+            Err(paths) => {
+                tracing::warn!(
+                    id_folder = %id_folder.to_string_lossy(),
+                    reason = stored_twice(&paths),
+                    "skipping a session that load refuses"
+                );
+                return None;
+            }
+        };
+        match self.dir.physical(&path) {
+            Ok(Some(physical)) => Some(physical),
+            Ok(None) => {
+                tracing::warn!(path = %path.display(), "skipping a session file outside the store");
+                None
+            }
+            Err(error) => {
+                skip_unreadable(&path, &io_error(&path, error));
+                None
+            }
+        }
+    }
+
     /// The session file of every listable stored session, with its id folder's name as an id
     /// (it stands for the id in a refusal): one file per id folder name over all cwd folders,
     /// its physical path. Skipped with a warning: an id stored in several files, a file that
@@ -25,69 +102,57 @@ impl JsonlPersistence {
     /// [`PersistenceError::LayoutUnsupported`] when the root holds dsh's earlier layout;
     /// [`PersistenceError::Io`] when a folder cannot be listed.
     fn listed_files(&self) -> Result<Vec<(SessionId, PathBuf)>, PersistenceError> {
-        // A store holding dsh's earlier layout is not listed as if it held nothing of it.
-        let earlier = earlier_layout::files(self.root())?;
-        if !earlier.is_empty() {
-            return Err(earlier_layout::refusal(&earlier));
-        }
+        self.check_listable()?;
         // The session files of every id folder name, over all cwd folders.
         let mut by_id_folder: BTreeMap<OsString, Vec<PathBuf>> = BTreeMap::new();
         for folder in self.dir.cwd_folders()? {
-            let entries = fs::read_dir(&folder).map_err(|e| io_error(&folder, e))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| io_error(&folder, e))?;
-                if delete::is_tombstone(&entry.file_name()) {
-                    continue;
-                }
-                by_id_folder
-                    .entry(entry.file_name())
-                    .or_default()
-                    .extend(session_files(&entry.path()));
+            for name in id_folder_names(&folder)? {
+                let files = session_files(&folder.join(&name));
+                by_id_folder.entry(name).or_default().extend(files);
             }
         }
-        let mut files = Vec::with_capacity(by_id_folder.len());
-        for (id_folder, found) in by_id_folder {
-            let path = match single_file(found) {
-                Ok(Some(path)) => path,
-                Ok(None) => continue,
-                Err(paths) => {
-                    tracing::warn!(
-                        id_folder = %id_folder.to_string_lossy(),
-                        reason = stored_twice(&paths),
-                        "skipping a session that load refuses"
-                    );
-                    continue;
-                }
-            };
-            match self.dir.physical(&path) {
-                Ok(Some(physical)) => {
-                    files.push((SessionId::new(id_folder.to_string_lossy()), physical));
-                }
-                Ok(None) => {
-                    tracing::warn!(path = %path.display(), "skipping a session file outside the store");
-                }
-                Err(error) => {
-                    tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
-                }
-            }
-        }
-        Ok(files)
+        Ok(by_id_folder
+            .into_iter()
+            .filter_map(|(id_folder, found)| {
+                let path = self.session_file(&id_folder, found)?;
+                Some((SessionId::new(id_folder.to_string_lossy()), path))
+            })
+            .collect())
+    }
+
+    /// The header of the session file at `path` (of id folder `folder_id`), checked against
+    /// its folders.
+    fn header_at(
+        &self,
+        folder_id: &SessionId,
+        path: &Path,
+    ) -> Result<SessionHeader, PersistenceError> {
+        let (_, _, mut file, _) = self.dir.open_file_in_folder(folder_id, path)?;
+        listed_header(self.root(), path, &mut file).map(|(header, _)| header)
     }
 
     /// The listing entry of the session file at `path` (of id folder `folder_id`): header,
     /// revision and title; `None`, with a warning, when it cannot be read or its header is
     /// refused.
     fn listed(&self, folder_id: &SessionId, path: &Path) -> Option<ListedSession> {
-        let entry = self.dir.open_file_in_folder(folder_id, path).and_then(
-            |(folder, name, file, revision)| {
+        self.dir
+            .open_file_in_folder(folder_id, path)
+            .and_then(|(folder, name, file, revision)| {
                 list_entry(self.root(), (path, &folder, &name), file, revision)
-            },
-        );
-        entry
-            .map_err(|error| {
-                tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
             })
+            .map_err(|error| skip_unreadable(path, &error))
             .ok()
+    }
+
+    /// The listing entry of id folder `name` in the cwd folders `folders` (several when the
+    /// name shows in several), read now.
+    fn listed_now(&self, folders: &[&Path], name: &OsStr) -> Option<ListedSession> {
+        let found = folders
+            .iter()
+            .flat_map(|folder| session_files(&folder.join(name)))
+            .collect();
+        let path = self.session_file(name, found)?;
+        self.listed(&SessionId::new(name.to_string_lossy()), &path)
     }
 
     /// [`SessionPersistence::list`](dsh_session::backend::SessionPersistence::list): every
@@ -105,35 +170,132 @@ impl JsonlPersistence {
     }
 
     /// [`SessionPersistence::list_page`](dsh_session::backend::SessionPersistence::list_page):
-    /// the header line of every listable session is read to order them, and the title and
-    /// revision of the page's sessions only.
+    /// the store's sessions ordered by the headers this backend remembers (read when a name
+    /// first shows in its cwd folder; the folders read again only when they changed), then
+    /// the page's sessions read whole, each at its current file.
     pub(super) fn list_one_page(
         &self,
         request: &PageRequest,
     ) -> Result<Vec<ListedSession>, PersistenceError> {
-        let mut candidates: Vec<(SessionHeader, SessionId, PathBuf)> = Vec::new();
-        for (folder_id, path) in self.listed_files()? {
-            let header = self
-                .dir
-                .open_file_in_folder(&folder_id, &path)
-                .and_then(|(_, _, mut file, _)| listed_header(self.root(), &path, &mut file));
-            match header {
-                Ok((header, _)) if request.admits(&header) => {
-                    candidates.push((header, folder_id, path));
-                }
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
+        self.check_listable()?;
+        let folders = self.dir.cwd_folders()?;
+        let mut index = self.page_index.lock();
+        let shared = self.update_index(&mut index, &folders)?;
+        // A name in several cwd folders is read now, as `list` reads it.
+        let several: Vec<ListedSession> = shared
+            .iter()
+            .filter_map(|name| {
+                let holding: Vec<&Path> = folders
+                    .iter()
+                    .filter(|folder| index.holds(folder, name))
+                    .map(PathBuf::as_path)
+                    .collect();
+                self.listed_now(&holding, name)
+            })
+            .collect();
+        let mut candidates: Vec<Candidate<'_>> = several.iter().map(Candidate::ReadNow).collect();
+        for folder in &folders {
+            let Some(known) = index.known(folder) else {
+                continue;
+            };
+            for name in &known.names {
+                if let Some(header) = known.header(name) {
+                    if !shared.contains(name) {
+                        candidates.push(Candidate::Remembered(header, folder, name));
+                    }
                 }
             }
         }
-        candidates.sort_by(|a, b| newest_first(&a.0).cmp(&newest_first(&b.0)));
-        // A session that goes between the two reads leaves its place to the next one.
-        Ok(candidates
-            .iter()
-            .filter_map(|(_, folder_id, path)| self.listed(folder_id, path))
-            .filter(|listed| request.admits(&listed.header))
-            .take(request.limit)
-            .collect())
+        candidates.retain(|candidate| request.admits(candidate.header()));
+        // Only the entries a page is likely to hold need an order: twice the page's size is
+        // put first and sorted; the rest only when reads fail short of a full page.
+        let order = |a: &Candidate<'_>, b: &Candidate<'_>| {
+            newest_first(a.header()).cmp(&newest_first(b.header()))
+        };
+        let head = request.limit.saturating_mul(2).min(candidates.len());
+        if head < candidates.len() {
+            candidates.select_nth_unstable_by(head, order);
+        }
+        let (first, rest) = candidates.split_at_mut(head);
+        first.sort_unstable_by(order);
+        let mut page = Vec::with_capacity(request.limit.min(first.len()));
+        self.fill_page(first, request, &mut page);
+        if page.len() < request.limit {
+            rest.sort_unstable_by(order);
+            self.fill_page(rest, request, &mut page);
+        }
+        Ok(page)
+    }
+
+    /// Adds to `page` the entries of `candidates` (in their order) read now, until it holds
+    /// `request.limit`: a session that went, or whose header the request no longer admits,
+    /// leaves its place to the next one.
+    fn fill_page(
+        &self,
+        candidates: &[Candidate<'_>],
+        request: &PageRequest,
+        page: &mut Vec<ListedSession>,
+    ) {
+        for candidate in candidates {
+            if page.len() >= request.limit {
+                return;
+            }
+            let listed = match candidate {
+                Candidate::Remembered(_, folder, name) => self.listed_now(&[folder], name),
+                Candidate::ReadNow(listed) => Some((*listed).clone()),
+            };
+            page.extend(listed.filter(|listed| request.admits(&listed.header)));
+        }
+    }
+
+    /// Brings `index` up to the cwd folders `folders`: each folder's names read again when
+    /// it changed, and the header of every name seen for the first time in one folder only
+    /// read (a file that cannot be read is skipped with a warning, and tried again next
+    /// time). Returns the names that show in several folders, which are not remembered.
+    fn update_index(
+        &self,
+        index: &mut PageIndex,
+        folders: &[PathBuf],
+    ) -> Result<HashSet<OsString>, PersistenceError> {
+        index.retain(folders);
+        let mut seen: HashMap<OsString, usize> = HashMap::new();
+        for folder in folders {
+            let meta = fs::metadata(folder).map_err(|e| io_error(folder, e))?;
+            let known = index.folder(folder, (&meta, SystemTime::now()), || {
+                id_folder_names(folder)
+            })?;
+            if folders.len() > 1 {
+                for name in &known.names {
+                    *seen.entry(name.clone()).or_default() += 1;
+                }
+            }
+        }
+        let shared: HashSet<OsString> = seen
+            .into_iter()
+            .filter(|&(_, count)| count > 1)
+            .map(|(name, _)| name)
+            .collect();
+        for folder in folders {
+            let Some(known) = index.known_mut(folder) else {
+                continue;
+            };
+            let missing: Vec<OsString> = known
+                .names
+                .iter()
+                .filter(|name| known.header(name).is_none() && !shared.contains(*name))
+                .cloned()
+                .collect();
+            for name in missing {
+                let found = session_files(&folder.join(&name));
+                let Some(path) = self.session_file(&name, found) else {
+                    continue;
+                };
+                match self.header_at(&SessionId::new(name.to_string_lossy()), &path) {
+                    Ok(header) => known.remember(name, header),
+                    Err(error) => skip_unreadable(&path, &error),
+                }
+            }
+        }
+        Ok(shared)
     }
 }

@@ -326,8 +326,8 @@ impl JsonlPersistence {
             };
         }
         let from = cursor.committed;
-        let (file, folder, name) = held.parts();
-        match write_records(file, folder, name, cursor, events, step) {
+        let (file, folder, name, text) = held.parts();
+        match write_records((file, folder, name), text, cursor, events, step) {
             Ok((written, replaced)) => {
                 cursor.committed += written;
                 if let Some(file) = replaced {

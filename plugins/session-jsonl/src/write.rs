@@ -100,32 +100,33 @@ pub(crate) fn check_storable(
     Ok(())
 }
 
-/// Writes the text the cursor carries, then `events`' lines, to `file`, the cursor's session
-/// file held under its lock: appended after the committed bytes ([`Step::InPlace`]) or as a
-/// new file put in its place ([`Step::Replace`]); one zstd frame in a compressed file.
-/// Returns the number of bytes written after the committed ones, and after a
-/// [`Step::Replace`] the new file now named `name` (open, still under the exclusive lock, for
-/// the caller to hold in place of `file`); the cursor's view of the file's end is updated.
+/// Writes the text the cursor carries, then `events`' lines, to `file` (named `name` in
+/// `folder`), the cursor's session file held under its lock: appended after the committed
+/// bytes ([`Step::InPlace`]) or as a new file put in its place ([`Step::Replace`]); one zstd
+/// frame in a compressed file. The lines are put together in `text` (empty; a buffer the
+/// caller keeps from one write to the next). Returns the number of bytes written after the
+/// committed ones, and after a [`Step::Replace`] the new file now named `name` (open, still
+/// under the exclusive lock, for the caller to hold in place of `file`); the cursor's view of
+/// the file's end is updated.
 pub(crate) fn write_records(
-    file: &mut File,
-    folder: &Folder,
-    name: &OsStr,
+    (file, folder, name): (&mut File, &Folder, &OsStr),
+    text: &mut Vec<u8>,
     cursor: &mut Cursor,
     events: &[Arc<SessionEvent>],
     step: Step,
 ) -> Result<(u64, Option<File>), PersistenceError> {
-    let mut text = Vec::with_capacity(cursor.carry.len() + lines_len(events));
+    text.reserve(cursor.carry.len() + lines_len(events));
     text.extend_from_slice(&cursor.carry);
     for event in events {
-        write_event_line(event, cursor.version, &mut text)
+        write_event_line(event, cursor.version, text)
             .map_err(|e| io_error(&cursor.path, e.into()))?;
     }
     let frame;
     let bytes: &[u8] = if is_compressed(&cursor.path, &[]) && !text.is_empty() {
-        frame = compress_frame(&text).map_err(|e| io_error(&cursor.path, e))?;
+        frame = compress_frame(text).map_err(|e| io_error(&cursor.path, e))?;
         &frame
     } else {
-        &text
+        text
     };
     let replaced = match step {
         Step::InPlace => append_after(file, cursor.end.len(), cursor.committed, bytes)

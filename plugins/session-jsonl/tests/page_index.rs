@@ -196,7 +196,10 @@ fn a_page_is_filled_past_sessions_that_cannot_be_read() {
     for (n, id) in ["a", "b", "c", "d", "e"].into_iter().enumerate() {
         store(&paging, id, n as u64 + 1, "/p", id);
     }
-    assert_eq!(page_as_fresh(&paging, root.path(), &request(1, None)), ["e:e"]);
+    assert_eq!(
+        page_as_fresh(&paging, root.path(), &request(1, None)),
+        ["e:e"]
+    );
     for id in ["e", "d", "c"] {
         let file = paging
             .locate(&SessionId::from(id))
@@ -204,7 +207,10 @@ fn a_page_is_filled_past_sessions_that_cannot_be_read() {
             .expect("stored");
         std::fs::write(file, "not a header\n").expect("damaged");
     }
-    assert_eq!(page_as_fresh(&paging, root.path(), &request(1, None)), ["b:b"]);
+    assert_eq!(
+        page_as_fresh(&paging, root.path(), &request(1, None)),
+        ["b:b"]
+    );
     assert_eq!(
         page_as_fresh(&paging, root.path(), &request(5, None)),
         ["b:b", "a:a"]

@@ -3,7 +3,7 @@
 //! and revisions are read for the sessions returned only, and a page orders the store from
 //! the headers its backend remembers ([`super::page_index`]).
 
-use super::page_index::PageIndex;
+use super::page_index::ReadFolder;
 use super::{delete, JsonlPersistence};
 use crate::earlier_layout;
 use crate::error::io_error;
@@ -11,7 +11,7 @@ use crate::layout::{session_files, single_file, stored_twice};
 use crate::read::{list_entry, listed_header};
 use dsh_session::backend::{newest_first, ListedSession, PageRequest, PersistenceError};
 use dsh_session::{SessionHeader, SessionId};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,24 @@ impl Candidate<'_> {
 /// Logs that the session file at `path` is left out of a listing, and why.
 fn skip_unreadable(path: &Path, error: &PersistenceError) {
     tracing::warn!(path = %path.display(), %error, "skipping unreadable session file");
+}
+
+/// How a page reads the store's cwd folders ([`super::page_index::PageIndex::refresh`]).
+struct FolderReads;
+
+impl ReadFolder for FolderReads {
+    type Error = PersistenceError;
+
+    fn stat(&self, folder: &Path) -> Result<(fs::Metadata, SystemTime), PersistenceError> {
+        // The time before the read: a stamp is trusted no sooner for it.
+        let now = SystemTime::now();
+        let meta = fs::metadata(folder).map_err(|e| io_error(folder, e))?;
+        Ok((meta, now))
+    }
+
+    fn names(&self, folder: &Path) -> Result<HashSet<OsString>, PersistenceError> {
+        id_folder_names(folder)
+    }
 }
 
 /// The names of the id folders in the cwd folder `folder`, tombstones left out.
@@ -180,32 +198,29 @@ impl JsonlPersistence {
         self.check_listable()?;
         let folders = self.dir.cwd_folders()?;
         let mut index = self.page_index.lock();
-        let shared = self.update_index(&mut index, &folders)?;
-        // A name in several cwd folders is read now, as `list` reads it.
-        let several: Vec<ListedSession> = shared
-            .iter()
-            .filter_map(|name| {
-                let holding: Vec<&Path> = folders
-                    .iter()
-                    .filter(|folder| index.holds(folder, name))
-                    .map(PathBuf::as_path)
-                    .collect();
-                self.listed_now(&holding, name)
-            })
-            .collect();
-        let mut candidates: Vec<Candidate<'_>> = several.iter().map(Candidate::ReadNow).collect();
-        for folder in &folders {
-            let Some(known) = index.known(folder) else {
+        index.refresh(&folders, &FolderReads)?;
+        for (folder, name) in index.missing() {
+            let found = session_files(&folder.join(&name));
+            let Some(path) = self.session_file(&name, found) else {
                 continue;
             };
-            for name in &known.names {
-                if let Some(header) = known.header(name) {
-                    if !shared.contains(name) {
-                        candidates.push(Candidate::Remembered(header, folder, name));
-                    }
-                }
+            match self.header_at(&SessionId::new(name.to_string_lossy()), &path) {
+                Ok(header) => index.remember(&folder, name, header),
+                Err(error) => skip_unreadable(&path, &error),
             }
         }
+        // A name in several cwd folders is read now, as `list` reads it.
+        let several: Vec<ListedSession> = index
+            .shared()
+            .into_iter()
+            .filter_map(|(name, holding)| self.listed_now(&holding, name))
+            .collect();
+        let mut candidates: Vec<Candidate<'_>> = several.iter().map(Candidate::ReadNow).collect();
+        candidates.extend(
+            index
+                .remembered()
+                .map(|(header, folder, name)| Candidate::Remembered(header, folder, name)),
+        );
         candidates.retain(|candidate| request.admits(candidate.header()));
         // Only the entries a page is likely to hold need an order: twice the page's size is
         // put first and sorted; the rest only when reads fail short of a full page.
@@ -246,56 +261,5 @@ impl JsonlPersistence {
             };
             page.extend(listed.filter(|listed| request.admits(&listed.header)));
         }
-    }
-
-    /// Brings `index` up to the cwd folders `folders`: each folder's names read again when
-    /// it changed, and the header of every name seen for the first time in one folder only
-    /// read (a file that cannot be read is skipped with a warning, and tried again next
-    /// time). Returns the names that show in several folders, which are not remembered.
-    fn update_index(
-        &self,
-        index: &mut PageIndex,
-        folders: &[PathBuf],
-    ) -> Result<HashSet<OsString>, PersistenceError> {
-        index.retain(folders);
-        let mut seen: HashMap<OsString, usize> = HashMap::new();
-        for folder in folders {
-            let meta = fs::metadata(folder).map_err(|e| io_error(folder, e))?;
-            let known = index.folder(folder, (&meta, SystemTime::now()), || {
-                id_folder_names(folder)
-            })?;
-            if folders.len() > 1 {
-                for name in &known.names {
-                    *seen.entry(name.clone()).or_default() += 1;
-                }
-            }
-        }
-        let shared: HashSet<OsString> = seen
-            .into_iter()
-            .filter(|&(_, count)| count > 1)
-            .map(|(name, _)| name)
-            .collect();
-        for folder in folders {
-            let Some(known) = index.known_mut(folder) else {
-                continue;
-            };
-            let missing: Vec<OsString> = known
-                .names
-                .iter()
-                .filter(|name| known.header(name).is_none() && !shared.contains(*name))
-                .cloned()
-                .collect();
-            for name in missing {
-                let found = session_files(&folder.join(&name));
-                let Some(path) = self.session_file(&name, found) else {
-                    continue;
-                };
-                match self.header_at(&SessionId::new(name.to_string_lossy()), &path) {
-                    Ok(header) => known.remember(name, header),
-                    Err(error) => skip_unreadable(&path, &error),
-                }
-            }
-        }
-        Ok(shared)
     }
 }

@@ -35,17 +35,22 @@ pub(crate) const SETTLED: Duration = Duration::from_secs(1);
 #[derive(Debug, Default)]
 pub(crate) struct PageIndex {
     folders: HashMap<PathBuf, FolderIndex>,
+    /// The id folder names that show in several cwd folders (recounted when a folder's names
+    /// are read again): they are never remembered, a page reads them as `list` does.
+    shared: HashSet<OsString>,
 }
 
 /// What is remembered of one cwd folder.
 #[derive(Debug, Default)]
-pub(crate) struct FolderIndex {
+struct FolderIndex {
     /// The stamp the names were read under, when it may be trusted.
     settled: Option<Stamp>,
     /// The names of its id folders (tombstones left out), as last read.
-    pub(crate) names: HashSet<OsString>,
+    names: HashSet<OsString>,
     /// The header of each id folder's session file read so far, by the id folder's name.
     headers: HashMap<OsString, SessionHeader>,
+    /// The names whose header is still to be read (not shared with another folder).
+    missing: HashSet<OsString>,
 }
 
 /// What tells that a folder's entries changed: device, inode, modification time (seconds,
@@ -66,63 +71,129 @@ impl Stamp {
     }
 }
 
+/// How [`PageIndex::refresh`] reads a cwd folder: its metadata and the time it was read at,
+/// then (when its stamp says so) its names.
+pub(crate) trait ReadFolder {
+    /// The error of a read.
+    type Error;
+
+    /// The folder's metadata, and the time it was read at (taken before it).
+    fn stat(&self, folder: &Path) -> Result<(Metadata, SystemTime), Self::Error>;
+
+    /// The names of the folder's id folders, tombstones left out.
+    fn names(&self, folder: &Path) -> Result<HashSet<OsString>, Self::Error>;
+}
+
 impl PageIndex {
-    /// Keeps the folders of `present` only (the cwd folders the root holds now).
-    pub(crate) fn retain(&mut self, present: &[PathBuf]) {
-        self.folders.retain(|path, _| present.contains(path));
-    }
-
-    /// What is remembered of the cwd folder at `path`.
-    pub(crate) fn known(&self, path: &Path) -> Option<&FolderIndex> {
-        self.folders.get(path)
-    }
-
-    /// [`PageIndex::known`], to remember more.
-    pub(crate) fn known_mut(&mut self, path: &Path) -> Option<&mut FolderIndex> {
-        self.folders.get_mut(path)
-    }
-
-    /// Whether the cwd folder at `path` held id folder `name` when last read.
-    pub(crate) fn holds(&self, path: &Path, name: &OsStr) -> bool {
-        self.known(path)
-            .is_some_and(|known| known.names.contains(name))
-    }
-
-    /// The index of the cwd folder at `path`, whose metadata `meta` was read at `now`, with
-    /// its names read again by `read_names` unless its stamp says they have not changed. The headers of names gone are forgotten.
+    /// Brings the index up to the cwd folders `folders` (those the root holds now), read
+    /// through `read`: a folder's names are read again unless its stamp is the one they were
+    /// read under and was trusted then; the headers of names gone are forgotten.
     ///
     /// # Errors
     ///
-    /// `read_names`'s (nothing is changed then).
-    pub(crate) fn folder<E>(
+    /// `read`'s; the folders read before the failure keep what they read.
+    pub(crate) fn refresh<R: ReadFolder>(
         &mut self,
-        path: &Path,
-        (meta, now): (&Metadata, SystemTime),
-        read_names: impl FnOnce() -> Result<HashSet<OsString>, E>,
-    ) -> Result<&mut FolderIndex, E> {
-        let stamp = Stamp::of(meta);
-        let index = self.folders.entry(path.to_path_buf()).or_default();
-        if index.settled != Some(stamp) {
-            let names = read_names()?;
-            let changed = meta.modified().unwrap_or(now);
-            let settled = now.duration_since(changed).is_ok_and(|age| age > SETTLED);
+        folders: &[PathBuf],
+        read: &R,
+    ) -> Result<(), R::Error> {
+        let before = self.folders.len();
+        self.folders.retain(|path, _| folders.contains(path));
+        let mut changed = self.folders.len() != before;
+        for path in folders {
+            let (meta, now) = read.stat(path)?;
+            let stamp = Stamp::of(&meta);
+            let index = self.folders.entry(path.clone()).or_default();
+            if index.settled == Some(stamp) {
+                continue;
+            }
+            let names = read.names(path)?;
+            let last_change = meta.modified().unwrap_or(now);
+            let settled = now
+                .duration_since(last_change)
+                .is_ok_and(|age| age > SETTLED);
             index.settled = settled.then_some(stamp);
             index.headers.retain(|name, _| names.contains(name));
             index.names = names;
+            changed = true;
         }
-        Ok(index)
-    }
-}
-
-impl FolderIndex {
-    /// The header remembered for id folder `name`.
-    pub(crate) fn header(&self, name: &OsStr) -> Option<&SessionHeader> {
-        self.headers.get(name)
+        if changed {
+            self.recount();
+        }
+        Ok(())
     }
 
-    /// Remembers `header` for id folder `name`.
-    pub(crate) fn remember(&mut self, name: OsString, header: SessionHeader) {
-        self.headers.insert(name, header);
+    /// Recounts the names that show in several folders (none of them is remembered), and
+    /// the names of each folder whose header is still to be read.
+    fn recount(&mut self) {
+        self.shared.clear();
+        if self.folders.len() > 1 {
+            let mut seen: HashSet<&OsString> = HashSet::new();
+            for index in self.folders.values() {
+                for name in &index.names {
+                    if !seen.insert(name) {
+                        self.shared.insert(name.clone());
+                    }
+                }
+            }
+        }
+        let shared = &self.shared;
+        for index in self.folders.values_mut() {
+            index.headers.retain(|name, _| !shared.contains(name));
+            index.missing = index
+                .names
+                .iter()
+                .filter(|name| !index.headers.contains_key(*name) && !shared.contains(*name))
+                .cloned()
+                .collect();
+        }
+    }
+
+    /// The names that show in several cwd folders, each with the folders holding it.
+    pub(crate) fn shared(&self) -> Vec<(&OsStr, Vec<&Path>)> {
+        self.shared
+            .iter()
+            .map(|name| {
+                let holding = self
+                    .folders
+                    .iter()
+                    .filter(|(_, index)| index.names.contains(name))
+                    .map(|(path, _)| path.as_path())
+                    .collect();
+                (name.as_os_str(), holding)
+            })
+            .collect()
+    }
+
+    /// The names whose header is still to be read, with their cwd folder.
+    pub(crate) fn missing(&self) -> Vec<(PathBuf, OsString)> {
+        self.folders
+            .iter()
+            .flat_map(|(path, index)| {
+                index
+                    .missing
+                    .iter()
+                    .map(move |name| (path.clone(), name.clone()))
+            })
+            .collect()
+    }
+
+    /// Remembers `header` for id folder `name` of the cwd folder at `folder`.
+    pub(crate) fn remember(&mut self, folder: &Path, name: OsString, header: SessionHeader) {
+        if let Some(index) = self.folders.get_mut(folder) {
+            index.missing.remove(&name);
+            index.headers.insert(name, header);
+        }
+    }
+
+    /// Every remembered header, with its cwd folder and id folder name.
+    pub(crate) fn remembered(&self) -> impl Iterator<Item = (&SessionHeader, &Path, &OsStr)> {
+        self.folders.iter().flat_map(|(path, index)| {
+            index
+                .headers
+                .iter()
+                .map(move |(name, header)| (header, path.as_path(), name.as_os_str()))
+        })
     }
 }
 
@@ -130,82 +201,131 @@ impl FolderIndex {
 mod tests {
     use super::*;
     use dsh_session::{SessionId, SessionMeta};
+    use std::cell::Cell;
     use std::fs;
+
+    /// Reads folders as the backend does, at a time `at` from now, counting the name reads.
+    struct Reads {
+        at: Duration,
+        names: Cell<usize>,
+    }
+
+    impl Reads {
+        fn after(at: Duration) -> Reads {
+            Reads {
+                at,
+                names: Cell::new(0),
+            }
+        }
+    }
+
+    impl ReadFolder for Reads {
+        type Error = std::io::Error;
+
+        fn stat(&self, folder: &Path) -> Result<(Metadata, SystemTime), Self::Error> {
+            Ok((fs::metadata(folder)?, SystemTime::now() + self.at))
+        }
+
+        fn names(&self, folder: &Path) -> Result<HashSet<OsString>, Self::Error> {
+            self.names.set(self.names.get() + 1);
+            fs::read_dir(folder)?
+                .map(|entry| entry.map(|entry| entry.file_name()))
+                .collect()
+        }
+    }
 
     fn header(id: &str) -> SessionHeader {
         SessionHeader::new(SessionId::from(id), 1, SessionMeta::default().cwd("/p"))
     }
 
-    fn names(dir: &Path) -> Result<HashSet<OsString>, std::io::Error> {
-        fs::read_dir(dir)?
-            .map(|entry| entry.map(|entry| entry.file_name()))
-            .collect()
+    fn ids(index: &PageIndex) -> Vec<String> {
+        let mut ids: Vec<String> = index
+            .remembered()
+            .map(|(header, _, _)| header.id.to_string())
+            .collect();
+        ids.sort();
+        ids
     }
 
     #[test]
     fn a_folder_changed_within_the_settling_time_is_read_again() {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir(dir.path().join("a")).unwrap();
+        let folders = [dir.path().to_path_buf()];
         let mut index = PageIndex::default();
-        let meta = fs::metadata(dir.path()).unwrap();
-        let mut reads = 0;
-        let now = SystemTime::now();
-        for _ in 0..2 {
-            index
-                .folder(dir.path(), (&meta, now), || {
-                    reads += 1;
-                    names(dir.path())
-                })
-                .unwrap();
-        }
+        let now = Reads::after(Duration::ZERO);
+        index.refresh(&folders, &now).unwrap();
+        index.refresh(&folders, &now).unwrap();
         assert_eq!(
-            reads, 2,
-            "a stamp of a folder that just changed is not trusted"
+            now.names.get(),
+            2,
+            "a folder that just changed is not trusted"
         );
-        let later = now + SETTLED * 2;
-        for _ in 0..2 {
-            index
-                .folder(dir.path(), (&meta, later), || {
-                    reads += 1;
-                    names(dir.path())
-                })
-                .unwrap();
-        }
-        assert_eq!(reads, 3, "a settled stamp is trusted once read under");
+        let later = Reads::after(SETTLED * 2);
+        index.refresh(&folders, &later).unwrap();
+        index.refresh(&folders, &later).unwrap();
+        assert_eq!(
+            later.names.get(),
+            1,
+            "a settled stamp is trusted once read under"
+        );
     }
 
     #[test]
-    fn a_changed_stamp_reads_the_names_again_and_forgets_those_gone() {
+    fn a_changed_folder_forgets_the_names_gone_and_misses_the_new_ones() {
         let dir = tempfile::tempdir().unwrap();
-        fs::create_dir(dir.path().join("a")).unwrap();
-        fs::create_dir(dir.path().join("b")).unwrap();
+        for name in ["a", "b"] {
+            fs::create_dir(dir.path().join(name)).unwrap();
+        }
+        let folders = [dir.path().to_path_buf()];
+        let read = Reads::after(SETTLED * 2);
         let mut index = PageIndex::default();
-        let later = SystemTime::now() + SETTLED * 2;
-        let meta = fs::metadata(dir.path()).unwrap();
-        let folder = index
-            .folder(dir.path(), (&meta, later), || names(dir.path()))
-            .unwrap();
-        folder.remember("a".into(), header("a"));
-        folder.remember("b".into(), header("b"));
+        index.refresh(&folders, &read).unwrap();
+        assert_eq!(index.missing().len(), 2);
+        for name in ["a", "b"] {
+            index.remember(dir.path(), name.into(), header(name));
+        }
+        assert!(index.missing().is_empty());
         fs::remove_dir(dir.path().join("a")).unwrap();
-        let meta = fs::metadata(dir.path()).unwrap();
-        let folder = index
-            .folder(dir.path(), (&meta, later), || names(dir.path()))
-            .unwrap();
-        assert_eq!(folder.names, HashSet::from([OsString::from("b")]));
-        assert!(folder.header(OsStr::new("a")).is_none());
-        assert!(folder.header(OsStr::new("b")).is_some());
+        fs::create_dir(dir.path().join("c")).unwrap();
+        index.refresh(&folders, &read).unwrap();
+        assert_eq!(ids(&index), ["b"]);
+        assert_eq!(index.missing(), [(folders[0].clone(), OsString::from("c"))]);
+    }
+
+    #[test]
+    fn a_name_in_two_folders_is_shared_and_never_remembered() {
+        let root = tempfile::tempdir().unwrap();
+        let folders = [root.path().join("p"), root.path().join("q")];
+        for folder in &folders {
+            fs::create_dir_all(folder.join("s")).unwrap();
+        }
+        fs::create_dir(folders[0].join("t")).unwrap();
+        let read = Reads::after(SETTLED * 2);
+        let mut index = PageIndex::default();
+        index.refresh(&folders, &read).unwrap();
+        let shared = index.shared();
+        assert_eq!(shared.len(), 1);
+        assert_eq!(shared[0].0, OsStr::new("s"));
+        assert_eq!(shared[0].1.len(), 2);
+        assert_eq!(index.missing(), [(folders[0].clone(), OsString::from("t"))]);
+        // Once the second folder goes, the name is its folder's own again.
+        index.refresh(&folders[..1], &read).unwrap();
+        assert!(index.shared().is_empty());
+        let mut missing: Vec<OsString> = index.missing().into_iter().map(|(_, n)| n).collect();
+        missing.sort();
+        assert_eq!(missing, ["s", "t"], "a name no longer shared is read");
     }
 
     #[test]
     fn folders_gone_from_the_root_are_forgotten() {
         let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("a")).unwrap();
+        let folders = [dir.path().to_path_buf()];
         let mut index = PageIndex::default();
-        let meta = fs::metadata(dir.path()).unwrap();
-        index
-            .folder(dir.path(), (&meta, SystemTime::now()), || names(dir.path()))
-            .unwrap();
-        index.retain(&[]);
-        assert!(index.folders.is_empty());
+        index.refresh(&folders, &Reads::after(SETTLED * 2)).unwrap();
+        index.remember(dir.path(), "a".into(), header("a"));
+        index.refresh(&[], &Reads::after(SETTLED * 2)).unwrap();
+        assert!(ids(&index).is_empty());
     }
 }

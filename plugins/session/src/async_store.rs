@@ -128,7 +128,7 @@ impl AsyncSessionStore {
     pub async fn flush(&self, session: &Arc<Session>) -> Result<(), StoreError> {
         if self.store.has_native_backend() {
             let (store, live) = (self.store.clone(), session.clone());
-            let native = spawned("append", async move { store.flush_native(&live).await });
+            let native = spawned("flush", async move { store.flush_native(&live).await });
             match native.await {
                 Ok(Some(outcome)) => return outcome,
                 Ok(None) => {}

@@ -21,10 +21,10 @@ use crate::scan::{scan_prefix, Scanned};
 use crate::store_dir::{dangling, StoreDir};
 use crate::tail::read_clean_tail;
 use crate::title_cache;
-use crate::write::{check_storable, write_records, Cursor, Step};
+use crate::write::{check_appended, write_records, Cursor, Step};
 use dsh_session::backend::{
-    create_whole, ListedSession, PageRequest, PersistenceError, SessionPersistence, StoredLog,
-    StoredPrefix, StoredSession, StoredTail,
+    create_whole, EncodedLines, ListedSession, PageRequest, PersistenceError, SessionPersistence,
+    StoredLog, StoredPrefix, StoredSession, StoredTail,
 };
 use dsh_session::event_type::last_title;
 use dsh_session::format::FormatVersion;
@@ -258,7 +258,7 @@ impl JsonlPersistence {
     fn append_by(
         &self,
         id: &SessionId,
-        events: &[Arc<SessionEvent>],
+        (events, lines): (&[Arc<SessionEvent>], &EncodedLines),
         step: Step,
     ) -> Result<(), PersistenceError> {
         let slot = self.slot(id);
@@ -283,7 +283,7 @@ impl JsonlPersistence {
                 });
             }
         };
-        let wrote = self.write_held(id, events, step, (held, len, fresh), cached);
+        let wrote = self.write_held(id, (events, lines), step, (held, len, fresh), cached);
         // A writer owns the file from its first write: a lock taken for an append that wrote
         // nothing (refused, or nothing to cut) is let go.
         if fresh && !matches!(wrote, Ok(true)) {
@@ -299,7 +299,7 @@ impl JsonlPersistence {
     fn write_held(
         &self,
         id: &SessionId,
-        events: &[Arc<SessionEvent>],
+        (events, lines): (&[Arc<SessionEvent>], &EncodedLines),
         step: Step,
         (held, len, fresh): (&mut Held, u64, bool),
         cached: &mut Option<Cursor>,
@@ -312,7 +312,7 @@ impl JsonlPersistence {
             .filter(|_| events.is_empty())
             .map(|cursor| (cursor.next_seq, cursor.end.clone()));
         let cursor = self.cursor(id, &path, (held.file(), len, fresh), cached)?;
-        check_storable(id, cursor.next_seq, events, cursor.version)?;
+        check_appended(id, cursor.next_seq, events, (cursor.version, lines))?;
         if events.is_empty() && cursor.end.len() == cursor.committed {
             // Nothing to cut. When the file changed since this backend read it, the torn tail
             // the caller saw was cut by another writer: the caller must not report it cut.
@@ -327,7 +327,7 @@ impl JsonlPersistence {
         }
         let from = cursor.committed;
         let (file, folder, name, text) = held.parts();
-        match write_records((file, folder, name), text, cursor, events, step) {
+        match write_records((file, folder, name), text, cursor, (events, lines), step) {
             Ok((written, replaced)) => {
                 cursor.committed += written;
                 if let Some(file) = replaced {
@@ -644,7 +644,30 @@ impl SessionPersistence for JsonlPersistence {
     /// (the file cannot be opened for writing); [`PersistenceError::Io`] (the file is cut back
     /// to its previous length).
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
-        self.append_by(id, events, Step::InPlace)
+        self.append_by(id, (events, &EncodedLines::default()), Step::InPlace)
+    }
+
+    /// `true`: the lines of a v0 file (and the lines of every event whose stored form is the
+    /// same in v1 to v3) are the lines the store serialises as events are appended.
+    fn uses_encoded_lines(&self) -> bool {
+        true
+    }
+
+    /// As [`SessionPersistence::append`], writing the lines `lines` holds for `events` as
+    /// they are (serialising the others), and checking again only the numbers and envelope
+    /// of the events without a line: a flush of events appended through the store is one
+    /// write of bytes made beforehand and one sync.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::append`].
+    fn append_encoded(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+        lines: &EncodedLines,
+    ) -> Result<(), PersistenceError> {
+        self.append_by(id, (events, lines), Step::InPlace)
     }
 
     /// As [`SessionPersistence::append`], but the file is replaced: a new file holding the
@@ -661,7 +684,7 @@ impl SessionPersistence for JsonlPersistence {
         id: &SessionId,
         events: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError> {
-        self.append_by(id, events, Step::Replace)
+        self.append_by(id, (events, &EncodedLines::default()), Step::Replace)
     }
 
     /// The bytes of the session's current file (the highest generation), read as they are:

@@ -14,7 +14,7 @@
 //! ms). This crate reads rows and writes every event verbatim.
 
 use crate::json::{self, is_integer, safe_integer, ParseError, MAX_SAFE_INTEGER};
-use dsh_session::backend::{check_storable, PersistenceError};
+use dsh_session::backend::{check_storable, write_line, PersistenceError};
 use dsh_session::event_type::ASSISTANT_CHUNK;
 use dsh_session::format::FormatVersion;
 use dsh_session::{EventData, SessionEvent, SessionId, SurfaceOp, ValidationError};
@@ -308,6 +308,15 @@ pub(crate) fn into_event(value: Value, index: u64) -> Result<SessionEvent, Strin
     Ok(event)
 }
 
+/// Whether `event`'s line in a file of format `version` is its v0 line
+/// ([`dsh_session::backend::write_line`]): always in v0; from v1 on, unless it carries
+/// `sourceEventSeqs` or a `replace` surface op, whose stored forms differ.
+pub(crate) fn v0_line_serves(event: &SessionEvent, version: FormatVersion) -> bool {
+    version == FormatVersion::V0
+        || (event.source_event_seqs.is_none()
+            && !matches!(event.surface_op, Some(SurfaceOp::Replace { .. })))
+}
+
 /// Appends `event` to `out` as one line of a file of format `version`: the envelope keys in
 /// the order `type`, `seq`, `time`, `data`, `surfaceOp`, `sourceEventSeqs`, `ignorable`
 /// (absent ones omitted), then `\n`. The data is copied as the text it holds, however deep it
@@ -322,11 +331,9 @@ pub(crate) fn write_event_line(
     version: FormatVersion,
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
-    let physical_differs = version != FormatVersion::V0
-        && (event.source_event_seqs.is_some()
-            || matches!(event.surface_op, Some(SurfaceOp::Replace { .. })));
-    if !physical_differs {
-        return serde_json::to_writer(&mut *out, event).map(|()| out.push(b'\n'));
+    if v0_line_serves(event, version) {
+        write_line(event, out);
+        return Ok(());
     }
     // The envelope without the members whose form differs (the data copied as its text,
     // however deep it nests), then those members in their stored forms and `ignorable`.

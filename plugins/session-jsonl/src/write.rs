@@ -8,9 +8,9 @@ use crate::error::io_error;
 use crate::file_end::FileEnd;
 use crate::folder::Folder;
 use crate::layout::is_compressed;
-use crate::record::{is_row_tag, write_event_line};
+use crate::record::{is_row_tag, v0_line_serves, write_event_line};
 use crate::scan::Scanned;
-use dsh_session::backend::{check_seqs, PersistenceError};
+use dsh_session::backend::{check_seqs, EncodedLines, PersistenceError};
 use dsh_session::format::FormatVersion;
 use dsh_session::{SessionEvent, SessionId};
 use std::ffi::OsStr;
@@ -64,18 +64,32 @@ pub(crate) enum Step {
 pub(crate) const CREATE_CHUNK_BYTES: usize = 1 << 16;
 
 /// Refuses events whose seqs are not `first, first + 1, …`, events whose type is a packed row
-/// tag (they would read back as rows), and events whose `sourceEventSeqs` a reader of format
+/// tag (they would read back as rows), events whose `sourceEventSeqs` a reader of format
 /// `version` would refuse (v1 to v3: sources at or after the event's own seq, repeated or
-/// out of order, as [`FormatVersion::decode_source_seqs`] refuses them).
+/// out of order, as [`FormatVersion::decode_source_seqs`] refuses them), and events that
+/// would not read back as themselves ([`crate::record::check_reads_back`]).
 pub(crate) fn check_storable(
     id: &SessionId,
     first: u64,
     events: &[Arc<SessionEvent>],
     version: FormatVersion,
 ) -> Result<(), PersistenceError> {
+    check_appended(id, first, events, (version, &EncodedLines::default()))
+}
+
+/// [`check_storable`], but for the events `lines` holds a line of: their append checked
+/// that they read back as themselves.
+pub(crate) fn check_appended(
+    id: &SessionId,
+    first: u64,
+    events: &[Arc<SessionEvent>],
+    (version, lines): (FormatVersion, &EncodedLines),
+) -> Result<(), PersistenceError> {
     check_seqs(id, first, events)?;
     for event in events {
-        crate::record::check_reads_back(id, event)?;
+        if lines.line(event).is_none() {
+            crate::record::check_reads_back(id, event)?;
+        }
         if let Some(seqs) = &event.source_event_seqs {
             let stored = version.encode_source_seqs(seqs);
             if let Err(reason) = version.decode_source_seqs(&stored, event.seq) {
@@ -104,7 +118,9 @@ pub(crate) fn check_storable(
 /// `folder`), the cursor's session file held under its lock: appended after the committed
 /// bytes ([`Step::InPlace`]) or as a new file put in its place ([`Step::Replace`]); one zstd
 /// frame in a compressed file. The lines are put together in `text` (empty; a buffer the
-/// caller keeps from one write to the next). Returns the number of bytes written after the
+/// caller keeps from one write to the next): an event's line from `lines` where it holds one
+/// and the file's format stores it as it is ([`crate::record::v0_line_serves`]), else
+/// serialised now. Returns the number of bytes written after the
 /// committed ones, and after a [`Step::Replace`] the new file now named `name` (open, still
 /// under the exclusive lock, for the caller to hold in place of `file`); the cursor's view of
 /// the file's end is updated.
@@ -112,14 +128,17 @@ pub(crate) fn write_records(
     (file, folder, name): (&mut File, &Folder, &OsStr),
     text: &mut Vec<u8>,
     cursor: &mut Cursor,
-    events: &[Arc<SessionEvent>],
+    (events, lines): (&[Arc<SessionEvent>], &EncodedLines),
     step: Step,
 ) -> Result<(u64, Option<File>), PersistenceError> {
     text.reserve(cursor.carry.len() + lines_len(events));
     text.extend_from_slice(&cursor.carry);
     for event in events {
-        write_event_line(event, cursor.version, text)
-            .map_err(|e| io_error(&cursor.path, e.into()))?;
+        match lines.line(event) {
+            Some(line) if v0_line_serves(event, cursor.version) => text.extend_from_slice(line),
+            _ => write_event_line(event, cursor.version, text)
+                .map_err(|e| io_error(&cursor.path, e.into()))?,
+        }
     }
     let frame;
     let bytes: &[u8] = if is_compressed(&cursor.path, &[]) && !text.is_empty() {

@@ -30,6 +30,7 @@
 pub use crate::async_backend::{AsyncBackend, BackendFuture};
 pub use crate::config_path::non_empty_path;
 pub use crate::data::{deserialize_deep, nesting_depth, MAX_DEPTH};
+pub use crate::encoded::{write_line, EncodedLines};
 pub use crate::list_page::{newest_first, PageRequest};
 pub use crate::persistence::{
     check_seqs, create_whole, ListedSession, PersistenceError, SessionPersistence, StoredPrefix,

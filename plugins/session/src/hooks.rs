@@ -144,9 +144,12 @@ pub struct HookInfo {
     pub name: String,
 }
 
-/// The hooks of a store, shared with its sessions.
+/// The hooks of a store, shared with its sessions, and what else each of its appends does.
 pub(crate) struct AppendHooks {
     invariants: bool,
+    /// Whether an append serialises its event's line for the next flush
+    /// ([`crate::backend::EncodedLines`]): set by each write, to what its backend uses.
+    encode_lines: AtomicBool,
     /// The hooks plugins registered, in registration order (replaced whole on each change, so
     /// an append runs the list it read without holding a lock).
     custom: RwLock<Arc<[Arc<Hook>]>>,
@@ -163,10 +166,24 @@ impl AppendHooks {
     pub(crate) fn new(invariants: bool) -> Arc<AppendHooks> {
         Arc::new(AppendHooks {
             invariants,
+            encode_lines: AtomicBool::new(false),
             custom: RwLock::new(Arc::from(Vec::new())),
             any: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
         })
+    }
+
+    /// Whether appends serialise their events' lines for the next flush.
+    pub(crate) fn encodes_lines(&self) -> bool {
+        self.encode_lines.load(Ordering::Relaxed)
+    }
+
+    /// Makes appends serialise their events' lines for the next flush, or not: what the
+    /// backend the store last wrote to uses.
+    pub(crate) fn set_encode_lines(&self, encode: bool) {
+        if self.encodes_lines() != encode {
+            self.encode_lines.store(encode, Ordering::Relaxed);
+        }
     }
 
     /// Whether the built-in invariant hook is installed.

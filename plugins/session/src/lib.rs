@@ -48,6 +48,7 @@ mod chain;
 pub mod codes;
 mod config_path;
 mod data;
+mod encoded;
 mod event;
 pub mod event_type;
 mod fold;

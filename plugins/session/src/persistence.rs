@@ -11,6 +11,7 @@
 
 use crate::async_backend::AsyncBackend;
 use crate::codes;
+use crate::encoded::EncodedLines;
 use crate::event::SessionEvent;
 use crate::format::FormatVersion;
 use crate::header::SessionHeader;
@@ -386,6 +387,33 @@ pub trait SessionPersistence: Send + Sync + 'static {
     /// truncated first; nothing else is ever rewritten.
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError>;
 
+    /// Whether this backend stores the JSON lines the store can serialise as events are
+    /// appended ([`EncodedLines`]), so that its [`SessionPersistence::append_encoded`] writes
+    /// them as they are. The store asks at each write and, while the answer is `true`, has
+    /// each append of its sessions serialise its event's line. `false` by default.
+    fn uses_encoded_lines(&self) -> bool {
+        false
+    }
+
+    /// [`SessionPersistence::append`], with `lines` the lines of some of `events` serialised
+    /// when they were appended ([`EncodedLines::line`] finds an event's own line, or none):
+    /// a backend storing JSON lines writes them in place of serialising those events, and may
+    /// skip checking their numbers and envelope again (their append did). The store calls it
+    /// for every append of its sessions' events. The default calls `append`.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionPersistence::append`].
+    fn append_encoded(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+        lines: &EncodedLines,
+    ) -> Result<(), PersistenceError> {
+        let _ = lines;
+        self.append(id, events)
+    }
+
     /// Appends `events` as [`SessionPersistence::append`] does, all or nothing: once it has
     /// begun, a crash, a kill or an error leaves the stored log with none of `events` or with
     /// every one of them. The store uses it where a part would be worse than nothing: when a
@@ -671,6 +699,19 @@ impl SessionPersistence for Contained {
 
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), PersistenceError> {
         contain("append", || self.0.append(id, events))
+    }
+
+    fn uses_encoded_lines(&self) -> bool {
+        contain("uses_encoded_lines", || Ok(self.0.uses_encoded_lines())).unwrap_or(false)
+    }
+
+    fn append_encoded(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+        lines: &EncodedLines,
+    ) -> Result<(), PersistenceError> {
+        contain("append", || self.0.append_encoded(id, events, lines))
     }
 
     fn append_atomic(
@@ -1021,10 +1062,12 @@ fn append_from(
 ) -> Result<usize, PersistenceError> {
     let events = session.events();
     let fresh: Vec<Arc<SessionEvent>> = events.iter_from(cursor).cloned().collect();
+    // The lines serialised for these events as they were appended (and for none after them).
+    let lines = session.take_encoded(events.len() as u64);
     if !fresh.is_empty() {
         match whole {
             Whole::Required => backend.append_atomic(session.id(), &fresh)?,
-            Whole::Optional => backend.append(session.id(), &fresh)?,
+            Whole::Optional => backend.append_encoded(session.id(), &fresh, &lines)?,
         }
     }
     Ok(events.len())

@@ -10,6 +10,7 @@
 use crate::chain::Chain;
 use crate::codes;
 use crate::data::EventData;
+use crate::encoded::{EncodedLines, MAX_PENDING_BYTES};
 use crate::event::{EventDraft, SessionEvent};
 use crate::event_type::{title_of, TURN_END, TURN_START};
 use crate::fold::{project, Surface, SurfacePlan};
@@ -421,6 +422,10 @@ pub struct Session {
     hooks: Arc<AppendHooks>,
     /// The plugin instance that owns the session, if any ([`Session::owner`]).
     owner: Mutex<Option<SessionOwner>>,
+    /// The lines of the events appended since the last write, serialised as they were
+    /// appended while the store's backend uses them (at most
+    /// [`crate::encoded::MAX_PENDING_BYTES`]).
+    encoded: Mutex<EncodedLines>,
 }
 
 impl fmt::Debug for Session {
@@ -480,6 +485,7 @@ impl Session {
             publishing: Publishing::default(),
             hooks,
             owner: Mutex::new(None),
+            encoded: Mutex::default(),
         }
     }
 
@@ -696,6 +702,9 @@ impl Session {
             };
             (event, drafted)
         };
+        if self.hooks.encodes_lines() {
+            self.encode(&event);
+        }
         self.announce(&guard, std::slice::from_ref(&event));
         Ok(event)
     }
@@ -821,6 +830,21 @@ impl Session {
             Some(error) => Err(error),
             None => Ok(appended),
         }
+    }
+
+    /// Serialises the line of `event`, just appended, for the next write (unless the lines
+    /// waiting already take [`MAX_PENDING_BYTES`]: the write serialises it then).
+    fn encode(&self, event: &Arc<SessionEvent>) {
+        let mut encoded = self.encoded.lock();
+        if encoded.len_bytes() < MAX_PENDING_BYTES {
+            encoded.push(event);
+        }
+    }
+
+    /// Takes the lines serialised for the events before seq `end` (the events a write is
+    /// about to store), keeping those of the events after them.
+    pub(crate) fn take_encoded(&self, end: u64) -> EncodedLines {
+        self.encoded.lock().take_before(end)
     }
 
     /// Publishes [`SessionEventAppended`] for each of `events` (committed, in order) when the

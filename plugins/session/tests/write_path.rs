@@ -3,7 +3,8 @@
 
 use dsh_core::{plugin_fn, Context, LoadOptions};
 use dsh_session::backend::{
-    ListedSession, PersistenceError, SessionPersistence, StoredPrefix, StoredSession, StoredTail,
+    write_line, EncodedLines, ListedSession, PersistenceError, SessionPersistence, StoredPrefix,
+    StoredSession, StoredTail,
 };
 use dsh_session::format::FormatVersion;
 use dsh_session::{
@@ -28,6 +29,11 @@ struct Memory {
     released: Mutex<Vec<SessionId>>,
     /// The stored prefixes the store named in `create_forked`, in order.
     forked: Mutex<Vec<StoredPrefix>>,
+    /// What `uses_encoded_lines` answers.
+    uses_lines: AtomicBool,
+    /// Per event `append_encoded` got: its seq, and whether a line came with it that is the
+    /// event's own line.
+    lines_got: Mutex<Vec<(u64, bool)>>,
 }
 
 impl Memory {
@@ -84,6 +90,29 @@ impl SessionPersistence for Memory {
         dsh_session::backend::check_seqs(id, stored.len() as u64, events)?;
         stored.extend(events.iter().map(|e| SessionEvent::clone(e)));
         Ok(())
+    }
+
+    fn uses_encoded_lines(&self) -> bool {
+        self.uses_lines.load(Ordering::SeqCst)
+    }
+
+    fn append_encoded(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+        lines: &EncodedLines,
+    ) -> Result<(), PersistenceError> {
+        let mut got = self.lines_got.lock().unwrap();
+        for event in events {
+            let own = lines.line(event).map(|line| {
+                let mut expected = Vec::new();
+                write_line(event, &mut expected);
+                assert_eq!(line, expected.as_slice(), "the event's own line");
+            });
+            got.push((event.seq, own.is_some()));
+        }
+        drop(got);
+        self.append(id, events)
     }
 
     fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
@@ -633,4 +662,46 @@ fn a_fork_of_a_written_live_prefix_is_created_by_reference() {
         let by_reference = memory.forked.lock().unwrap().len();
         assert_eq!(by_reference, usize::from(version != FormatVersion::V0));
     }
+}
+
+/// While the backend uses them, each append serialises its event's line and the flush hands
+/// the lines to `append_encoded`, each the event's own line; once the backend no longer uses
+/// them (asked at each write), appends stop serialising.
+#[test]
+fn appends_serialise_their_lines_while_the_backend_uses_them() {
+    let memory = Arc::new(Memory::default());
+    memory.uses_lines.store(true, Ordering::SeqCst);
+    let ctx = context(&memory);
+    let store = ctx.expect::<SessionStore>();
+    let session = create(&ctx, "s", CreateOptions::new(Vec::new(), meta(1)));
+    for draft in turn_drafts(1) {
+        session.append(draft).unwrap();
+    }
+    store.flush(&session).unwrap();
+    memory.lines_got.lock().unwrap().clear();
+    let first = session.len() as u64;
+    for draft in turn_drafts(2) {
+        session.append(draft).unwrap();
+    }
+    store.flush(&session).unwrap();
+    let got = std::mem::take(&mut *memory.lines_got.lock().unwrap());
+    let all_lined: Vec<(u64, bool)> = (first..session.len() as u64)
+        .map(|seq| (seq, true))
+        .collect();
+    assert_eq!(got, all_lined, "every appended event came with its line");
+
+    memory.uses_lines.store(false, Ordering::SeqCst);
+    store.flush(&session).unwrap();
+    let second = session.len() as u64;
+    for draft in turn_drafts(3) {
+        session.append(draft).unwrap();
+    }
+    store.flush(&session).unwrap();
+    let got = std::mem::take(&mut *memory.lines_got.lock().unwrap());
+    let none_lined: Vec<(u64, bool)> = (second..session.len() as u64)
+        .map(|seq| (seq, false))
+        .collect();
+    assert_eq!(got, none_lined, "no line once the backend uses none");
+    let (_, stored) = memory.stored("s").unwrap();
+    assert_eq!(stored.len(), session.len(), "every event stored");
 }

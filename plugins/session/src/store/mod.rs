@@ -471,6 +471,8 @@ impl SessionStore {
             Err(_) if written.drained == Some(entry.session.len()) => return Ok(None),
             Err(error) => return Err(error),
         };
+        // Appends serialise their lines for the next write while the backend uses them.
+        self.hooks.set_encode_lines(backend.uses_encoded_lines());
         let landed = write_to(
             backend.as_ref(),
             &entry.session,

@@ -202,7 +202,7 @@ pub(crate) fn started_session(store: &SessionStore, id: &str) -> Arc<Session> {
     session
 }
 
-/// How fast a session's turns are stored: [`flushes_per_s`]'s result.
+/// How fast a session's turns are stored, next to the baseline: [`flushes_per_s`]'s result.
 #[derive(Clone, Copy, Debug)]
 pub struct FlushRates {
     /// Flushes per second, timing the flushes only (each one writes and syncs a turn whose
@@ -210,33 +210,62 @@ pub struct FlushRates {
     pub flush: f64,
     /// Turns per second, timing each turn's appends and its flush together.
     pub turn: f64,
+    /// The baseline's flushes per second: the same turns' bytes, serialised beforehand,
+    /// appended to a plain file and synced, each just before the session's flush of it.
+    pub baseline: f64,
 }
 
 /// Appends `flushes` generated turns to a new session `id` through `ctx`'s store, flushing
-/// after each; returns the flushes per second (the flush calls timed alone) and the turns per
-/// second (the appends and the flush timed together).
+/// after each, and before each flush appends the same turn's bytes (`turns`, from
+/// [`turn_lines`]) to a new plain file at `baseline` with one `fdatasync`: the flushes per
+/// second (the flush calls timed alone), the turns per second (the appends and the flush
+/// timed together) and the baseline's flushes per second. The two are interleaved flush by
+/// flush so that each meets the disk the other meets: a disk's sync speed drifts by a third
+/// within seconds on this machine.
 ///
 /// # Panics
-/// When an append or a flush fails.
-pub fn flushes_per_s(ctx: &Context, id: &str, flushes: usize) -> FlushRates {
+/// When an append or a flush fails, or the plain file cannot be written.
+pub fn flushes_per_s(
+    ctx: &Context,
+    id: &str,
+    flushes: usize,
+    (baseline, turns): (&Path, &[Vec<u8>]),
+) -> FlushRates {
     let store = ctx.expect::<SessionStore>();
     let session = started_session(&store, id);
-    let turns = flushed_turns(flushes);
-    let (mut appending, mut flushing) = (Duration::ZERO, Duration::ZERO);
-    for turn in turns {
+    let mut plain = File::create(baseline).expect("creates the baseline file");
+    let (mut appending, mut flushing, mut plain_flushing) =
+        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    for (n, (turn, bytes)) in flushed_turns(flushes).into_iter().zip(turns).enumerate() {
+        let mut plain_flush = || {
+            plain_flushing += time(|| {
+                plain.write_all(bytes).expect("writes a turn");
+                plain.sync_data().expect("syncs a turn");
+            });
+        };
         appending += time(|| {
             for draft in turn {
                 session.append(draft).expect("a generated event appends");
             }
         });
+        // Each in turn right after the appends (what runs before a sync changes its time).
+        if n % 2 == 0 {
+            plain_flush();
+        }
         flushing += time(|| store.flush(&session).expect("a turn flushes"));
+        if n % 2 == 1 {
+            plain_flush();
+        }
     }
+    drop(plain);
+    fs::remove_file(baseline).expect("removes the baseline file");
     store
         .dispose(session.id())
         .expect("the measured session is written and disposed");
     FlushRates {
         flush: flushes as f64 / flushing.as_secs_f64(),
         turn: flushes as f64 / (appending + flushing).as_secs_f64(),
+        baseline: flushes as f64 / plain_flushing.as_secs_f64(),
     }
 }
 
@@ -304,7 +333,11 @@ pub fn threaded_flushes_per_s(ctx: &Context, id: &str, threads: usize, flushes: 
     (threads * flushes) as f64 / elapsed.as_secs_f64()
 }
 
-/// The JSONL lines of `flushes` generated turns, one byte string per turn.
+/// A wall-clock time (epoch milliseconds, 2026) the baseline's lines are stamped from.
+const EPOCH_MS: i64 = 1_780_000_000_000;
+
+/// The JSONL lines of `flushes` generated turns, one byte string per turn, as the store
+/// writes them.
 pub fn turn_lines(flushes: usize) -> Vec<Vec<u8>> {
     let mut seq = generate::turn(1, ANSWER_CHUNKS).len() as u64;
     flushed_turns(flushes)
@@ -312,7 +345,9 @@ pub fn turn_lines(flushes: usize) -> Vec<Vec<u8>> {
         .map(|turn| {
             let mut bytes = Vec::new();
             for draft in turn {
-                let event = draft.into_event(seq, seq as i64);
+                // A wall-clock time in epoch milliseconds, as the store stamps appends: the
+                // lines are as long as the store's.
+                let event = draft.into_event(seq, EPOCH_MS + seq as i64);
                 serde_json::to_writer(&mut bytes, &event).expect("an event serializes");
                 bytes.push(b'\n');
                 seq += 1;
@@ -320,24 +355,6 @@ pub fn turn_lines(flushes: usize) -> Vec<Vec<u8>> {
             bytes
         })
         .collect()
-}
-
-/// The flush baseline: appends each of `turns` to a new plain file at `path` and syncs its
-/// data after each; returns flushes per second.
-///
-/// # Panics
-/// When the file cannot be written.
-pub fn baseline_flushes_per_s(path: &Path, turns: &[Vec<u8>]) -> f64 {
-    let mut file = File::create(path).expect("creates the baseline file");
-    let elapsed = time(|| {
-        for turn in turns {
-            file.write_all(turn).expect("writes a turn");
-            file.sync_data().expect("syncs a turn");
-        }
-    });
-    drop(file);
-    fs::remove_file(path).expect("removes the baseline file");
-    turns.len() as f64 / elapsed.as_secs_f64()
 }
 
 /// The concurrent flush baseline: `threads` threads, each appending every one of `turns` to a
@@ -477,8 +494,8 @@ impl Paired {
 /// `progress` as each group starts. Returns the figures in output order; for each backend
 /// `<b>` (`jsonl`, `sqlite`, `postgres` when measured):
 /// - `<b>_flush_per_s`, and `flush_ratio_<b>`: the flush calls alone (the turn's events
-///   appended before, untimed) over `baseline_fsync_flush_per_s`, a plain write and
-///   `fdatasync` of the same bytes serialised beforehand (target >= 0.95);
+///   appended before, untimed) over a plain write and `fdatasync` of the same bytes
+///   serialised beforehand, interleaved flush by flush ([`flushes_per_s`]; target >= 0.95);
 /// - `<b>_turn_per_s`, and `turn_ratio_<b>`: each turn's appends and its flush timed
 ///   together, over the same baseline (what the appends' checks and serialisation add; no
 ///   target);
@@ -488,9 +505,11 @@ impl Paired {
 /// - `<b>_read_from_us`, and `read_from_ratio_<b>`: over the backend's own full `load` of the
 ///   session (target <= 0.05); for JSONL also `read_from_ratio`;
 /// - the listing figures of [`crate::listing::measure`] (`<b>_list_page_ms_100`,
-///   `<b>_list_page_ms_10000`, `list_page_growth_<b>`, `list_page`);
+///   `<b>_list_page_ms_10000`, `list_page_growth_<b>`, the same `_changed` and `_cold`,
+///   `list_page`);
 ///
-/// then the baselines (`baseline_fsync_flush_per_s`, `baseline_fsync_8threads_per_s`,
+/// then the baselines (`baseline_fsync_flush_per_s`, the median of the interleaved plain
+/// flushes, `baseline_fsync_8threads_per_s`,
 /// `baseline_fsync_8threads_scaling`, `baseline_parse_events_per_s`) and the sizes
 /// (`events_per_flush`, `flush_threads`, `load_events`, `tail_events`). Loads are medians over
 /// `sizes.reps`, alternating with the parse baseline; the paired figures are as
@@ -511,14 +530,18 @@ pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> Vec<(String, f64
     let mut turn = Paired::new(backends.len());
     let mut baseline_flush = Vec::new();
     for rep in 0..paired_reps {
-        let baseline = baseline_flushes_per_s(&baseline_file, &turns);
-        baseline_flush.push(baseline);
         for (i, ctx) in contexts.iter().enumerate() {
-            let rates = flushes_per_s(ctx, &format!("flush-{rep}"), sizes.flushes);
+            let rates = flushes_per_s(
+                ctx,
+                &format!("flush-{rep}"),
+                sizes.flushes,
+                (&baseline_file, &turns),
+            );
+            baseline_flush.push(rates.baseline);
             flush.samples[i].push(rates.flush);
-            flush.reference[i].push(baseline);
+            flush.reference[i].push(rates.baseline);
             turn.samples[i].push(rates.turn);
-            turn.reference[i].push(baseline);
+            turn.reference[i].push(rates.baseline);
         }
     }
 

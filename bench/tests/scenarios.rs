@@ -220,6 +220,8 @@ fn the_persist_scenarios_measure_every_backend_next_to_the_baselines() {
         expected.extend([
             format!("{backend}_flush_per_s"),
             format!("flush_ratio_{backend}"),
+            format!("{backend}_turn_per_s"),
+            format!("turn_ratio_{backend}"),
             format!("{backend}_flush_8threads_per_s"),
             format!("flush_8threads_scaling_{backend}"),
             format!("{backend}_load_events_per_s"),
@@ -231,11 +233,13 @@ fn the_persist_scenarios_measure_every_backend_next_to_the_baselines() {
         }
     }
     for backend in ["jsonl", "sqlite"] {
-        expected.extend([
-            format!("{backend}_list_page_ms_100"),
-            format!("{backend}_list_page_ms_10000"),
-            format!("list_page_growth_{backend}"),
-        ]);
+        for kind in ["", "_changed", "_cold"] {
+            expected.extend([
+                format!("{backend}_list_page{kind}_ms_100"),
+                format!("{backend}_list_page{kind}_ms_10000"),
+                format!("list_page{kind}_growth_{backend}"),
+            ]);
+        }
     }
     expected.extend(
         [

@@ -578,6 +578,8 @@ impl Session {
 
     pub(crate) fn detach(&self) {
         *self.link.lock() = None;
+        // No write of the store takes them any more.
+        *self.encoded.lock() = EncodedLines::default();
     }
 
     /// The session id (from the header).

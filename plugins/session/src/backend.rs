@@ -9,7 +9,10 @@
 //! [`check_seqs`] (what every write requires of the seqs), [`check_storable`] (an event that
 //! reads back from a dsh file as itself), the reading of deeply nested stored JSON
 //! ([`MAX_DEPTH`], [`nesting_depth`], [`deserialize_deep`]) and the storage path of a
-//! backend plugin's config ([`non_empty_path`]).
+//! backend plugin's config ([`non_empty_path`]). A backend that stores JSON lines may take
+//! the lines the store serialises as events are appended ([`EncodedLines`], [`write_line`];
+//! [`SessionPersistence::uses_encoded_lines`], [`SessionPersistence::append_encoded`]) so that
+//! its flush writes bytes made beforehand.
 //!
 //! Hosts and plugin authors use the crate root; everything here is for the crates that store
 //! sessions (`dsh-session-jsonl`, `dsh-session-sqlite`, `dsh-session-postgres`, and the row

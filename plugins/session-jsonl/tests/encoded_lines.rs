@@ -86,8 +86,8 @@ fn an_append_with_its_lines_stores_the_bytes_an_append_serialising_them_stores()
 }
 
 /// Lines that are not the events' own (made from equal events, not from these ones) are not
-/// trusted: the events are checked and serialised as without lines, so an event dsh would
-/// read back as another is refused.
+/// trusted, and `EncodedLines::of` makes no line for an event dsh would read back as
+/// another: either way the event is checked and refused.
 #[test]
 fn lines_of_other_events_are_not_trusted() {
     let root = tempfile::tempdir().unwrap();

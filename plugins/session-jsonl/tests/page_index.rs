@@ -216,3 +216,28 @@ fn a_page_is_filled_past_sessions_that_cannot_be_read() {
         ["b:b", "a:a"]
     );
 }
+
+/// A session deleted and created again under the same id between two pages, now newer than
+/// the rest, is ordered by its new header (its id folder is another, whatever its name).
+#[test]
+fn a_session_created_again_under_its_id_is_ordered_by_its_new_header() {
+    let root = tempfile::tempdir().unwrap();
+    let paging = JsonlPersistence::new(root.path());
+    let other = JsonlPersistence::new(root.path());
+    store(&other, "a", 100, "/p", "a");
+    store(&other, "s", 50, "/p", "s");
+    assert_eq!(
+        page_as_fresh(&paging, root.path(), &request(1, None)),
+        ["a:a"]
+    );
+    other.delete(&SessionId::from("s")).expect("deleted");
+    store(&other, "s", 200, "/p", "s2");
+    assert_eq!(
+        page_as_fresh(&paging, root.path(), &request(1, None)),
+        ["s:s2"]
+    );
+    assert_eq!(
+        page_as_fresh(&paging, root.path(), &request(5, None)),
+        ["s:s2", "a:a"]
+    );
+}

@@ -3,6 +3,7 @@
 //! beforehand: one write and one sync, no serialising on the flush's path.
 
 use crate::event::SessionEvent;
+use crate::validate::check_storable;
 use std::sync::Arc;
 
 /// The most bytes of lines a session keeps waiting for its flush: 8 MiB. Past it, the events
@@ -18,8 +19,8 @@ pub(crate) const MAX_PENDING_BYTES: usize = 8 << 20;
 /// events are appended (while its last write went to a backend that uses them,
 /// [`SessionPersistence::uses_encoded_lines`]) and hands them to
 /// [`SessionPersistence::append_encoded`]; [`EncodedLines::of`] makes them for any events.
-/// Every event a line is bound to was checked when appended: its data holds no number dsh
-/// would read back as another, its envelope is one dsh reads back.
+/// Every event a line is bound to was checked (when appended, or by `of`): its data holds no
+/// number dsh would read back as another, its envelope is one dsh reads back.
 ///
 /// [`SessionPersistence::uses_encoded_lines`]: crate::backend::SessionPersistence::uses_encoded_lines
 /// [`SessionPersistence::append_encoded`]: crate::backend::SessionPersistence::append_encoded
@@ -32,10 +33,16 @@ pub struct EncodedLines {
 }
 
 impl EncodedLines {
-    /// The lines of `events` (consecutive seqs, or the lines of the first run of them).
+    /// The lines of `events` (consecutive seqs), up to the first event that would not read
+    /// back from a dsh file as itself ([`check_storable`]: a number dsh would read as
+    /// another, an envelope it would not read back), which gets no line, nor the events
+    /// after it: a backend checks and serialises those itself.
     pub fn of(events: &[Arc<SessionEvent>]) -> EncodedLines {
         let mut lines = EncodedLines::default();
-        for event in events {
+        for event in events
+            .iter()
+            .take_while(|event| check_storable(event).is_ok())
+        {
             lines.push(event);
         }
         lines

@@ -3,7 +3,7 @@
 //! and revisions are read for the sessions returned only, and a page orders the store from
 //! the headers its backend remembers ([`super::page_index`]).
 
-use super::page_index::ReadFolder;
+use super::page_index::{FolderId, ReadFolder};
 use super::{delete, JsonlPersistence};
 use crate::earlier_layout;
 use crate::error::io_error;
@@ -11,9 +11,10 @@ use crate::layout::{session_files, single_file, stored_twice};
 use crate::read::{list_entry, listed_header};
 use dsh_session::backend::{newest_first, ListedSession, PageRequest, PersistenceError};
 use dsh_session::{SessionHeader, SessionId};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -53,21 +54,37 @@ impl ReadFolder for FolderReads {
         Ok((meta, now))
     }
 
-    fn names(&self, folder: &Path) -> Result<HashSet<OsString>, PersistenceError> {
-        id_folder_names(folder)
+    fn names(&self, folder: &Path) -> Result<HashMap<OsString, FolderId>, PersistenceError> {
+        id_folders(folder)
     }
 }
 
 /// The names of the id folders in the cwd folder `folder`, tombstones left out.
-fn id_folder_names(folder: &Path) -> Result<HashSet<OsString>, PersistenceError> {
-    let mut names = HashSet::new();
+fn id_folder_names(folder: &Path) -> Result<Vec<OsString>, PersistenceError> {
+    let mut names = Vec::new();
     for entry in fs::read_dir(folder).map_err(|e| io_error(folder, e))? {
         let name = entry.map_err(|e| io_error(folder, e))?.file_name();
         if !delete::is_tombstone(&name) {
-            names.insert(name);
+            names.push(name);
         }
     }
     Ok(names)
+}
+
+/// [`id_folder_names`] with each id folder's identity (one `stat` each, not following a
+/// link); an entry gone since the folder was read is left out.
+fn id_folders(folder: &Path) -> Result<HashMap<OsString, FolderId>, PersistenceError> {
+    let mut folders = HashMap::new();
+    for name in id_folder_names(folder)? {
+        match fs::symlink_metadata(folder.join(&name)) {
+            Ok(meta) => {
+                folders.insert(name, (meta.ino(), meta.created().ok()));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(&folder.join(&name), e)),
+        }
+    }
+    Ok(folders)
 }
 
 impl JsonlPersistence {

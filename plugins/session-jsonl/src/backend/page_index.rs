@@ -11,9 +11,10 @@
 //!   deleted (renamed to a tombstone) or moved changes its cwd folder's stamp; a change in
 //!   the same clock tick as the stamp's reading cannot hide, since such a stamp is not
 //!   trusted (the rule git's index follows for racily clean files).
-//! - An id folder's header is read once, when its name first shows: a session's `id`,
-//!   `createdAt` and cwd (what orders and filters a page) never change for dsh; a newer
-//!   generation of the file keeps them. The sessions a page returns are read again whole
+//! - An id folder's header is read once, when its name first shows (or shows for another
+//!   folder: a session deleted and created again under the same id is a new id folder, its
+//!   inode or its birth time another): a session's `id`, `createdAt` and cwd (what orders and filters a page)
+//!   never change for dsh; a newer generation of the file keeps them. The sessions a page returns are read again whole
 //!   (file, header, revision, title), so a page never shows what a header said earlier.
 //! - A name whose file cannot be found or read is not remembered: it is tried again at the
 //!   next page (a session being created shows once its file is written).
@@ -38,6 +39,9 @@ pub(crate) struct PageIndex {
     /// The id folder names that show in several cwd folders (recounted when a folder's names
     /// are read again): they are never remembered, a page reads them as `list` does.
     shared: HashSet<OsString>,
+    /// Whether names were read again since the last recount (a refresh that failed after
+    /// reading some leaves it set, so the next one recounts).
+    stale: bool,
 }
 
 /// What is remembered of one cwd folder.
@@ -45,13 +49,19 @@ pub(crate) struct PageIndex {
 struct FolderIndex {
     /// The stamp the names were read under, when it may be trusted.
     settled: Option<Stamp>,
-    /// The names of its id folders (tombstones left out), as last read.
-    names: HashSet<OsString>,
-    /// The header of each id folder's session file read so far, by the id folder's name.
-    headers: HashMap<OsString, SessionHeader>,
+    /// The names of its id folders (tombstones left out), as last read, with each one's
+    /// identity.
+    names: HashMap<OsString, FolderId>,
+    /// The header of each id folder's session file read so far, by the id folder's name,
+    /// with the identity of the id folder it was read in.
+    headers: HashMap<OsString, (FolderId, SessionHeader)>,
     /// The names whose header is still to be read (not shared with another folder).
     missing: HashSet<OsString>,
 }
+
+/// What tells one id folder from another of the same name made after it: its inode and, where
+/// the file system keeps it, its birth time (an inode may be reused at once).
+pub(crate) type FolderId = (u64, Option<SystemTime>);
 
 /// What tells that a folder's entries changed: device, inode, modification time (seconds,
 /// nanoseconds), link count, size.
@@ -80,14 +90,15 @@ pub(crate) trait ReadFolder {
     /// The folder's metadata, and the time it was read at (taken before it).
     fn stat(&self, folder: &Path) -> Result<(Metadata, SystemTime), Self::Error>;
 
-    /// The names of the folder's id folders, tombstones left out.
-    fn names(&self, folder: &Path) -> Result<HashSet<OsString>, Self::Error>;
+    /// The names of the folder's id folders, tombstones left out, with each one's identity.
+    fn names(&self, folder: &Path) -> Result<HashMap<OsString, FolderId>, Self::Error>;
 }
 
 impl PageIndex {
     /// Brings the index up to the cwd folders `folders` (those the root holds now), read
     /// through `read`: a folder's names are read again unless its stamp is the one they were
-    /// read under and was trusted then; the headers of names gone are forgotten.
+    /// read under and was trusted then; the headers of names gone, or now naming another id
+    /// folder, are forgotten.
     ///
     /// # Errors
     ///
@@ -99,7 +110,7 @@ impl PageIndex {
     ) -> Result<(), R::Error> {
         let before = self.folders.len();
         self.folders.retain(|path, _| folders.contains(path));
-        let mut changed = self.folders.len() != before;
+        self.stale |= self.folders.len() != before;
         for path in folders {
             let (meta, now) = read.stat(path)?;
             let stamp = Stamp::of(&meta);
@@ -113,12 +124,15 @@ impl PageIndex {
                 .duration_since(last_change)
                 .is_ok_and(|age| age > SETTLED);
             index.settled = settled.then_some(stamp);
-            index.headers.retain(|name, _| names.contains(name));
+            index
+                .headers
+                .retain(|name, (id, _)| names.get(name) == Some(id));
             index.names = names;
-            changed = true;
+            self.stale = true;
         }
-        if changed {
+        if self.stale {
             self.recount();
+            self.stale = false;
         }
         Ok(())
     }
@@ -130,7 +144,7 @@ impl PageIndex {
         if self.folders.len() > 1 {
             let mut seen: HashSet<&OsString> = HashSet::new();
             for index in self.folders.values() {
-                for name in &index.names {
+                for name in index.names.keys() {
                     if !seen.insert(name) {
                         self.shared.insert(name.clone());
                     }
@@ -142,7 +156,7 @@ impl PageIndex {
             index.headers.retain(|name, _| !shared.contains(name));
             index.missing = index
                 .names
-                .iter()
+                .keys()
                 .filter(|name| !index.headers.contains_key(*name) && !shared.contains(*name))
                 .cloned()
                 .collect();
@@ -157,7 +171,7 @@ impl PageIndex {
                 let holding = self
                     .folders
                     .iter()
-                    .filter(|(_, index)| index.names.contains(name))
+                    .filter(|(_, index)| index.names.contains_key(name))
                     .map(|(path, _)| path.as_path())
                     .collect();
                 (name.as_os_str(), holding)
@@ -178,11 +192,14 @@ impl PageIndex {
             .collect()
     }
 
-    /// Remembers `header` for id folder `name` of the cwd folder at `folder`.
+    /// Remembers `header` for id folder `name` of the cwd folder at `folder` (the id folder
+    /// of that name when the folder was last read).
     pub(crate) fn remember(&mut self, folder: &Path, name: OsString, header: SessionHeader) {
         if let Some(index) = self.folders.get_mut(folder) {
-            index.missing.remove(&name);
-            index.headers.insert(name, header);
+            if let Some(&id) = index.names.get(&name) {
+                index.missing.remove(&name);
+                index.headers.insert(name, (id, header));
+            }
         }
     }
 
@@ -192,7 +209,7 @@ impl PageIndex {
             index
                 .headers
                 .iter()
-                .map(move |(name, header)| (header, path.as_path(), name.as_os_str()))
+                .map(move |(name, (_, header))| (header, path.as_path(), name.as_os_str()))
         })
     }
 }
@@ -204,10 +221,12 @@ mod tests {
     use std::cell::Cell;
     use std::fs;
 
-    /// Reads folders as the backend does, at a time `at` from now, counting the name reads.
+    /// Reads folders as the backend does, at a time `at` from now, counting the name reads;
+    /// the `stat` of folder `failing` fails.
     struct Reads {
         at: Duration,
         names: Cell<usize>,
+        failing: Option<PathBuf>,
     }
 
     impl Reads {
@@ -215,6 +234,7 @@ mod tests {
             Reads {
                 at,
                 names: Cell::new(0),
+                failing: None,
             }
         }
     }
@@ -223,13 +243,20 @@ mod tests {
         type Error = std::io::Error;
 
         fn stat(&self, folder: &Path) -> Result<(Metadata, SystemTime), Self::Error> {
+            if self.failing.as_deref() == Some(folder) {
+                return Err(std::io::Error::other("injected"));
+            }
             Ok((fs::metadata(folder)?, SystemTime::now() + self.at))
         }
 
-        fn names(&self, folder: &Path) -> Result<HashSet<OsString>, Self::Error> {
+        fn names(&self, folder: &Path) -> Result<HashMap<OsString, FolderId>, Self::Error> {
             self.names.set(self.names.get() + 1);
             fs::read_dir(folder)?
-                .map(|entry| entry.map(|entry| entry.file_name()))
+                .map(|entry| {
+                    let entry = entry?;
+                    let meta = entry.metadata()?;
+                    Ok((entry.file_name(), (meta.ino(), meta.created().ok())))
+                })
                 .collect()
         }
     }
@@ -326,6 +353,49 @@ mod tests {
         index.refresh(&folders, &Reads::after(SETTLED * 2)).unwrap();
         index.remember(dir.path(), "a".into(), header("a"));
         index.refresh(&[], &Reads::after(SETTLED * 2)).unwrap();
+        assert!(ids(&index).is_empty());
+    }
+
+    /// A refresh that fails after reading a folder's new names does not lose them: the next
+    /// one counts them as still to be read, though no folder changed since.
+    #[test]
+    fn a_failed_refresh_leaves_its_new_names_to_the_next() {
+        let root = tempfile::tempdir().unwrap();
+        let folders = [root.path().join("p"), root.path().join("q")];
+        for folder in &folders {
+            fs::create_dir_all(folder.join("s")).unwrap();
+        }
+        fs::remove_dir(folders[1].join("s")).unwrap();
+        let read = Reads::after(SETTLED * 2);
+        let mut index = PageIndex::default();
+        index.refresh(&folders, &read).unwrap();
+        index.remember(&folders[0], "s".into(), header("s"));
+        fs::create_dir(folders[0].join("t")).unwrap();
+        let mut failing = Reads::after(SETTLED * 2);
+        failing.failing = Some(folders[1].clone());
+        assert!(index.refresh(&folders, &failing).is_err());
+        index.refresh(&folders, &read).unwrap();
+        assert_eq!(index.missing(), [(folders[0].clone(), OsString::from("t"))]);
+    }
+
+    /// An id folder made again under a name whose header is remembered is another id
+    /// folder: its header is read again.
+    #[test]
+    fn an_id_folder_made_again_under_its_name_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let folders = [dir.path().to_path_buf()];
+        fs::create_dir(dir.path().join("s")).unwrap();
+        let read = Reads::after(SETTLED * 2);
+        let mut index = PageIndex::default();
+        index.refresh(&folders, &read).unwrap();
+        index.remember(dir.path(), "s".into(), header("s"));
+        // Renamed aside (a tombstone keeps its inode), then made again.
+        fs::rename(dir.path().join("s"), dir.path().join("aside")).unwrap();
+        fs::create_dir(dir.path().join("s")).unwrap();
+        index.refresh(&folders, &read).unwrap();
+        let mut missing: Vec<OsString> = index.missing().into_iter().map(|(_, n)| n).collect();
+        missing.sort();
+        assert_eq!(missing, ["aside", "s"]);
         assert!(ids(&index).is_empty());
     }
 }

@@ -464,15 +464,19 @@ impl SessionStore {
     ) -> Result<Option<Landed>, StoreError> {
         let id = entry.session.id();
         let mut written = entry.written.lock();
-        let backend = match self.writable_backend(id) {
+        let backend = self.writable_backend(id);
+        // Appends serialise their lines for the next write while the backend uses them (not
+        // while there is none to write to).
+        self.hooks.set_encode_lines(
+            matches!(&backend, Ok(Some(backend)) if backend.uses_encoded_lines()),
+        );
+        let backend = match backend {
             Ok(Some(backend)) => backend,
             Ok(None) => return Ok(None),
             // Everything went to the backend before it left: nothing to write, nothing lost.
             Err(_) if written.drained == Some(entry.session.len()) => return Ok(None),
             Err(error) => return Err(error),
         };
-        // Appends serialise their lines for the next write while the backend uses them.
-        self.hooks.set_encode_lines(backend.uses_encoded_lines());
         let landed = write_to(
             backend.as_ref(),
             &entry.session,

@@ -39,6 +39,8 @@ impl SessionStore {
         let entry = self.entry(session).ok()?;
         let backend = contained(self.backend.require().ok()?);
         let native = backend.as_async()?;
+        // A natively async backend takes no lines: appends stop serialising them.
+        self.hooks.set_encode_lines(false);
         let cursor = entry.written.try_lock()?.held?;
         let events = session.events();
         let fresh: Vec<Arc<SessionEvent>> = events.iter_from(cursor).cloned().collect();

@@ -59,29 +59,39 @@ impl ReadFolder for FolderReads {
     }
 }
 
-/// The names of the id folders in the cwd folder `folder`, tombstones left out.
-fn id_folder_names(folder: &Path) -> Result<Vec<OsString>, PersistenceError> {
-    let mut names = Vec::new();
-    for entry in fs::read_dir(folder).map_err(|e| io_error(folder, e))? {
-        let name = entry.map_err(|e| io_error(folder, e))?.file_name();
-        if !delete::is_tombstone(&name) {
-            names.push(name);
-        }
-    }
-    Ok(names)
+/// The entries of the id folders in the cwd folder `folder`, tombstones left out.
+fn id_folder_entries(
+    folder: &Path,
+) -> Result<impl Iterator<Item = Result<fs::DirEntry, PersistenceError>> + '_, PersistenceError> {
+    let entries = fs::read_dir(folder).map_err(|e| io_error(folder, e))?;
+    Ok(entries
+        .map(|entry| entry.map_err(|e| io_error(folder, e)))
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .map_or(true, |entry| !delete::is_tombstone(&entry.file_name()))
+        }))
 }
 
-/// [`id_folder_names`] with each id folder's identity (one `stat` each, not following a
-/// link); an entry gone since the folder was read is left out.
+/// The names of the id folders in the cwd folder `folder`, tombstones left out.
+fn id_folder_names(folder: &Path) -> Result<Vec<OsString>, PersistenceError> {
+    id_folder_entries(folder)?
+        .map(|entry| entry.map(|entry| entry.file_name()))
+        .collect()
+}
+
+/// [`id_folder_names`] with each id folder's identity (one `fstatat` in the folder each, not
+/// following a link); an entry gone since the folder was read is left out.
 fn id_folders(folder: &Path) -> Result<HashMap<OsString, FolderId>, PersistenceError> {
     let mut folders = HashMap::new();
-    for name in id_folder_names(folder)? {
-        match fs::symlink_metadata(folder.join(&name)) {
+    for entry in id_folder_entries(folder)? {
+        let entry = entry?;
+        match entry.metadata() {
             Ok(meta) => {
-                folders.insert(name, (meta.ino(), meta.created().ok()));
+                folders.insert(entry.file_name(), (meta.ino(), meta.created().ok()));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_error(&folder.join(&name), e)),
+            Err(e) => return Err(io_error(&entry.path(), e)),
         }
     }
     Ok(folders)

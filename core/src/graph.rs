@@ -31,6 +31,10 @@ struct Node {
 /// Where a node's service lives: the realm whose slot it is (`None`: the root's), its type.
 type Slot = (Option<Arc<str>>, TypeId);
 
+/// The nodes providing one slot, in node order: held in the map's entry when there are at most
+/// two (one, unless the graph is refused for a duplicate provider).
+type Providers = smallvec::SmallVec<[usize; 2]>;
+
 impl Node {
     fn slot(&self, key: &ServiceKey) -> Slot {
         let id = key.id();
@@ -110,8 +114,11 @@ impl DependencyGraph {
     }
 
     /// Providers of each service among enabled plugins (or all plugins), in node order.
-    fn providers(&self, include_disabled: bool) -> rustc_hash::FxHashMap<Slot, Vec<usize>> {
-        let mut providers = rustc_hash::FxHashMap::<Slot, Vec<usize>>::default();
+    fn providers(&self, include_disabled: bool) -> rustc_hash::FxHashMap<Slot, Providers> {
+        let mut providers = rustc_hash::FxHashMap::<Slot, Providers>::with_capacity_and_hasher(
+            self.nodes.len(),
+            Default::default(),
+        );
         for (i, node) in self.nodes.iter().enumerate() {
             if node.enabled || include_disabled {
                 for key in node.manifest.provides() {
@@ -163,59 +170,75 @@ impl DependencyGraph {
                 second: self.nodes[second].name.to_string(),
             });
         }
-        match self.cycle() {
+        match self.cycle_among(&providers) {
             Some(path) => Err(CoreError::DependencyCycle { path }),
             None => Ok(()),
         }
     }
 
-    /// Edges of enabled node `i`: the enabled providers of its required services.
-    fn edges(&self, providers: &rustc_hash::FxHashMap<Slot, Vec<usize>>, i: usize) -> Vec<usize> {
-        let node = &self.nodes[i];
-        node.manifest
-            .requires()
-            .iter()
-            .flat_map(|key| {
-                providers
-                    .get(&node.slot(key))
-                    .into_iter()
-                    .flatten()
-                    .copied()
-            })
-            .collect()
+    /// The edge of enabled node `node` after `at` (its `at.0`-th required service's
+    /// `at.1`-th enabled provider, in that order), and where the next one is looked for;
+    /// `None` past its last edge. Walked in place, so that a walk of the graph makes no list
+    /// of edges per node.
+    fn next_edge(
+        &self,
+        providers: &rustc_hash::FxHashMap<Slot, Providers>,
+        node: usize,
+        (mut required, mut nth): (usize, usize),
+    ) -> Option<(usize, (usize, usize))> {
+        let node = &self.nodes[node];
+        let keys = node.manifest.requires();
+        while let Some(key) = keys.get(required) {
+            if let Some(&to) = providers
+                .get(&node.slot(key))
+                .and_then(|list| list.get(nth))
+            {
+                return Some((to, (required, nth + 1)));
+            }
+            (required, nth) = (required + 1, 0);
+        }
+        None
     }
 
     /// A cycle of requirements among enabled plugins, as the path of plugin names that
     /// starts and ends with the same plugin; iterative, so deep graphs are fine.
     pub fn cycle(&self) -> Option<Vec<String>> {
+        self.cycle_among(&self.providers(false))
+    }
+
+    /// [`DependencyGraph::cycle`] with the enabled providers already found.
+    fn cycle_among(
+        &self,
+        providers: &rustc_hash::FxHashMap<Slot, Providers>,
+    ) -> Option<Vec<String>> {
         #[derive(Clone, Copy, PartialEq)]
         enum Mark {
             New,
             OnPath,
             Done,
         }
-        let providers = self.providers(false);
         let mut mark = vec![Mark::New; self.nodes.len()];
+        // The path walked from the current start: each node with where its next edge is.
+        let mut stack = Vec::new();
         for start in 0..self.nodes.len() {
             if !self.nodes[start].enabled || mark[start] != Mark::New {
                 continue;
             }
-            let mut stack = vec![(start, self.edges(&providers, start), 0usize)];
+            stack.push((start, (0, 0)));
             mark[start] = Mark::OnPath;
-            while let Some((node, edges, next)) = stack.last_mut() {
-                if let Some(&to) = edges.get(*next) {
-                    *next += 1;
+            while let Some((node, at)) = stack.last_mut() {
+                if let Some((to, next)) = self.next_edge(providers, *node, *at) {
+                    *at = next;
                     match mark[to] {
                         Mark::New => {
                             mark[to] = Mark::OnPath;
-                            let below = self.edges(&providers, to);
-                            stack.push((to, below, 0));
+                            stack.push((to, (0, 0)));
                         }
                         Mark::OnPath => {
-                            let from = stack.iter().position(|(n, _, _)| *n == to)?;
+                            let from = stack.iter().position(|(n, _)| *n == to)?;
                             let mut path: Vec<String> = stack[from..]
                                 .iter()
-                                .map(|(n, _, _)| self.nodes[*n].name.to_string())
+                                .map(|(n, _)| self.nodes[*n].name.to_string())
                                 .collect();
                             path.push(self.nodes[to].name.to_string());
                             return Some(path);

@@ -213,7 +213,9 @@ pub(crate) fn add_roots(
     plugins: &mut impl Iterator<Item = (AnyPlugin, LoadOptions)>,
     config: &ContextConfig,
 ) -> Result<(), CoreError> {
-    let mut nodes = Vec::new();
+    let (listed, _) = plugins.size_hint();
+    state.reserve(listed);
+    let mut nodes = Vec::with_capacity(listed);
     for (plugin, options) in plugins {
         let name = state.instance_name(&plugin, options.label.as_deref(), None)?;
         let defaults = Managed {

@@ -58,6 +58,12 @@ impl Roster {
             .or_insert_with(|| plugin.clone());
     }
 
+    /// Makes room for `additional` more plugins and managed instances.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.catalog.reserve(additional);
+        self.managed.reserve(additional);
+    }
+
     /// The catalog's plugin named `name`.
     pub(crate) fn plugin(&self, name: &str) -> Option<&AnyPlugin> {
         self.catalog.get(name)

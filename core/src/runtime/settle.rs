@@ -474,13 +474,16 @@ impl Runtime {
     /// Emits the queued transitions and service changes, in order, outside the lock, then
     /// wakes waiters.
     pub(super) fn publish(&self) {
+        // The batch taken is swapped for the one emptied before, so that the state's list
+        // keeps its room: a settle of many plugins does not grow a new list for every step.
+        let mut notices = Vec::new();
         loop {
-            let notices = std::mem::take(&mut self.state.lock().notices);
+            std::mem::swap(&mut self.state.lock().notices, &mut notices);
             if notices.is_empty() {
                 return;
             }
             self.changed.notify_all();
-            for notice in notices {
+            for notice in notices.drain(..) {
                 let published = match &notice {
                     Notice::Transition(t) => self.emit(t),
                     Notice::Service(s) => self.emit(s),

@@ -1,7 +1,7 @@
 //! The requirement cycle a load would close: a search forward and backward from the new
 //! instance, a step at a time each, over the instances that are not disabled.
 
-use super::{RealmId, State, TypeMap};
+use super::{RealmId, State, TypeMap, Users};
 use crate::key::ServiceKey;
 use crate::state::{InstanceId, PluginState};
 
@@ -25,7 +25,7 @@ impl State {
                 .is_some_and(|s| s != PluginState::Disabled)
         };
         // The live instances of `index` whose slot of each key is the one `realm` resolves it to.
-        let sharing = |index: &TypeMap<Vec<InstanceId>>, realm: RealmId, keys: &[ServiceKey]| {
+        let sharing = |index: &TypeMap<Users>, realm: RealmId, keys: &[ServiceKey]| {
             keys.iter()
                 .flat_map(|key| {
                     let slot = self.slot(realm, key.id());

@@ -2,10 +2,9 @@
 //! provides), moved from state to state by the one transition function, and collected once
 //! disposed.
 
-use super::{Instance, Notice, RealmId, State, TypeMap};
+use super::{Instance, Notice, RealmId, State, TypeMap, Users};
 use crate::error::PluginError;
 use crate::info::{PluginTransition, TransitionCause};
-use crate::key::ServiceKey;
 use crate::runtime::plugin::AnyPlugin;
 use crate::state::{InstanceId, PluginState};
 use serde_json::Value;
@@ -26,10 +25,9 @@ impl State {
     ) -> InstanceId {
         self.next_instance += 1;
         let id = InstanceId(self.next_instance);
-        let manifest = plugin.manifest();
-        let required: Vec<TypeId> = manifest.requires().iter().map(ServiceKey::id).collect();
-        let optional: Vec<TypeId> = manifest.optional().iter().map(|(k, _)| k.id()).collect();
-        let provided: Vec<TypeId> = manifest.provides().iter().map(ServiceKey::id).collect();
+        // Shared, not copied: the wake-up indexes are filled from it once the plugin is moved
+        // into its record.
+        let manifest = plugin.manifest.clone();
         let plugin_name = manifest.name();
         self.notices.push(Notice::Transition(PluginTransition {
             plugin: plugin_name,
@@ -58,14 +56,14 @@ impl State {
                 span: tracing::Span::none(),
             },
         );
-        for type_id in required {
-            self.requirers.entry(type_id).or_default().push(id);
+        for key in manifest.requires() {
+            self.requirers.entry(key.id()).or_default().push(id);
         }
-        for type_id in optional {
-            self.optional_users.entry(type_id).or_default().push(id);
+        for (key, _) in manifest.optional() {
+            self.optional_users.entry(key.id()).or_default().push(id);
         }
-        for type_id in provided {
-            self.declarers.entry(type_id).or_default().push(id);
+        for key in manifest.provides() {
+            self.declarers.entry(key.id()).or_default().push(id);
         }
         if state == PluginState::Pending {
             self.ready.insert(id);
@@ -146,9 +144,9 @@ impl State {
     }
 }
 
-fn unindex(index: &mut TypeMap<Vec<InstanceId>>, key: TypeId, id: InstanceId) {
+fn unindex(index: &mut TypeMap<Users>, key: TypeId, id: InstanceId) {
     if let Some(list) = index.get_mut(&key) {
-        list.retain(|&x| x != id);
+        list.retain(|x| *x != id);
         if list.is_empty() {
             index.remove(&key);
         }

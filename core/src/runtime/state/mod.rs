@@ -37,6 +37,11 @@ pub(crate) use realms::{RealmId, RealmRecord, SlotKey, SlotMap};
 /// A map keyed by `TypeId`, hashed with `FxHasher` (a `TypeId` is already a hash).
 pub(crate) type TypeMap<V> = rustc_hash::FxHashMap<TypeId, V>;
 
+/// The instances of one entry of a wake-up index (requiring, using or declaring one service
+/// type): held in the entry itself up to two (most service types have one provider and a
+/// few users), so that filling and reading the indexes allocates nothing per instance.
+pub(crate) type Users = smallvec::SmallVec<[InstanceId; 2]>;
+
 /// Who registers something: the root, or an instance at one generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Owner {
@@ -183,11 +188,11 @@ pub(crate) struct State {
     next_realm: u64,
     /// Instances requiring each service type (any state, any realm: a user filters them by
     /// the slot they resolve to), for O(degree) wake-ups and teardowns.
-    requirers: TypeMap<Vec<InstanceId>>,
+    requirers: TypeMap<Users>,
     /// Instances listing each service as optional.
-    optional_users: TypeMap<Vec<InstanceId>>,
+    optional_users: TypeMap<Users>,
     /// Instances declaring each service in their manifest, for the cycle check of a load.
-    declarers: TypeMap<Vec<InstanceId>>,
+    declarers: TypeMap<Users>,
     /// Candidates for applying, re-checked when taken (pending with nothing missing).
     ready: BTreeSet<InstanceId>,
     /// Active restart-mode instances whose optional service appeared.
@@ -287,6 +292,20 @@ impl State {
         }
     }
 
+    /// Makes room for `additional` more instances, each providing and requiring a few
+    /// services, in the tables that grow with them: a build of many plugins then fills its
+    /// tables once instead of rehashing each several times as it goes.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.instances.reserve(additional);
+        self.names.reserve(additional);
+        self.root_plugins.reserve(additional);
+        self.requirers.reserve(additional);
+        self.declarers.reserve(additional);
+        self.services.reserve(additional);
+        self.service_cells.reserve(additional);
+        self.roster.reserve(additional);
+    }
+
     pub(crate) fn instance(&self, id: InstanceId) -> Option<&Instance> {
         self.instances.get(&id)
     }
@@ -301,7 +320,7 @@ impl State {
     /// check nothing is left behind.
     #[cfg(test)]
     pub(crate) fn table_sizes(&self) -> [usize; 8] {
-        let index_entries = |index: &TypeMap<Vec<InstanceId>>| index.values().map(Vec::len).sum();
+        let index_entries = |index: &TypeMap<Users>| index.values().map(|users| users.len()).sum();
         [
             self.instances.len(),
             self.names.len(),

@@ -68,31 +68,37 @@ impl State {
         if let Some(label) = label {
             check_name(label, "label")?;
         }
-        let base = match parent.and_then(|id| self.instances.get(&id)) {
-            Some(parent) => format!("{}/{plugin_name}", parent.name),
-            None => plugin_name.to_owned(),
-        };
+        let base: std::borrow::Cow<'static, str> =
+            match parent.and_then(|id| self.instances.get(&id)) {
+                Some(parent) => format!("{}/{plugin_name}", parent.name).into(),
+                None => plugin_name.into(),
+            };
         let taken = |name: &str| self.names.contains_key(name);
         let root_unique_clash = parent.is_none()
             && realm == RealmId::ROOT
             && manifest.is_unique()
             && self.root_plugins.get(plugin_name).is_some_and(|&n| n > 0);
         if root_unique_clash {
-            return Err(CoreError::DuplicatePlugin { plugin: base });
+            return Err(CoreError::DuplicatePlugin {
+                plugin: base.into_owned(),
+            });
         }
         let name = match label {
-            Some(label) => format!("{base}:{label}"),
+            Some(label) => format!("{base}:{label}").into(),
             None if !taken(&base) => base,
             None if parent.is_none() && manifest.is_unique() => base,
             None => (2..)
                 .map(|n| format!("{base}:{n}"))
                 .find(|name| !taken(name))
-                .expect("a free number"),
+                .expect("a free number")
+                .into(),
         };
         if taken(&name) {
-            return Err(CoreError::DuplicatePlugin { plugin: name });
+            return Err(CoreError::DuplicatePlugin {
+                plugin: name.into_owned(),
+            });
         }
-        Ok(Arc::from(name))
+        Ok(Arc::from(name.as_ref()))
     }
 
     /// The live instance named `name` (a root instance's name, or a child's `parent/name`).

@@ -134,8 +134,9 @@ fn quantile(mut samples: Vec<f64>, q: f64) -> f64 {
 }
 
 /// Runs the async scenarios with `sizes` (`sizes.flushes` turns per task, `sizes.paired_reps`
-/// repetitions, at most 5) over every backend of [`Backend::all`], calling `progress` as each
-/// backend starts. Returns, for each backend `<b>`:
+/// repetitions, the async run and its baseline taking turns going first) over every backend
+/// of [`Backend::all`], calling `progress` as each backend starts. Returns, for each backend
+/// `<b>`:
 /// - `<b>_async_flush_per_s` (all tasks together), and `async_flush_ratio_<b>`: over the sync
 ///   API on [`FLUSH_THREADS`] threads, the median of the per-repetition ratios (target >= 0.9);
 /// - `heartbeat_late_ms_p99_<b>`: the 99th percentile of the heartbeat's lateness over every
@@ -156,7 +157,7 @@ fn quantile(mut samples: Vec<f64>, q: f64) -> f64 {
 pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> Vec<(String, f64)> {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let backends = Backend::all(dir.path());
-    let reps = sizes.paired_reps.min(5);
+    let reps = sizes.paired_reps;
     let mut figures = Vec::new();
     let (mut worst_ratio, mut worst_late) = (f64::INFINITY, 0.0_f64);
     let mut idle = Vec::new();
@@ -167,14 +168,19 @@ pub fn measure(sizes: Sizes, mut progress: impl FnMut(&str)) -> Vec<(String, f64
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for rep in 0..reps {
             let id = |what: &str| format!("{}-{what}-{rep}", backend.name);
-            sync_rates.push(threaded_flushes_per_s(
-                &ctx,
-                &id("threads"),
-                FLUSH_THREADS,
-                sizes.flushes,
-            ));
+            let threads =
+                || threaded_flushes_per_s(&ctx, &id("threads"), FLUSH_THREADS, sizes.flushes);
+            // The two runs of a pair take turns going first, so that a disk whose sync speed
+            // drifts within a pair, or a first run that leaves the second a warmer (or a
+            // dirtier) file system, favours neither side of the ratio.
+            if rep % 2 == 0 {
+                sync_rates.push(threads());
+            }
             let (rate, wakes, ran) =
                 tasks_with_heartbeat(&ctx, &id("async"), sizes.flushes, Flush::Async);
+            if rep % 2 == 1 {
+                sync_rates.push(threads());
+            }
             rates.push(rate);
             late.extend(wakes);
             idle.extend(idle_heartbeat(ran));

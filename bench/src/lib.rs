@@ -31,6 +31,7 @@ pub mod acp_load;
 #[allow(unsafe_code)]
 pub mod alloc;
 pub mod async_face;
+pub mod bare_registry;
 pub mod cold_fork;
 pub mod events;
 pub mod fork;
@@ -48,7 +49,7 @@ pub mod session;
 pub mod stored_fork;
 
 use lookup::{Lookup, Resolver};
-use measure::{paired_medians, Plan};
+use measure::{paired_medians, Caches, Plan};
 use report::Report;
 
 /// Plugins in the measured chains and sets.
@@ -158,16 +159,9 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
     report.dispose_independent_1000_ms = independent.dispose_ms;
 
     progress("growth from 100 to 10,000 plugins");
-    let growth = lifecycle::Growth::measure(plan.cascade_reps);
-    report.activate_chain_100_ms = growth.small.activate_ms;
-    report.activate_chain_10000_ms = growth.large.activate_ms;
-    report.build_per_plugin_growth = growth.build();
-    report.dispose_chain_100_ms = growth.small.dispose_ms;
-    report.dispose_chain_10000_ms = growth.large.dispose_ms;
-    report.dispose_per_plugin_growth = growth.dispose();
-    report.load_chain_100_ms = growth.small_load_ms;
-    report.load_chain_10000_ms = growth.large_load_ms;
-    report.load_per_plugin_growth = growth.load();
+    report.growth = lifecycle::Growth::measure(plan.cascade_reps, Caches::Warm).figures();
+    progress("growth from 100 to 10,000 plugins, caches emptied before each");
+    report.growth_cold = lifecycle::Growth::measure(plan.cascade_reps, Caches::Cold).figures();
 
     progress("pending to active");
     report.pending_to_active_us = lifecycle::pending_to_active_provide_median(plan.pending_reps);

@@ -6,7 +6,9 @@
 //! Every scenario checks the states it produced (all active, all torn down) outside the
 //! timed part, so a figure never comes from a run that did not do the work.
 
-use crate::measure::{median, ms, time, us};
+use crate::bare_registry;
+use crate::measure::{median, ms, time, us, Caches};
+use crate::report::GrowthFigures;
 use dsh_bench_chain::{make, CHAIN, INDEPENDENT, S0};
 use dsh_core::{AnyPlugin, Context, ContextConfig, PluginState};
 use std::sync::Arc;
@@ -48,13 +50,23 @@ pub struct UpDown {
 }
 
 /// Builds a context from `plugins` (timed until every plugin is active), then disposes it
-/// (timed until every plugin is disposed and its record gone).
+/// (timed until every plugin is disposed and its record gone), with warm caches.
 ///
 /// # Panics
 /// When a plugin is not active after the build, or not disposed after `dispose`.
 pub fn up_down(plugins: &[AnyPlugin]) -> UpDown {
+    up_down_in(plugins, Caches::Warm)
+}
+
+/// [`up_down`], each timed part starting with the caches as `caches` says (emptied outside
+/// the timing when cold).
+///
+/// # Panics
+/// As [`up_down`].
+pub fn up_down_in(plugins: &[AnyPlugin], caches: Caches) -> UpDown {
     let n = plugins.len();
     let mut ctx = None;
+    caches.prepare();
     let activate = time(|| {
         ctx = Some(
             Context::builder()
@@ -65,6 +77,7 @@ pub fn up_down(plugins: &[AnyPlugin]) -> UpDown {
     });
     let ctx = ctx.expect("built");
     expect_all(&ctx, n, PluginState::Active, "after build");
+    caches.prepare();
     let dispose = time(|| {
         ctx.dispose();
     });
@@ -81,10 +94,21 @@ pub fn up_down(plugins: &[AnyPlugin]) -> UpDown {
 
 /// Medians of [`up_down`] over `reps` repetitions.
 pub fn up_down_median(plugins: &[AnyPlugin], reps: usize) -> UpDown {
-    let runs: Vec<UpDown> = (0..reps).map(|_| up_down(plugins)).collect();
-    UpDown {
-        activate_ms: median(runs.iter().map(|r| r.activate_ms).collect()),
-        dispose_ms: median(runs.iter().map(|r| r.dispose_ms).collect()),
+    up_down_median_in(plugins, reps, Caches::Warm)
+}
+
+/// Medians of [`up_down_in`] over `reps` repetitions.
+pub fn up_down_median_in(plugins: &[AnyPlugin], reps: usize, caches: Caches) -> UpDown {
+    UpDown::median_of((0..reps).map(|_| up_down_in(plugins, caches)).collect())
+}
+
+impl UpDown {
+    /// The medians of `runs`' activation and disposal times.
+    pub fn median_of(runs: Vec<UpDown>) -> UpDown {
+        UpDown {
+            activate_ms: median(runs.iter().map(|r| r.activate_ms).collect()),
+            dispose_ms: median(runs.iter().map(|r| r.dispose_ms).collect()),
+        }
     }
 }
 
@@ -95,7 +119,17 @@ pub fn up_down_median(plugins: &[AnyPlugin], reps: usize) -> UpDown {
 /// # Panics
 /// When a plugin is not active after its load.
 pub fn load_one_by_one(plugins: &[AnyPlugin]) -> f64 {
+    load_one_by_one_in(plugins, Caches::Warm)
+}
+
+/// [`load_one_by_one`], starting with the caches as `caches` says (emptied before the first
+/// load when cold).
+///
+/// # Panics
+/// As [`load_one_by_one`].
+pub fn load_one_by_one_in(plugins: &[AnyPlugin], caches: Caches) -> f64 {
     let ctx = Context::builder().build().expect("empty context builds");
+    caches.prepare();
     let elapsed = time(|| {
         for plugin in plugins {
             ctx.load(plugin.clone()).expect("plugin loads");
@@ -108,7 +142,16 @@ pub fn load_one_by_one(plugins: &[AnyPlugin]) -> f64 {
 
 /// Median of [`load_one_by_one`] over `reps` repetitions.
 pub fn load_one_by_one_median(plugins: &[AnyPlugin], reps: usize) -> f64 {
-    median((0..reps).map(|_| load_one_by_one(plugins)).collect())
+    load_one_by_one_median_in(plugins, reps, Caches::Warm)
+}
+
+/// Median of [`load_one_by_one_in`] over `reps` repetitions.
+pub fn load_one_by_one_median_in(plugins: &[AnyPlugin], reps: usize, caches: Caches) -> f64 {
+    median(
+        (0..reps)
+            .map(|_| load_one_by_one_in(plugins, caches))
+            .collect(),
+    )
 }
 
 /// The two halves of a cascade and the build before them, in milliseconds.
@@ -250,6 +293,10 @@ pub struct Growth {
     pub small_load_ms: f64,
     /// [`load_one_by_one`] of the large chain, median, ms.
     pub large_load_ms: f64,
+    /// The bare registry's build and dispose of the small chain (the baseline), medians.
+    pub bare_small: UpDown,
+    /// The bare registry's build and dispose of the large chain, medians.
+    pub bare_large: UpDown,
 }
 
 impl Growth {
@@ -259,16 +306,35 @@ impl Growth {
     pub const LARGE: usize = 10_000;
 
     /// Measures both chains: the small one `reps * 10` times (its figures are a hundredth
-    /// of the large one's), the large one `reps` times, each after a warm-up run.
-    pub fn measure(reps: usize) -> Growth {
+    /// of the large one's), the large one `reps` times, each after a warm-up run, every timed
+    /// part starting with the caches as `caches` says.
+    ///
+    /// Warm, the small chain's data and code stay in the CPU caches from one repetition to the
+    /// next (100 plugins take a few hundred KiB) while the large chain's cannot (tens of MiB),
+    /// so the warm growth measures the caches' size as much as the work per plugin. Cold, each
+    /// build, dispose and load starts as a host's one build at start-up does.
+    ///
+    /// The bare registry of [`crate::bare_registry`] builds and disposes both chains likewise,
+    /// as the baseline: how the cost per plugin of any registry of maps grows here.
+    pub fn measure(reps: usize, caches: Caches) -> Growth {
         let (small, large) = (chain(Self::SMALL), chain(Self::LARGE));
         up_down(&small);
         up_down(&large);
+        let bare = |plugins: &[AnyPlugin], reps: usize| {
+            bare_registry::up_down_in(plugins, Caches::Warm);
+            UpDown::median_of(
+                (0..reps)
+                    .map(|_| bare_registry::up_down_in(plugins, caches))
+                    .collect(),
+            )
+        };
         Growth {
-            small: up_down_median(&small, reps * 10),
-            large: up_down_median(&large, reps),
-            small_load_ms: load_one_by_one_median(&small, reps * 10),
-            large_load_ms: load_one_by_one_median(&large, reps),
+            small: up_down_median_in(&small, reps * 10, caches),
+            large: up_down_median_in(&large, reps, caches),
+            small_load_ms: load_one_by_one_median_in(&small, reps * 10, caches),
+            large_load_ms: load_one_by_one_median_in(&large, reps, caches),
+            bare_small: bare(&small, reps * 10),
+            bare_large: bare(&large, reps),
         }
     }
 
@@ -291,5 +357,34 @@ impl Growth {
     /// Growth of the one-load-at-a-time cost per plugin (target <= 1.5).
     pub fn load(&self) -> f64 {
         Self::per_plugin(self.small_load_ms, self.large_load_ms)
+    }
+
+    /// Growth of the bare registry's build cost per plugin (the baseline of [`Growth::build`]
+    /// and [`Growth::load`]).
+    pub fn baseline_build(&self) -> f64 {
+        Self::per_plugin(self.bare_small.activate_ms, self.bare_large.activate_ms)
+    }
+
+    /// Growth of the bare registry's dispose cost per plugin (the baseline of
+    /// [`Growth::dispose`]).
+    pub fn baseline_dispose(&self) -> f64 {
+        Self::per_plugin(self.bare_small.dispose_ms, self.bare_large.dispose_ms)
+    }
+
+    /// The figures the report shows of it.
+    pub fn figures(&self) -> GrowthFigures {
+        GrowthFigures {
+            activate_100_ms: self.small.activate_ms,
+            activate_10000_ms: self.large.activate_ms,
+            build: self.build(),
+            dispose_100_ms: self.small.dispose_ms,
+            dispose_10000_ms: self.large.dispose_ms,
+            dispose: self.dispose(),
+            load_100_ms: self.small_load_ms,
+            load_10000_ms: self.large_load_ms,
+            load: self.load(),
+            baseline_build: self.baseline_build(),
+            baseline_dispose: self.baseline_dispose(),
+        }
     }
 }

@@ -81,6 +81,65 @@ pub fn median_ratio(a: &[f64], b: &[f64]) -> f64 {
     median(a.iter().zip(b).map(|(a, b)| a / b).collect())
 }
 
+/// Whether a measurement starts with the CPU caches holding what the previous repetition
+/// left (as a loop of repetitions does) or with them emptied (as a host's one build at start-up
+/// finds them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caches {
+    /// Back to back: the data and code of the previous repetition are still cached.
+    Warm,
+    /// [`evict_caches`] before each timed part.
+    Cold,
+}
+
+impl Caches {
+    /// Empties the caches when `self` is [`Caches::Cold`]; does nothing when warm.
+    pub fn prepare(self) {
+        if self == Caches::Cold {
+            evict_caches();
+        }
+    }
+}
+
+/// Pushes what the CPU caches hold out of them, by writing one byte in every 64-byte line of
+/// a buffer twice the size of the largest cache (read from
+/// `/sys/devices/system/cpu/cpu0/cache`; 64 MiB where it cannot be read). Takes a few
+/// milliseconds; the buffer is made once and kept.
+pub fn evict_caches() {
+    static BUFFER: std::sync::OnceLock<std::sync::Mutex<Vec<u8>>> = std::sync::OnceLock::new();
+    let buffer = BUFFER.get_or_init(|| {
+        let bytes = largest_cache_bytes().map_or(64 << 20, |b| (2 * b).max(8 << 20));
+        std::sync::Mutex::new(vec![0; bytes])
+    });
+    let mut buffer = buffer
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    for line in buffer.chunks_mut(64) {
+        line[0] = line[0].wrapping_add(1);
+    }
+    std::hint::black_box(&mut *buffer);
+}
+
+/// The size of the largest CPU cache of CPU 0, in bytes, from sysfs (`None` off Linux or
+/// where sysfs does not say).
+fn largest_cache_bytes() -> Option<usize> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    dir.filter_map(|entry| std::fs::read_to_string(entry.ok()?.path().join("size")).ok())
+        .filter_map(|size| parse_cache_size(size.trim()))
+        .max()
+}
+
+/// A sysfs cache size (`32K`, `2048K`, `32M`, or bytes) in bytes.
+fn parse_cache_size(size: &str) -> Option<usize> {
+    let (digits, unit) = match size.as_bytes().last()? {
+        b'K' => (&size[..size.len() - 1], 1 << 10),
+        b'M' => (&size[..size.len() - 1], 1 << 20),
+        b'G' => (&size[..size.len() - 1], 1 << 30),
+        _ => (size, 1),
+    };
+    digits.parse::<usize>().ok().map(|n| n * unit)
+}
+
 /// Milliseconds of a duration, as a float.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -94,6 +153,16 @@ pub fn us(d: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sysfs_cache_sizes_read_in_bytes() {
+        assert_eq!(parse_cache_size("32K"), Some(32 << 10));
+        assert_eq!(parse_cache_size("32M"), Some(32 << 20));
+        assert_eq!(parse_cache_size("1G"), Some(1 << 30));
+        assert_eq!(parse_cache_size("512"), Some(512));
+        assert_eq!(parse_cache_size("big"), None);
+        assert_eq!(parse_cache_size(""), None);
+    }
 
     #[test]
     fn median_of_odd_and_even_counts() {

@@ -11,6 +11,7 @@ use dsh_bench::lifecycle::{
     pending_to_active_provide, up_down, Growth,
 };
 use dsh_bench::lookup::{baseline_map, scaling, spin, Lookup, Resolver};
+use dsh_bench::measure::Caches;
 use dsh_bench::{async_face, fork, generate, persist, session};
 use dsh_bench_chain::{CHAIN_LEN, INDEPENDENT_LEN, LOOKUP_SERVICES};
 use std::collections::HashSet;
@@ -57,15 +58,28 @@ fn a_chain_loaded_one_plugin_at_a_time_ends_all_active() {
 }
 
 #[test]
-fn the_growth_scenario_measures_both_chains_build_dispose_and_load() {
-    let growth = Growth::measure(1);
-    for figure in [growth.build(), growth.dispose(), growth.load()] {
-        assert!(figure.is_finite() && figure > 0.0, "{growth:?}");
+fn the_growth_scenario_measures_both_chains_build_dispose_and_load_and_the_bare_baseline() {
+    for caches in [Caches::Warm, Caches::Cold] {
+        let growth = Growth::measure(1, caches);
+        for figure in [
+            growth.build(),
+            growth.dispose(),
+            growth.load(),
+            growth.baseline_build(),
+            growth.baseline_dispose(),
+        ] {
+            assert!(figure.is_finite() && figure > 0.0, "{caches:?}: {growth:?}");
+        }
+        for (small, large) in [
+            (growth.small, growth.large),
+            (growth.bare_small, growth.bare_large),
+        ] {
+            assert!(
+                large.activate_ms > small.activate_ms,
+                "{caches:?}: {growth:?}"
+            );
+        }
     }
-    assert!(
-        growth.large.activate_ms > growth.small.activate_ms,
-        "{growth:?}"
-    );
 }
 
 #[test]

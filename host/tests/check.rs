@@ -223,6 +223,28 @@ fn checking_or_importing_a_fifo_or_a_device_is_refused_without_reading_it() {
     }
 }
 
+/// A folder named to `import` is refused like any path that is not a regular file, with
+/// the way to import the session files in it; the other files are still imported.
+#[test]
+fn importing_a_folder_is_refused_saying_how_to_import_its_files() {
+    let sandbox = Sandbox::new();
+    let good = sandbox.write("s.jsonl", &complete_session("s"));
+    let folder = good.parent().expect("the file's folder").to_path_buf();
+    let run = sandbox.json(&[Path::new("import"), &folder, &good]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let doc = run.doc();
+    let refused = &doc[0];
+    assert_eq!(refused["file"], folder.display().to_string(), "{refused}");
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert_eq!(refused["imported"], false, "{refused}");
+    assert_eq!(refused["error"]["code"], "IO_ERROR", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not a regular file"), "{message}");
+    let named = format!("dsh import {}", folder.join("*.jsonl").display());
+    assert!(message.contains(&named), "{message}");
+    assert_eq!(doc[1]["ok"], true, "the file after it is still imported");
+}
+
 /// A folder that holds no session file is reported as such, in both outputs: `check` did
 /// not check what it was asked to, so it fails (exit 1) and the other paths are still done.
 #[test]

@@ -368,7 +368,7 @@ fn raw_prints_the_stored_file_zstd_decoded_and_on_sqlite_the_rendering() {
     let raw = on(&sandbox, &sqlite, &["export", "--raw", "s"]);
     assert_eq!(raw.code, 0, "{}", raw.stderr);
     assert_eq!(raw.stdout.as_bytes(), rendering.as_slice());
-    // To a file, with a summary.
+    // To a file (`-o`, short for `--output`), with a summary.
     let out = sandbox.root().join("raw.jsonl");
     let summary = on(
         &sandbox,
@@ -377,7 +377,7 @@ fn raw_prints_the_stored_file_zstd_decoded_and_on_sqlite_the_rendering() {
             OsStr::new("export"),
             OsStr::new("--raw"),
             OsStr::new("s"),
-            OsStr::new("--output"),
+            OsStr::new("-o"),
             out.as_os_str(),
         ],
     )

@@ -325,6 +325,33 @@ fn human_plugins_output_names_every_plugin_and_its_state() {
     assert!(line_of("dsh-session-fork").contains("active"));
     #[cfg(not(feature = "session-fork"))]
     assert!(!run.stdout.contains("dsh-session-fork"));
+    assert_states_in_one_column(&run.stdout);
+}
+
+/// Every line's second word (a state, or `from`) starts in the same column: the first column
+/// is as wide as its longest entry (`dsh-session-retention` is wider than most).
+fn assert_states_in_one_column(text: &str) {
+    let columns: Vec<usize> = text
+        .lines()
+        .map(|line| {
+            let name = line.split_whitespace().next().expect("a name");
+            name.len()
+                + line[name.len()..]
+                    .find(|c: char| c != ' ')
+                    .expect("a second word")
+        })
+        .collect();
+    assert!(columns.len() > 1, "{text}");
+    assert!(columns.windows(2).all(|w| w[0] == w[1]), "{text}");
+}
+
+#[test]
+fn human_services_output_lines_the_providers_up() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.human(&["services"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("SessionStore"), "{}", run.stdout);
+    assert_states_in_one_column(&run.stdout);
 }
 
 #[cfg(feature = "session-fork")]

@@ -91,7 +91,7 @@ pub enum Command {
         #[arg(long, conflicts_with = "raw")]
         with_ancestors: bool,
         /// Write to FILE (a temporary file beside it, renamed over it) and print a summary.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
         /// Print the session's stored text as it is (JSONL: the current file, zstd decoded;
         /// SQLite, PostgreSQL: the canonical rendering), no bundle.

@@ -68,7 +68,11 @@ pub fn run(app: &App, files: &[PathBuf], cwd: Option<&str>) -> Result<Output, Ho
         if dsh_host::bundle::looks_like_bundle(file) {
             bundle::import(app, file, cwd, &mut entries);
         } else {
-            let result = read_valid(file).and_then(|stored| store(app, stored, cwd));
+            let result = if file.is_dir() {
+                Err(folder_refused(file))
+            } else {
+                read_valid(file).and_then(|stored| store(app, stored, cwd))
+            };
             entries.push(Entry {
                 file: file.display().to_string(),
                 in_bundle: None,
@@ -88,6 +92,22 @@ pub fn run(app: &App, files: &[PathBuf], cwd: Option<&str>) -> Result<Output, Ho
         })
         .collect();
     Ok(Output::built(Value::Array(json), human, failed))
+}
+
+/// `IO_ERROR` for a folder named as a file to import: like any path that is not a regular
+/// file it is not read, and the message says how to import the session files in it (name
+/// them) and that `dsh check` searches a folder.
+fn folder_refused(folder: &std::path::Path) -> HostError {
+    let files = folder.join("*.jsonl");
+    let (folder, files) = (folder.display(), files.display());
+    HostError::new(
+        dsh::session::codes::IO_ERROR,
+        format!(
+            "cannot import {folder}: it is a folder, not a regular file; `dsh import` takes \
+             session files and export bundles: name the files in it (`dsh import {files}`), \
+             or see which of them load with `dsh check {folder}`, which searches a folder"
+        ),
+    )
 }
 
 /// Stores `stored` (read and validated) through the store's import, with `cwd` as its cwd

@@ -47,8 +47,10 @@ pub fn run(app: &App, dot: bool) -> Output {
             .collect(),
     );
     let mut human = String::new();
+    // The names in one column as wide as the longest.
+    let width = plugins.iter().map(|p| p.name.len()).max().unwrap_or(0);
     for p in &plugins {
-        let _ = write!(human, "{:<20} {:<9}", p.name, p.state.as_str());
+        let _ = write!(human, "{:<width$} {:<9}", p.name, p.state.as_str());
         if let Some(realm) = &p.realm {
             let _ = write!(human, " in realm {realm}");
         }

@@ -15,10 +15,12 @@ pub fn run(app: &App) -> Output {
             .collect(),
     );
     let mut human = String::new();
+    // The service names in one column as wide as the longest.
+    let width = services.iter().map(|s| s.service.len()).max().unwrap_or(0);
     for s in &services {
         let _ = writeln!(
             human,
-            "{:<20} from {} ({})",
+            "{:<width$} from {} ({})",
             s.service,
             s.provider.unwrap_or("<root>"),
             s.state.as_str()

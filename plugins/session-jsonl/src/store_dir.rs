@@ -53,17 +53,37 @@ impl StoreDir {
 
     /// The file that holds session `id`, if one is stored: its physical path, inside the root.
     /// See [`crate::JsonlPersistence::locate`].
+    ///
+    /// A file listed that is gone by the time its path is resolved (a delete removed it, or a
+    /// migration published the next generation, meanwhile) is looked for again, twice at
+    /// most: a session deleted while it was looked for is not found, never an I/O error.
     pub(crate) fn locate(&self, id: &SessionId) -> Result<Option<PathBuf>, PersistenceError> {
+        let mut looks = 0;
+        loop {
+            let Some(path) = self.listed(id)? else {
+                return Ok(None);
+            };
+            looks += 1;
+            match self.inside(id, &path) {
+                Err(PersistenceError::Io { source, .. })
+                    if source.kind() == io::ErrorKind::NotFound && looks < 3 && vanished(&path) => {
+                }
+                resolved => return resolved.map(Some),
+            }
+        }
+    }
+
+    /// The one file of session `id` a listing of its folders finds, as listed.
+    fn listed(&self, id: &SessionId) -> Result<Option<PathBuf>, PersistenceError> {
         let segment = id_segment(id.as_str());
         let mut found: Vec<PathBuf> = Vec::new();
         for folder in self.cwd_folders()? {
             found.extend(session_files(&folder.join(&segment)));
         }
-        let found = single_file(found).map_err(|paths| PersistenceError::Conflict {
+        single_file(found).map_err(|paths| PersistenceError::Conflict {
             id: id.clone(),
             reason: stored_twice(&paths),
-        })?;
-        found.map(|path| self.inside(id, &path)).transpose()
+        })
     }
 
     /// The file of a stored session.
@@ -329,6 +349,11 @@ impl StoreDir {
             _ => io_error(path, error),
         }
     }
+}
+
+/// Whether nothing is at `path` any more (not even a symbolic link).
+fn vanished(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
 }
 
 /// The refusal of `path` when it is a symbolic link to nothing (an entry no folder or file

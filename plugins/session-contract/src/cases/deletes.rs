@@ -146,7 +146,10 @@ pub fn an_append_racing_a_delete_gets_an_error_never_a_resurrected_session(fixtu
         let appended = AtomicUsize::new(6);
         let refusal = std::thread::scope(|scope| {
             let writer = scope.spawn(|| {
-                let (mut next, mut locked) = (6, 0);
+                // Retried while the delete holds the lock, for as long as a loaded machine may
+                // take to delete (a count of immediate retries can run out in milliseconds there).
+                let patience = std::time::Instant::now() + std::time::Duration::from_secs(60);
+                let mut next = 6;
                 loop {
                     assert!(next < events.len(), "{name}: the delete never landed");
                     match appender.append(id, &events[next..=next]) {
@@ -160,7 +163,11 @@ pub fn an_append_racing_a_delete_gets_an_error_never_a_resurrected_session(fixtu
                             // first, and a writer that never pauses would starve the delete).
                             std::thread::sleep(std::time::Duration::from_millis(1));
                         }
-                        Err(PersistenceError::Locked { .. }) if locked < 1_000 => locked += 1,
+                        Err(PersistenceError::Locked { .. })
+                            if std::time::Instant::now() < patience =>
+                        {
+                            std::thread::sleep(std::time::Duration::from_micros(200));
+                        }
                         Err(error) => return error,
                     }
                 }

@@ -11,7 +11,7 @@ use crate::manifest::{Manifest, OptionalMode};
 use crate::runtime::cells::ServiceCell;
 use crate::runtime::plugin::Applying;
 use crate::runtime::state::SlotKey;
-use crate::runtime::Runtime;
+use crate::runtime::{Resolved, Runtime};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, Weak};
@@ -27,10 +27,46 @@ use std::sync::{Arc, Weak};
 /// service value alive while it exists.
 pub struct Dep<T: ?Sized> {
     value: Arc<T>,
-    cell: Arc<ServiceCell>,
-    epoch: u64,
+    link: Link,
+}
+
+/// What a [`Dep`] keeps beside its value: the service's cell, the epoch it was resolved at and
+/// who provided it. The same for every service type, so the code that makes, checks, clones
+/// and drops it exists once, not once per type a host's plugins depend on.
+pub(crate) struct Link {
+    pub(crate) cell: Arc<ServiceCell>,
+    pub(crate) epoch: u64,
     /// The instance the service was resolved from, named in the error once it has gone.
-    provider: Arc<str>,
+    pub(crate) provider: Arc<str>,
+}
+
+impl Link {
+    /// Whether the provider resolved from is still the one publishing the service.
+    #[inline]
+    fn is_current(&self) -> bool {
+        self.cell.epoch() == self.epoch
+    }
+
+    /// The error of a read once the provider has gone.
+    #[cold]
+    fn unavailable(&self) -> Unavailable {
+        Unavailable {
+            service: self.cell.name,
+            provider: Some(self.provider.to_string()),
+            state: None,
+            failure: None,
+        }
+    }
+}
+
+impl Clone for Link {
+    fn clone(&self) -> Link {
+        Link {
+            cell: self.cell.clone(),
+            epoch: self.epoch,
+            provider: self.provider.clone(),
+        }
+    }
 }
 
 impl<T: ?Sized + Send + Sync + 'static> Dep<T> {
@@ -42,10 +78,10 @@ impl<T: ?Sized + Send + Sync + 'static> Dep<T> {
     /// plugin provides the service now: resolve it anew).
     #[inline]
     pub fn get(&self) -> Result<&T, Unavailable> {
-        if self.cell.epoch() == self.epoch {
+        if self.link.is_current() {
             Ok(&self.value)
         } else {
-            Err(self.unavailable())
+            Err(self.link.unavailable())
         }
     }
 
@@ -59,28 +95,15 @@ impl<T: ?Sized + Send + Sync + 'static> Dep<T> {
 
     /// Whether [`Dep::get`] succeeds now.
     pub fn is_available(&self) -> bool {
-        self.cell.epoch() == self.epoch
-    }
-
-    #[cold]
-    fn unavailable(&self) -> Unavailable {
-        Unavailable {
-            service: self.cell.name,
-            provider: Some(self.provider.to_string()),
-            state: None,
-            failure: None,
-        }
+        self.link.is_current()
     }
 
     fn resolve(cx: &DepsCx<'_>) -> Option<Dep<T>> {
-        let key = ServiceKey::of::<T>();
-        let resolved = cx.applying.rt.resolve(cx.applying.id, &key)?;
+        let resolved = cx.resolve(&ServiceKey::of::<T>())?;
         let value = resolved.value.downcast_ref::<Arc<T>>()?.clone();
         Some(Dep {
             value,
-            cell: resolved.cell,
-            epoch: resolved.epoch,
-            provider: resolved.provider,
+            link: resolved.link,
         })
     }
 }
@@ -89,9 +112,7 @@ impl<T: ?Sized> Clone for Dep<T> {
     fn clone(&self) -> Dep<T> {
         Dep {
             value: self.value.clone(),
-            cell: self.cell.clone(),
-            epoch: self.epoch,
-            provider: self.provider.clone(),
+            link: self.link.clone(),
         }
     }
 }
@@ -99,8 +120,8 @@ impl<T: ?Sized> Clone for Dep<T> {
 impl<T: ?Sized> fmt::Debug for Dep<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Dep")
-            .field("service", &self.cell.key)
-            .field("available", &(self.cell.epoch() == self.epoch))
+            .field("service", &self.link.cell.key)
+            .field("available", &self.link.is_current())
             .finish()
     }
 }
@@ -195,6 +216,19 @@ pub struct DepsCx<'a> {
     pub(crate) applying: &'a Applying,
 }
 
+impl DepsCx<'_> {
+    /// The service `key` resolves to for the instance being applied, if it is published.
+    fn resolve(&self, key: &ServiceKey) -> Option<Resolved> {
+        self.applying.rt.resolve(self.applying.id, key)
+    }
+
+    /// Why service `key` cannot be resolved.
+    #[cold]
+    fn unavailable(&self, key: &ServiceKey) -> Unavailable {
+        self.applying.rt.unavailable(key)
+    }
+}
+
 mod sealed {
     pub trait Sealed {}
 }
@@ -240,7 +274,7 @@ impl<T: ?Sized + Send + Sync + 'static> Deps for Dep<T> {
         manifest.requires.push(ServiceKey::of::<T>());
     }
     fn resolve(cx: &DepsCx<'_>) -> Result<Dep<T>, Unavailable> {
-        Dep::resolve(cx).ok_or_else(|| cx.applying.rt.unavailable(&ServiceKey::of::<T>()))
+        Dep::resolve(cx).ok_or_else(|| cx.unavailable(&ServiceKey::of::<T>()))
     }
 }
 

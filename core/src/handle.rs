@@ -197,7 +197,7 @@ impl PluginHandle {
     /// The error of the instance's last failed apply (or refused config), with its code;
     /// cleared when it is applied again.
     pub fn error(&self) -> Option<PluginError> {
-        self.read(|state| state.instance(self.id)?.error.clone())
+        self.read(|state| state.instance(self.id)?.error.as_deref().cloned())
     }
 
     /// The instance's config now (as last stored: by its load, a config update, a
@@ -395,7 +395,10 @@ impl PluginHandle {
     }
 
     fn failure(&self, state: &State) -> WaitError {
-        match state.instance(self.id).and_then(|inst| inst.error.clone()) {
+        match state
+            .instance(self.id)
+            .and_then(|inst| inst.error.as_deref().cloned())
+        {
             Some(error) => WaitError::Failed(error),
             None => self.stopped(PluginState::Failed),
         }

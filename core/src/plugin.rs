@@ -3,7 +3,7 @@
 //! ([`crate::submit_plugin!`]).
 
 use crate::config::{parse, ConfigRefused};
-use crate::dep::{Deps, DepsCx};
+use crate::dep::Deps;
 use crate::error::BoxError;
 use crate::key::ServiceKey;
 use crate::manifest::Manifest;
@@ -237,9 +237,9 @@ impl<P: Plugin> ErasedPlugin for Typed<P> {
 
     fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, ConfigRefused> {
         let config = parse::<P::Config>(config)?;
-        Ok(Box::new(move |applying| {
-            let deps = P::Deps::resolve(&DepsCx { applying })?;
-            self.0.apply(&Scope::new(applying), config, deps)
+        Ok(Box::new(move |scope, cx| {
+            let deps = P::Deps::resolve(cx)?;
+            self.0.apply(scope, config, deps)
         }))
     }
 
@@ -250,10 +250,7 @@ impl<P: Plugin> ErasedPlugin for Typed<P> {
 
 impl<P: Plugin> From<P> for AnyPlugin {
     fn from(plugin: P) -> AnyPlugin {
-        AnyPlugin {
-            plugin: Arc::new(Typed(plugin)),
-            manifest: Arc::new(manifest_of::<P>()),
-        }
+        AnyPlugin::new(Arc::new(Typed(plugin)), manifest_of::<P>())
     }
 }
 
@@ -261,6 +258,12 @@ impl<P: Plugin> From<P> for AnyPlugin {
 /// config): the closure is its apply, and its declarations are set with the builder methods.
 pub struct FnPlugin<D, F> {
     manifest: Manifest,
+    run: FnRun<D, F>,
+}
+
+/// What the runtime keeps of a closure plugin once its manifest is taken: the closure and the
+/// config schema.
+struct FnRun<D, F> {
     apply: F,
     schema: Option<ConfigSchema>,
     _deps: PhantomData<fn() -> D>,
@@ -408,9 +411,11 @@ impl<D: Deps, F> FnPlugin<D, F> {
         D::declare(&mut manifest);
         FnPlugin {
             manifest,
-            apply,
-            schema,
-            _deps: PhantomData,
+            run: FnRun {
+                apply,
+                schema,
+                _deps: PhantomData,
+            },
         }
     }
 }
@@ -419,7 +424,7 @@ impl<C: schemars::JsonSchema, D, F> FnPlugin<D, WithConfig<C, F>> {
     /// Declares the JSON Schema of the closure's config type: the closure form of a
     /// [`Plugin`]'s `CONFIG_SCHEMA` (see [`schema_of`]).
     pub fn config_schema(mut self) -> FnPlugin<D, WithConfig<C, F>> {
-        self.schema = Some(schema_of::<C>);
+        self.run.schema = Some(schema_of::<C>);
         self
     }
 }
@@ -451,7 +456,7 @@ impl<D, F> FnPlugin<D, F> {
     }
 }
 
-impl<D, F> ErasedPlugin for FnPlugin<D, F>
+impl<D, F> ErasedPlugin for FnRun<D, F>
 where
     D: Deps,
     F: FnApply<D>,
@@ -462,9 +467,9 @@ where
 
     fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, ConfigRefused> {
         let config = parse::<F::Config>(config)?;
-        Ok(Box::new(move |applying| {
-            let deps = D::resolve(&DepsCx { applying })?;
-            self.apply.call(&Scope::new(applying), config, deps)
+        Ok(Box::new(move |scope, cx| {
+            let deps = D::resolve(cx)?;
+            self.apply.call(scope, config, deps)
         }))
     }
 
@@ -479,11 +484,7 @@ where
     F: FnApply<D>,
 {
     fn from(plugin: FnPlugin<D, F>) -> AnyPlugin {
-        let manifest = Arc::new(plugin.manifest.clone());
-        AnyPlugin {
-            plugin: Arc::new(plugin),
-            manifest,
-        }
+        AnyPlugin::new(Arc::new(plugin.run), plugin.manifest)
     }
 }
 

@@ -186,10 +186,12 @@ impl Scope {
         &self,
         value: Arc<T>,
     ) -> Result<(), CoreError> {
-        let value: ServiceValue = Box::new(value);
-        self.runtime()?
-            .provide(self.owner, ServiceKey::of::<T>(), value)
-            .map(drop)
+        self.provide_value(ServiceKey::of::<T>(), Box::new(value))
+    }
+
+    /// [`Scope::provide`] past the type: the one copy of its work, whatever `T` is.
+    fn provide_value(&self, key: ServiceKey, value: ServiceValue) -> Result<(), CoreError> {
+        self.runtime()?.provide(self.owner, key, value).map(drop)
     }
 
     /// Listens to events of type `E` for as long as this generation lives. Listeners run in

@@ -196,7 +196,7 @@ impl Context {
                     after: inst.map_or(PluginState::Disposed, |inst| inst.state),
                     error: inst
                         .filter(|inst| inst.state == PluginState::Failed)
-                        .and_then(|inst| inst.error.clone()),
+                        .and_then(|inst| inst.error.as_deref().cloned()),
                 }
             })
             .collect();

@@ -65,14 +65,11 @@ pub(crate) struct Runtime {
     cleanup: Mutex<Option<shutdown::Cleanup>>,
 }
 
-/// A service as a dependency handle takes it: the value, its cell and the epoch it was
-/// published at.
+/// A service as a dependency handle takes it: the value, and the link a `Dep` keeps to check
+/// that its provider is still the one it was resolved from.
 pub(crate) struct Resolved {
     pub(crate) value: Arc<ServiceValue>,
-    pub(crate) cell: Arc<ServiceCell>,
-    pub(crate) epoch: u64,
-    /// The providing instance's name (`<root>` for the root).
-    pub(crate) provider: Arc<str>,
+    pub(crate) link: crate::dep::Link,
 }
 
 impl Runtime {
@@ -384,9 +381,11 @@ impl Runtime {
         let slot = state.services.get(&at).filter(|slot| slot.published)?;
         Some(Resolved {
             value: slot.value.clone(),
-            cell: slot.cell.clone(),
-            epoch: slot.cell.epoch(),
-            provider: state.name_of(slot.provider),
+            link: crate::dep::Link {
+                cell: slot.cell.clone(),
+                epoch: slot.cell.epoch(),
+                provider: state.name_of(slot.provider),
+            },
         })
     }
 

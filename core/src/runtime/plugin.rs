@@ -5,15 +5,17 @@
 
 use super::Runtime;
 use crate::config::ConfigRefused;
+use crate::dep::DepsCx;
 use crate::error::BoxError;
 use crate::manifest::Manifest;
+use crate::scope::Scope;
 use crate::state::InstanceId;
 use serde_json::Value;
 use std::fmt;
 use std::sync::Arc;
 
 /// An apply whose config has been parsed, ready to run once.
-pub(crate) type ReadyApply<'a> = Box<dyn FnOnce(&Applying) -> Result<(), BoxError> + 'a>;
+pub(crate) type ReadyApply<'a> = Box<dyn FnOnce(&Scope, &DepsCx<'_>) -> Result<(), BoxError> + 'a>;
 
 /// A plugin as the runtime drives it.
 pub(crate) trait ErasedPlugin: Send + Sync + 'static {
@@ -46,6 +48,14 @@ pub struct AnyPlugin {
 }
 
 impl AnyPlugin {
+    /// The plugin value `plugin` with its manifest.
+    pub(crate) fn new(plugin: Arc<dyn ErasedPlugin>, manifest: Manifest) -> AnyPlugin {
+        AnyPlugin {
+            plugin,
+            manifest: Arc::new(manifest),
+        }
+    }
+
     /// What the plugin declares.
     pub fn manifest(&self) -> &Manifest {
         &self.manifest

@@ -6,8 +6,10 @@
 use super::plugin::Applying;
 use super::state::{Command, Notice, Owned, State, ROOT};
 use super::Runtime;
+use crate::dep::DepsCx;
 use crate::error::{panic_message, CoreError, PluginError};
 use crate::info::{PluginTransition, TransitionCause};
+use crate::scope::Scope;
 use crate::state::{InstanceId, PluginState};
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -287,7 +289,13 @@ impl Runtime {
             name: name.clone(),
             span: span.clone(),
         };
-        let failure = match catch_unwind(AssertUnwindSafe(|| span.in_scope(|| ready(&applying)))) {
+        // The scope and the resolving context are made here, once for every plugin type.
+        let scope = Scope::new(&applying);
+        let cx = DepsCx {
+            applying: &applying,
+        };
+        let failure = match catch_unwind(AssertUnwindSafe(|| span.in_scope(|| ready(&scope, &cx))))
+        {
             Ok(Ok(())) => None,
             Ok(Err(error)) => Some(PluginError::from_apply(&name, error)),
             Err(payload) => Some(PluginError::panicked(
@@ -295,6 +303,7 @@ impl Runtime {
                 panic_message(payload.as_ref()),
             )),
         };
+        drop(scope);
         drop(applying);
         let mut state = self.state.lock();
         let current = state.instance(id).is_some_and(|inst| {

@@ -27,8 +27,9 @@ impl State {
             },
             error: inst
                 .error
-                .clone()
-                .filter(|_| inst.state == PluginState::Failed),
+                .as_deref()
+                .filter(|_| inst.state == PluginState::Failed)
+                .cloned(),
             parent: inst.parent.map(|p| self.name_of(Some(p)).to_string()),
             realm: self.realm_name(inst.realm).map(|name| name.to_string()),
         })

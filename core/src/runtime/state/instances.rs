@@ -139,7 +139,7 @@ impl State {
     /// Records `error` as the last error of `id` (its `Failed` transition follows).
     pub(crate) fn set_error(&mut self, id: InstanceId, error: PluginError) {
         if let Some(inst) = self.instances.get_mut(&id) {
-            inst.error = Some(error);
+            inst.error = Some(Box::new(error));
         }
     }
 }

@@ -71,7 +71,9 @@ pub(crate) struct Instance {
     pub(crate) config: Value,
     pub(crate) state: PluginState,
     pub(crate) generation: u64,
-    pub(crate) error: Option<PluginError>,
+    /// The last apply's error, boxed: most records never hold one, and the record is read
+    /// on every transition.
+    pub(crate) error: Option<Box<PluginError>>,
     pub(crate) owned: Vec<Owned>,
     /// The span of the current generation (`tracing::Span::none()` before the first apply):
     /// entered around its apply, listeners, spawned work and teardown.
@@ -297,6 +299,8 @@ impl State {
     /// tables once instead of rehashing each several times as it goes.
     pub(crate) fn reserve(&mut self, additional: usize) {
         self.instances.reserve(additional);
+        // An `Added` notice each, published once the build has added them all.
+        self.notices.reserve(additional);
         self.names.reserve(additional);
         self.root_plugins.reserve(additional);
         self.requirers.reserve(additional);

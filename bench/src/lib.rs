@@ -49,7 +49,7 @@ pub mod session;
 pub mod stored_fork;
 
 use lookup::{Lookup, Resolver};
-use measure::{paired_medians, Caches, Plan};
+use measure::{median, paired_medians, Caches, Plan};
 use report::Report;
 
 /// Plugins in the measured chains and sets.
@@ -99,6 +99,11 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
         || lookup.ns_per_lookup(Resolver::BaselineWith, plan.iters),
     );
     report.with_ratio = report.with_ns / report.baseline_with_ns;
+    report.announce_ns = median(
+        (0..plan.reps)
+            .map(|_| lookup::announce_ns(plan.iters))
+            .collect(),
+    );
     (report.dep_ns, report.baseline_arc_ns) = paired_medians(
         plan.reps,
         || lookup.ns_per_lookup(Resolver::Dep, plan.iters),

@@ -348,6 +348,28 @@ pub fn scaling(reps: usize, iters: u64, work: impl Fn(u64) + Sync) -> Scaling {
     }
 }
 
+/// Nanoseconds per hazard announcement alone, over `iters` of them on this thread: a store of
+/// the cell's pointer to a slot, a sequentially consistent fence and the cell loaded again, as
+/// `ctx.with` does before it borrows (no lookup, no borrow).
+pub fn announce_ns(iters: u64) -> f64 {
+    use std::sync::atomic::{fence, AtomicPtr};
+    let value = 1u8;
+    let cell = AtomicPtr::new(std::ptr::from_ref(&value).cast_mut());
+    let slot = AtomicPtr::new(std::ptr::null_mut::<u8>());
+    let announce = || {
+        let p = black_box(&cell).load(Ordering::Acquire);
+        slot.store(p, Ordering::Release);
+        fence(Ordering::SeqCst);
+        let held = black_box(&cell).load(Ordering::Acquire) == p;
+        slot.store(std::ptr::null_mut(), Ordering::Release);
+        held
+    };
+    let mut held = 0u64;
+    let elapsed = time(|| (0..iters).for_each(|_| held += u64::from(announce())));
+    assert_eq!(held, iters, "nothing else writes the cell");
+    elapsed.as_nanos() as f64 / iters as f64
+}
+
 /// Pure arithmetic on one thread's own data (`iters` x 8 steps of a 64-bit LCG, each through
 /// `black_box` so they cannot be folded): how far two threads can scale on this machine at
 /// all, the ceiling of every other scaling figure.

@@ -23,6 +23,11 @@ pub struct Report {
     pub baseline_with_ns: f64,
     /// `with_ns / baseline_with_ns` (target <= 1.5).
     pub with_ratio: f64,
+    /// A hazard announcement alone, as `with` makes one (a store to a slot, a sequentially
+    /// consistent fence, the cell loaded again), nanoseconds: the fixed cost `with` pays over
+    /// the map borrow, this machine's price of one locked instruction (no target; it moves
+    /// `with_ratio` from one machine to another).
+    pub announce_ns: f64,
     /// `ctx.with::<T>(..)` over the 32 registered types in turn (what a host resolving several
     /// services does; `with_ns` keeps one type hot), nanoseconds per lookup.
     pub with_mixed_ns: f64,
@@ -242,6 +247,7 @@ impl Report {
             ("with_ns", self.with_ns),
             ("baseline_with_ns", self.baseline_with_ns),
             ("with_ratio", self.with_ratio),
+            ("announce_ns", self.announce_ns),
             ("with_mixed_ns", self.with_mixed_ns),
             ("baseline_with_mixed_ns", self.baseline_with_mixed_ns),
             ("with_mixed_ratio", self.with_mixed_ratio),
@@ -357,6 +363,12 @@ impl Report {
             r(self.with_ns),
             r(self.baseline_with_ns),
             r(self.with_ratio)
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "  announce   {:>10} ns   (a hazard announcement alone: the fixed cost of with over the map, one locked instruction here)",
+            r(self.announce_ns)
         )
         .unwrap();
         writeln!(
@@ -499,6 +511,7 @@ mod tests {
             "baseline_get_ns",
             "get_ratio",
             "with_ratio",
+            "announce_ns",
             "with_mixed_ratio",
             "get_mixed_ratio",
             "dep_ratio",

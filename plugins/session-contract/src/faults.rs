@@ -398,9 +398,10 @@ fn race_resumes(
         match outcome {
             Ok(false) => {}
             Ok(true) => claims += 1,
-            // `SESSION_LOCKED`: the lock was held at that moment (on a busy machine, by a
-            // process another test forked, which holds a copy of the file's descriptor until
-            // it execs); nothing was written either.
+            // `SESSION_LOCKED`: the lock was held for a moment by something else (seen on a
+            // busy machine, the holder gone from /proc/locks when the error was made; a
+            // process another test forks holds a copy of the file's descriptor until it
+            // execs); nothing was written either.
             Err(error) => assert!(
                 matches!(error.code(), "SEQ_MISMATCH" | "SESSION_LOCKED"),
                 "{id}, host {host}: {error}"

@@ -33,6 +33,7 @@ pub struct Dep<T: ?Sized> {
 /// What a [`Dep`] keeps beside its value: the service's cell, the epoch it was resolved at and
 /// who provided it. The same for every service type, so the code that makes, checks, clones
 /// and drops it exists once, not once per type a host's plugins depend on.
+#[derive(Clone)]
 pub(crate) struct Link {
     pub(crate) cell: Arc<ServiceCell>,
     pub(crate) epoch: u64,
@@ -55,16 +56,6 @@ impl Link {
             provider: Some(self.provider.to_string()),
             state: None,
             failure: None,
-        }
-    }
-}
-
-impl Clone for Link {
-    fn clone(&self) -> Link {
-        Link {
-            cell: self.cell.clone(),
-            epoch: self.epoch,
-            provider: self.provider.clone(),
         }
     }
 }

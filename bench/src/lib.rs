@@ -99,6 +99,7 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
         || lookup.ns_per_lookup(Resolver::BaselineWith, plan.iters),
     );
     report.with_ratio = report.with_ns / report.baseline_with_ns;
+    report.asymmetric_fences = f64::from(u8::from(dsh_core::asymmetric_read_fences()));
     report.announce_ns = median(
         (0..plan.reps)
             .map(|_| lookup::announce_ns(plan.iters))

@@ -350,7 +350,8 @@ pub fn scaling(reps: usize, iters: u64, work: impl Fn(u64) + Sync) -> Scaling {
 
 /// Nanoseconds per hazard announcement alone, over `iters` of them on this thread: a store of
 /// the cell's pointer to a slot, a sequentially consistent fence and the cell loaded again, as
-/// `ctx.with` does before it borrows (no lookup, no borrow).
+/// `ctx.with` does before it borrows (no lookup, no borrow) where its fences are symmetric
+/// (see `dsh_core::asymmetric_read_fences`).
 pub fn announce_ns(iters: u64) -> f64 {
     use std::sync::atomic::{fence, AtomicPtr};
     let value = 1u8;

@@ -28,6 +28,9 @@ pub struct Report {
     /// the map borrow, this machine's price of one locked instruction (no target; it moves
     /// `with_ratio` from one machine to another).
     pub announce_ns: f64,
+    /// 1 when this process's hazard reads use asymmetric fences (no locked instruction; see
+    /// `dsh_core::asymmetric_read_fences`), 0 when they pay the fence `announce_ns` measures.
+    pub asymmetric_fences: f64,
     /// `ctx.with::<T>(..)` over the 32 registered types in turn (what a host resolving several
     /// services does; `with_ns` keeps one type hot), nanoseconds per lookup.
     pub with_mixed_ns: f64,
@@ -248,6 +251,7 @@ impl Report {
             ("baseline_with_ns", self.baseline_with_ns),
             ("with_ratio", self.with_ratio),
             ("announce_ns", self.announce_ns),
+            ("asymmetric_fences", self.asymmetric_fences),
             ("with_mixed_ns", self.with_mixed_ns),
             ("baseline_with_mixed_ns", self.baseline_with_mixed_ns),
             ("with_mixed_ratio", self.with_mixed_ratio),
@@ -365,9 +369,14 @@ impl Report {
             r(self.with_ratio)
         )
         .unwrap();
+        let fences = if self.asymmetric_fences == 1.0 {
+            "with's reads here skip it: asymmetric fences, membarrier on the writer's side"
+        } else {
+            "with's reads here pay it: symmetric fences"
+        };
         writeln!(
             out,
-            "  announce   {:>10} ns   (a hazard announcement alone: the fixed cost of with over the map, one locked instruction here)",
+            "  announce   {:>10} ns   (a hazard announcement with a SeqCst fence, one locked instruction; {fences})",
             r(self.announce_ns)
         )
         .unwrap();
@@ -512,6 +521,7 @@ mod tests {
             "get_ratio",
             "with_ratio",
             "announce_ns",
+            "asymmetric_fences",
             "with_mixed_ratio",
             "get_mixed_ratio",
             "dep_ratio",

@@ -14,13 +14,19 @@
 //! `with` inside a `with`); a read nested deeper gets `Err` back and the caller takes its locked
 //! path. A read from a thread whose thread-locals are being destroyed does the same.
 //!
+//! The two fences are asymmetric (`sync.rs`): on Linux the writer's is `membarrier(2)` and the
+//! reader's costs nothing at run time, so a read is a few plain loads and stores; elsewhere
+//! both are `fence(SeqCst)`. A writer no other thread could be reading beside (none holds a
+//! block of slots) skips its fence.
+//!
 //! This module and the index of `cells.rs` hold all of the `unsafe` code of the core's build
 //! (the loom models of `loom_models.rs`, a test build with `--cfg loom` only, have some too);
 //! each block says why it is sound. Their atomics, locks, statics and thread-locals come from
 //! `sync.rs`, so that the loom models of `loom_models.rs` check them.
 
 use super::sync::{
-    exclusive, fence, global, thread_local, AtomicBool, AtomicPtr, AtomicUsize, Mutex, Ordering,
+    asymmetric_fences, exclusive, fence, global, heavy_fence, light_fence, prepare_fences,
+    thread_local, AtomicBool, AtomicPtr, AtomicUsize, Mutex, Ordering,
 };
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -182,8 +188,10 @@ unsafe fn release<T>(ptr: *const ()) {
 }
 
 impl<T: Send + Sync + 'static> HazardCell<T> {
-    /// An empty cell.
+    /// An empty cell. The first one made in the process picks the kind of the fences (see
+    /// `sync.rs`), before any read or write of a cell.
     pub(crate) fn new() -> HazardCell<T> {
+        prepare_fences();
         HazardCell {
             ptr: AtomicPtr::new(ptr::null_mut()),
         }
@@ -223,9 +231,10 @@ impl<T: Send + Sync + 'static> HazardCell<T> {
                 // freed the earlier value with no happens-before edge from its last use: a
                 // data race under the C11 model (found by the loom models).
                 slot.store(p.cast(), Ordering::Release);
-                // Orders the announcement before the check below; pairs with the fence in
-                // `retire` (a writer either sees the announcement or this check sees its swap).
-                fence(Ordering::SeqCst);
+                // Orders the announcement before the check below; pairs with the heavy fence
+                // in `retire` (a writer either sees the announcement or this check sees its
+                // swap). Light: no locked instruction where the writer's side is `membarrier`.
+                light_fence();
                 let q = self.ptr.load(Ordering::Acquire);
                 if q == p {
                     break;
@@ -258,6 +267,13 @@ impl<T: Send + Sync + 'static> Drop for HazardCell<T> {
     }
 }
 
+/// Whether this process's hazard reads go without a locked instruction: `membarrier(2)` on the
+/// writer's side instead (see `sync.rs`). Picks the kind first if no cell was made yet.
+pub(crate) fn asymmetric() -> bool {
+    prepare_fences();
+    asymmetric_fences()
+}
+
 /// The pointers announced in every slot now.
 fn hazards() -> HashSet<*const ()> {
     BLOCKS
@@ -267,6 +283,24 @@ fn hazards() -> HashSet<*const ()> {
         .map(|slot| slot.load(Ordering::Acquire).cast_const())
         .filter(|p| !p.is_null())
         .collect()
+}
+
+/// Whether a thread other than this one holds a block of slots, so may be inside a read. A
+/// thread that takes its block after this check (under the lock of the blocks) loads every
+/// cell after the caller's swap, which came before the check, so it never announces what the
+/// caller retired; one that gave its block back (`Local::drop`, `Release`, read here with
+/// `Acquire`) cleared its slots before and reads no more. So a writer alone with its readers
+/// (a single-threaded host, a CLI) pays no fence, not even the `membarrier`.
+fn readers_elsewhere() -> bool {
+    // Makes this thread's block if it has none (a writer that never read): one block more,
+    // kept for the thread's life as a reader's is. None while its locals are destroyed.
+    let own = LOCAL
+        .try_with(|local| ptr::from_ref(local.block))
+        .unwrap_or(ptr::null());
+    BLOCKS
+        .lock()
+        .iter()
+        .any(|&block| !ptr::eq(block, own) && block.taken.load(Ordering::Acquire))
 }
 
 /// Whether a slot announces `ptr`; wakes each block whose slot does, so its thread scans when
@@ -289,9 +323,12 @@ fn announced(ptr: *const ()) -> bool {
 /// Releases `retired` at once if no reader holds it (the common case: nothing to allocate),
 /// else keeps it for a later scan; then tries the values retired before, if any.
 fn retire(retired: Retired) {
-    // Pairs with the fence of `HazardCell::read`: a reader either announced the pointer
-    // before this fence (the scan sees it) or finds the cell changed after it.
-    fence(Ordering::SeqCst);
+    // Pairs with the light fence of `HazardCell::read`: a reader either announced the pointer
+    // before this fence (the scan sees it) or finds the cell changed after it. Needed only if
+    // another thread may be reading (this thread's own announcements are in its program order).
+    if readers_elsewhere() {
+        heavy_fence();
+    }
     if announced(retired.ptr) {
         PENDING.fetch_add(1, Ordering::SeqCst);
         RETIRED.lock().push(retired);
@@ -315,8 +352,8 @@ fn reclaim() {
         if candidates.is_empty() {
             return;
         }
-        // Pairs with the fence of `HazardCell::read`.
-        fence(Ordering::SeqCst);
+        // Pairs with the light fence of `HazardCell::read`.
+        heavy_fence();
         let held = hazards();
         let (kept, free): (Vec<Retired>, Vec<Retired>) =
             candidates.into_iter().partition(|r| held.contains(&r.ptr));
@@ -338,7 +375,7 @@ fn reclaim() {
         // found the list empty, this scan holding it) before the kept values went back: scan
         // once more and go round if one of them is free now. Each kept value's holder is
         // woken to scan when its read ends.
-        fence(Ordering::SeqCst);
+        heavy_fence();
         let still_held = kept_ptrs.iter().all(|&ptr| announced(ptr));
         if still_held {
             return;
@@ -431,6 +468,21 @@ mod tests {
             1,
             "released when the borrowing read ended"
         );
+    }
+
+    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+    #[test]
+    fn reads_skip_the_fence_where_the_kernel_offers_private_expedited_barriers() {
+        use rustix::thread::{membarrier_query, MembarrierQuery};
+        let offered = membarrier_query().contains(
+            MembarrierQuery::PRIVATE_EXPEDITED
+                | MembarrierQuery::REGISTER_PRIVATE_EXPEDITED
+                | MembarrierQuery::GLOBAL,
+        );
+        if !offered {
+            eprintln!("note: this kernel offers no private expedited membarrier: symmetric fences");
+        }
+        assert_eq!(asymmetric(), offered);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 use crate::error::{panic_message, BoxError, EmitError, ListenerError, ListenerFailure, Panicked};
 use crate::key::short_type_name;
+use crate::runtime::cells::Erased;
 use std::any::{Any, TypeId};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -17,7 +18,7 @@ pub(crate) type Handler = Arc<dyn Any + Send + Sync>;
 
 /// The listeners of one key as dispatch reads them: an [`EmitList<E>`], [`AskList<E, R>`] or
 /// [`WaterfallList<E, V>`], built from the records whenever one is added or removed.
-pub(crate) type PublishedList = Box<dyn Any + Send + Sync>;
+pub(crate) type PublishedList = Erased;
 
 /// Builds the typed list of a key from its records.
 pub(crate) type Publish = fn(&[Listener]) -> PublishedList;
@@ -66,15 +67,15 @@ where
 }
 
 fn publish_emit<E: 'static>(listeners: &[Listener]) -> PublishedList {
-    Box::new(EmitList::<E>(typed::<EmitFn<E>>(listeners)))
+    Erased::new(EmitList::<E>(typed::<EmitFn<E>>(listeners)))
 }
 
 fn publish_ask<E: 'static, R: 'static>(listeners: &[Listener]) -> PublishedList {
-    Box::new(AskList::<E, R>(typed::<AskFn<E, R>>(listeners)))
+    Erased::new(AskList::<E, R>(typed::<AskFn<E, R>>(listeners)))
 }
 
 fn publish_waterfall<E: 'static, V: 'static>(listeners: &[Listener]) -> PublishedList {
-    Box::new(WaterfallList::<E, V>(typed::<WaterfallFn<E, V>>(listeners)))
+    Erased::new(WaterfallList::<E, V>(typed::<WaterfallFn<E, V>>(listeners)))
 }
 
 /// The handler of an `emit` listener of `E`.

@@ -99,7 +99,7 @@ pub use state::{InstanceId, PluginState};
 /// Whether this process's lock-free reads of services and listeners ([`Context::with`],
 /// [`Context::get`], [`Context::emit`], [`Optional`]) pay no locked instruction: `true`
 /// on Linux where the kernel accepts `membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)`
-/// (4.14 and later, unless a seccomp filter or valgrind refuses it), where a lifecycle change
+/// (4.14 and later, unless a seccomp filter refuses it), where a lifecycle change
 /// that replaces or withdraws a value pays a `membarrier` call instead (~0.1 us with the other
 /// threads idle, an inter-processor interrupt for each CPU running one of them); `false`
 /// elsewhere, where both sides use `fence(SeqCst)`. Decided once per process, at the first

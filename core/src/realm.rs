@@ -127,7 +127,7 @@ impl Realm {
         &self,
         value: Arc<T>,
     ) -> Result<(), CoreError> {
-        let value: ServiceValue = Box::new(value);
+        let value = ServiceValue::new(value);
         self.runtime()?
             .provide_in(self.id, ServiceKey::of::<T>(), value)
             .map(drop)

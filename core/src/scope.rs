@@ -186,7 +186,7 @@ impl Scope {
         &self,
         value: Arc<T>,
     ) -> Result<(), CoreError> {
-        self.provide_value(ServiceKey::of::<T>(), Box::new(value))
+        self.provide_value(ServiceKey::of::<T>(), ServiceValue::new(value))
     }
 
     /// [`Scope::provide`] past the type: the one copy of its work, whatever `T` is.

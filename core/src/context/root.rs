@@ -64,7 +64,7 @@ impl Context {
         &self,
         value: Arc<T>,
     ) -> Result<Ticket, CoreError> {
-        let value: ServiceValue = Box::new(value);
+        let value = ServiceValue::new(value);
         let seq = self.rt.provide(Owner::Root, ServiceKey::of::<T>(), value)?;
         Ok(self.ticket(seq))
     }

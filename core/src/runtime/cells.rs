@@ -14,8 +14,40 @@ use std::any::{Any, TypeId};
 use std::hash::{BuildHasher, BuildHasherDefault};
 use std::sync::Arc;
 
+/// A value of any type, boxed, with the `TypeId` of what the box holds kept beside it, so that
+/// a read checks the type with one compare instead of `Any::type_id`'s call through the
+/// vtable: a service value ([`ServiceValue`]) or a typed list of listeners.
+pub(crate) struct Erased {
+    /// `TypeId::of` the boxed value's type; set with it and never changed.
+    type_id: TypeId,
+    value: Box<dyn Any + Send + Sync>,
+}
+
+impl Erased {
+    /// Boxes `value`.
+    pub(crate) fn new<V: Any + Send + Sync>(value: V) -> Erased {
+        Erased {
+            type_id: TypeId::of::<V>(),
+            value: Box::new(value),
+        }
+    }
+
+    /// The boxed value, if it is a `V`.
+    #[inline]
+    pub(crate) fn downcast_ref<V: Any>(&self) -> Option<&V> {
+        if self.type_id != TypeId::of::<V>() {
+            return None;
+        }
+        let value: *const (dyn Any + Send + Sync) = &*self.value;
+        // SAFETY: `type_id` is the `TypeId` of the boxed value's type (both are set together
+        // in `new` and the fields are private and never assigned), so the box holds a `V`: the
+        // cast is what `<dyn Any>::downcast_ref` does after its own check.
+        Some(unsafe { &*value.cast::<V>() })
+    }
+}
+
 /// A service value: an `Arc<T>` for the service type `T` (sized or `dyn Trait`), boxed.
-pub(crate) type ServiceValue = Box<dyn Any + Send + Sync>;
+pub(crate) type ServiceValue = Erased;
 
 /// Buckets of an index: enough that a context with a few hundred service types walks chains
 /// of one or two nodes, small enough that a context costs a few kilobytes. One in the loom

@@ -19,7 +19,8 @@
 //! both are `fence(SeqCst)`. A writer no other thread could be reading beside (none holds a
 //! block of slots) skips its fence.
 //!
-//! This module and the index of `cells.rs` hold all of the `unsafe` code of the core's build
+//! This module and `cells.rs` (its index, and the checked cast of its boxed values) hold all of
+//! the `unsafe` code of the core's build
 //! (the loom models of `loom_models.rs`, a test build with `--cfg loom` only, have some too);
 //! each block says why it is sound. Their atomics, locks, statics and thread-locals come from
 //! `sync.rs`, so that the loom models of `loom_models.rs` check them.
@@ -285,29 +286,16 @@ fn hazards() -> HashSet<*const ()> {
         .collect()
 }
 
-/// Whether a thread other than this one holds a block of slots, so may be inside a read. A
-/// thread that takes its block after this check (under the lock of the blocks) loads every
-/// cell after the caller's swap, which came before the check, so it never announces what the
-/// caller retired; one that gave its block back (`Local::drop`, `Release`, read here with
-/// `Acquire`) cleared its slots before and reads no more. So a writer alone with its readers
-/// (a single-threaded host, a CLI) pays no fence, not even the `membarrier`.
-fn readers_elsewhere() -> bool {
-    // Makes this thread's block if it has none (a writer that never read): one block more,
-    // kept for the thread's life as a reader's is. None while its locals are destroyed.
-    let own = LOCAL
-        .try_with(|local| ptr::from_ref(local.block))
-        .unwrap_or(ptr::null());
-    BLOCKS
-        .lock()
-        .iter()
-        .any(|&block| !ptr::eq(block, own) && block.taken.load(Ordering::Acquire))
-}
-
 /// Whether a slot announces `ptr`; wakes each block whose slot does, so its thread scans when
 /// it ends that read.
 fn announced(ptr: *const ()) -> bool {
+    wake_holders(&BLOCKS.lock(), ptr)
+}
+
+/// [`announced`] over `blocks`.
+fn wake_holders(blocks: &[&'static Block], ptr: *const ()) -> bool {
     let mut held = false;
-    for block in BLOCKS.lock().iter() {
+    for block in blocks {
         if block
             .slots
             .iter()
@@ -320,23 +308,47 @@ fn announced(ptr: *const ()) -> bool {
     held
 }
 
+/// [`announced`] for a value the caller has just swapped out of its cell, after the heavy
+/// fence that pairs with the light fence of [`HazardCell::read`] (a reader either announced
+/// the pointer before the fence, and the scan sees it, or finds the cell changed after it).
+///
+/// The fence is needed only if another thread holds a block of slots, so may be inside a
+/// read: this thread's own announcements are in its program order. A thread that takes its
+/// block after the check below (under the lock of the blocks) loads every cell after the
+/// caller's swap, which came before the check, so it never announces the retired value; one
+/// that gave its block back (`Local::drop`, `Release`, read here with `Acquire`) cleared its
+/// slots before and reads no more. So a writer alone with its reads (a single-threaded host,
+/// a CLI) pays no fence, not even the `membarrier`, and takes the lock once.
+fn fenced_and_announced(ptr: *const ()) -> bool {
+    // Makes this thread's block if it has none (a writer that never read): one block more,
+    // kept for the thread's life as a reader's is. None while its locals are destroyed.
+    let own = LOCAL
+        .try_with(|local| ptr::from_ref(local.block))
+        .unwrap_or(ptr::null());
+    let blocks = BLOCKS.lock();
+    let others = blocks
+        .iter()
+        .any(|&block| !ptr::eq(block, own) && block.taken.load(Ordering::Acquire));
+    if !others {
+        return wake_holders(&blocks, ptr);
+    }
+    drop(blocks);
+    heavy_fence();
+    announced(ptr)
+}
+
 /// Releases `retired` at once if no reader holds it (the common case: nothing to allocate),
 /// else keeps it for a later scan; then tries the values retired before, if any.
 fn retire(retired: Retired) {
-    // Pairs with the light fence of `HazardCell::read`: a reader either announced the pointer
-    // before this fence (the scan sees it) or finds the cell changed after it. Needed only if
-    // another thread may be reading (this thread's own announcements are in its program order).
-    if readers_elsewhere() {
-        heavy_fence();
-    }
-    if announced(retired.ptr) {
+    if fenced_and_announced(retired.ptr) {
         PENDING.fetch_add(1, Ordering::SeqCst);
         RETIRED.lock().push(retired);
     } else {
         // SAFETY: made by `HazardCell::store` from `Arc::into_raw`, given up by the cell
-        // (owned here, released once) and announced in no slot after the fence. A reader that
-        // used it has since stored to its slot (cleared it, or announced another value) with
-        // `Release`, and the scan's `Acquire` load of that store orders its uses before this.
+        // (owned here, released once) and announced in no slot after the fence (or, with no
+        // other thread holding slots, in none at all). A reader that used it has since stored
+        // to its slot (cleared it, or announced another value) with `Release`, and the scan's
+        // `Acquire` load of that store orders its uses before this.
         unsafe { (retired.release)(retired.ptr) }
     }
     if PENDING.load(Ordering::Relaxed) != 0 {

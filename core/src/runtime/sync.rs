@@ -115,8 +115,8 @@ pub(crate) use global;
 /// of the 7 ns a `with` took on the 2026-12 machine). The pattern and its argument are those of
 /// liburcu's and folly's asymmetric fences. The heavy fence costs ~0.1 us when the process's
 /// other threads are idle and an inter-processor interrupt (~12 us in a VM) for each CPU
-/// running one. Where the kernel refuses the registration (before Linux 4.14, a seccomp
-/// filter, valgrind), on other systems, under Miri and in the loom models (loom cannot model
+/// running one. Where the kernel refuses the registration (before Linux 4.14, or a seccomp
+/// filter), on other systems, under Miri and in the loom models (loom cannot model
 /// the syscall), both are `fence(SeqCst)`.
 ///
 /// [`prepare_fences`] picks the kind once per process, before the first cell exists: every
@@ -144,6 +144,7 @@ mod fences {
     }
 
     /// Whether the fences are asymmetric in this process.
+    #[inline]
     pub(crate) fn asymmetric() -> bool {
         ASYMMETRIC.load(Ordering::Relaxed)
     }

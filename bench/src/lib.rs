@@ -72,6 +72,7 @@ pub fn run_core(plan: Plan, mut progress: impl FnMut(&str)) -> Report {
 
     progress("lookup");
     let lookup = Lookup::new();
+    lookup::await_asymmetric_fences();
     for resolver in [
         Resolver::Get,
         Resolver::BaselineGet,

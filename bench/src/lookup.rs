@@ -16,7 +16,7 @@ use std::any::{Any, TypeId};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The baseline registry: what `get` and `with` are compared with.
 pub type BaselineMap = rustc_hash::FxHashMap<TypeId, Arc<dyn Any + Send + Sync>>;
@@ -345,6 +345,17 @@ pub fn scaling(reps: usize, iters: u64, work: impl Fn(u64) + Sync) -> Scaling {
         one_thread_per_s: median(one),
         two_threads_per_s: median(two),
         ratio: median(ratio),
+    }
+}
+
+/// Waits (up to 2 s) for the process's hazard reads to use asymmetric fences, which dsh-core
+/// registers on a thread of its own after the first context is made (see
+/// `dsh_core::asymmetric_read_fences`), so that the lookups are measured as a running host
+/// makes them. Returns at the deadline where the kernel does not offer them.
+pub fn await_asymmetric_fences() {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !dsh_core::asymmetric_read_fences() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

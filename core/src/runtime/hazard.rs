@@ -26,8 +26,8 @@
 //! `sync.rs`, so that the loom models of `loom_models.rs` check them.
 
 use super::sync::{
-    asymmetric_fences, exclusive, fence, global, heavy_fence, light_fence, prepare_fences,
-    thread_local, AtomicBool, AtomicPtr, AtomicUsize, Mutex, Ordering,
+    asymmetric_fences, enable_asymmetric_fences, exclusive, fence, global, heavy_fence,
+    light_fence, start_fences, thread_local, AtomicBool, AtomicPtr, AtomicUsize, Mutex, Ordering,
 };
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -189,10 +189,10 @@ unsafe fn release<T>(ptr: *const ()) {
 }
 
 impl<T: Send + Sync + 'static> HazardCell<T> {
-    /// An empty cell. The first one made in the process picks the kind of the fences (see
-    /// `sync.rs`), before any read or write of a cell.
+    /// An empty cell. The first one made in the process starts the registration of the
+    /// asymmetric fences (see `sync.rs`).
     pub(crate) fn new() -> HazardCell<T> {
-        prepare_fences();
+        start_fences(switch_to_asymmetric_fences);
         HazardCell {
             ptr: AtomicPtr::new(ptr::null_mut()),
         }
@@ -268,17 +268,25 @@ impl<T: Send + Sync + 'static> Drop for HazardCell<T> {
     }
 }
 
-/// Whether this process's hazard reads go without a locked instruction: `membarrier(2)` on the
-/// writer's side instead (see `sync.rs`). Picks the kind first if no cell was made yet.
+/// Whether this process's hazard reads go without a locked instruction now: `membarrier(2)` on
+/// the writer's side instead (see `sync.rs`).
 pub(crate) fn asymmetric() -> bool {
-    prepare_fences();
     asymmetric_fences()
 }
 
-/// The pointers announced in every slot now.
-fn hazards() -> HashSet<*const ()> {
-    BLOCKS
-        .lock()
+/// Switches both sides to the asymmetric fences once the kernel accepted the registration:
+/// under the lock of the blocks, where writers decide whether to call the barrier.
+fn switch_to_asymmetric_fences() {
+    let _blocks = BLOCKS.lock();
+    enable_asymmetric_fences();
+}
+
+/// The pointers announced in every slot now, after the heavy fence (which pairs with the
+/// light fence of [`HazardCell::read`]).
+fn fenced_hazards() -> HashSet<*const ()> {
+    let blocks = BLOCKS.lock();
+    heavy_fence();
+    blocks
         .iter()
         .flat_map(|block| block.slots.iter())
         .map(|slot| slot.load(Ordering::Acquire).cast_const())
@@ -286,13 +294,8 @@ fn hazards() -> HashSet<*const ()> {
         .collect()
 }
 
-/// Whether a slot announces `ptr`; wakes each block whose slot does, so its thread scans when
-/// it ends that read.
-fn announced(ptr: *const ()) -> bool {
-    wake_holders(&BLOCKS.lock(), ptr)
-}
-
-/// [`announced`] over `blocks`.
+/// Whether a slot of `blocks` announces `ptr`; wakes each block whose slot does, so its thread
+/// scans when it ends that read.
 fn wake_holders(blocks: &[&'static Block], ptr: *const ()) -> bool {
     let mut held = false;
     for block in blocks {
@@ -308,9 +311,10 @@ fn wake_holders(blocks: &[&'static Block], ptr: *const ()) -> bool {
     held
 }
 
-/// [`announced`] for a value the caller has just swapped out of its cell, after the heavy
+/// [`wake_holders`] for a value the caller has just swapped out of its cell, after the heavy
 /// fence that pairs with the light fence of [`HazardCell::read`] (a reader either announced
-/// the pointer before the fence, and the scan sees it, or finds the cell changed after it).
+/// the pointer before the fence, and the scan sees it, or finds the cell changed after it),
+/// both under the lock of the blocks.
 ///
 /// The fence is needed only if another thread holds a block of slots, so may be inside a
 /// read: this thread's own announcements are in its program order. A thread that takes its
@@ -329,12 +333,10 @@ fn fenced_and_announced(ptr: *const ()) -> bool {
     let others = blocks
         .iter()
         .any(|&block| !ptr::eq(block, own) && block.taken.load(Ordering::Acquire));
-    if !others {
-        return wake_holders(&blocks, ptr);
+    if others {
+        heavy_fence();
     }
-    drop(blocks);
-    heavy_fence();
-    announced(ptr)
+    wake_holders(&blocks, ptr)
 }
 
 /// Releases `retired` at once if no reader holds it (the common case: nothing to allocate),
@@ -345,8 +347,8 @@ fn retire(retired: Retired) {
         RETIRED.lock().push(retired);
     } else {
         // SAFETY: made by `HazardCell::store` from `Arc::into_raw`, given up by the cell
-        // (owned here, released once) and announced in no slot after the fence (or, with no
-        // other thread holding slots, in none at all). A reader that used it has since stored
+        // (owned here, released once) and announced in no slot after the fence (with no other
+        // thread holding slots: in none of this thread's, the only ones then). A reader that used it has since stored
         // to its slot (cleared it, or announced another value) with `Release`, and the scan's
         // `Acquire` load of that store orders its uses before this.
         unsafe { (retired.release)(retired.ptr) }
@@ -364,9 +366,7 @@ fn reclaim() {
         if candidates.is_empty() {
             return;
         }
-        // Pairs with the light fence of `HazardCell::read`.
-        heavy_fence();
-        let held = hazards();
+        let held = fenced_hazards();
         let (kept, free): (Vec<Retired>, Vec<Retired>) =
             candidates.into_iter().partition(|r| held.contains(&r.ptr));
         PENDING.fetch_sub(free.len(), Ordering::SeqCst);
@@ -387,8 +387,10 @@ fn reclaim() {
         // found the list empty, this scan holding it) before the kept values went back: scan
         // once more and go round if one of them is free now. Each kept value's holder is
         // woken to scan when its read ends.
+        let blocks = BLOCKS.lock();
         heavy_fence();
-        let still_held = kept_ptrs.iter().all(|&ptr| announced(ptr));
+        let still_held = kept_ptrs.iter().all(|&ptr| wake_holders(&blocks, ptr));
+        drop(blocks);
         if still_held {
             return;
         }
@@ -493,6 +495,12 @@ mod tests {
         );
         if !offered {
             eprintln!("note: this kernel offers no private expedited membarrier: symmetric fences");
+        }
+        // The registration runs on a thread of its own, started by the first cell.
+        drop(HazardCell::<u32>::new());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while asymmetric() != offered && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
         assert_eq!(asymmetric(), offered);
     }

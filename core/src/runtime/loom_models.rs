@@ -34,8 +34,10 @@
 //! - The asymmetric fences of a normal Linux build (`sync.rs`): loom cannot model
 //!   `membarrier(2)`, so the models run with `fence(SeqCst)` on both sides. That a private
 //!   expedited barrier on the writer's side, with only a compiler fence on the reader's, orders
-//!   them as those two fences do is the kernel's documented guarantee, not checked here. The
-//!   writer's skip of its fence when no other thread holds a block of slots is checked.
+//!   them as those two fences do is the kernel's documented guarantee, not checked here; nor
+//!   is the one switch from symmetric to asymmetric fences once the process is registered
+//!   (argued in `sync.rs`). The writer's skip of its fence when no other thread holds a block
+//!   of slots is checked.
 //! - Address reuse: every value of a model is made before any is released, so no new value
 //!   takes a released one's address (the ABA case hazard pointers handle, but which makes
 //!   executions diverge in ways loom cannot replay).

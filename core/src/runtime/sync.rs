@@ -105,48 +105,75 @@ pub(crate) use global;
 
 /// Asymmetric fences for the hazard cells: the store-load ordering their protocol needs (a
 /// reader's announcement before its check, a writer's swap before its scan) paid for by the
-/// rare side. A reader calls [`light_fence`], a writer [`heavy_fence`]; together they order
-/// as two `fence(SeqCst)`s would.
+/// rare side. A reader calls [`light_fence`], a writer [`heavy_fence`] while it holds the lock
+/// of the slot blocks; together they order as two `fence(SeqCst)`s would.
 ///
-/// On Linux the heavy fence is `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which makes
-/// every running thread of the process pass a full barrier before it returns (a thread not
-/// running passed one when it was switched out), and the light fence only keeps the compiler
-/// from moving the reader's accesses across it: a read then costs no locked instruction (7 ns
-/// of the 7 ns a `with` took on the 2026-12 machine). The pattern and its argument are those of
-/// liburcu's and folly's asymmetric fences. The heavy fence costs ~0.1 us when the process's
-/// other threads are idle and an inter-processor interrupt (~12 us in a VM) for each CPU
-/// running one. Where the kernel refuses the registration (before Linux 4.14, or a seccomp
-/// filter), on other systems, under Miri and in the loom models (loom cannot model
-/// the syscall), both are `fence(SeqCst)`.
+/// On Linux, once the process is registered, the heavy fence adds
+/// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which makes every running thread of the
+/// process pass a full barrier before it returns (a thread not running passed one when it was
+/// switched out), and the light fence only keeps the compiler from moving the reader's
+/// accesses across it: a read then costs no locked instruction (7 ns of the 7 ns a `with` took
+/// on the 2026-12 machine). The pattern and its argument are those of liburcu's and folly's
+/// asymmetric fences. The barrier costs ~0.1 us when the process's other threads are idle and
+/// an inter-processor interrupt (~12 us in a VM) for each CPU running one of them.
 ///
-/// [`prepare_fences`] picks the kind once per process, before the first cell exists: every
-/// read and write of a cell happens after the cell was made, so all of them see the same kind.
+/// The registration runs on a thread of its own ([`start_fences`]): in a process that already
+/// has other threads the kernel waits for an RCU grace period first (15-18 ms on that
+/// machine), which no context build or reader should wait for. Until it is done, and for good
+/// where the kernel refuses it (before Linux 4.14, a seccomp filter), on other systems, under
+/// Miri and in the loom models (loom cannot model the syscall), both sides are
+/// `fence(SeqCst)`. The switch ([`enable_asymmetric_fences`]) happens under the lock of the
+/// slot blocks, where writers read whether to call the barrier: a writer that decided without
+/// it finished its scan before the switch, so a reader that sees the switch (`Acquire`) loads
+/// every cell after that writer's swap.
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(loom), not(miri)))]
 mod fences {
     use rustix::thread::{membarrier, membarrier_query, MembarrierCommand, MembarrierQuery};
     use std::sync::atomic::{compiler_fence, fence, AtomicBool, Ordering};
     use std::sync::Once;
 
-    /// Whether the process registered for private expedited barriers; set once by [`prepare`].
-    static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
-    static PREPARED: Once = Once::new();
+    /// Whether readers skip their fence; set once, after [`REGISTERED`], by [`enable`].
+    static LIGHT: AtomicBool = AtomicBool::new(false);
+    /// Whether writers call the barrier; set once by [`enable`], read under the lock of the
+    /// slot blocks.
+    static REGISTERED: AtomicBool = AtomicBool::new(false);
+    static STARTED: Once = Once::new();
 
-    /// Registers the process for private expedited barriers, once.
-    pub(crate) fn prepare() {
-        PREPARED.call_once(|| {
+    /// Starts registering the process for private expedited barriers on a thread of its own,
+    /// once per process; `registered` runs on that thread if the kernel accepts (and must call
+    /// [`enable`] under the lock of the slot blocks). Nothing happens where the kernel does
+    /// not offer the commands, or the thread cannot be made.
+    pub(crate) fn start(registered: fn()) {
+        STARTED.call_once(|| {
             let needed = MembarrierQuery::PRIVATE_EXPEDITED
                 | MembarrierQuery::REGISTER_PRIVATE_EXPEDITED
                 | MembarrierQuery::GLOBAL;
-            let registered = membarrier_query().contains(needed)
-                && membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok();
-            ASYMMETRIC.store(registered, Ordering::Relaxed);
+            if !membarrier_query().contains(needed) {
+                return;
+            }
+            let register = move || {
+                if membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok() {
+                    registered();
+                }
+            };
+            // Dropping the handle detaches the thread; it ends after the registration.
+            let _ = std::thread::Builder::new()
+                .name("dsh-core-fences".to_owned())
+                .spawn(register);
         });
     }
 
-    /// Whether the fences are asymmetric in this process.
+    /// Switches both sides to the asymmetric fences. Called once, under the lock of the slot
+    /// blocks, after the kernel accepted the registration.
+    pub(crate) fn enable() {
+        REGISTERED.store(true, Ordering::Relaxed);
+        LIGHT.store(true, Ordering::Release);
+    }
+
+    /// Whether readers skip their fence now.
     #[inline]
     pub(crate) fn asymmetric() -> bool {
-        ASYMMETRIC.load(Ordering::Relaxed)
+        LIGHT.load(Ordering::Acquire)
     }
 
     #[inline]
@@ -161,10 +188,12 @@ mod fences {
     /// # Panics
     ///
     /// When the kernel refuses both the private expedited barrier and the global one after it
-    /// listed both as supported at registration (no known kernel does).
+    /// accepted the registration (no known kernel does).
     pub(crate) fn heavy() {
         fence(Ordering::SeqCst);
-        if asymmetric() && membarrier(MembarrierCommand::PrivateExpedited).is_err() {
+        if REGISTERED.load(Ordering::Relaxed)
+            && membarrier(MembarrierCommand::PrivateExpedited).is_err()
+        {
             // The registration is kept across `fork`; should a kernel ever drop it, the global
             // barrier (slow, no registration) still orders every thread.
             membarrier(MembarrierCommand::Global)
@@ -178,7 +207,9 @@ mod fences {
 mod fences {
     use super::{fence, Ordering};
 
-    pub(crate) fn prepare() {}
+    pub(crate) fn start(_registered: fn()) {}
+
+    pub(crate) fn enable() {}
 
     pub(crate) fn asymmetric() -> bool {
         false
@@ -194,19 +225,23 @@ mod fences {
     }
 }
 
-/// Picks the kind of the asymmetric fences for the process (see `fences`), once; called
-/// before a cell is made.
-pub(crate) use fences::prepare as prepare_fences;
+/// Starts the registration of the asymmetric fences (see `fences`), once per process; called
+/// when a cell is made.
+pub(crate) use fences::start as start_fences;
 
-/// Whether the hazard cells' fences are asymmetric in this process: `membarrier` on the
-/// writer's side, none on the reader's (see `fences`).
+/// Switches to the asymmetric fences; under the lock of the slot blocks (see `fences`).
+pub(crate) use fences::enable as enable_asymmetric_fences;
+
+/// Whether the hazard cells' reads skip their fence now: `membarrier` on the writer's side
+/// instead (see `fences`).
 pub(crate) use fences::asymmetric as asymmetric_fences;
 
 /// The reader's side of an asymmetric fence: with [`heavy_fence`] on the writer's side, a
 /// `fence(SeqCst)`'s ordering.
 pub(crate) use fences::light as light_fence;
 
-/// The writer's side of an asymmetric fence (see [`light_fence`]).
+/// The writer's side of an asymmetric fence (see [`light_fence`]); called with the lock of the
+/// slot blocks held.
 pub(crate) use fences::heavy as heavy_fence;
 
 /// The value of an atomic pointer its caller has exclusive access to (a `Drop` of its owner).

@@ -97,17 +97,18 @@ pub use scope::{Emitter, Scope};
 pub use state::{InstanceId, PluginState};
 
 /// Whether this process's lock-free reads of services and listeners ([`Context::with`],
-/// [`Context::get`], [`Context::emit`], [`Optional`]) pay no locked instruction now. On Linux
-/// the first context starts registering the process for
+/// [`Context::get`], [`Context::emit`], [`Optional`]) pay no locked instruction now.
+///
+/// On Linux the first context starts registering the process for
 /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (4.14 and later, unless a seccomp filter
-/// refuses it) on a thread of its own, since the kernel first waits for an RCU grace period
-/// when the process has other threads (15-18 ms on a 2-CPU VM); nothing waits for it, and this
-/// turns `true` once it is done. From then on a lifecycle change that replaces or withdraws a
-/// value pays the `membarrier` call instead (~0.1 us with the other threads idle, an
-/// inter-processor interrupt for each CPU running one of them; none at all when no other
-/// thread has read a cell). Before that, where the kernel refuses, and on other systems both
-/// sides use `fence(SeqCst)`. For benchmarks and diagnostics: the behaviour is the same
-/// either way.
+/// refuses it) on a thread of its own (`dsh-core-fences`, gone once it is done), since the
+/// kernel first waits for an RCU grace period when the process has other threads (15-18 ms on
+/// a 2-CPU VM); nothing waits for it, and this turns `true` once it is done. From then on a
+/// lifecycle change that replaces or withdraws a value pays the `membarrier` call instead
+/// (~0.1 us with the other threads idle, an inter-processor interrupt for each CPU running
+/// one of them; none at all when no other thread has read a cell). Before that, where the
+/// kernel refuses, and on other systems both sides use `fence(SeqCst)`. For benchmarks and
+/// diagnostics: the behaviour is the same either way.
 pub fn asymmetric_read_fences() -> bool {
     runtime::hazard::asymmetric()
 }

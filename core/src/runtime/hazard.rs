@@ -348,9 +348,9 @@ fn retire(retired: Retired) {
     } else {
         // SAFETY: made by `HazardCell::store` from `Arc::into_raw`, given up by the cell
         // (owned here, released once) and announced in no slot after the fence (with no other
-        // thread holding slots: in none of this thread's, the only ones then). A reader that used it has since stored
-        // to its slot (cleared it, or announced another value) with `Release`, and the scan's
-        // `Acquire` load of that store orders its uses before this.
+        // thread holding slots: in none of this thread's, the only ones then). A reader that
+        // used it has since stored to its slot (cleared it, or announced another value) with
+        // `Release`, and the scan's `Acquire` load of that store orders its uses before this.
         unsafe { (retired.release)(retired.ptr) }
     }
     if PENDING.load(Ordering::Relaxed) != 0 {

@@ -110,7 +110,7 @@ pub enum CoreError {
         /// The names that are missing.
         missing: Vec<String>,
     },
-    /// [`crate::Scope::spawn`] was called on a thread that is not in a tokio runtime.
+    /// `Scope::spawn` (feature `tokio`) was called on a thread that is not in a tokio runtime.
     ///
     /// ### Handling
     /// Build (or load into) the context from inside the host's runtime: a task, or
@@ -513,8 +513,8 @@ pub struct ShutdownError {
     pub target: String,
     /// Every cleanup that failed, in the order the cleanups ran.
     pub failures: Vec<CleanupFailure>,
-    /// The instances whose async work ([`crate::Scope::spawn`], timers) was still running
-    /// when the deadline passed.
+    /// The instances whose async work (`Scope::spawn` and timers, feature `tokio`) was still
+    /// running when the deadline passed.
     pub unfinished: Vec<String>,
     /// Why the teardown had not been carried out by the deadline (it stays queued and runs
     /// later): another thread kept settling the context ([`WaitError::TimedOut`]), or the

@@ -447,13 +447,13 @@ impl Scope {
     }
 
     /// Fails this generation of the instance with `error`, after its apply returned (work it
-    /// started, e.g. with [`Scope::spawn`], failed): the instances using its services are
-    /// torn down first, then the instance, which ends `Failed` with a [`crate::PluginError`]
-    /// of `error` (its code kept, as for an apply's error). Does nothing once the generation
-    /// is over. Never waits for the thread running an apply; on a thread where nothing else
-    /// settles the context, the teardown runs on it before this returns. The root cannot
-    /// fail: through the root scope, the error is logged (a `tracing` warning) and nothing
-    /// else happens.
+    /// started, e.g. with `Scope::spawn` (feature `tokio`), failed): the instances using its
+    /// services are torn down first, then the instance, which ends `Failed` with a
+    /// [`crate::PluginError`] of `error` (its code kept, as for an apply's error). Does
+    /// nothing once the generation is over. Never waits for the thread running an apply; on a
+    /// thread where nothing else settles the context, the teardown runs on it before this
+    /// returns. The root cannot fail: through the root scope, the error is logged (a
+    /// `tracing` warning) and nothing else happens.
     ///
     /// # Errors
     /// [`CoreError::StaleScope`] once the context is gone.

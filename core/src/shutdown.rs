@@ -21,14 +21,14 @@ impl Context {
     ///
     /// Within `timeout`, it waits for a settle that another thread is running (an apply in
     /// flight) to end, carries the teardown out, then waits until the async work the scopes
-    /// started ([`crate::Scope::spawn`], `spawn_start`, `interval`, `timeout`) has stopped.
+    /// started (`Scope::spawn`, `spawn_start`, `interval`, `timeout`: feature `tokio`) has stopped.
     /// Every cleanup runs even when some fail: disposers in reverse order of registration,
     /// leave hooks, service destructors; each error or panic is collected. This is the cordis
     /// `ctx.scope.dispose()` of the root, with its failures handed back instead of logged.
     ///
     /// Blocks the calling thread (for as long as the cleanups run and, at most, `timeout` for
-    /// the waits); from a tokio task use [`Context::shutdown_async`], since async work stops
-    /// only when the runtime gets to drop it.
+    /// the waits); from a tokio task use `Context::shutdown_async` (feature `tokio`), since
+    /// async work stops only when the runtime gets to drop it.
     ///
     /// ```
     /// use dsh_core::{plugin_fn, Context};

@@ -140,6 +140,22 @@ pub fn load_one_by_one_in(plugins: &[AnyPlugin], caches: Caches) -> f64 {
     ms(elapsed)
 }
 
+/// Builds and disposes a chain of `n` plugins ([`up_down`]) and loads it one plugin at a time
+/// ([`load_one_by_one`]), a warm-up and `reps` more times, the times thrown away: the work that
+/// `scripts/lifecycle-misses.sh` runs under callgrind's cache simulation, which counts the
+/// misses of each part per plugin (a count that does not move with the machine's neighbours,
+/// unlike the timed growth of [`Growth`]).
+///
+/// # Panics
+/// As [`up_down`] and [`load_one_by_one`]; when `n` exceeds the generated chain.
+pub fn repeat_lifecycle(n: usize, reps: usize) {
+    let plugins = chain(n);
+    for _ in 0..=reps {
+        up_down(&plugins);
+        load_one_by_one(&plugins);
+    }
+}
+
 /// Median of [`load_one_by_one`] over `reps` repetitions.
 pub fn load_one_by_one_median(plugins: &[AnyPlugin], reps: usize) -> f64 {
     load_one_by_one_median_in(plugins, reps, Caches::Warm)

@@ -62,6 +62,16 @@ enum Command {
     /// session/prompt round trips of a one-step turn (in memory, and with JSONL), and the
     /// streamed session/load of 1, 10 and 100 MB JSONL sessions (first update, peak heap).
     Acp(RunOptions),
+    /// Builds and disposes a chain of PLUGINS plugins and loads it one plugin at a time, a
+    /// warm-up and REPS more times, measuring nothing: the work `scripts/lifecycle-misses.sh`
+    /// runs under callgrind to count the cache misses per plugin.
+    #[command(hide = true)]
+    LifecycleWork {
+        /// Plugins in the chain (at most 10,000).
+        plugins: usize,
+        /// Repetitions after the warm-up.
+        reps: usize,
+    },
 }
 
 /// Options of a measuring subcommand.
@@ -80,12 +90,18 @@ fn main() {
     if cfg!(debug_assertions) {
         eprintln!("dsh-bench: a debug build; run with --release for meaningful figures");
     }
-    let (Command::Core(opts)
-    | Command::Session(opts)
-    | Command::Fork(opts)
-    | Command::Persist(opts)
-    | Command::Async(opts)
-    | Command::Acp(opts)) = &cli.command;
+    let opts = match &cli.command {
+        Command::LifecycleWork { plugins, reps } => {
+            dsh_bench::lifecycle::repeat_lifecycle(*plugins, *reps);
+            return;
+        }
+        Command::Core(opts)
+        | Command::Session(opts)
+        | Command::Fork(opts)
+        | Command::Persist(opts)
+        | Command::Async(opts)
+        | Command::Acp(opts) => opts,
+    };
     let plan = if opts.quick { Plan::QUICK } else { Plan::FULL };
     let json = opts.json;
     let progress = |group: &str| {
@@ -142,6 +158,7 @@ fn main() {
             dsh_bench::acp::measure(plan, progress),
             plan != Plan::FULL,
         ),
+        Command::LifecycleWork { .. } => unreachable!("handled before the measuring commands"),
     };
     let pressure = RunPressure {
         start,

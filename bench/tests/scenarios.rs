@@ -209,6 +209,28 @@ fn the_binary_offers_the_core_session_fork_and_persist_subcommands() {
 }
 
 #[test]
+fn the_hidden_lifecycle_work_runs_the_chain_silently_and_refuses_a_chain_too_long() {
+    let run = |plugins: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_dsh-bench"))
+            .args(["lifecycle-work", plugins, "1"])
+            .output()
+            .expect("run dsh-bench lifecycle-work")
+    };
+    let out = run("20");
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.is_empty(), "it measures nothing: {out:?}");
+    assert!(
+        !run("10001").status.success(),
+        "the chain has 10,000 plugins"
+    );
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-bench"))
+        .arg("--help")
+        .output()
+        .expect("run dsh-bench --help");
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("lifecycle-work"));
+}
+
+#[test]
 fn the_quick_plan_sizes_the_loaded_file_below_the_full_one() {
     use dsh_bench::measure::Plan;
     let quick = session::Sizes::of(Plan::QUICK);

@@ -113,9 +113,10 @@ pub(crate) use global;
 /// process pass a full barrier before it returns (a thread not running passed one when it was
 /// switched out), and the light fence only keeps the compiler from moving the reader's
 /// accesses across it: a read then costs no locked instruction (about 7 ns each on the 2026-12
-/// machine, where a `with` took 7.3 ns with one against the map borrow's 2.8 ns). The pattern and its argument are those of liburcu's and folly's
-/// asymmetric fences. The barrier costs ~0.1 us when the process's other threads are idle and
-/// an inter-processor interrupt (~12 us in a VM) for each CPU running one of them.
+/// machine, where a `with` took 7.3 ns with one against the map borrow's 2.8 ns). The pattern
+/// and its argument are those of liburcu's and folly's asymmetric fences. The barrier costs
+/// ~0.1 us when the process's other threads are idle and an inter-processor interrupt (~12 us
+/// in a VM) for each CPU running one of them.
 ///
 /// The registration runs on a thread of its own ([`start_fences`]): in a process that already
 /// has other threads the kernel waits for an RCU grace period first (15-18 ms on that

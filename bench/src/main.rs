@@ -29,9 +29,27 @@ struct Cli {
     command: Command,
 }
 
-/// The scenario families.
+/// The subcommands: the scenario families, and the hidden work of a script.
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// A scenario family, measured.
+    #[command(flatten)]
+    Measure(Measure),
+    /// Builds and disposes a chain of PLUGINS plugins and loads it one plugin at a time, a
+    /// warm-up and REPS more times, measuring nothing: the work `scripts/lifecycle-misses.sh`
+    /// runs under callgrind to count the cache misses per plugin.
+    #[command(hide = true)]
+    LifecycleWork {
+        /// Plugins in the chain (at most 10,000).
+        plugins: usize,
+        /// Repetitions after the warm-up.
+        reps: usize,
+    },
+}
+
+/// The scenario families.
+#[derive(Debug, Subcommand)]
+enum Measure {
     /// dsh-core: service lookup (one and two threads), plugin chains, pending to active, the
     /// 10,000-plugin cascade, emit to 10 listeners.
     Core(RunOptions),
@@ -62,16 +80,6 @@ enum Command {
     /// session/prompt round trips of a one-step turn (in memory, and with JSONL), and the
     /// streamed session/load of 1, 10 and 100 MB JSONL sessions (first update, peak heap).
     Acp(RunOptions),
-    /// Builds and disposes a chain of PLUGINS plugins and loads it one plugin at a time, a
-    /// warm-up and REPS more times, measuring nothing: the work `scripts/lifecycle-misses.sh`
-    /// runs under callgrind to count the cache misses per plugin.
-    #[command(hide = true)]
-    LifecycleWork {
-        /// Plugins in the chain (at most 10,000).
-        plugins: usize,
-        /// Repetitions after the warm-up.
-        reps: usize,
-    },
 }
 
 /// Options of a measuring subcommand.
@@ -90,18 +98,19 @@ fn main() {
     if cfg!(debug_assertions) {
         eprintln!("dsh-bench: a debug build; run with --release for meaningful figures");
     }
-    let opts = match &cli.command {
+    let measure = match cli.command {
         Command::LifecycleWork { plugins, reps } => {
-            dsh_bench::lifecycle::repeat_lifecycle(*plugins, *reps);
+            dsh_bench::lifecycle::repeat_lifecycle(plugins, reps);
             return;
         }
-        Command::Core(opts)
-        | Command::Session(opts)
-        | Command::Fork(opts)
-        | Command::Persist(opts)
-        | Command::Async(opts)
-        | Command::Acp(opts) => opts,
+        Command::Measure(measure) => measure,
     };
+    let (Measure::Core(opts)
+    | Measure::Session(opts)
+    | Measure::Fork(opts)
+    | Measure::Persist(opts)
+    | Measure::Async(opts)
+    | Measure::Acp(opts)) = &measure;
     let plan = if opts.quick { Plan::QUICK } else { Plan::FULL };
     let json = opts.json;
     let progress = |group: &str| {
@@ -110,8 +119,8 @@ fn main() {
         }
     };
     let start = CpuPressure::sample();
-    let output = match cli.command {
-        Command::Core(_) => {
+    let output = match measure {
+        Measure::Core(_) => {
             let report = dsh_bench::run_core(plan, progress);
             if json {
                 Output::Json(report.to_json())
@@ -119,7 +128,7 @@ fn main() {
                 Output::Text(report.to_human())
             }
         }
-        Command::Session(_) => {
+        Measure::Session(_) => {
             let report = dsh_bench::session::run_session(plan, progress);
             render(
                 json,
@@ -128,7 +137,7 @@ fn main() {
                 report.quick,
             )
         }
-        Command::Fork(_) => {
+        Measure::Fork(_) => {
             let report = dsh_bench::fork::run_fork(plan, progress);
             render(
                 json,
@@ -137,7 +146,7 @@ fn main() {
                 report.quick,
             )
         }
-        Command::Persist(_) => {
+        Measure::Persist(_) => {
             let report = dsh_bench::persist::run_persist(plan, progress);
             render(
                 json,
@@ -146,19 +155,18 @@ fn main() {
                 report.quick,
             )
         }
-        Command::Async(_) => render(
+        Measure::Async(_) => render(
             json,
             "dsh-session async face benchmarks",
             dsh_bench::async_face::measure(dsh_bench::persist::Sizes::of(plan), progress),
             plan != Plan::FULL,
         ),
-        Command::Acp(_) => render(
+        Measure::Acp(_) => render(
             json,
             "dsh acp benchmarks",
             dsh_bench::acp::measure(plan, progress),
             plan != Plan::FULL,
         ),
-        Command::LifecycleWork { .. } => unreachable!("handled before the measuring commands"),
     };
     let pressure = RunPressure {
         start,

@@ -63,7 +63,14 @@ impl State {
 
     pub(crate) fn own(&mut self, owner: Option<InstanceId>, item: Owned) {
         match owner.and_then(|id| self.instances.get_mut(&id)) {
-            Some(inst) => inst.owned.push(item),
+            Some(inst) => {
+                // Most generations own one or two registrations: room for one at first, not
+                // the four a first push makes (a 160-byte block a plugin, mostly unused).
+                if inst.owned.capacity() == 0 {
+                    inst.owned.reserve_exact(1);
+                }
+                inst.owned.push(item)
+            }
             None => self.root_owned.push(item),
         }
     }
@@ -97,5 +104,31 @@ impl State {
                 _ => None,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{plugin_fn, Context};
+    use std::sync::Arc;
+
+    struct Clock;
+
+    #[test]
+    fn a_generation_owning_one_registration_holds_room_for_one() {
+        let clock =
+            plugin_fn("clock", |scope, ()| Ok(scope.provide(Arc::new(Clock))?)).provides::<Clock>();
+        let ctx = Context::builder().add_plugin(clock).build().unwrap();
+        let state = ctx.rt.lock();
+        let owned: Vec<_> = state
+            .instances
+            .values()
+            .map(|inst| inst.owned.capacity())
+            .collect();
+        assert_eq!(
+            owned,
+            [1],
+            "a 40-byte list, not the 160 bytes a first push reserves"
+        );
     }
 }

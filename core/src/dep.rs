@@ -52,7 +52,7 @@ impl Link {
     #[cold]
     fn unavailable(&self) -> Unavailable {
         Unavailable {
-            service: self.cell.name,
+            service: self.cell.key.name(),
             provider: Some(self.provider.to_string()),
             state: None,
             failure: None,

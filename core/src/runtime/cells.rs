@@ -138,8 +138,6 @@ impl<C> Drop for Index<C> {
 /// provider has gone.
 pub(crate) struct ServiceCell {
     pub(crate) key: ServiceKey,
-    /// The key's short name, computed once.
-    pub(crate) name: &'static str,
     value: HazardCell<ServiceValue>,
     epoch: AtomicU64,
 }
@@ -148,7 +146,6 @@ impl ServiceCell {
     pub(crate) fn new(key: ServiceKey) -> ServiceCell {
         ServiceCell {
             key,
-            name: key.name(),
             value: HazardCell::new(),
             epoch: AtomicU64::new(0),
         }

@@ -455,6 +455,12 @@ impl Runtime {
         })
     }
 
+    /// Whether a listener of `E` was ever registered (its key has a cell).
+    #[inline]
+    pub(crate) fn listened<E: 'static>(&self) -> bool {
+        self.listeners.get(&TypeId::of::<E>()).is_some()
+    }
+
     #[inline]
     fn with_listeners<R>(&self, key: TypeId, f: impl FnOnce(Option<&PublishedList>) -> R) -> R {
         let Some(cell) = self.listeners.get(&key) else {

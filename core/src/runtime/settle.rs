@@ -8,7 +8,7 @@ use super::state::{Command, Notice, Owned, State, ROOT};
 use super::Runtime;
 use crate::dep::DepsCx;
 use crate::error::{panic_message, CoreError, PluginError};
-use crate::info::{PluginTransition, TransitionCause};
+use crate::info::{PluginTransition, ServiceChanged, TransitionCause};
 use crate::scope::Scope;
 use crate::state::{InstanceId, PluginState};
 use std::collections::HashSet;
@@ -493,9 +493,13 @@ impl Runtime {
             }
             self.changed.notify_all();
             for notice in notices.drain(..) {
-                let published = match &notice {
-                    Notice::Transition(t) => self.emit(t),
-                    Notice::Service(s) => self.emit(s),
+                let published = match notice {
+                    Notice::Transition(t) => self.emit(&t),
+                    // Named only for a listener (see `ServiceChange`).
+                    Notice::Service(change) if self.listened::<ServiceChanged>() => {
+                        self.emit(&change.announced())
+                    }
+                    Notice::Service(_) => Ok(()),
                 };
                 if let Err(error) = published {
                     tracing::warn!(%error, "lifecycle listener failed");

@@ -47,7 +47,7 @@ impl State {
             .services
             .iter()
             .map(|(at, slot)| ServiceInfo {
-                service: slot.name,
+                service: slot.key.name(),
                 provider: slot.provider.map(|id| self.plugin_name(id)),
                 state: slot.provider.map_or(PluginState::Active, |id| {
                     self.state_of(id).unwrap_or(PluginState::Disposed)

@@ -83,8 +83,6 @@ pub(crate) struct Instance {
 pub(crate) struct ServiceSlot {
     pub(crate) value: Arc<ServiceValue>,
     pub(crate) key: ServiceKey,
-    /// The key's short name, computed once.
-    pub(crate) name: &'static str,
     pub(crate) provider: Option<InstanceId>,
     pub(crate) cell: Arc<ServiceCell>,
     /// Whether the value is in the cell (readers see it).
@@ -112,7 +110,29 @@ pub(crate) struct LeaveHook {
 /// Something that happened under the lock and is published (as a typed event) after it.
 pub(crate) enum Notice {
     Transition(PluginTransition),
-    Service(ServiceChanged),
+    Service(ServiceChange),
+}
+
+/// A [`ServiceChanged`] before its service is named: the key's short name (a call into the
+/// service type's own code and a read of its type name) is looked up only when someone
+/// listens, as a build of thousands of plugins with no listener pays it for none.
+pub(crate) struct ServiceChange {
+    pub(crate) key: ServiceKey,
+    pub(crate) provider: Option<&'static str>,
+    pub(crate) available: bool,
+    pub(crate) realm: Option<String>,
+}
+
+impl ServiceChange {
+    /// The event listeners get.
+    pub(crate) fn announced(self) -> ServiceChanged {
+        ServiceChanged {
+            service: self.key.name(),
+            provider: self.provider,
+            available: self.available,
+            realm: self.realm,
+        }
+    }
 }
 
 /// A lifecycle change asked for by a caller, carried out by the settling thread in order.

@@ -1,9 +1,8 @@
 //! Service slots: registered, published in their cells for lock-free readers (at once, or when
 //! their provider becomes active), announced, and removed; the cell of each service type.
 
-use super::{Notice, Owned, RealmId, ServiceSlot, SlotKey, State};
+use super::{Notice, Owned, RealmId, ServiceChange, ServiceSlot, SlotKey, State};
 use crate::error::CoreError;
-use crate::info::ServiceChanged;
 use crate::key::ServiceKey;
 use crate::runtime::cells::{Index, ServiceCell, ServiceValue};
 use crate::runtime::hazard::Withdrawn;
@@ -28,8 +27,8 @@ impl State {
         let Some(slot) = self.services.get(&at) else {
             return;
         };
-        self.notices.push(Notice::Service(ServiceChanged {
-            service: slot.name,
+        self.notices.push(Notice::Service(ServiceChange {
+            key: slot.key,
             provider: provider.map(|id| self.plugin_name(id)),
             available: true,
             realm: self.realm_name(at.realm).map(|name| name.to_string()),
@@ -89,7 +88,6 @@ impl State {
             ServiceSlot {
                 value,
                 key,
-                name: cell.name,
                 provider: owner,
                 cell,
                 published: false,
@@ -136,8 +134,8 @@ impl State {
         // A service provided by an apply that then failed was never readable, so it does not
         // go either.
         if slot.published {
-            self.notices.push(Notice::Service(ServiceChanged {
-                service: slot.name,
+            self.notices.push(Notice::Service(ServiceChange {
+                key: slot.key,
                 provider: slot.provider.map(|id| self.plugin_name(id)),
                 available: false,
                 realm: self.realm_name(at.realm).map(|name| name.to_string()),

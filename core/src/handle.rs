@@ -203,7 +203,11 @@ impl PluginHandle {
     /// The instance's config now (as last stored: by its load, a config update, a
     /// reconcile; null when none was given); `None` once it is gone.
     pub fn config(&self) -> Option<Value> {
-        self.read(|state| state.instance(self.id).map(|inst| inst.config.clone()))
+        self.read(|state| {
+            state
+                .instance(self.id)
+                .map(|inst| inst.config.get().clone())
+        })
     }
 
     /// A snapshot of the instance; `None` once it is gone.

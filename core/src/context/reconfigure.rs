@@ -134,7 +134,7 @@ impl Context {
             .map(|(_, inst)| {
                 let settings = PluginSettings {
                     enabled: Some(inst.state != PluginState::Disabled),
-                    config: inst.config.clone(),
+                    config: inst.config.get().clone(),
                     plugins: Default::default(),
                 };
                 (inst.name.to_string(), settings)

@@ -30,7 +30,7 @@ impl Wanted {
             enabled: entry.and_then(|e| e.enabled).unwrap_or(defaults.enabled),
             config: match entry {
                 Some(e) if !e.config.is_null() => e.config.clone(),
-                _ => defaults.config.clone(),
+                _ => defaults.config.get().clone(),
             },
         }
     }
@@ -194,7 +194,7 @@ fn classify(
     wanted: &Wanted,
 ) -> (Action, String) {
     let enabled_now = inst.state != PluginState::Disabled;
-    let config_changed = inst.config != wanted.config;
+    let config_changed = *inst.config.get() != wanted.config;
     let switched_by_entry = entry.is_some_and(|e| e.enabled.is_some());
     let configured_by_entry = entry.is_some_and(|e| !e.config.is_null());
     let switch = |on: bool| {

@@ -131,6 +131,7 @@ use crate::handle::LoadOptions;
 use crate::runtime::plugin::AnyPlugin;
 use crate::runtime::roster::{Managed, Origin};
 use crate::runtime::state::naming::EntryTarget;
+use crate::runtime::state::StoredConfig;
 use crate::runtime::state::{Command, State};
 use crate::state::InstanceId;
 use diff::{Planned, Wanted, Work};
@@ -142,7 +143,7 @@ use std::sync::Arc;
 pub(crate) fn carry_out(state: &mut State, planned: Planned) -> (Plan, Vec<InstanceId>) {
     let store = |state: &mut State, id: InstanceId, config| {
         if let Some(inst) = state.instances.get_mut(&id) {
-            inst.config = config;
+            inst.config = StoredConfig::new(config);
         }
     };
     let ids = planned
@@ -223,7 +224,7 @@ pub(crate) fn add_roots(
             enabled: options
                 .enabled
                 .unwrap_or(plugin.manifest().is_enabled_by_default()),
-            config: options.config,
+            config: StoredConfig::new(options.config),
         };
         let wanted = Wanted::of(&defaults, config.plugins.get(&*name));
         nodes.push((name.clone(), plugin.manifest.clone(), wanted.enabled));

@@ -3,8 +3,8 @@
 //! (`crate::reconcile`) reads it under the state lock, with the instances it describes.
 
 use super::plugin::AnyPlugin;
+use super::state::StoredConfig;
 use crate::state::InstanceId;
-use serde_json::Value;
 
 /// Where a managed instance came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub(crate) struct Managed {
     pub(crate) enabled: bool,
     /// The config without a config entry (the builder's `LoadOptions`; null for an instance
     /// an entry created).
-    pub(crate) config: Value,
+    pub(crate) config: StoredConfig,
 }
 
 impl Managed {
@@ -35,7 +35,7 @@ impl Managed {
         Managed {
             origin: Origin::Entry,
             enabled: plugin.manifest().is_enabled_by_default(),
-            config: Value::Null,
+            config: StoredConfig::default(),
         }
     }
 }

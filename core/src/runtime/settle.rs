@@ -4,7 +4,7 @@
 //! state lock is held and uses no recursion that grows with a dependency chain.
 
 use super::plugin::Applying;
-use super::state::{Command, Notice, Owned, State, ROOT};
+use super::state::{Command, Notice, Owned, State, StoredConfig, ROOT};
 use super::Runtime;
 use crate::dep::DepsCx;
 use crate::error::{panic_message, CoreError, PluginError};
@@ -178,7 +178,7 @@ impl Runtime {
         if inst.generation != generation || inst.state != PluginState::Active {
             return false;
         }
-        inst.config = config.clone();
+        inst.config = StoredConfig::new(config.clone());
         let transition = PluginTransition {
             plugin: inst.plugin.name(),
             instance: id,
@@ -206,7 +206,7 @@ impl Runtime {
                 return;
             };
             if let Some(config) = config {
-                inst.config = config;
+                inst.config = StoredConfig::new(config);
             }
             let current = inst.state;
             if current == PluginState::Failed {
@@ -248,7 +248,7 @@ impl Runtime {
             let next = inst.generation + 1;
             (
                 inst.plugin.clone(),
-                inst.config.clone(),
+                inst.config.get().clone(),
                 inst.name.clone(),
                 next,
             )

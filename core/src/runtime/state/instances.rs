@@ -48,7 +48,7 @@ impl State {
                 name,
                 parent,
                 realm,
-                config,
+                config: super::StoredConfig::new(config),
                 state,
                 generation: 0,
                 error: None,

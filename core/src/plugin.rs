@@ -383,6 +383,7 @@ where
 {
     type Config = NoConfig;
 
+    #[inline]
     fn call(&self, scope: &Scope, NoConfig: NoConfig, deps: D) -> Result<(), BoxError> {
         self(scope, deps)
     }
@@ -400,6 +401,7 @@ where
 {
     type Config = C;
 
+    #[inline]
     fn call(&self, scope: &Scope, config: C, deps: D) -> Result<(), BoxError> {
         (self.apply)(scope, config, deps)
     }

@@ -182,6 +182,7 @@ impl Scope {
     /// [`CoreError::ServiceConflict`] when `T` is already provided (naming both plugins),
     /// [`CoreError::UndeclaredService`] when the plugin does not declare `T`,
     /// [`CoreError::StaleScope`] when this generation has ended.
+    #[inline]
     pub fn provide<T: ?Sized + Send + Sync + 'static>(
         &self,
         value: Arc<T>,

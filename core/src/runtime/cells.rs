@@ -25,6 +25,7 @@ pub(crate) struct Erased {
 
 impl Erased {
     /// Boxes `value`.
+    #[inline]
     pub(crate) fn new<V: Any + Send + Sync>(value: V) -> Erased {
         Erased {
             type_id: TypeId::of::<V>(),

@@ -267,7 +267,7 @@ impl Deps for () {
 impl<T: ?Sized + Send + Sync + 'static> sealed::Sealed for Dep<T> {}
 impl<T: ?Sized + Send + Sync + 'static> Deps for Dep<T> {
     fn declare(manifest: &mut Manifest) {
-        manifest.requires.push(ServiceKey::of::<T>());
+        manifest.require(ServiceKey::of::<T>());
     }
     #[inline]
     fn resolve(cx: &DepsCx<'_>) -> Result<Dep<T>, Unavailable> {
@@ -370,8 +370,8 @@ impl<T: ?Sized + Send + Sync + 'static> sealed::Sealed for Provide<T> {}
 impl<T: ?Sized + Send + Sync + 'static> Deps for Provide<T> {
     fn declare(manifest: &mut Manifest) {
         let key = ServiceKey::of::<T>();
-        if !manifest.provides.contains(&key) {
-            manifest.provides.push(key);
+        if !manifest.provides().contains(&key) {
+            manifest.provide(key);
         }
     }
     fn resolve(cx: &DepsCx<'_>) -> Result<Provide<T>, Unavailable> {

@@ -19,13 +19,16 @@ pub enum OptionalMode {
 
 /// The declarations of one plugin, derived from its type (a [`crate::Plugin`]: `NAME`,
 /// `VERSION`, `Deps`, `PROVIDES`, `UNIQUE`, `ENABLED_BY_DEFAULT`) or set on a closure plugin.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Manifest {
     pub(crate) name: &'static str,
     pub(crate) version: &'static str,
-    pub(crate) requires: Vec<ServiceKey>,
+    /// The required services, then the provided ones (`requires_len` of the first), in the
+    /// manifest itself up to two in all: a context reads them for every instance at each step
+    /// of its life, and a list of its own each would be two more cache lines a step.
+    keys: smallvec::SmallVec<[ServiceKey; 2]>,
+    requires_len: usize,
     pub(crate) optional: Vec<(ServiceKey, OptionalMode)>,
-    pub(crate) provides: Vec<ServiceKey>,
     pub(crate) unique: bool,
     pub(crate) enabled_by_default: bool,
 }
@@ -35,12 +38,23 @@ impl Manifest {
         Manifest {
             name,
             version: "0.0.0",
-            requires: Vec::new(),
+            keys: smallvec::SmallVec::new(),
+            requires_len: 0,
             optional: Vec::new(),
-            provides: Vec::new(),
             unique: true,
             enabled_by_default: true,
         }
+    }
+
+    /// Adds `key` to the required services.
+    pub(crate) fn require(&mut self, key: ServiceKey) {
+        self.keys.insert(self.requires_len, key);
+        self.requires_len += 1;
+    }
+
+    /// Adds `key` to the provided services.
+    pub(crate) fn provide(&mut self, key: ServiceKey) {
+        self.keys.push(key);
     }
 
     /// The plugin name.
@@ -55,7 +69,7 @@ impl Manifest {
 
     /// Services that must be active before the plugin is applied.
     pub fn requires(&self) -> &[ServiceKey] {
-        &self.requires
+        &self.keys[..self.requires_len]
     }
 
     /// Services the plugin uses when present, each with how it follows them.
@@ -65,7 +79,7 @@ impl Manifest {
 
     /// Services the plugin registers; providing another is an error.
     pub fn provides(&self) -> &[ServiceKey] {
-        &self.provides
+        &self.keys[self.requires_len..]
     }
 
     /// Whether one context may hold only one root instance of the plugin.
@@ -84,5 +98,46 @@ impl Manifest {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, mode)| *mode)
+    }
+}
+
+impl std::fmt::Debug for Manifest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manifest")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("requires", &self.requires())
+            .field("optional", &self.optional)
+            .field("provides", &self.provides())
+            .field("unique", &self.unique)
+            .field("enabled_by_default", &self.enabled_by_default)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requirements_and_provided_services_keep_their_order_whatever_order_they_are_declared_in() {
+        let key = |n: u8| match n {
+            0 => ServiceKey::of::<u8>(),
+            1 => ServiceKey::of::<u16>(),
+            2 => ServiceKey::of::<u32>(),
+            _ => ServiceKey::of::<u64>(),
+        };
+        let mut manifest = Manifest::new("m");
+        manifest.provide(key(2));
+        manifest.require(key(0));
+        manifest.provide(key(3));
+        manifest.require(key(1));
+        assert_eq!(manifest.requires(), [key(0), key(1)]);
+        assert_eq!(manifest.provides(), [key(2), key(3)]);
+        assert_eq!(
+            format!("{manifest:?}"),
+            "Manifest { name: \"m\", version: \"0.0.0\", requires: [u8, u16], optional: [], \
+             provides: [u32, u64], unique: true, enabled_by_default: true }"
+        );
     }
 }

@@ -220,7 +220,9 @@ fn declared_schema<P: Plugin>() -> Option<ConfigSchema> {
 fn manifest_of<P: Plugin>() -> Manifest {
     let mut manifest = Manifest::new(P::NAME);
     manifest.version = P::VERSION;
-    manifest.provides = P::PROVIDES.to_vec();
+    for key in P::PROVIDES {
+        manifest.provide(*key);
+    }
     manifest.unique = P::UNIQUE;
     manifest.enabled_by_default = P::ENABLED_BY_DEFAULT;
     P::Deps::declare(&mut manifest);
@@ -435,7 +437,7 @@ impl<D, F> FnPlugin<D, F> {
     /// Declares that the plugin provides service `T`: the closure form of a [`Plugin`]'s
     /// `PROVIDES` (each call adds `ServiceKey::of::<T>()` to the same list).
     pub fn provides<T: ?Sized + 'static>(mut self) -> FnPlugin<D, F> {
-        self.manifest.provides.push(ServiceKey::of::<T>());
+        self.manifest.provide(ServiceKey::of::<T>());
         self
     }
 

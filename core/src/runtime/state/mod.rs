@@ -87,6 +87,7 @@ pub(crate) struct Instance {
 pub(crate) struct StoredConfig(Option<Box<Value>>);
 
 impl StoredConfig {
+    /// Stores `config` (nothing for null).
     pub(crate) fn new(config: Value) -> StoredConfig {
         StoredConfig((!config.is_null()).then(|| Box::new(config)))
     }

@@ -418,9 +418,23 @@ impl Runtime {
     ///
     /// An [`EmitError`] listing each listener that failed (all listeners ran).
     pub(crate) fn emit<E: 'static>(&self, event: &E) -> Result<(), EmitError> {
+        self.emit_with::<E, _>(|| event)
+    }
+
+    /// [`Runtime::emit`] of the event `make` gives, made only when `E` has listeners (an
+    /// event costly to make, such as a `ServiceChanged`, whose service name is looked up for
+    /// it, costs nothing when no one listens).
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::emit`].
+    pub(crate) fn emit_with<E: 'static, B: std::borrow::Borrow<E>>(
+        &self,
+        make: impl FnOnce() -> B,
+    ) -> Result<(), EmitError> {
         self.with_listeners(TypeId::of::<E>(), |list| {
             match list.and_then(|list| list.downcast_ref::<EmitList<E>>()) {
-                Some(list) => dispatch(event, list),
+                Some(list) => dispatch(make().borrow(), list),
                 None => Ok(()),
             }
         })
@@ -453,12 +467,6 @@ impl Runtime {
                 None => Ok(value),
             }
         })
-    }
-
-    /// Whether a listener of `E` was ever registered (its key has a cell).
-    #[inline]
-    pub(crate) fn listened<E: 'static>(&self) -> bool {
-        self.listeners.get(&TypeId::of::<E>()).is_some()
     }
 
     #[inline]

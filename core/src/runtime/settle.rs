@@ -496,10 +496,9 @@ impl Runtime {
                 let published = match notice {
                     Notice::Transition(t) => self.emit(&t),
                     // Named only for a listener (see `ServiceChange`).
-                    Notice::Service(change) if self.listened::<ServiceChanged>() => {
-                        self.emit(&change.announced())
+                    Notice::Service(change) => {
+                        self.emit_with::<ServiceChanged, _>(|| change.announced())
                     }
-                    Notice::Service(_) => Ok(()),
                 };
                 if let Err(error) = published {
                     tracing::warn!(%error, "lifecycle listener failed");

@@ -296,7 +296,6 @@ impl PluginHandle {
                 plugin: self.name.to_string(),
             })?;
         plugin
-            .plugin
             .check_config(&config)
             .map_err(|refused| CoreError::InvalidConfig {
                 plugin: self.name.to_string(),

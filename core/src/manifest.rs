@@ -23,11 +23,7 @@ pub enum OptionalMode {
 pub struct Manifest {
     pub(crate) name: &'static str,
     pub(crate) version: &'static str,
-    /// The required services, then the provided ones (`requires_len` of the first), in the
-    /// manifest itself up to two in all: a context reads them for every instance at each step
-    /// of its life, and a list of its own each would be two more cache lines a step.
-    keys: smallvec::SmallVec<[ServiceKey; 2]>,
-    requires_len: usize,
+    declared: Declared,
     pub(crate) optional: Vec<(ServiceKey, OptionalMode)>,
     pub(crate) unique: bool,
     pub(crate) enabled_by_default: bool,
@@ -38,8 +34,7 @@ impl Manifest {
         Manifest {
             name,
             version: "0.0.0",
-            keys: smallvec::SmallVec::new(),
-            requires_len: 0,
+            declared: Declared::default(),
             optional: Vec::new(),
             unique: true,
             enabled_by_default: true,
@@ -48,13 +43,19 @@ impl Manifest {
 
     /// Adds `key` to the required services.
     pub(crate) fn require(&mut self, key: ServiceKey) {
-        self.keys.insert(self.requires_len, key);
-        self.requires_len += 1;
+        let declared = &mut self.declared;
+        declared.keys.insert(declared.requires_len, key);
+        declared.requires_len += 1;
     }
 
     /// Adds `key` to the provided services.
     pub(crate) fn provide(&mut self, key: ServiceKey) {
-        self.keys.push(key);
+        self.declared.keys.push(key);
+    }
+
+    /// The required and provided services together, as a dependency graph copies them.
+    pub(crate) fn declared(&self) -> &Declared {
+        &self.declared
     }
 
     /// The plugin name.
@@ -69,7 +70,7 @@ impl Manifest {
 
     /// Services that must be active before the plugin is applied.
     pub fn requires(&self) -> &[ServiceKey] {
-        &self.keys[..self.requires_len]
+        self.declared.requires()
     }
 
     /// Services the plugin uses when present, each with how it follows them.
@@ -79,7 +80,7 @@ impl Manifest {
 
     /// Services the plugin registers; providing another is an error.
     pub fn provides(&self) -> &[ServiceKey] {
-        &self.keys[self.requires_len..]
+        self.declared.provides()
     }
 
     /// Whether one context may hold only one root instance of the plugin.
@@ -98,6 +99,28 @@ impl Manifest {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, mode)| *mode)
+    }
+}
+
+/// The services a manifest requires, then the ones it provides (`requires_len` of the first),
+/// held inline up to two in all: a context reads them for every instance at each step of its
+/// life, and a list of its own each would be two more cache lines a step. Cheap to copy (one
+/// cache line), which a dependency graph does while the manifest is at hand.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub(crate) struct Declared {
+    keys: smallvec::SmallVec<[ServiceKey; 2]>,
+    requires_len: usize,
+}
+
+impl Declared {
+    /// The required services.
+    pub(crate) fn requires(&self) -> &[ServiceKey] {
+        &self.keys[..self.requires_len]
+    }
+
+    /// The provided services.
+    pub(crate) fn provides(&self) -> &[ServiceKey] {
+        &self.keys[self.requires_len..]
     }
 }
 

@@ -12,7 +12,6 @@ use crate::scope::Scope;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 /// A plugin: a value whose `apply` brings one instance up, with its declarations on the type.
 ///
@@ -252,7 +251,7 @@ impl<P: Plugin> ErasedPlugin for Typed<P> {
 
 impl<P: Plugin> From<P> for AnyPlugin {
     fn from(plugin: P) -> AnyPlugin {
-        AnyPlugin::new(Arc::new(Typed(plugin)), manifest_of::<P>())
+        AnyPlugin::new(Typed(plugin), manifest_of::<P>())
     }
 }
 
@@ -488,7 +487,7 @@ where
     F: FnApply<D>,
 {
     fn from(plugin: FnPlugin<D, F>) -> AnyPlugin {
-        AnyPlugin::new(Arc::new(plugin.run), plugin.manifest)
+        AnyPlugin::new(plugin.run, plugin.manifest)
     }
 }
 

@@ -170,13 +170,12 @@ impl Context {
         }?;
         for ((name, settings), plugin) in config.plugins.iter().zip(&plugins) {
             if !settings.config.is_null() {
-                plugin
-                    .plugin
-                    .check_config(&settings.config)
-                    .map_err(|refused| CoreError::InvalidConfig {
+                plugin.check_config(&settings.config).map_err(|refused| {
+                    CoreError::InvalidConfig {
                         plugin: name.clone(),
                         message: refused.to_string(),
-                    })?;
+                    }
+                })?;
             }
         }
         Ok(plugins)

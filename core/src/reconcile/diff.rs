@@ -5,7 +5,7 @@
 use super::plan::{Action, Plan, PlanStep};
 use crate::config::{ContextConfig, PluginSettings};
 use crate::error::CoreError;
-use crate::graph::DependencyGraph;
+use crate::graph::{DependencyGraph, Node};
 use crate::runtime::plugin::AnyPlugin;
 use crate::runtime::roster::{Managed, Origin};
 use crate::runtime::state::naming::EntryTarget;
@@ -131,13 +131,7 @@ pub(crate) fn plan(
             continue;
         };
         let wanted = Wanted::of(&Managed::entry(&plugin), config.plugins.get(name));
-        nodes.push((
-            given.clone(),
-            plugin.manifest.clone(),
-            wanted.enabled,
-            None,
-            Vec::new(),
-        ));
+        nodes.push(Node::new(given.clone(), plugin.manifest(), wanted.enabled));
         let reason = if wanted.enabled {
             "the new config names it"
         } else {
@@ -152,7 +146,7 @@ pub(crate) fn plan(
         };
         steps.push((step, Work::Add(plugin, given, wanted)));
     }
-    DependencyGraph::of_realm_instances(nodes).check()?;
+    DependencyGraph::of_nodes(nodes).check()?;
 
     steps.sort_by_key(|(step, _)| order(step.action));
     let (steps, work) = steps.into_iter().unzip();

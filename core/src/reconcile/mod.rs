@@ -126,7 +126,7 @@ pub use plan::{Action, Plan, PlanStep, ReconcileReport, StepOutcome};
 
 use crate::config::ContextConfig;
 use crate::error::CoreError;
-use crate::graph::DependencyGraph;
+use crate::graph::{DependencyGraph, Node};
 use crate::handle::LoadOptions;
 use crate::runtime::plugin::AnyPlugin;
 use crate::runtime::roster::{Managed, Origin};
@@ -226,7 +226,7 @@ pub(crate) fn add_roots(
             config: StoredConfig::new(options.config),
         };
         let wanted = Wanted::of(&defaults, config.plugins.get(&*name));
-        nodes.push((name.clone(), plugin.manifest.clone(), wanted.enabled));
+        nodes.push(Node::new(name.clone(), plugin.manifest(), wanted.enabled));
         state.roster.add_to_catalog(&plugin);
         add_managed(state, plugin, name, defaults, wanted);
     }
@@ -234,9 +234,9 @@ pub(crate) fn add_roots(
         if let EntryTarget::New { plugin, name } = state.entry_target(name)? {
             let defaults = Managed::entry(&plugin);
             let wanted = Wanted::of(&defaults, Some(settings));
-            nodes.push((name.clone(), plugin.manifest.clone(), wanted.enabled));
+            nodes.push(Node::new(name.clone(), plugin.manifest(), wanted.enabled));
             add_managed(state, plugin, name, defaults, wanted);
         }
     }
-    DependencyGraph::of_instances(nodes).check()
+    DependencyGraph::of_nodes(nodes).check()
 }

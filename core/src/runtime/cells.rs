@@ -10,6 +10,8 @@ use super::hazard::HazardCell;
 use super::sync::{exclusive, AtomicPtr, AtomicU64, Ordering};
 use crate::event::PublishedList;
 use crate::key::ServiceKey;
+use smallbox::space::S2;
+use smallbox::{smallbox, SmallBox};
 use std::any::{Any, TypeId};
 use std::hash::{BuildHasher, BuildHasherDefault};
 use std::sync::Arc;
@@ -20,7 +22,10 @@ use std::sync::Arc;
 pub(crate) struct Erased {
     /// `TypeId::of` the boxed value's type; set with it and never changed.
     type_id: TypeId,
-    value: Box<dyn Any + Send + Sync>,
+    /// In place when it fits in two words (a service value: the `Arc` of a service type,
+    /// sized or not), so that a service costs no allocation of its own beside the `Arc` its
+    /// cell holds this in; on the heap otherwise (a list of listeners).
+    value: SmallBox<dyn Any + Send + Sync, S2>,
 }
 
 impl Erased {
@@ -29,7 +34,7 @@ impl Erased {
     pub(crate) fn new<V: Any + Send + Sync>(value: V) -> Erased {
         Erased {
             type_id: TypeId::of::<V>(),
-            value: Box::new(value),
+            value: smallbox!(value),
         }
     }
 

@@ -378,12 +378,15 @@ impl Runtime {
     pub(crate) fn resolve(&self, id: InstanceId, key: &ServiceKey) -> Option<Resolved> {
         let state = self.state.lock();
         let at = state.slot_for(Some(id), key.id());
-        let slot = state.services.get(&at).filter(|slot| slot.published)?;
+        let (slot, cell) = state
+            .services
+            .get_with_cell(&at)
+            .filter(|(slot, _)| slot.published)?;
         Some(Resolved {
             value: slot.value.clone(),
             link: crate::dep::Link {
-                cell: slot.cell.clone(),
-                epoch: slot.cell.epoch(),
+                cell: cell.clone(),
+                epoch: cell.epoch(),
                 provider: state.name_of(slot.provider),
             },
         })

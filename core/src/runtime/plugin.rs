@@ -43,27 +43,41 @@ pub(crate) trait ErasedPlugin: Send + Sync + 'static {
 /// shared, so every instance loaded from one `AnyPlugin` uses the same plugin value.
 #[derive(Clone)]
 pub struct AnyPlugin {
-    pub(crate) plugin: Arc<dyn ErasedPlugin>,
-    pub(crate) manifest: Arc<Manifest>,
+    shared: Arc<Shared<dyn ErasedPlugin>>,
+}
+
+/// A plugin value and its manifest in one allocation: a context clones, reads and drops the
+/// two together (one reference count, the manifest beside it), once a step per instance.
+struct Shared<P: ?Sized> {
+    manifest: Manifest,
+    plugin: P,
 }
 
 impl AnyPlugin {
     /// The plugin value `plugin` with its manifest.
-    pub(crate) fn new(plugin: Arc<dyn ErasedPlugin>, manifest: Manifest) -> AnyPlugin {
+    pub(crate) fn new(plugin: impl ErasedPlugin, manifest: Manifest) -> AnyPlugin {
         AnyPlugin {
-            plugin,
-            manifest: Arc::new(manifest),
+            shared: Arc::new(Shared { manifest, plugin }),
         }
     }
 
     /// What the plugin declares.
     pub fn manifest(&self) -> &Manifest {
-        &self.manifest
+        &self.shared.manifest
+    }
+
+    /// Parses `config` once and returns the apply that uses it ([`ErasedPlugin::prepare`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`AnyPlugin::check_config`].
+    pub(crate) fn prepare(&self, config: &Value) -> Result<ReadyApply<'_>, ConfigRefused> {
+        self.shared.plugin.prepare(config)
     }
 
     /// The plugin name.
     pub fn name(&self) -> &'static str {
-        self.manifest.name()
+        self.shared.manifest.name()
     }
 
     /// Checks `config` (null read as `{}`) against the plugin's config type, as loading an
@@ -74,7 +88,7 @@ impl AnyPlugin {
     /// Why: the path of the offending field inside the config and serde's message
     /// (`compression: unknown variant "brotli", expected "none" or "zstd"`).
     pub fn check_config(&self, config: &Value) -> Result<(), ConfigRefused> {
-        self.plugin.check_config(config)
+        self.shared.plugin.check_config(config)
     }
 
     /// The JSON Schema of the plugin's config type (its subschema in `generator`, whose
@@ -85,18 +99,18 @@ impl AnyPlugin {
         &self,
         generator: &mut schemars::SchemaGenerator,
     ) -> Option<schemars::Schema> {
-        self.plugin.config_schema(generator)
+        self.shared.plugin.config_schema(generator)
     }
 
     /// Whether `self` and `other` are the same plugin value (clones of one `AnyPlugin`).
     pub(crate) fn same(&self, other: &AnyPlugin) -> bool {
-        Arc::ptr_eq(&self.manifest, &other.manifest)
+        Arc::ptr_eq(&self.shared, &other.shared)
     }
 }
 
 impl fmt::Debug for AnyPlugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("AnyPlugin").field(&self.manifest).finish()
+        f.debug_tuple("AnyPlugin").field(self.manifest()).finish()
     }
 }
 

@@ -64,6 +64,8 @@ impl Runtime {
                 match next_step(&mut state) {
                     Some(step) => step,
                     None if state.notices.is_empty() => {
+                        // Every waiter is woken below.
+                        state.wake = false;
                         give_up_role(&mut state);
                         drop(state);
                         self.changed.notify_all();
@@ -187,7 +189,9 @@ impl Runtime {
             to: PluginState::Active,
             cause: TransitionCause::ConfigUpdated,
         };
-        state.notices.push(Notice::Transition(transition));
+        if state.announced::<PluginTransition>() {
+            state.notices.push(Notice::Transition(transition));
+        }
         true
     }
 
@@ -255,7 +259,7 @@ impl Runtime {
         }) else {
             return;
         };
-        let ready = match plugin.plugin.prepare(&config) {
+        let ready = match plugin.prepare(&config) {
             Ok(ready) => ready,
             Err(refused) => {
                 let error = CoreError::InvalidConfig {
@@ -487,8 +491,15 @@ impl Runtime {
         // keeps its room: a settle of many plugins does not grow a new list for every step.
         let mut notices = Vec::new();
         loop {
-            std::mem::swap(&mut self.state.lock().notices, &mut notices);
+            let wake = {
+                let mut state = self.state.lock();
+                std::mem::swap(&mut state.notices, &mut notices);
+                std::mem::take(&mut state.wake)
+            };
             if notices.is_empty() {
+                if wake {
+                    self.changed.notify_all();
+                }
                 return;
             }
             self.changed.notify_all();

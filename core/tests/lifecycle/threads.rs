@@ -164,3 +164,49 @@ fn four_threads_enabling_disabling_and_resolving_end_in_a_consistent_state() {
     ctx.enable("mt-base").unwrap();
     assert!(ctx.plugins().iter().all(|p| p.state == PluginState::Active));
 }
+
+/// A change no one listens to queues no event, yet a thread waiting for it is woken as soon
+/// as it is made, not when the settle it is part of ends: here the settle goes on with an
+/// apply that returns only once the waiter has been woken (or fails after ten seconds).
+#[test]
+fn a_waiter_is_woken_by_a_change_no_one_listens_to_while_the_settle_goes_on() {
+    pub struct Root;
+    pub struct First;
+    let (woken, heard) = std::sync::mpsc::channel::<()>();
+    let heard = std::sync::Mutex::new(heard);
+    let ctx = Context::builder().build().unwrap();
+    let first = ctx
+        .load(
+            plugin_fn("first", |scope, _: Dep<Root>| {
+                Ok(scope.provide(Arc::new(First))?)
+            })
+            .provides::<First>(),
+        )
+        .unwrap();
+    ctx.load(plugin_fn("second", move |_, _: Dep<First>| {
+        match heard.lock().unwrap().recv_timeout(Duration::from_secs(10)) {
+            Ok(()) => Ok(()),
+            Err(_) => Err("the waiter of `first` was not woken while `second` applied".into()),
+        }
+    }))
+    .unwrap();
+    let waiter = {
+        let first = first.clone();
+        std::thread::spawn(move || {
+            first.wait_active(Duration::from_secs(20)).unwrap();
+            woken.send(()).unwrap();
+        })
+    };
+    // Most runs have the waiter waiting by now; a waiter that comes later finds `first`
+    // active and returns at once, which passes as well.
+    std::thread::sleep(Duration::from_millis(50));
+    ctx.provide(Arc::new(Root)).unwrap();
+    waiter.join().unwrap();
+    let second = ctx.plugin("second").unwrap();
+    assert_eq!(
+        second.wait_settled(Duration::from_secs(20)).unwrap(),
+        PluginState::Active,
+        "{:?}",
+        second.error()
+    );
+}

@@ -1,7 +1,7 @@
 //! The requirement cycle a load would close: a search forward and backward from the new
 //! instance, a step at a time each, over the instances that are not disabled.
 
-use super::{RealmId, State, TypeMap, Users};
+use super::{RealmId, Role, State};
 use crate::key::ServiceKey;
 use crate::state::{InstanceId, PluginState};
 
@@ -25,22 +25,19 @@ impl State {
                 .is_some_and(|s| s != PluginState::Disabled)
         };
         // The live instances of `index` whose slot of each key is the one `realm` resolves it to.
-        let sharing = |index: &TypeMap<Users>, realm: RealmId, keys: &[ServiceKey]| {
+        let sharing = |role: Role, realm: RealmId, keys: &[ServiceKey]| {
             keys.iter()
                 .flat_map(|key| {
                     let slot = self.slot(realm, key.id());
-                    index
-                        .get(&key.id())
-                        .into_iter()
-                        .flatten()
-                        .copied()
+                    self.uses
+                        .of(key.id(), role)
                         .filter(move |&id| self.slot_for(Some(id), slot.type_id) == slot)
                 })
                 .filter(live)
                 .collect::<Vec<InstanceId>>()
         };
-        let providers = |realm, keys: &[ServiceKey]| sharing(&self.declarers, realm, keys);
-        let users = |realm, keys: &[ServiceKey]| sharing(&self.requirers, realm, keys);
+        let providers = |realm, keys: &[ServiceKey]| sharing(Role::Declares, realm, keys);
+        let users = |realm, keys: &[ServiceKey]| sharing(Role::Requires, realm, keys);
         if manifest
             .requires()
             .iter()

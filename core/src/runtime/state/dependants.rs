@@ -2,7 +2,7 @@
 //! apply, the consumers that go before a provider, the failed requirers tried again when it
 //! comes back, and whether one instance lives off another.
 
-use super::State;
+use super::{Role, State};
 use crate::key::ServiceKey;
 use crate::manifest::OptionalMode;
 use crate::state::{InstanceId, PluginState};
@@ -49,7 +49,7 @@ impl State {
         for at in self.services_of(id) {
             let type_id = at.type_id;
             let resolves_here = |other: InstanceId| self.slot_for(Some(other), type_id) == at;
-            for &other in self.requirers.get(&type_id).into_iter().flatten() {
+            for other in self.uses.of(type_id, Role::Requires) {
                 if matches!(
                     self.state_of(other),
                     Some(PluginState::Active | PluginState::Loading)
@@ -61,7 +61,7 @@ impl State {
             let Some(key) = self.services.get(&at).map(|slot| slot.key) else {
                 continue;
             };
-            for &other in self.optional_users.get(&type_id).into_iter().flatten() {
+            for other in self.uses.of(type_id, Role::Optional) {
                 if other != id
                     && resolves_here(other)
                     && self.restart_mode_user(other, &key, PluginState::Active)
@@ -81,11 +81,8 @@ impl State {
         self.services_of(id)
             .iter()
             .flat_map(|at| {
-                self.requirers
-                    .get(&at.type_id)
-                    .into_iter()
-                    .flatten()
-                    .copied()
+                self.uses
+                    .of(at.type_id, Role::Requires)
                     .filter(move |&other| self.slot_for(Some(other), at.type_id) == *at)
             })
             .filter(|&other| self.state_of(other) == Some(PluginState::Failed))

@@ -2,13 +2,12 @@
 //! provides), moved from state to state by the one transition function, and collected once
 //! disposed.
 
-use super::{Instance, Notice, RealmId, State, TypeMap, Users};
+use super::{Instance, Notice, RealmId, State};
 use crate::error::PluginError;
 use crate::info::{PluginTransition, TransitionCause};
 use crate::runtime::plugin::AnyPlugin;
 use crate::state::{InstanceId, PluginState};
 use serde_json::Value;
-use std::any::TypeId;
 use std::sync::Arc;
 
 impl State {
@@ -25,18 +24,19 @@ impl State {
     ) -> InstanceId {
         self.next_instance += 1;
         let id = InstanceId(self.next_instance);
-        // Shared, not copied: the wake-up indexes are filled from it once the plugin is moved
-        // into its record.
-        let manifest = plugin.manifest.clone();
+        let manifest = plugin.manifest();
         let plugin_name = manifest.name();
-        self.notices.push(Notice::Transition(PluginTransition {
-            plugin: plugin_name,
-            instance: id,
-            generation: 0,
-            from: None,
-            to: state,
-            cause: TransitionCause::Added,
-        }));
+        self.uses.add_instance(id, manifest);
+        if self.announced::<PluginTransition>() {
+            self.notices.push(Notice::Transition(PluginTransition {
+                plugin: plugin_name,
+                instance: id,
+                generation: 0,
+                from: None,
+                to: state,
+                cause: TransitionCause::Added,
+            }));
+        }
         self.names.insert(name.clone(), id);
         if parent.is_none() && realm == RealmId::ROOT {
             *self.root_plugins.entry(plugin_name).or_default() += 1;
@@ -56,15 +56,6 @@ impl State {
                 span: tracing::Span::none(),
             },
         );
-        for key in manifest.requires() {
-            self.requirers.entry(key.id()).or_default().push(id);
-        }
-        for (key, _) in manifest.optional() {
-            self.optional_users.entry(key.id()).or_default().push(id);
-        }
-        for key in manifest.provides() {
-            self.declarers.entry(key.id()).or_default().push(id);
-        }
         if state == PluginState::Pending {
             self.ready.insert(id);
         }
@@ -84,15 +75,7 @@ impl State {
                 *n -= 1;
             }
         }
-        for key in manifest.requires() {
-            unindex(&mut self.requirers, key.id(), id);
-        }
-        for (key, _) in manifest.optional() {
-            unindex(&mut self.optional_users, key.id(), id);
-        }
-        for key in manifest.provides() {
-            unindex(&mut self.declarers, key.id(), id);
-        }
+        self.uses.remove_instance(id, manifest);
         self.ready.remove(&id);
         self.restarts.remove(&id);
         self.roster.forget(id);
@@ -114,21 +97,24 @@ impl State {
             inst.generation += 1;
             inst.error = None;
         }
-        self.notices.push(Notice::Transition(PluginTransition {
-            plugin: inst.plugin.manifest().name(),
-            instance: id,
-            generation: inst.generation,
-            from: Some(from),
-            to,
-            cause,
-        }));
+        let generation = inst.generation;
+        if self.announced::<PluginTransition>() {
+            self.notices.push(Notice::Transition(PluginTransition {
+                plugin: self.plugin_name(id),
+                instance: id,
+                generation,
+                from: Some(from),
+                to,
+                cause,
+            }));
+        }
         match to {
             PluginState::Pending => {
                 self.ready.insert(id);
             }
             PluginState::Active => {
                 for slot in self.services_of(id) {
-                    self.publish(slot);
+                    self.services.publish(&slot);
                     self.service_appeared(slot, Some(id));
                 }
             }
@@ -140,15 +126,6 @@ impl State {
     pub(crate) fn set_error(&mut self, id: InstanceId, error: PluginError) {
         if let Some(inst) = self.instances.get_mut(&id) {
             inst.error = Some(Box::new(error));
-        }
-    }
-}
-
-fn unindex(index: &mut TypeMap<Users>, key: TypeId, id: InstanceId) {
-    if let Some(list) = index.get_mut(&key) {
-        list.retain(|x| *x != id);
-        if list.is_empty() {
-            index.remove(&key);
         }
     }
 }

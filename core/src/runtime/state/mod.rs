@@ -2,7 +2,8 @@
 //! command queue) and the operations on them, one module per idea: the life of an instance's
 //! record and the one transition function ([`instances`]), instance names ([`naming`]), the
 //! cycle a load would close ([`cycle`]), registrations and their owners ([`owned`]), service
-//! slots ([`services`]), who depends on whom ([`dependants`]), listeners ([`listeners`]),
+//! slots (the table, [`slots`]; what registering and removing one does, [`services`]), the
+//! wake-up index ([`uses`]), who depends on whom ([`dependants`]), listeners ([`listeners`]),
 //! leave hooks ([`leave_hooks`]) and what introspection reads ([`infos`]). Everything here
 //! runs under the state lock and never calls user code: values that may run user code when
 //! dropped are handed back to the caller to drop after the lock.
@@ -17,8 +18,10 @@ pub(crate) mod naming;
 mod owned;
 pub(crate) mod realms;
 mod services;
+mod slots;
+mod uses;
 
-use super::cells::{ListenerCell, ServiceCell, ServiceValue};
+use super::cells::{ListenerCell, ServiceValue};
 use super::plugin::AnyPlugin;
 use super::roster::Roster;
 use crate::error::{BoxError, PluginError};
@@ -33,14 +36,11 @@ use std::sync::Arc;
 use std::thread::ThreadId;
 
 pub(crate) use realms::{RealmId, RealmRecord, SlotKey, SlotMap};
+use slots::Slots;
+use uses::{Role, Uses};
 
 /// A map keyed by `TypeId`, hashed with `FxHasher` (a `TypeId` is already a hash).
 pub(crate) type TypeMap<V> = rustc_hash::FxHashMap<TypeId, V>;
-
-/// The instances of one entry of a wake-up index (requiring, using or declaring one service
-/// type): held in the entry itself up to two (most service types have one provider and a
-/// few users), so that filling and reading the indexes allocates nothing per instance.
-pub(crate) type Users = smallvec::SmallVec<[InstanceId; 2]>;
 
 /// Who registers something: the root, or an instance at one generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,19 +62,25 @@ pub(crate) enum Owned {
     Absorber(Arc<ConfigFn>),
 }
 
+/// An instance's record. Laid out in the order written (`repr(C)`): what a step reads of
+/// nearly every record it looks up (plugin, state, realm, generation, error, config: 48 bytes)
+/// first, beside the map's key, then the name, then what only some steps read (registrations,
+/// parent, span), so that a lookup in a context too large for the CPU's caches touches one or
+/// two cache lines of the record, not three.
+#[repr(C)]
 pub(crate) struct Instance {
     pub(crate) plugin: AnyPlugin,
-    pub(crate) name: Arc<str>,
-    pub(crate) parent: Option<InstanceId>,
+    pub(crate) state: PluginState,
     /// The isolation realm it resolves services in (its parent's, unless loaded into one).
     pub(crate) realm: RealmId,
-    pub(crate) config: StoredConfig,
-    pub(crate) state: PluginState,
     pub(crate) generation: u64,
     /// The last apply's error, boxed: most records never hold one, and the record is read
     /// on every transition.
     pub(crate) error: Option<Box<PluginError>>,
+    pub(crate) config: StoredConfig,
+    pub(crate) name: Arc<str>,
     pub(crate) owned: Vec<Owned>,
+    pub(crate) parent: Option<InstanceId>,
     /// The span of the current generation (`tracing::Span::none()` before the first apply):
     /// entered around its apply, listeners, spawned work and teardown.
     pub(crate) span: tracing::Span,
@@ -103,8 +109,7 @@ pub(crate) struct ServiceSlot {
     pub(crate) value: Arc<ServiceValue>,
     pub(crate) key: ServiceKey,
     pub(crate) provider: Option<InstanceId>,
-    pub(crate) cell: Arc<ServiceCell>,
-    /// Whether the value is in the cell (readers see it).
+    /// Whether the value is in the slot's cell (readers see it).
     pub(crate) published: bool,
 }
 
@@ -212,12 +217,9 @@ pub(crate) struct State {
     /// How many root instances each plugin has.
     root_plugins: rustc_hash::FxHashMap<&'static str, usize>,
     next_instance: u64,
-    pub(crate) services: SlotMap<ServiceSlot>,
-    /// The cell of every service slot ever provided or followed (the writer's side of the
-    /// runtime's lock-free index, or of its realm's).
-    service_cells: SlotMap<Arc<ServiceCell>>,
-    /// Listeners of each event key in registration order, with the typed list published in
-    /// the key's cell for emits.
+    /// The service slots, each with its cell (the writer's side of the runtime's lock-free
+    /// index, or of its realm's).
+    pub(crate) services: Slots,
     listeners: TypeMap<ListenerSet>,
     leave_hooks: SlotMap<Vec<LeaveHook>>,
     next_registration: u64,
@@ -227,20 +229,19 @@ pub(crate) struct State {
     realms: rustc_hash::FxHashMap<RealmId, RealmRecord>,
     realm_names: rustc_hash::FxHashMap<Arc<str>, RealmId>,
     next_realm: u64,
-    /// Instances requiring each service type (any state, any realm: a user filters them by
-    /// the slot they resolve to), for O(degree) wake-ups and teardowns.
-    requirers: TypeMap<Users>,
-    /// Instances listing each service as optional.
-    optional_users: TypeMap<Users>,
-    /// Instances declaring each service in their manifest, for the cycle check of a load.
-    declarers: TypeMap<Users>,
+    /// Instances requiring, following as optional or declaring each service type.
+    uses: Uses,
     /// Candidates for applying, re-checked when taken (pending with nothing missing).
     ready: BTreeSet<InstanceId>,
     /// Active restart-mode instances whose optional service appeared.
     pub(crate) restarts: BTreeSet<InstanceId>,
     pub(crate) queue: VecDeque<Command>,
-    /// Transitions and service changes to publish once the lock is released.
+    /// Transitions and service changes to publish once the lock is released (those of an
+    /// event type someone listens to: see [`State::announced`]).
     pub(crate) notices: Vec<Notice>,
+    /// Whether a change that queued no notice (no one listened) happened since the last
+    /// publish: waiters are woken for it all the same.
+    pub(crate) wake: bool,
     /// The thread running the settle loop, if one is.
     pub(crate) settler: Option<ThreadId>,
     /// Changes submitted so far, and how many of them a finished settle covered: a ticket for
@@ -268,8 +269,7 @@ impl State {
             names: Default::default(),
             root_plugins: Default::default(),
             next_instance: 0,
-            services: SlotMap::default(),
-            service_cells: SlotMap::default(),
+            services: Slots::default(),
             listeners: TypeMap::default(),
             leave_hooks: SlotMap::default(),
             realms: Default::default(),
@@ -277,13 +277,12 @@ impl State {
             next_realm: 0,
             next_registration: 0,
             root_owned: Vec::new(),
-            requirers: TypeMap::default(),
-            optional_users: TypeMap::default(),
-            declarers: TypeMap::default(),
+            uses: Uses::default(),
             ready: BTreeSet::new(),
             restarts: BTreeSet::new(),
             queue: VecDeque::new(),
             notices: Vec::new(),
+            wake: false,
             settler: None,
             submitted: 0,
             settled: 0,
@@ -338,15 +337,26 @@ impl State {
     /// tables once instead of rehashing each several times as it goes.
     pub(crate) fn reserve(&mut self, additional: usize) {
         self.instances.reserve(additional);
-        // An `Added` notice each, published once the build has added them all.
-        self.notices.reserve(additional);
         self.names.reserve(additional);
         self.root_plugins.reserve(additional);
-        self.requirers.reserve(additional);
-        self.declarers.reserve(additional);
+        self.uses.reserve(additional);
         self.services.reserve(additional);
-        self.service_cells.reserve(additional);
         self.roster.reserve(additional);
+    }
+
+    /// Whether the notice of a change, published as an event of type `E`, is worth making:
+    /// someone listens to `E` now. A change no one listens to is not announced (a listener
+    /// added later does not hear of earlier changes, as it would not have had the notice been
+    /// queued: the lock is held from the change to the queuing); the next publish wakes the
+    /// waiters for it all the same. A build of thousands of plugins, which no one listens to
+    /// yet, then makes no notice at all.
+    pub(crate) fn announced<E: 'static>(&mut self) -> bool {
+        let listened = self
+            .listeners
+            .get(&TypeId::of::<E>())
+            .is_some_and(|set| !set.records.is_empty());
+        self.wake |= !listened;
+        listened
     }
 
     pub(crate) fn instance(&self, id: InstanceId) -> Option<&Instance> {
@@ -363,15 +373,14 @@ impl State {
     /// check nothing is left behind.
     #[cfg(test)]
     pub(crate) fn table_sizes(&self) -> [usize; 8] {
-        let index_entries = |index: &TypeMap<Users>| index.values().map(|users| users.len()).sum();
         [
             self.instances.len(),
             self.names.len(),
             self.services.len(),
             self.listeners.values().map(|set| set.records.len()).sum(),
             self.leave_hooks.values().map(Vec::len).sum(),
-            index_entries(&self.requirers),
-            index_entries(&self.optional_users) + index_entries(&self.declarers),
+            self.uses.count(Role::Requires),
+            self.uses.count(Role::Optional) + self.uses.count(Role::Declares),
             self.ready.len() + self.restarts.len() + self.queue.len() + self.notices.len(),
         ]
     }
@@ -384,6 +393,18 @@ mod tests {
 
     struct Base;
     struct Extra;
+
+    #[test]
+    fn what_every_step_reads_of_a_record_fits_a_cache_line_with_the_maps_key() {
+        use super::Instance;
+        use std::mem::offset_of;
+        type Bucket = (crate::state::InstanceId, Instance);
+        let hot_end = offset_of!(Bucket, 1) + offset_of!(Instance, name);
+        assert!(
+            hot_end <= 64,
+            "key, plugin, state, realm, generation, error and config end at {hot_end}"
+        );
+    }
 
     #[test]
     fn a_thousand_restarts_of_a_parent_with_children_leave_every_table_as_it_was() {

@@ -9,7 +9,7 @@
 
 use super::{Instance, Owned, State};
 use crate::error::CoreError;
-use crate::graph::InstanceNode;
+use crate::graph::Node;
 use crate::key::ServiceKey;
 use crate::runtime::cells::{Index, ServiceCell};
 use crate::state::InstanceId;
@@ -210,8 +210,8 @@ impl State {
     /// Removes the realms of `tree` and the cells of their slots; the records are returned
     /// to be dropped after the lock.
     pub(crate) fn remove_realms(&mut self, tree: &[RealmId]) -> Vec<RealmRecord> {
-        self.service_cells
-            .retain(|slot, _| !tree.contains(&slot.realm));
+        self.services
+            .forget_empty(|slot| tree.contains(&slot.realm));
         tree.iter()
             .filter_map(|realm| {
                 let record = self.realms.remove(realm)?;
@@ -277,7 +277,7 @@ impl State {
 impl State {
     /// The static dependency graph of the root instances (enabled and disabled).
     pub(crate) fn graph(&self) -> crate::graph::DependencyGraph {
-        crate::graph::DependencyGraph::of_realm_instances(
+        crate::graph::DependencyGraph::of_nodes(
             self.in_order()
                 .into_iter()
                 .filter(|(_, inst)| inst.parent.is_none())
@@ -288,8 +288,8 @@ impl State {
 
     /// `inst` as a node of a dependency graph (enabled as given), with its realm and the
     /// realm slots its service types resolve to.
-    pub(crate) fn graph_node(&self, inst: &Instance, enabled: bool) -> InstanceNode {
-        let manifest = inst.plugin.manifest.clone();
+    pub(crate) fn graph_node(&self, inst: &Instance, enabled: bool) -> Node {
+        let manifest = inst.plugin.manifest();
         let keys = manifest
             .requires()
             .iter()
@@ -301,12 +301,6 @@ impl State {
                 Some((key.id(), self.realm_name(slot.realm)?))
             })
             .collect();
-        (
-            inst.name.clone(),
-            manifest.clone(),
-            enabled,
-            self.realm_name(inst.realm),
-            slots,
-        )
+        Node::new(inst.name.clone(), manifest, enabled).in_realm(self.realm_name(inst.realm), slots)
     }
 }

@@ -1,8 +1,11 @@
 //! Service slots: registered, published in their cells for lock-free readers (at once, or when
 //! their provider becomes active), announced, and removed; the cell of each service type.
 
-use super::{Notice, Owned, RealmId, ServiceChange, ServiceSlot, SlotKey, State};
+use super::{
+    Notice, Owned, RealmId, RealmRecord, Role, ServiceChange, ServiceSlot, SlotKey, State,
+};
 use crate::error::CoreError;
+use crate::info::ServiceChanged;
 use crate::key::ServiceKey;
 use crate::runtime::cells::{Index, ServiceCell, ServiceValue};
 use crate::runtime::hazard::Withdrawn;
@@ -10,40 +13,25 @@ use crate::state::{InstanceId, PluginState};
 use std::sync::Arc;
 
 impl State {
-    /// Publishes `slot` in its cell, so readers see it. A slot is published
-    /// once (when it is registered readable, or when its provider becomes active) and its cell
-    /// is empty until then (the previous slot of the type emptied it on removal), so this
-    /// releases nothing and may run under the lock.
-    pub(super) fn publish(&mut self, slot: SlotKey) {
-        if let Some(slot) = self.services.get_mut(&slot) {
-            slot.published = true;
-            drop(slot.cell.set(Some(slot.value.clone())));
-        }
-    }
-
     /// A service became readable: wake its pending requirers, schedule restarts of its
     /// restart-mode optional users (those resolving to `at`), and queue the notice.
     pub(super) fn service_appeared(&mut self, at: SlotKey, provider: Option<InstanceId>) {
-        let Some(slot) = self.services.get(&at) else {
+        let Some(key) = self.services.get(&at).map(|slot| slot.key) else {
             return;
         };
-        self.notices.push(Notice::Service(ServiceChange {
-            key: slot.key,
-            provider: provider.map(|id| self.plugin_name(id)),
-            available: true,
-            realm: self.realm_name(at.realm).map(|name| name.to_string()),
-        }));
-        let key = slot.key;
-        let type_id = at.type_id;
-        if let Some(requirers) = self.requirers.get(&type_id) {
-            self.ready.extend(requirers.iter().copied());
+        if self.announced::<ServiceChanged>() {
+            self.notices.push(Notice::Service(ServiceChange {
+                key,
+                provider: provider.map(|id| self.plugin_name(id)),
+                available: true,
+                realm: self.realm_name(at.realm).map(|name| name.to_string()),
+            }));
         }
+        let type_id = at.type_id;
+        self.ready.extend(self.uses.of(type_id, Role::Requires));
         let users: Vec<InstanceId> = self
-            .optional_users
-            .get(&type_id)
-            .into_iter()
-            .flatten()
-            .copied()
+            .uses
+            .of(type_id, Role::Optional)
             .filter(|&user| {
                 Some(user) != provider
                     && self.slot_for(Some(user), type_id) == at
@@ -82,14 +70,14 @@ impl State {
                 plugin: self.name_of(owner).to_string(),
             });
         }
-        let cell = self.service_cell(cells, at, key);
-        self.services.insert(
+        let realms = &self.realms;
+        self.services.fill(
             at,
+            || new_cell(realms, cells, at, key),
             ServiceSlot {
                 value,
                 key,
                 provider: owner,
-                cell,
                 published: false,
             },
         );
@@ -99,7 +87,7 @@ impl State {
         }
         let visible_now = owner.is_none_or(|id| self.state_of(id) == Some(PluginState::Active));
         if visible_now {
-            self.publish(at);
+            self.services.publish(&at);
             self.service_appeared(at, owner);
         }
         Ok(())
@@ -114,26 +102,19 @@ impl State {
         slot: SlotKey,
         key: ServiceKey,
     ) -> Arc<ServiceCell> {
-        if let Some(cell) = self.service_cells.get(&slot) {
-            return cell.clone();
-        }
-        let cell = Arc::new(ServiceCell::new(key));
-        match self.realms.get(&slot.realm) {
-            Some(realm) => realm.cells.insert(key.id(), cell.clone()),
-            None => cells.insert(key.id(), cell.clone()),
-        }
-        self.service_cells.insert(slot, cell.clone());
-        cell
+        let realms = &self.realms;
+        self.services
+            .cell(slot, || new_cell(realms, cells, slot, key))
+            .clone()
     }
 
     /// Removes a service slot and withdraws its value from readers; if it had been announced,
     /// queues the notice that it went. Both are returned, to be dropped outside the lock.
     pub(crate) fn remove_service(&mut self, at: SlotKey) -> Option<(ServiceSlot, Withdrawn)> {
-        let slot = self.services.remove(&at)?;
-        let withdrawn = slot.cell.set(None);
+        let (slot, withdrawn) = self.services.remove(&at)?;
         // A service provided by an apply that then failed was never readable, so it does not
         // go either.
-        if slot.published {
+        if slot.published && self.announced::<ServiceChanged>() {
             self.notices.push(Notice::Service(ServiceChange {
                 key: slot.key,
                 provider: slot.provider.map(|id| self.plugin_name(id)),
@@ -151,4 +132,20 @@ impl State {
                 .is_none_or(|id| self.state_of(id) == Some(PluginState::Active))
         })
     }
+}
+
+/// A new cell for service `key` at `slot`, added to the readers' index: `cells` for the root
+/// realm, the realm's own otherwise.
+fn new_cell(
+    realms: &rustc_hash::FxHashMap<RealmId, RealmRecord>,
+    cells: &Index<ServiceCell>,
+    slot: SlotKey,
+    key: ServiceKey,
+) -> Arc<ServiceCell> {
+    let cell = Arc::new(ServiceCell::new(key));
+    match realms.get(&slot.realm) {
+        Some(realm) => realm.cells.insert(key.id(), cell.clone()),
+        None => cells.insert(key.id(), cell.clone()),
+    }
+    cell
 }

@@ -189,9 +189,7 @@ impl Runtime {
             to: PluginState::Active,
             cause: TransitionCause::ConfigUpdated,
         };
-        if state.announced::<PluginTransition>() {
-            state.notices.push(Notice::Transition(transition));
-        }
+        state.announce(|_| transition);
         true
     }
 

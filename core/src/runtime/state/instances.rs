@@ -2,7 +2,7 @@
 //! provides), moved from state to state by the one transition function, and collected once
 //! disposed.
 
-use super::{Instance, Notice, RealmId, State};
+use super::{Instance, RealmId, State};
 use crate::error::PluginError;
 use crate::info::{PluginTransition, TransitionCause};
 use crate::runtime::plugin::AnyPlugin;
@@ -27,16 +27,14 @@ impl State {
         let manifest = plugin.manifest();
         let plugin_name = manifest.name();
         self.uses.add_instance(id, manifest);
-        if self.announced::<PluginTransition>() {
-            self.notices.push(Notice::Transition(PluginTransition {
-                plugin: plugin_name,
-                instance: id,
-                generation: 0,
-                from: None,
-                to: state,
-                cause: TransitionCause::Added,
-            }));
-        }
+        self.announce(|_| PluginTransition {
+            plugin: plugin_name,
+            instance: id,
+            generation: 0,
+            from: None,
+            to: state,
+            cause: TransitionCause::Added,
+        });
         self.names.insert(name.clone(), id);
         if parent.is_none() && realm == RealmId::ROOT {
             *self.root_plugins.entry(plugin_name).or_default() += 1;
@@ -98,16 +96,14 @@ impl State {
             inst.error = None;
         }
         let generation = inst.generation;
-        if self.announced::<PluginTransition>() {
-            self.notices.push(Notice::Transition(PluginTransition {
-                plugin: self.plugin_name(id),
-                instance: id,
-                generation,
-                from: Some(from),
-                to,
-                cause,
-            }));
-        }
+        self.announce(|state| PluginTransition {
+            plugin: state.plugin_name(id),
+            instance: id,
+            generation,
+            from: Some(from),
+            to,
+            cause,
+        });
         match to {
             PluginState::Pending => {
                 self.ready.insert(id);

@@ -137,6 +137,31 @@ pub(crate) enum Notice {
     Service(ServiceChange),
 }
 
+/// A change queued as a [`Notice`], with the event type it is published as.
+pub(crate) trait Announced: Into<Notice> {
+    type Event: 'static;
+}
+
+impl From<PluginTransition> for Notice {
+    fn from(transition: PluginTransition) -> Self {
+        Notice::Transition(transition)
+    }
+}
+
+impl Announced for PluginTransition {
+    type Event = PluginTransition;
+}
+
+impl From<ServiceChange> for Notice {
+    fn from(change: ServiceChange) -> Self {
+        Notice::Service(change)
+    }
+}
+
+impl Announced for ServiceChange {
+    type Event = ServiceChanged;
+}
+
 /// A [`ServiceChanged`] before its service is named: the key's short name (a call into the
 /// service type's own code and a read of its type name) is looked up only when someone
 /// listens, as a build of thousands of plugins with no listener pays it for none.
@@ -344,19 +369,23 @@ impl State {
         self.roster.reserve(additional);
     }
 
-    /// Whether the notice of a change, published as an event of type `E`, is worth making:
-    /// someone listens to `E` now. A change no one listens to is not announced (a listener
+    /// Queues the notice of a change when someone listens to its event type now, the notice
+    /// made by `make` only then. A change no one listens to is not announced (a listener
     /// added later does not hear of earlier changes, as it would not have had the notice been
     /// queued: the lock is held from the change to the queuing); the next publish wakes the
     /// waiters for it all the same. A build of thousands of plugins, which no one listens to
     /// yet, then makes no notice at all.
-    pub(crate) fn announced<E: 'static>(&mut self) -> bool {
+    pub(crate) fn announce<N: Announced>(&mut self, make: impl FnOnce(&Self) -> N) {
         let listened = self
             .listeners
-            .get(&TypeId::of::<E>())
+            .get(&TypeId::of::<N::Event>())
             .is_some_and(|set| !set.records.is_empty());
-        self.wake |= !listened;
-        listened
+        if listened {
+            let notice = make(self).into();
+            self.notices.push(notice);
+        } else {
+            self.wake = true;
+        }
     }
 
     pub(crate) fn instance(&self, id: InstanceId) -> Option<&Instance> {

@@ -1,11 +1,8 @@
 //! Service slots: registered, published in their cells for lock-free readers (at once, or when
 //! their provider becomes active), announced, and removed; the cell of each service type.
 
-use super::{
-    Notice, Owned, RealmId, RealmRecord, Role, ServiceChange, ServiceSlot, SlotKey, State,
-};
+use super::{Owned, RealmId, RealmRecord, Role, ServiceChange, ServiceSlot, SlotKey, State};
 use crate::error::CoreError;
-use crate::info::ServiceChanged;
 use crate::key::ServiceKey;
 use crate::runtime::cells::{Index, ServiceCell, ServiceValue};
 use crate::runtime::hazard::Withdrawn;
@@ -19,14 +16,12 @@ impl State {
         let Some(key) = self.services.get(&at).map(|slot| slot.key) else {
             return;
         };
-        if self.announced::<ServiceChanged>() {
-            self.notices.push(Notice::Service(ServiceChange {
-                key,
-                provider: provider.map(|id| self.plugin_name(id)),
-                available: true,
-                realm: self.realm_name(at.realm).map(|name| name.to_string()),
-            }));
-        }
+        self.announce(|state| ServiceChange {
+            key,
+            provider: provider.map(|id| state.plugin_name(id)),
+            available: true,
+            realm: state.realm_name(at.realm).map(|name| name.to_string()),
+        });
         let type_id = at.type_id;
         self.ready.extend(self.uses.of(type_id, Role::Requires));
         let users: Vec<InstanceId> = self
@@ -114,13 +109,13 @@ impl State {
         let (slot, withdrawn) = self.services.remove(&at)?;
         // A service provided by an apply that then failed was never readable, so it does not
         // go either.
-        if slot.published && self.announced::<ServiceChanged>() {
-            self.notices.push(Notice::Service(ServiceChange {
+        if slot.published {
+            self.announce(|state| ServiceChange {
                 key: slot.key,
-                provider: slot.provider.map(|id| self.plugin_name(id)),
+                provider: slot.provider.map(|id| state.plugin_name(id)),
                 available: false,
-                realm: self.realm_name(at.realm).map(|name| name.to_string()),
-            }));
+                realm: state.realm_name(at.realm).map(|name| name.to_string()),
+            });
         }
         Some((slot, withdrawn))
     }

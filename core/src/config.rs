@@ -2,6 +2,7 @@
 //! groups that switch together.
 
 use crate::error::CoreError;
+use crate::runtime::plugin::ParsedConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -211,6 +212,29 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, 
     T::deserialize(value).map_err(|_| refusal::<T>(value))
 }
 
+/// [`parse`] into the box an apply takes its config in.
+///
+/// # Errors
+///
+/// As [`parse`].
+pub(crate) fn parse_boxed<T: serde::de::DeserializeOwned + 'static>(
+    value: &Value,
+) -> Result<ParsedConfig, ConfigRefused> {
+    parse::<T>(value).map(|config| Box::new(config) as ParsedConfig)
+}
+
+/// The config [`parse_boxed`] parsed into `T`.
+///
+/// # Panics
+///
+/// When `config` holds another type: it was not parsed for this plugin.
+pub(crate) fn unbox<T: 'static>(config: ParsedConfig) -> T {
+    match config.downcast::<T>() {
+        Ok(config) => *config,
+        Err(_) => panic!("a config parsed for another plugin type"),
+    }
+}
+
 /// serde's message for a refused `value`, with the path of the offending field.
 #[cold]
 fn refusal<T: serde::de::DeserializeOwned>(value: &Value) -> ConfigRefused {
@@ -226,5 +250,43 @@ fn refusal<T: serde::de::DeserializeOwned>(value: &Value) -> ConfigRefused {
                 message: e.into_inner().to_string(),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_boxed, unbox};
+    use crate::NoConfig;
+    use serde::Deserialize;
+    use serde_json::{json, Value};
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Pool {
+        #[serde(default)]
+        size: u32,
+    }
+
+    #[test]
+    fn a_boxed_config_comes_back_as_parsed_with_null_read_as_empty() {
+        assert_eq!(
+            unbox::<Pool>(parse_boxed::<Pool>(&json!({ "size": 4 })).unwrap()),
+            Pool { size: 4 }
+        );
+        assert_eq!(
+            unbox::<Pool>(parse_boxed::<Pool>(&Value::Null).unwrap()),
+            Pool { size: 0 }
+        );
+        let refused = parse_boxed::<Pool>(&json!({ "size": "many" })).unwrap_err();
+        assert_eq!(refused.path, "size");
+        assert_eq!(
+            unbox::<NoConfig>(parse_boxed::<NoConfig>(&Value::Null).unwrap()),
+            NoConfig
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "a config parsed for another plugin type")]
+    fn a_config_parsed_for_another_type_is_refused_loudly() {
+        let _ = unbox::<NoConfig>(parse_boxed::<Pool>(&Value::Null).unwrap());
     }
 }

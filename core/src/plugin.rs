@@ -2,12 +2,12 @@
 //! type of plugins without one ([`NoConfig`]), and link-time registration
 //! ([`crate::submit_plugin!`]).
 
-use crate::config::{parse, ConfigRefused};
-use crate::dep::Deps;
+use crate::config::{parse_boxed, unbox, ConfigRefused};
+use crate::dep::{Deps, DepsCx};
 use crate::error::BoxError;
 use crate::key::ServiceKey;
 use crate::manifest::Manifest;
-use crate::runtime::plugin::{AnyPlugin, ErasedPlugin, ReadyApply};
+use crate::runtime::plugin::{AnyPlugin, ErasedPlugin, ParsedConfig};
 use crate::scope::Scope;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -232,16 +232,14 @@ fn manifest_of<P: Plugin>() -> Manifest {
 struct Typed<P>(P);
 
 impl<P: Plugin> ErasedPlugin for Typed<P> {
-    fn check_config(&self, config: &Value) -> Result<(), ConfigRefused> {
-        parse::<P::Config>(config).map(drop)
+    fn parse_config(&self, config: &Value) -> Result<ParsedConfig, ConfigRefused> {
+        parse_boxed::<P::Config>(config)
     }
 
-    fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, ConfigRefused> {
-        let config = parse::<P::Config>(config)?;
-        Ok(Box::new(move |scope, cx| {
-            let deps = P::Deps::resolve(cx)?;
-            self.0.apply(scope, config, deps)
-        }))
+    fn apply(&self, scope: &Scope, cx: &DepsCx<'_>, config: ParsedConfig) -> Result<(), BoxError> {
+        let config = unbox::<P::Config>(config);
+        let deps = P::Deps::resolve(cx)?;
+        self.0.apply(scope, config, deps)
     }
 
     fn config_schema(&self, generator: &mut schemars::SchemaGenerator) -> Option<schemars::Schema> {
@@ -464,16 +462,14 @@ where
     D: Deps,
     F: FnApply<D>,
 {
-    fn check_config(&self, config: &Value) -> Result<(), ConfigRefused> {
-        parse::<F::Config>(config).map(drop)
+    fn parse_config(&self, config: &Value) -> Result<ParsedConfig, ConfigRefused> {
+        parse_boxed::<F::Config>(config)
     }
 
-    fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, ConfigRefused> {
-        let config = parse::<F::Config>(config)?;
-        Ok(Box::new(move |scope, cx| {
-            let deps = D::resolve(cx)?;
-            self.apply.call(scope, config, deps)
-        }))
+    fn apply(&self, scope: &Scope, cx: &DepsCx<'_>, config: ParsedConfig) -> Result<(), BoxError> {
+        let config = unbox::<F::Config>(config);
+        let deps = D::resolve(cx)?;
+        self.apply.call(scope, config, deps)
     }
 
     fn config_schema(&self, generator: &mut schemars::SchemaGenerator) -> Option<schemars::Schema> {

@@ -11,27 +11,40 @@ use crate::manifest::Manifest;
 use crate::scope::Scope;
 use crate::state::InstanceId;
 use serde_json::Value;
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-/// An apply whose config has been parsed, ready to run once.
-pub(crate) type ReadyApply<'a> = Box<dyn FnOnce(&Scope, &DepsCx<'_>) -> Result<(), BoxError> + 'a>;
+/// A plugin's config parsed into its config type, boxed (no allocation for a config type of
+/// no size, such as [`crate::NoConfig`]), between [`ErasedPlugin::parse_config`] and
+/// [`ErasedPlugin::apply`].
+pub(crate) type ParsedConfig = Box<dyn Any>;
 
 /// A plugin as the runtime drives it.
+///
+/// A context of many plugin types runs each type's `apply` once a build: its code is what each
+/// type costs in the instruction cache, so everything that does not depend on the plugin type
+/// lives outside it (parsing a config of a type many plugins share, such as
+/// [`crate::NoConfig`], compiles to one function for all of them).
 pub(crate) trait ErasedPlugin: Send + Sync + 'static {
     /// Parses `config` (null read as `{}`) into the plugin's config type.
     ///
     /// # Errors
     ///
     /// Serde's message, naming the field path.
-    fn check_config(&self, config: &Value) -> Result<(), ConfigRefused>;
+    fn parse_config(&self, config: &Value) -> Result<ParsedConfig, ConfigRefused>;
 
-    /// Parses `config` once and returns the apply that uses it.
+    /// Runs the apply with a config [`ErasedPlugin::parse_config`] parsed, resolving the
+    /// dependency handles from `cx`.
     ///
     /// # Errors
     ///
-    /// As [`ErasedPlugin::check_config`].
-    fn prepare<'a>(&'a self, config: &Value) -> Result<ReadyApply<'a>, ConfigRefused>;
+    /// What the apply returns, or the unavailable dependency.
+    ///
+    /// # Panics
+    ///
+    /// When `config` is not of the plugin's config type (it was not parsed by this plugin).
+    fn apply(&self, scope: &Scope, cx: &DepsCx<'_>, config: ParsedConfig) -> Result<(), BoxError>;
 
     /// The JSON Schema of the config type, when the plugin declares one.
     fn config_schema(&self, generator: &mut schemars::SchemaGenerator) -> Option<schemars::Schema>;
@@ -66,13 +79,23 @@ impl AnyPlugin {
         &self.shared.manifest
     }
 
-    /// Parses `config` once and returns the apply that uses it ([`ErasedPlugin::prepare`]).
+    /// Parses `config` for an apply ([`ErasedPlugin::parse_config`]).
     ///
     /// # Errors
     ///
     /// As [`AnyPlugin::check_config`].
-    pub(crate) fn prepare(&self, config: &Value) -> Result<ReadyApply<'_>, ConfigRefused> {
-        self.shared.plugin.prepare(config)
+    pub(crate) fn parse_config(&self, config: &Value) -> Result<ParsedConfig, ConfigRefused> {
+        self.shared.plugin.parse_config(config)
+    }
+
+    /// Runs the apply with `config` from [`AnyPlugin::parse_config`] ([`ErasedPlugin::apply`]).
+    pub(crate) fn apply(
+        &self,
+        scope: &Scope,
+        cx: &DepsCx<'_>,
+        config: ParsedConfig,
+    ) -> Result<(), BoxError> {
+        self.shared.plugin.apply(scope, cx, config)
     }
 
     /// The plugin name.
@@ -88,7 +111,7 @@ impl AnyPlugin {
     /// Why: the path of the offending field inside the config and serde's message
     /// (`compression: unknown variant "brotli", expected "none" or "zstd"`).
     pub fn check_config(&self, config: &Value) -> Result<(), ConfigRefused> {
-        self.shared.plugin.check_config(config)
+        self.shared.plugin.parse_config(config).map(drop)
     }
 
     /// The JSON Schema of the plugin's config type (its subschema in `generator`, whose

@@ -257,8 +257,8 @@ impl Runtime {
         }) else {
             return;
         };
-        let ready = match plugin.prepare(&config) {
-            Ok(ready) => ready,
+        let parsed = match plugin.parse_config(&config) {
+            Ok(parsed) => parsed,
             Err(refused) => {
                 let error = CoreError::InvalidConfig {
                     plugin: name.to_string(),
@@ -296,8 +296,9 @@ impl Runtime {
         let cx = DepsCx {
             applying: &applying,
         };
-        let failure = match catch_unwind(AssertUnwindSafe(|| span.in_scope(|| ready(&scope, &cx))))
-        {
+        let failure = match catch_unwind(AssertUnwindSafe(|| {
+            span.in_scope(|| plugin.apply(&scope, &cx, parsed))
+        })) {
             Ok(Ok(())) => None,
             Ok(Err(error)) => Some(PluginError::from_apply(&name, error)),
             Err(payload) => Some(PluginError::panicked(

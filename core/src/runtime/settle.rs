@@ -224,15 +224,7 @@ impl Runtime {
     /// Disposes every root instance in reverse order (each after the instances that use it),
     /// then what the root scope registered, in reverse order.
     pub(super) fn dispose_all(self: &Arc<Self>) {
-        let roots: Vec<InstanceId> = {
-            let state = self.state.lock();
-            state
-                .in_order()
-                .into_iter()
-                .filter(|(_, inst)| inst.parent.is_none())
-                .map(|(id, _)| id)
-                .collect()
-        };
+        let roots = self.state.lock().ids_in_order(|inst| inst.parent.is_none());
         for id in roots.into_iter().rev() {
             self.teardown(id, PluginState::Disposed, TransitionCause::Disposed);
         }

@@ -327,6 +327,19 @@ impl State {
         all
     }
 
+    /// The ids of the live instances `keep` selects, in the order they were added: each record
+    /// is read once, in the table's own order, and only the selected ids are sorted.
+    pub(crate) fn ids_in_order(&self, keep: impl Fn(&Instance) -> bool) -> Vec<InstanceId> {
+        let mut ids: Vec<InstanceId> = self
+            .instances
+            .iter()
+            .filter(|(_, inst)| keep(inst))
+            .map(|(&id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// Queues `command`, coalesced with the last queued command about the same instance when
     /// it is the same change (a second enable, disable, dispose or restart right after the
     /// first changes nothing more; a config update replaces the config of the queued one), so

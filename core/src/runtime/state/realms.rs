@@ -188,11 +188,7 @@ impl State {
 
     /// The live instances in any realm of `tree`, in the order they were added.
     pub(crate) fn members(&self, tree: &[RealmId]) -> Vec<InstanceId> {
-        self.in_order()
-            .into_iter()
-            .filter(|(_, inst)| tree.contains(&inst.realm))
-            .map(|(id, _)| id)
-            .collect()
+        self.ids_in_order(|inst| tree.contains(&inst.realm))
     }
 
     /// Takes what was registered through the handles of the realms of `tree`, innermost

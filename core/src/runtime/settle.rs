@@ -11,6 +11,7 @@ use crate::error::{panic_message, CoreError, PluginError};
 use crate::info::{PluginTransition, ServiceChanged, TransitionCause};
 use crate::scope::Scope;
 use crate::state::{InstanceId, PluginState};
+use smallvec::{smallvec, SmallVec};
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -525,11 +526,16 @@ fn failed(error: &PluginError) -> TransitionCause {
 }
 
 /// Post-order of the consumer graph below `target`: every consumer comes before the
-/// instances it uses, `target` last. Iterative depth-first walk.
-fn teardown_order(state: &State, target: InstanceId) -> Vec<InstanceId> {
-    let mut order = Vec::new();
+/// instances it uses, `target` last. Iterative depth-first walk; nothing is allocated for an
+/// instance no one uses, what each step of a dispose tears down (its users went first).
+fn teardown_order(state: &State, target: InstanceId) -> SmallVec<[InstanceId; 1]> {
+    let first = state.consumers(target);
+    if first.is_empty() {
+        return smallvec![target];
+    }
+    let mut order = SmallVec::new();
     let mut seen = HashSet::from([target]);
-    let mut stack = vec![(target, state.consumers(target), 0usize)];
+    let mut stack = vec![(target, first, 0usize)];
     while let Some((node, consumers, next)) = stack.last_mut() {
         if let Some(&consumer) = consumers.get(*next) {
             *next += 1;

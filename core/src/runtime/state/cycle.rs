@@ -4,6 +4,7 @@
 use super::{RealmId, Role, State};
 use crate::key::ServiceKey;
 use crate::state::{InstanceId, PluginState};
+use smallvec::SmallVec;
 
 impl State {
     /// The requirement cycle that an enabled instance of `plugin` named `name`, in isolation
@@ -34,7 +35,7 @@ impl State {
                         .filter(move |&id| self.slot_for(Some(id), slot.type_id) == slot)
                 })
                 .filter(live)
-                .collect::<Vec<InstanceId>>()
+                .collect::<Neighbours>()
         };
         let providers = |realm, keys: &[ServiceKey]| sharing(Role::Declares, realm, keys);
         let users = |realm, keys: &[ServiceKey]| sharing(Role::Requires, realm, keys);
@@ -46,9 +47,18 @@ impl State {
             return Some(vec![name.to_owned(), name.to_owned()]);
         }
         let manifest_of = |id: InstanceId| self.instances[&id].plugin.manifest();
+        let (first_providers, first_users) = (
+            providers(realm, manifest.requires()),
+            users(realm, manifest.provides()),
+        );
+        if first_providers.is_empty() || first_users.is_empty() {
+            // A cycle through the new instance needs both a provider of what it requires and a
+            // user of what it provides: a chain loaded from either end has only one.
+            return None;
+        }
         // Each search: the parent of every node seen, and the frontier still to expand.
-        let mut forward = Search::new(providers(realm, manifest.requires()));
-        let mut backward = Search::new(users(realm, manifest.provides()));
+        let mut forward = Search::new(first_providers);
+        let mut backward = Search::new(first_users);
         let (found, search, forward_found) = loop {
             if forward.frontier.is_empty() {
                 let closing = users(realm, manifest.provides());
@@ -83,6 +93,10 @@ impl State {
     }
 }
 
+/// The instances one step from another in a search: a few at most in nearly every context,
+/// held in place.
+type Neighbours = SmallVec<[InstanceId; 4]>;
+
 /// One direction of [`State::cycle_through`]: a breadth-first search from the new instance's
 /// neighbours.
 struct Search {
@@ -92,7 +106,7 @@ struct Search {
 }
 
 impl Search {
-    fn new(start: Vec<InstanceId>) -> Search {
+    fn new(start: Neighbours) -> Search {
         let mut parent = rustc_hash::FxHashMap::default();
         let frontier = start
             .into_iter()
@@ -106,7 +120,7 @@ impl Search {
     }
 
     /// Expands the frontier by one level.
-    fn step(&mut self, next: impl Fn(InstanceId) -> Vec<InstanceId>) {
+    fn step(&mut self, next: impl Fn(InstanceId) -> Neighbours) {
         let frontier = std::mem::take(&mut self.frontier);
         for id in frontier {
             for reached in next(id) {

@@ -4,6 +4,7 @@
 use super::{ConfigFn, Owned, Owner, SlotKey, State};
 use crate::error::CoreError;
 use crate::state::{InstanceId, PluginState};
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 impl State {
@@ -80,8 +81,10 @@ impl State {
         self.next_registration
     }
 
-    /// Services registered by `id` (in registration order).
-    pub(crate) fn services_of(&self, id: InstanceId) -> Vec<SlotKey> {
+    /// Services registered by `id` (in registration order); held in place up to two, what
+    /// nearly every plugin registers, so that reading them (each activation and teardown
+    /// does) allocates nothing.
+    pub(crate) fn services_of(&self, id: InstanceId) -> SmallVec<[SlotKey; 2]> {
         let owned = self.instances.get(&id).map_or(&[][..], |inst| &inst.owned);
         owned
             .iter()

@@ -437,7 +437,11 @@ impl Runtime {
     /// values, listener handlers and hooks are dropped outside the lock; a disposer that fails
     /// and a disposer or destructor that panics is contained and reported
     /// ([`Runtime::contained`]), and the rest still run.
-    pub(super) fn undo(self: &Arc<Self>, plugin: &str, owned: Vec<Owned>) {
+    pub(super) fn undo<I>(self: &Arc<Self>, plugin: &str, owned: I)
+    where
+        I: IntoIterator<Item = Owned>,
+        I::IntoIter: DoubleEndedIterator,
+    {
         for item in owned.into_iter().rev() {
             match item {
                 Owned::Service(slot) => {

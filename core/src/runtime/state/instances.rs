@@ -2,7 +2,7 @@
 //! provides), moved from state to state by the one transition function, and collected once
 //! disposed.
 
-use super::{Instance, RealmId, State};
+use super::{Instance, OwnedList, RealmId, State};
 use crate::error::PluginError;
 use crate::info::{PluginTransition, TransitionCause};
 use crate::runtime::plugin::AnyPlugin;
@@ -50,7 +50,7 @@ impl State {
                 state,
                 generation: 0,
                 error: None,
-                owned: Vec::new(),
+                owned: OwnedList::new(),
                 span: tracing::Span::none(),
             },
         );

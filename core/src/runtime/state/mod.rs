@@ -30,6 +30,7 @@ use crate::info::{PluginTransition, ServiceChanged};
 use crate::key::ServiceKey;
 use crate::state::{InstanceId, PluginState};
 use serde_json::Value;
+use smallvec::SmallVec;
 use std::any::TypeId;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -62,6 +63,11 @@ pub(crate) enum Owned {
     Absorber(Arc<ConfigFn>),
 }
 
+/// What an instance's generation registered, in order: held in the record up to one, what
+/// most generations own (a plugin providing its service), so that neither registering it nor
+/// reading it back (each activation and teardown does) goes through an allocation of its own.
+pub(crate) type OwnedList = SmallVec<[Owned; 1]>;
+
 /// An instance's record. Laid out in the order written (`repr(C)`): what a step reads of
 /// nearly every record it looks up (plugin, state, realm, generation, error, config: 48 bytes)
 /// first, beside the map's key, then the name, then what only some steps read (registrations,
@@ -79,7 +85,7 @@ pub(crate) struct Instance {
     pub(crate) error: Option<Box<PluginError>>,
     pub(crate) config: StoredConfig,
     pub(crate) name: Arc<str>,
-    pub(crate) owned: Vec<Owned>,
+    pub(crate) owned: OwnedList,
     pub(crate) parent: Option<InstanceId>,
     /// The span of the current generation (`tracing::Span::none()` before the first apply):
     /// entered around its apply, listeners, spawned work and teardown.

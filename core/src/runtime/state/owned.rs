@@ -64,14 +64,7 @@ impl State {
 
     pub(crate) fn own(&mut self, owner: Option<InstanceId>, item: Owned) {
         match owner.and_then(|id| self.instances.get_mut(&id)) {
-            Some(inst) => {
-                // Most generations own one or two registrations: room for one at first, not
-                // the four a first push makes (a 160-byte block a plugin, mostly unused).
-                if inst.owned.capacity() == 0 {
-                    inst.owned.reserve_exact(1);
-                }
-                inst.owned.push(item)
-            }
+            Some(inst) => inst.owned.push(item),
             None => self.root_owned.push(item),
         }
     }
@@ -85,7 +78,10 @@ impl State {
     /// nearly every plugin registers, so that reading them (each activation and teardown
     /// does) allocates nothing.
     pub(crate) fn services_of(&self, id: InstanceId) -> SmallVec<[SlotKey; 2]> {
-        let owned = self.instances.get(&id).map_or(&[][..], |inst| &inst.owned);
+        let owned = self
+            .instances
+            .get(&id)
+            .map_or(&[][..], |inst| &inst.owned[..]);
         owned
             .iter()
             .filter_map(|item| match item {
@@ -99,7 +95,7 @@ impl State {
     /// registered, in registration order: with any, an active instance takes a config update
     /// in place if they all accept it.
     pub(crate) fn absorbers(&self, id: InstanceId) -> Vec<Arc<ConfigFn>> {
-        let owned = self.instance(id).map_or(&[][..], |inst| &inst.owned);
+        let owned = self.instance(id).map_or(&[][..], |inst| &inst.owned[..]);
         owned
             .iter()
             .filter_map(|item| match item {
@@ -118,7 +114,7 @@ mod tests {
     struct Clock;
 
     #[test]
-    fn a_generation_owning_one_registration_holds_room_for_one() {
+    fn a_generation_owning_one_registration_keeps_it_in_its_record() {
         let clock =
             plugin_fn("clock", |scope, ()| Ok(scope.provide(Arc::new(Clock))?)).provides::<Clock>();
         let ctx = Context::builder().add_plugin(clock).build().unwrap();
@@ -126,12 +122,8 @@ mod tests {
         let owned: Vec<_> = state
             .instances
             .values()
-            .map(|inst| inst.owned.capacity())
+            .map(|inst| (inst.owned.len(), inst.owned.spilled()))
             .collect();
-        assert_eq!(
-            owned,
-            [1],
-            "a 40-byte list, not the 160 bytes a first push reserves"
-        );
+        assert_eq!(owned, [(1, false)], "one registration, in place");
     }
 }
